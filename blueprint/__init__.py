@@ -1,0 +1,388 @@
+"""The one declaration of Racecap's resources.
+
+Every table, queue, function, route, event-source mapping, schedule and state machine
+is declared here exactly once. The CDK app (``cdk/``) turns these declarations into
+CloudFormation; the local stack (``local/``) turns the same declarations into DynamoDB
+Local tables, ElasticMQ queues, gateway routes, SQS pollers and ASL executions. The
+parity test (``tests/infra/test_parity.py``) proves both sides agree.
+
+This module is deliberately plain Python (dataclasses, no AWS imports) so both sides,
+and the tests, can read it without pulling in the CDK or boto3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_NAME = "racecap"
+
+
+# ---------------------------------------------------------------------------
+# References: how an environment variable or ASL substitution names a resource.
+# Each side resolves them its own way (a CDK token, or a local name/URL).
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TableName:
+    table: str
+
+
+@dataclass(frozen=True)
+class QueueUrl:
+    queue: str
+
+
+@dataclass(frozen=True)
+class FunctionArn:
+    function: str
+
+
+@dataclass(frozen=True)
+class StateMachineArn:
+    state_machine: str
+
+
+@dataclass(frozen=True)
+class CacheUrl:
+    """The Redis/Valkey URL: ElastiCache Serverless (TLS) on AWS, redis-server locally."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """A deploy-time parameter with a default (e.g. the SES sender address)."""
+
+    name: str
+    default: str
+
+
+Ref = TableName | QueueUrl | FunctionArn | StateMachineArn | CacheUrl | Param | str
+
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: Literal["S", "N"] = "S"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: Key
+    sort_key: Key | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    id: str
+    partition_key: Key
+    sort_key: Key | None = None
+    indexes: tuple[Index, ...] = ()
+    ttl_attribute: str | None = None
+
+    @property
+    def local_name(self) -> str:
+        return f"{APP_NAME}-{_kebab(self.id)}"
+
+
+# ---------------------------------------------------------------------------
+# Queues (every queue gets a dead-letter queue; nothing is ever dropped)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Queue:
+    id: str
+    visibility_timeout_s: int
+    max_receive_count: int
+    retention_days: int = 4
+    dlq_retention_days: int = 14
+
+    @property
+    def local_name(self) -> str:
+        return f"{APP_NAME}-{_kebab(self.id)}"
+
+    @property
+    def dlq_id(self) -> str:
+        return f"{self.id}Dlq"
+
+    @property
+    def dlq_local_name(self) -> str:
+        return f"{self.local_name}-dlq"
+
+
+# ---------------------------------------------------------------------------
+# Permissions: what each function may touch (one least-privilege role each)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TableAccess:
+    table: str
+    mode: Literal["read", "write", "readwrite"]
+
+
+@dataclass(frozen=True)
+class QueueAccess:
+    queue: str
+    mode: Literal["send", "consume"]
+
+
+@dataclass(frozen=True)
+class SendEmail:
+    pass
+
+
+@dataclass(frozen=True)
+class StartExecution:
+    state_machine: str
+
+
+Grant = TableAccess | QueueAccess | SendEmail | StartExecution
+
+
+# ---------------------------------------------------------------------------
+# Functions, routes, triggers, schedules, state machines
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Function:
+    id: str
+    code_dir: str  # relative to ROOT; deployed as the Lambda asset
+    description: str
+    grants: tuple[Grant, ...]
+    handler: str = "handler.handler"
+    memory_mb: int = 512
+    timeout_s: int = 10
+    reserved_concurrency: int | None = None
+    needs_cache: bool = True
+    extra_env: dict[str, Ref] = field(default_factory=dict)
+
+    @property
+    def module(self) -> str:
+        return self.handler.rsplit(".", 1)[0]
+
+    @property
+    def attr(self) -> str:
+        return self.handler.rsplit(".", 1)[1]
+
+    @property
+    def path(self) -> Path:
+        return ROOT / self.code_dir
+
+
+@dataclass(frozen=True)
+class Route:
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+    path: str  # API Gateway syntax, e.g. /api/races/{raceId}
+    function: str
+    auth: Literal["none", "director"] = "none"
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass(frozen=True)
+class QueueTrigger:
+    function: str
+    queue: str
+    batch_size: int
+    max_concurrency: int  # SQS event source maximum concurrency (>= 2 on AWS)
+    max_batching_window_s: int = 0
+
+
+@dataclass(frozen=True)
+class Schedule:
+    id: str
+    function: str
+    every_minutes: int
+
+
+@dataclass(frozen=True)
+class StateMachine:
+    id: str
+    definition_file: str  # relative to ROOT
+    substitutions: dict[str, Ref]
+    type: Literal["STANDARD", "EXPRESS"] = "STANDARD"
+
+    @property
+    def local_name(self) -> str:
+        return f"{APP_NAME}-{_kebab(self.id)}"
+
+    @property
+    def path(self) -> Path:
+        return ROOT / self.definition_file
+
+
+def _kebab(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i:
+            out.append("-")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+# ===========================================================================
+# The declarations
+# ===========================================================================
+PK = Key("pk")
+SK = Key("sk")
+GSI1 = Index("gsi1", Key("gsi1pk"), Key("gsi1sk"))
+
+TABLES: tuple[Table, ...] = (
+    # Race and event definitions, owned by directors; read-mostly, cached in layers.
+    Table("Races", PK, SK, indexes=(GSI1,)),
+    # The hot path: cap-counter shards, holds, email claims, bib counters. Conditional
+    # writes here are what make "never sold twice" true. Holds expire through TTL as a
+    # backstop; the sweeper returns their places well before TTL would.
+    Table("Inventory", PK, SK, indexes=(GSI1,), ttl_attribute="ttl"),
+    # Confirmed (and failed) registrations, written only by the writer.
+    Table("Registrations", PK, SK, indexes=(GSI1,)),
+    # Powertools Idempotency records (registration requests, payments, queue records).
+    Table("Idempotency", Key("id"), ttl_attribute="expiration"),
+)
+
+QUEUES: tuple[Queue, ...] = (
+    # Paid registrations waiting to be persisted; visibility > 6x writer timeout (AWS advice).
+    Queue("Registrations", visibility_timeout_s=60, max_receive_count=5),
+    # Confirmation/refund emails waiting for the rate-limited SES consumer.
+    Queue("Emails", visibility_timeout_s=60, max_receive_count=8),
+)
+
+# Every function gets the same validated environment (one Settings model); what it may
+# *do* with those names is limited by its grants, one role per function.
+COMMON_ENV: dict[str, Ref] = {
+    "RACES_TABLE": TableName("Races"),
+    "INVENTORY_TABLE": TableName("Inventory"),
+    "REGISTRATIONS_TABLE": TableName("Registrations"),
+    "IDEMPOTENCY_TABLE": TableName("Idempotency"),
+    "REGISTRATIONS_QUEUE_URL": QueueUrl("Registrations"),
+    "EMAILS_QUEUE_URL": QueueUrl("Emails"),
+    "CACHE_URL": CacheUrl(),
+    "EMAIL_FROM": Param("EmailFrom", "Racecap <no-reply@racecap.example>"),
+    "EMAIL_SEND_RATE_PER_SECOND": Param("EmailSendRatePerSecond", "10"),
+    "POWERTOOLS_METRICS_NAMESPACE": "Racecap",
+    "POWERTOOLS_LOG_LEVEL": "INFO",
+}
+
+FUNCTIONS: tuple[Function, ...] = (
+    Function(
+        "PublicApi",
+        "functions/public_api",
+        "Runner-facing race pages and the OpenAPI document",
+        grants=(TableAccess("Races", "read"), TableAccess("Inventory", "read")),
+        memory_mb=1024,
+    ),
+    Function(
+        "RegistrationApi",
+        "functions/registration_api",
+        "Holds, registration + payment, registration status",
+        grants=(
+            TableAccess("Races", "read"),
+            TableAccess("Inventory", "readwrite"),
+            TableAccess("Registrations", "read"),
+            TableAccess("Idempotency", "readwrite"),
+            QueueAccess("Registrations", "send"),
+        ),
+        memory_mb=1024,
+    ),
+    Function(
+        "RegistrationWriter",
+        "functions/registration_writer",
+        "Persists paid registrations from the queue, assigns bibs, enqueues email",
+        grants=(
+            TableAccess("Races", "read"),
+            TableAccess("Inventory", "readwrite"),
+            TableAccess("Registrations", "readwrite"),
+            TableAccess("Idempotency", "readwrite"),
+            QueueAccess("Registrations", "consume"),
+            QueueAccess("Emails", "send"),
+        ),
+        timeout_s=10,
+        reserved_concurrency=4,
+    ),
+    Function(
+        "EmailSender",
+        "functions/email_sender",
+        "Sends queued emails through SES without exceeding the account's send rate",
+        grants=(
+            TableAccess("Idempotency", "readwrite"),
+            QueueAccess("Emails", "consume"),
+            SendEmail(),
+        ),
+        timeout_s=10,
+        reserved_concurrency=2,
+    ),
+    Function(
+        "HoldSweeper",
+        "functions/hold_sweeper",
+        "Returns the places of expired holds to the pool",
+        grants=(TableAccess("Races", "read"), TableAccess("Inventory", "readwrite")),
+        timeout_s=60,
+        reserved_concurrency=1,
+    ),
+    Function(
+        "WindowTasks",
+        "functions/window_tasks",
+        "Tasks of the registration-window workflow: warm, open, close",
+        grants=(TableAccess("Races", "readwrite"), TableAccess("Inventory", "readwrite")),
+        timeout_s=30,
+    ),
+)
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/api/races", "PublicApi"),
+    Route("GET", "/api/races/{raceId}", "PublicApi"),
+    Route("GET", "/api/docs", "PublicApi"),
+    Route("GET", "/api/openapi.json", "PublicApi"),
+)
+
+QUEUE_TRIGGERS: tuple[QueueTrigger, ...] = (
+    QueueTrigger("RegistrationWriter", "Registrations", batch_size=10, max_concurrency=4),
+    QueueTrigger("EmailSender", "Emails", batch_size=10, max_concurrency=2),
+)
+
+SCHEDULES: tuple[Schedule, ...] = (Schedule("SweepExpiredHolds", "HoldSweeper", every_minutes=1),)
+
+STATE_MACHINES: tuple[StateMachine, ...] = (
+    StateMachine(
+        "RegistrationWindow",
+        "statemachines/registration_window.asl.json",
+        substitutions={"WindowTasksFunctionArn": FunctionArn("WindowTasks")},
+    ),
+)
+
+
+# ---------------------------------------------------------------------------
+# Look-ups
+# ---------------------------------------------------------------------------
+def table(table_id: str) -> Table:
+    return _one(TABLES, table_id)
+
+
+def queue(queue_id: str) -> Queue:
+    return _one(QUEUES, queue_id)
+
+
+def function(function_id: str) -> Function:
+    return _one(FUNCTIONS, function_id)
+
+
+def state_machine(sm_id: str) -> StateMachine:
+    return _one(STATE_MACHINES, sm_id)
+
+
+def routes_for(function_id: str) -> tuple[Route, ...]:
+    return tuple(r for r in ROUTES if r.function == function_id)
+
+
+def function_env(fn: Function) -> dict[str, Ref]:
+    return {**COMMON_ENV, "POWERTOOLS_SERVICE_NAME": _kebab(fn.id), **fn.extra_env}
+
+
+def _one(items: tuple, ident: str):  # type: ignore[no-untyped-def]
+    for item in items:
+        if item.id == ident:
+            return item
+    raise KeyError(ident)
