@@ -262,6 +262,9 @@ COMMON_ENV: dict[str, Ref] = {
     "CACHE_URL": CacheUrl(),
     "EMAIL_FROM": Param("EmailFrom", "Racecap <no-reply@racecap.example>"),
     "EMAIL_SEND_RATE_PER_SECOND": Param("EmailSendRatePerSecond", "10"),
+    # The payment provider's API (Stripe-shaped). Locally: the test-token provider in
+    # local/payments.py; on AWS: the real provider, its key in Secrets Manager.
+    "PAYMENTS_URL": Param("PaymentsUrl", "https://payments.racecap.example"),
     "POWERTOOLS_METRICS_NAMESPACE": "Racecap",
     "POWERTOOLS_LOG_LEVEL": "INFO",
 }
@@ -335,6 +338,10 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races", "PublicApi"),
     Route("GET", "/api/races/{raceId}", "PublicApi"),
     Route("GET", "/api/docs", "PublicApi"),
+    Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
+    Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
+    Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
+    Route("GET", "/api/registrations/{registrationId}", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
 )
 

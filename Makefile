@@ -1,0 +1,78 @@
+# Racecap — the two commands are `make run` and `make test`; everything else is a helper.
+# Every target installs what it needs first (idempotent, cached in ignored folders).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PY := .venv/bin/python
+PYTEST := .venv/bin/pytest
+ENV := source local/env.sh &&
+export CDK_DISABLE_CLI_TELEMETRY := true
+export ARTILLERY_DISABLE_TELEMETRY := true
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help install run test lint typecheck openapi openapi-check unit infra-tests integration browser \
+        site layers synth deploy burst bench token clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+install: ## install everything missing (apt, Maven, Node 22 + npm tools, the venv)
+	@bash local/install.sh
+
+run: install site ## start the whole local stack, seed a demo race, print the URL (Ctrl-C stops it)
+	@$(ENV) $(PY) -m local.stack run
+
+test: install site ## lint, types, OpenAPI drift, unit, infrastructure, integration and browser tests
+	@echo "[test] lint";          $(MAKE) --no-print-directory lint
+	@echo "[test] types";         $(MAKE) --no-print-directory typecheck
+	@echo "[test] openapi drift"; $(MAKE) --no-print-directory openapi-check
+	@echo "[test] all suites";    $(ENV) $(PYTEST) -q -p no:cacheprovider tests
+
+lint: ## ruff
+	@.venv/bin/ruff check .
+	@.venv/bin/ruff format --check .
+
+typecheck: ## mypy
+	@.venv/bin/mypy blueprint layers/racecap/python/racecap functions local tools cdk
+
+openapi: ## regenerate the committed OpenAPI document
+	@$(PY) -m tools.openapi
+
+openapi-check: ## fail if the committed OpenAPI document is stale
+	@$(PY) -m tools.openapi --check
+
+unit: install ## unit tests only
+	@$(PYTEST) -q tests/unit
+
+infra-tests: install ## CDK assertions + the parity test
+	@$(PYTEST) -q tests/infra
+
+integration: install site ## integration tests against the real local servers
+	@$(ENV) $(PYTEST) -q tests/integration
+
+site: ## build the static site with fingerprinted assets into .build/site
+	@$(PY) site/build.py --out .build/site >/dev/null
+
+layers: install ## build the Lambda deps layer for arm64 into .build/layers/deps
+	@rm -rf .build/layers/deps && mkdir -p .build/layers/deps/python
+	@.venv/bin/pip install -q -r requirements.txt --target .build/layers/deps/python \
+	  --platform manylinux2014_aarch64 --implementation cp --python-version 3.12 --only-binary=:all:
+
+synth: install ## synthesize the CDK app (offline; cdk-nag runs)
+	@$(ENV) CDK_DEFAULT_ACCOUNT=$${CDK_DEFAULT_ACCOUNT:-123456789012} CDK_DEFAULT_REGION=$${CDK_DEFAULT_REGION:-us-east-1} \
+	  cdk synth --quiet && echo "synthesized to cdk.out/"
+
+deploy: install layers site ## deploy to the AWS account in your environment
+	@$(ENV) cdk deploy --require-approval broadening
+
+burst: install site ## Artillery burst against the local stack (or TARGET=https://…)
+	@$(ENV) $(PY) -m tools.burst
+
+bench: install site ## the benchmark: writes reports/bench.json
+	@$(ENV) $(PY) -m tools.bench
+
+token: install ## print a race director's bearer token for the local stack
+	@$(ENV) $(PY) -m local.auth token $(if $(DIRECTOR),--director $(DIRECTOR),)
+
+clean: ## remove build output and local state (keeps the install cache)
+	@rm -rf .build cdk.out .local-stack reports test-artifacts

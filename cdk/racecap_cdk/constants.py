@@ -1,0 +1,115 @@
+"""Every construct id, tag key and deploy-time knob the blueprint does not declare.
+
+Names of tables, queues, functions, routes and their sizes live in ``blueprint``; this
+module only holds what is specific to the AWS rendering of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import aws_logs as logs
+
+import blueprint
+
+# --- the app -----------------------------------------------------------------------
+# Function, API, workflow and flow logs: long enough to investigate a registration opening.
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+STACK_ID = "Racecap"
+DUMMY_ACCOUNT = "123456789012"  # synth offline; the CLI overrides it with the real one
+DEFAULT_REGION = "us-east-1"
+CDK_JSON = blueprint.ROOT / "cdk.json"
+
+# Maps every template resource back to the blueprint declaration it renders. The tests
+# (and anyone in the console) read it; nothing at run time does.
+BLUEPRINT_TAG = "racecap:blueprint-id"
+APP_TAG = "racecap:app"
+
+# --- construct ids (one per capability, then one per blueprint item inside) ------------
+NETWORK_ID = "Network"
+CACHE_ID = "Cache"
+TABLES_ID = "Tables"
+QUEUES_ID = "Queues"
+FUNCTIONS_ID = "Functions"
+TRIGGERS_ID = "QueueTriggers"
+STATE_MACHINES_ID = "StateMachines"
+AUTH_ID = "DirectorAuth"
+HTTP_API_ID = "HttpApi"
+SCHEDULES_ID = "Schedules"
+SITE_ID = "Site"
+
+# --- Lambda ----------------------------------------------------------------------------
+# Kept at 3.12: the Powertools public layer and the deps layer are built for it.
+PYTHON_RUNTIME = "python3.12"
+POWERTOOLS_LAYER_ARN = (
+    "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:27"
+)
+PROJECT_LAYER_DIR: Path = blueprint.ROOT / "layers" / "racecap"
+DEPS_LAYER_DIR: Path = blueprint.ROOT / ".build" / "layers" / "deps"
+ASSET_EXCLUDES = ["__pycache__", "*.pyc", ".pytest_cache", "tests"]
+
+# --- tables ----------------------------------------------------------------------------
+# Tables whose loss is harmless (Powertools idempotency records expire within hours);
+# every other table is retained and deletion-protected.
+DISPOSABLE_TABLES = frozenset({"Idempotency"})
+
+# --- cache -----------------------------------------------------------------------------
+CACHE_ENGINE = "valkey"
+CACHE_MAJOR_VERSION = "8"
+CACHE_PORT = 6379
+CACHE_READER_PORT = 6380  # ElastiCache Serverless serves replica reads on the next port
+
+# --- HTTP API --------------------------------------------------------------------------
+# Stage-wide default: below the account's 10,000 req/s so one stage cannot starve others,
+# above the paper's 4,904 req/s peak. Clients get 429 and the waiting screen backs off.
+API_THROTTLE_RATE = 8000
+API_THROTTLE_BURST = 5000
+
+# --- site ------------------------------------------------------------------------------
+SITE_BUILD_DIR: Path = blueprint.ROOT / ".build" / "site"
+SITE_SOURCE_DIR: Path = blueprint.ROOT / "site"
+API_PATH_PATTERN = "/api/*"
+SITE_INDEX = "index.html"
+ACCESS_LOG_EXPIRY_DAYS = 90
+
+# --- outputs ---------------------------------------------------------------------------
+OUTPUT_SITE_URL = "SiteUrl"
+OUTPUT_API_URL = "ApiUrl"
+OUTPUT_USER_POOL_ID = "DirectorUserPoolId"
+OUTPUT_USER_POOL_CLIENT_ID = "DirectorUserPoolClientId"
+
+# --- inner construct ids -----------------------------------------------------------------
+VPC_ID = "Vpc"
+ISOLATED_SUBNET_NAME = "isolated"
+FLOW_LOG_GROUP_ID = "FlowLogs"
+FLOW_LOG_ID = "RejectedFlows"
+DYNAMODB_ENDPOINT_ID = "DynamoDbEndpoint"
+SQS_ENDPOINT_ID = "SqsEndpoint"
+SES_ENDPOINT_ID = "SesEndpoint"
+STEP_FUNCTIONS_ENDPOINT_ID = "StepFunctionsEndpoint"
+CACHE_CLIENTS_SG_ID = "CacheClients"
+FUNCTIONS_SG_ID = "Functions"
+ENDPOINTS_SG_ID = "Endpoints"
+CACHE_SG_ID = "CacheSecurityGroup"
+SERVERLESS_CACHE_ID = "ServerlessCache"
+ROLE_ID = "Role"
+LOG_GROUP_ID = "Logs"
+POWERTOOLS_LAYER_ID = "PowertoolsLayer"
+PROJECT_LAYER_ID = "ProjectLayer"
+DEPS_LAYER_ID = "DepsLayer"
+STAGE_ID = "DefaultStage"
+ACCESS_LOGS_ID = "AccessLogs"
+USER_POOL_ID = "Directors"
+USER_POOL_CLIENT_ID = "DirectorsClient"
+AUTHORIZER_ID = "DirectorAuthorizer"
+SITE_BUCKET_ID = "Bucket"
+ACCESS_LOG_BUCKET_ID = "AccessLogBucket"
+DISTRIBUTION_ID = "Distribution"
+DEPLOYMENT_ID = "Deployment"
+FUNCTION_ID = "Function"
+STATE_MACHINE_ID = "StateMachine"
+TRIGGER_ID_JOINER = "From"
+HTTP_API_RESOURCE_ID = "Api"
+INTEGRATION_SUFFIX = "Integration"
+SITE_BUCKET_LOG_PREFIX = "s3/site/"
+DISTRIBUTION_LOG_PREFIX = "cloudfront/"

@@ -1,0 +1,49 @@
+"""One DynamoDB table per ``blueprint.TABLES`` entry: on demand, point-in-time recovery,
+encrypted, keys/indexes/TTL exactly as declared (the local stack creates the same)."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+import blueprint
+from racecap_cdk import constants as c
+
+_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
+
+
+def _attr(key: blueprint.Key) -> dynamodb.Attribute:
+    return dynamodb.Attribute(name=key.name, type=_TYPES[key.type])
+
+
+class Tables(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.by_id: dict[str, dynamodb.Table] = {t.id: self._table(t) for t in blueprint.TABLES}
+
+    def _table(self, decl: blueprint.Table) -> dynamodb.Table:
+        keep = decl.id not in c.DISPOSABLE_TABLES
+        table = dynamodb.Table(
+            self,
+            decl.id,
+            partition_key=_attr(decl.partition_key),
+            sort_key=_attr(decl.sort_key) if decl.sort_key else None,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=decl.ttl_attribute,
+            removal_policy=RemovalPolicy.RETAIN if keep else RemovalPolicy.DESTROY,
+            deletion_protection=keep,
+        )
+        for index in decl.indexes:
+            table.add_global_secondary_index(
+                index_name=index.name,
+                partition_key=_attr(index.partition_key),
+                sort_key=_attr(index.sort_key) if index.sort_key else None,
+                projection_type=dynamodb.ProjectionType.ALL,
+            )
+        Tags.of(table).add(c.BLUEPRINT_TAG, decl.id)
+        return table

@@ -1,0 +1,38 @@
+"""SQS event-source mappings from ``blueprint.QUEUE_TRIGGERS``: the batch size, the
+maximum concurrency (kept <= the consumer's reserved concurrency, so Lambda never
+throttles the poller) and partial-batch responses, exactly as the local pollers run."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Tags
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+import blueprint
+from racecap_cdk import constants as c
+from racecap_cdk.refs import Registry
+
+
+class QueueTriggers(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, registry: Registry) -> None:
+        super().__init__(scope, construct_id)
+        self.mappings: dict[tuple[str, str], lambda_.EventSourceMapping] = {}
+        for trigger in blueprint.QUEUE_TRIGGERS:
+            fn = registry.functions[trigger.function]
+            queue = registry.queues[trigger.queue]
+            queue.grant_consume_messages(fn)
+            mapping = lambda_.EventSourceMapping(
+                self,
+                f"{trigger.function}{c.TRIGGER_ID_JOINER}{trigger.queue}",
+                target=fn,
+                event_source_arn=queue.queue_arn,
+                batch_size=trigger.batch_size,
+                max_concurrency=trigger.max_concurrency + 1,
+                max_batching_window=Duration.seconds(trigger.max_batching_window_s),
+                report_batch_item_failures=True,
+            )
+            # Lambda checks the role can read the queue when the mapping is created.
+            if fn.role is not None:
+                mapping.node.add_dependency(fn.role)
+            Tags.of(mapping).add(c.BLUEPRINT_TAG, trigger.function)
+            self.mappings[(trigger.function, trigger.queue)] = mapping

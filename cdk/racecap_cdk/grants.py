@@ -1,0 +1,46 @@
+"""Blueprint grants -> IAM statements on each function's own role.
+
+The only place a function gains access to data: each ``blueprint.Grant`` maps to the
+narrowest CDK grant for that one resource (table grants include that table's indexes).
+Queue triggers add consume rights themselves (``constructs/triggers.py``).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+
+import blueprint
+from racecap_cdk.refs import Registry
+
+SES_SEND_ACTIONS = ["ses:SendEmail", "ses:SendRawEmail"]
+
+
+def apply_grants(registry: Registry) -> None:
+    for decl in blueprint.FUNCTIONS:
+        fn = registry.functions[decl.id]
+        for grant in decl.grants:
+            _apply(registry, fn, grant)
+
+
+def _apply(registry: Registry, fn: lambda_.Function, grant: blueprint.Grant) -> None:
+    match grant:
+        case blueprint.TableAccess(table=table_id, mode="read"):
+            registry.tables[table_id].grant_read_write_data(fn)
+        case blueprint.TableAccess(table=table_id, mode="write"):
+            registry.tables[table_id].grant_write_data(fn)
+        case blueprint.TableAccess(table=table_id, mode="readwrite"):
+            registry.tables[table_id].grant_read_write_data(fn)
+        case blueprint.QueueAccess(queue=queue_id, mode="send"):
+            registry.queues[queue_id].grant_send_messages(fn)
+        case blueprint.QueueAccess(queue=queue_id, mode="consume"):
+            registry.queues[queue_id].grant_consume_messages(fn)
+        case blueprint.SendEmail():
+            stack = Stack.of(fn)
+            identities = stack.format_arn(service="ses", resource="identity", resource_name="*")
+            fn.add_to_role_policy(iam.PolicyStatement(actions=SES_SEND_ACTIONS, resources=[identities]))
+        case blueprint.StartExecution(state_machine=sm_id):
+            registry.state_machines[sm_id].grant_start_execution(fn)
+        case _:
+            raise TypeError(f"unknown blueprint grant: {grant!r}")

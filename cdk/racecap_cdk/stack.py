@@ -1,0 +1,66 @@
+"""The Racecap stack: composes one construct per capability, every one of them driven by
+the blueprint. Nothing here names a table, queue or function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Fn, Stack, Tags
+from constructs import Construct
+
+import blueprint
+from racecap_cdk import constants as c
+from racecap_cdk.constructs.auth import DirectorAuth
+from racecap_cdk.constructs.cache import Cache
+from racecap_cdk.constructs.functions import Functions
+from racecap_cdk.constructs.http_api import HttpApi
+from racecap_cdk.constructs.network import Network
+from racecap_cdk.constructs.queues import Queues
+from racecap_cdk.constructs.schedules import Schedules
+from racecap_cdk.constructs.site import Site
+from racecap_cdk.constructs.state_machines import StateMachines
+from racecap_cdk.constructs.tables import Tables
+from racecap_cdk.constructs.triggers import QueueTriggers
+from racecap_cdk.grants import apply_grants
+from racecap_cdk.refs import RefResolver, Registry
+
+
+class RacecapStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        Tags.of(self).add(c.APP_TAG, blueprint.APP_NAME)
+        self.registry = reg = Registry()
+        resolve = RefResolver(self, reg)
+
+        self.network = Network(self, c.NETWORK_ID)
+        self.cache = Cache(self, c.CACHE_ID, network=self.network)
+        reg.cache_url = self.cache.url
+        self.tables = Tables(self, c.TABLES_ID)
+        reg.tables.update(self.tables.by_id)
+        self.queues = Queues(self, c.QUEUES_ID)
+        reg.queues.update(self.queues.by_id)
+        reg.dead_letter_queues.update(self.queues.dead_letters)
+        self.functions = Functions(self, c.FUNCTIONS_ID, network=self.network, resolve=resolve)
+        reg.functions.update(self.functions.by_id)
+        self.state_machines = StateMachines(self, c.STATE_MACHINES_ID, resolve=resolve, registry=reg)
+        reg.state_machines.update(self.state_machines.by_id)
+
+        apply_grants(reg)
+        self.triggers = QueueTriggers(self, c.TRIGGERS_ID, registry=reg)
+        self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
+        self.auth = DirectorAuth(self, c.AUTH_ID)
+        self.http_api = HttpApi(
+            self, c.HTTP_API_ID, functions=reg.functions, director_authorizer=self.auth.authorizer
+        )
+        self.site = Site(self, c.SITE_ID, api=self.http_api.api)
+
+        CfnOutput(self, c.OUTPUT_SITE_URL, value=self.site.url)
+        CfnOutput(self, c.OUTPUT_API_URL, value=self.http_api.api.api_endpoint)
+        CfnOutput(self, c.OUTPUT_USER_POOL_ID, value=self.auth.user_pool.user_pool_id)
+        CfnOutput(self, c.OUTPUT_USER_POOL_CLIENT_ID, value=self.auth.client.user_pool_client_id)
+
+    @property
+    def availability_zones(self) -> list[str]:
+        # The region's first two AZs resolved by CloudFormation (Fn::GetAZs) rather than a
+        # context lookup: synth needs no AWS credentials and names no zone.
+        return [Fn.select(i, Fn.get_azs(self.region)) for i in range(2)]

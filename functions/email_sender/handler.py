@@ -1,0 +1,46 @@
+"""EmailSender: drains the Emails queue into SES at the account's send rate, once per email.
+
+Partial batch responses: a record that fails (throttled for too long, poison, a duplicate
+still in flight elsewhere) is reported alone and comes back from the queue; the rest of
+the batch is deleted. See ``racecap.logic.notify`` for the per-record rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from racecap import clients
+from racecap.config import get_settings
+from racecap.dal.mailer import SesMailer, ses_client
+from racecap.logic.notify import Notifier
+from racecap.observability import logger, metrics, tracer
+from racecap.ratelimit import SendRateLimiter
+
+settings = get_settings()  # validate the environment at cold start, not mid-burst
+
+notifier = Notifier(
+    SesMailer(ses_client(), settings.email_from),
+    SendRateLimiter(clients.cache, settings.email_send_rate_per_second),
+    DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=clients.dynamodb()),
+)
+
+
+def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> str:
+    return notifier.handle_record(record, lambda_context)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    # A processor per invocation: it holds one batch's state, and the local stack runs
+    # concurrent pollers' invocations in one process.
+    processor = BatchProcessor(event_type=EventType.SQS)
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -1,0 +1,21 @@
+"""HoldSweeper: every minute (EventBridge), expired holds give their places back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from racecap.config import get_settings
+from racecap.observability import logger, metrics, tracer
+from racecap.wiring import sweeper
+
+get_settings()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    counts = sweeper().sweep()
+    logger.info("swept holds", extra=counts)
+    return counts

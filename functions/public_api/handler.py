@@ -1,0 +1,66 @@
+"""PublicApi: the race pages runners read, and the API's own documentation."""
+
+# No `from __future__ import annotations` here: Powertools reads the route annotations
+# at run time to validate requests and responses.
+
+import json
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.swagger_ui import generate_swagger_html
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from racecap.config import get_settings
+from racecap.http import make_resolver
+from racecap.models import RaceList, RaceView
+from racecap.observability import logger, metrics, tracer
+from racecap.wiring import catalog
+
+get_settings()  # validate the environment at cold start, not mid-burst
+
+app = make_resolver()
+OPENAPI_FILE = Path(__file__).with_name("openapi.json")
+CACHE_SHORT = {"Cache-Control": "public, max-age=2"}
+
+@app.get("/api/races", summary="Published races", tags=["Races"])
+@tracer.capture_method
+def list_races() -> Response[RaceList]:
+    return Response(200, content_types.APPLICATION_JSON, catalog().list_races(), headers=CACHE_SHORT)
+
+@app.get(
+    "/api/races/<raceId>",
+    summary="One race with its events and places left",
+    description="`spotsLeft` is cached for about two seconds, so it may be a few seconds stale; "
+    "a hold is always decided against the real count.",
+    tags=["Races"],
+    responses={404: {"description": "RACE_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_race(raceId: str) -> Response[RaceView]:
+    return Response(200, content_types.APPLICATION_JSON, catalog().get_race(raceId), headers=CACHE_SHORT)
+
+@app.get("/api/openapi.json", include_in_schema=False)
+def openapi_document() -> Response[Any]:
+    return Response(200, content_types.APPLICATION_JSON, OPENAPI_FILE.read_text(), headers=CACHE_SHORT)
+
+@app.get("/api/docs", include_in_schema=False)
+def swagger_ui() -> Response[str]:
+    # Powertools ships Swagger UI's assets, so the page works with no CDN.
+    assets = Path(generate_swagger_html.__code__.co_filename).parent
+    spec = json.dumps(json.loads(OPENAPI_FILE.read_text())).replace("</", "<\\/")
+    html = generate_swagger_html(
+        spec,
+        (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
+        (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
+        None,
+        None,
+        False,
+    )
+    return Response(200, "text/html; charset=utf-8", html)
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,112 @@
+"""RegistrationApi: hold a place, register and pay, release a hold, poll the outcome."""
+
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from racecap.config import get_settings
+from racecap.errors import Conflict
+from racecap.http import make_resolver, require_json
+from racecap.logic.validation import RegistrationRequest
+from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus
+from racecap.observability import logger, metrics, tracer
+from racecap.wiring import hold_service, registration_service
+
+settings = get_settings()  # validate the environment at cold start, not mid-burst
+app = make_resolver()
+NO_STORE = {"Cache-Control": "no-store"}
+
+# The same call repeated (a double click, a retry after a lost response) returns the
+# first answer without running again; the hold's state machine is the second guard.
+idempotency = IdempotencyConfig(expires_after_seconds=3600, raise_on_no_idempotency_key=True)
+persistence = DynamoDBPersistenceLayer(table_name=settings.idempotency_table)
+
+
+@idempotent_function(data_keyword_argument="call", config=idempotency, persistence_store=persistence)
+def _register(call: dict[str, Any]) -> dict[str, Any]:
+    request = RegistrationRequest.model_validate(call["request"])
+    return registration_service().register(call["holdId"], request).model_dump()
+
+
+@app.post(
+    "/api/races/<raceId>/events/<eventId>/holds",
+    summary="Hold one place for the race's hold window",
+    tags=["Registration"],
+    responses={
+        201: {"description": "Held"},
+        409: {"description": "SOLD_OUT or REGISTRATION_CLOSED"},
+        404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
+        429: {"description": "Busy; retry after Retry-After seconds"},
+    },
+)
+@tracer.capture_method
+def create_hold(raceId: str, eventId: str) -> Response[HoldCreated]:
+    return Response(
+        201, content_types.APPLICATION_JSON, hold_service().hold(raceId, eventId), headers=NO_STORE
+    )
+
+
+@app.delete(
+    "/api/holds/<holdId>",
+    summary="Give a held place back",
+    tags=["Registration"],
+    responses={204: {"description": "Released"}, 404: {"description": "HOLD_NOT_FOUND"}},
+)
+@tracer.capture_method
+def release_hold(holdId: str) -> Response[None]:
+    hold_service().release(holdId)
+    return Response(204, headers=NO_STORE)
+
+
+@app.post(
+    "/api/holds/<holdId>/registration",
+    summary="Register and pay for a held place",
+    description="Repeating the same call returns the same registration and never charges twice.",
+    tags=["Registration"],
+    middlewares=[require_json],
+    responses={
+        202: {"description": "Paid and queued"},
+        400: {"description": "VALIDATION_ERROR with fields"},
+        402: {"description": "PAYMENT_DECLINED; the place stays held"},
+        409: {"description": "EMAIL_ALREADY_REGISTERED"},
+        410: {"description": "HOLD_EXPIRED"},
+    },
+)
+@tracer.capture_method
+def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Response[RegistrationAccepted]:
+    try:
+        result = _register(call={"holdId": holdId, "request": body.model_dump(mode="json")})
+    except IdempotencyAlreadyInProgressError as exc:
+        raise Conflict("This registration is already being processed.", retry_after=2) from exc
+    return Response(202, content_types.APPLICATION_JSON, result, headers=NO_STORE)
+
+
+@app.get(
+    "/api/registrations/<registrationId>",
+    summary="The outcome of a registration",
+    description="While QUEUED, `Retry-After` follows the waiting screen's back-off: 10, 20, 40, then 60 s.",
+    tags=["Registration"],
+    responses={404: {"description": "REGISTRATION_NOT_FOUND"}},
+)
+@tracer.capture_method
+def registration_status(registrationId: str) -> Response[RegistrationStatus]:
+    status, retry = registration_service().status(registrationId)
+    headers = {**NO_STORE, **({"Retry-After": str(retry)} if retry else {})}
+    return Response(200, content_types.APPLICATION_JSON, status, headers=headers)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    idempotency.register_lambda_context(context)
+    return app.resolve(event, context)

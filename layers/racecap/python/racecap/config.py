@@ -1,0 +1,41 @@
+"""The environment every function runs with, validated once at cold start.
+
+Keys match ``blueprint.COMMON_ENV`` (a unit test keeps them in step). A function that
+starts with a missing or malformed variable fails its first invocation loudly instead
+of half-working through a burst.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    races_table: str = Field(alias="RACES_TABLE", min_length=1)
+    inventory_table: str = Field(alias="INVENTORY_TABLE", min_length=1)
+    registrations_table: str = Field(alias="REGISTRATIONS_TABLE", min_length=1)
+    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
+    registrations_queue_url: str = Field(alias="REGISTRATIONS_QUEUE_URL", pattern=r"^https?://")
+    emails_queue_url: str = Field(alias="EMAILS_QUEUE_URL", pattern=r"^https?://")
+    cache_url: str = Field(alias="CACHE_URL", pattern=r"^rediss?://")
+    email_from: str = Field(alias="EMAIL_FROM", min_length=3)
+    email_send_rate_per_second: float = Field(alias="EMAIL_SEND_RATE_PER_SECOND", gt=0)
+    payments_url: str = Field(alias="PAYMENTS_URL", pattern=r"^https?://")
+    service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
+
+
+class ConfigurationError(RuntimeError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    try:
+        return Settings.model_validate({k: v for k, v in os.environ.items() if k.isupper()})
+    except ValidationError as exc:
+        raise ConfigurationError(f"invalid function environment: {exc}") from exc

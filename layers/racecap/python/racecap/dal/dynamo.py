@@ -1,0 +1,57 @@
+"""Small helpers over the low-level DynamoDB client (faster than the resource API)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+
+def to_item(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in data.items() if v is not None}
+
+
+def from_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(_de.deserialize(v)) for k, v in item.items()}
+
+
+def values(data: dict[str, Any]) -> dict[str, Any]:
+    """Serialize ExpressionAttributeValues."""
+    return {k: _ser.serialize(v) for k, v in data.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, set):
+        return sorted(_plain(v) for v in value)
+    return value
+
+
+def query_all(client: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    while True:
+        page = client.query(**kwargs)
+        for item in page.get("Items", []):
+            yield from_item(item)
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            return
+        kwargs["ExclusiveStartKey"] = last
+
+
+def is_conditional_failure(exc: Exception) -> bool:
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+    return code == "ConditionalCheckFailedException"
+
+
+def error_code(exc: Exception) -> str | None:
+    return getattr(exc, "response", {}).get("Error", {}).get("Code")  # type: ignore[no-any-return]

@@ -1,0 +1,196 @@
+"""Race and event definitions in the Races table.
+
+Layout (pk / sk):
+  RACE#<raceId> / RACE            the race; gsi1 = OWNER#<ownerId> / <createdAt>#<raceId>
+  RACE#<raceId> / EVENT#<eventId> one event of the race
+  LISTING       / <raceDate>#<raceId>  published races, for the public list (one small
+                                  partition, read through the cache, never in bursts)
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from racecap.dal.dynamo import from_item, is_conditional_failure, query_all, to_item, values
+from racecap.errors import Conflict
+from racecap.models import Event, Race
+
+
+class RaceStore(Protocol):
+    def get_race(self, race_id: str) -> tuple[Race, list[Event]] | None: ...
+    def race_version(self, race_id: str) -> int: ...
+    def list_published(self) -> list[Race]: ...
+    def listing_version(self) -> int: ...
+    def create(self, race: Race, events: list[Event]) -> None: ...
+    def update_race(
+        self, race_id: str, changes: dict[str, Any], expected_version: int | None = None
+    ) -> Race: ...
+
+
+class DynamoRaceStore:
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def get_race(self, race_id: str) -> tuple[Race, list[Event]] | None:
+        items = list(
+            query_all(
+                self._db,
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues=values({":pk": f"RACE#{race_id}"}),
+                ConsistentRead=True,
+            )
+        )
+        race = next((i for i in items if i["sk"] == "RACE"), None)
+        if race is None:
+            return None
+        events = [Event.model_validate(i) for i in items if i["sk"].startswith("EVENT#")]
+        return Race.model_validate(race), events
+
+    def race_version(self, race_id: str) -> int:
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
+            ProjectionExpression="version",
+            ConsistentRead=True,
+        )
+        item = resp.get("Item")
+        return int(from_item(item)["version"]) if item else 0
+
+    def list_published(self) -> list[Race]:
+        items = query_all(
+            self._db,
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues=values({":pk": "LISTING"}),
+        )
+        return [Race.model_validate(i) for i in items if i.get("published", True)]
+
+    def listing_version(self) -> int:
+        resp = self._db.get_item(
+            TableName=self._table, Key=to_item({"pk": "LISTING-VERSION", "sk": "LISTING-VERSION"})
+        )
+        item = resp.get("Item")
+        return int(from_item(item)["version"]) if item else 0
+
+    def create(self, race: Race, events: list[Event]) -> None:
+        now = datetime.now(UTC).isoformat()
+        race_doc = race.model_dump(mode="json")
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(
+                        {
+                            **race_doc,
+                            "pk": f"RACE#{race.raceId}",
+                            "sk": "RACE",
+                            "gsi1pk": f"OWNER#{race.ownerId}",
+                            "gsi1sk": f"{now}#{race.raceId}",
+                            "createdAt": now,
+                        }
+                    ),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            *(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {
+                                **e.model_dump(mode="json"),
+                                "pk": f"RACE#{race.raceId}",
+                                "sk": f"EVENT#{e.eventId}",
+                            }
+                        ),
+                    }
+                }
+                for e in events
+            ),
+            self._bump_listing(),
+        ]
+        if race.published:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {**race_doc, "pk": "LISTING", "sk": f"{race.raceDate}#{race.raceId}"}
+                        ),
+                    }
+                }
+            )
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except self._db.exceptions.TransactionCanceledException as exc:
+            reasons = exc.response.get("CancellationReasons", [])
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                raise Conflict(f"race {race.raceId} already exists") from exc
+            raise
+        except Exception as exc:
+            if is_conditional_failure(exc):
+                raise Conflict(f"race {race.raceId} already exists") from exc
+            raise
+
+    def update_race(self, race_id: str, changes: dict[str, Any], expected_version: int | None = None) -> Race:
+        """Apply ``changes`` to the race, bump its version and keep the public listing in step.
+
+        ``expected_version`` makes the edit optimistic: a director editing a stale copy
+        gets a Conflict instead of silently overwriting someone else's change.
+        """
+        found = self.get_race(race_id)
+        if found is None:
+            raise KeyError(race_id)
+        current, _ = found
+        if expected_version is not None and current.version != expected_version:
+            raise Conflict("The race was changed meanwhile; reload it and try again.")
+        updated = current.model_copy(update={**changes, "version": current.version + 1})
+        doc = updated.model_dump(mode="json")
+        sets = {k: v for k, v in doc.items() if k not in ("raceId", "ownerId")}
+        names = {f"#{i}": k for i, k in enumerate(sets)}
+        vals = {f":{i}": v for i, v in enumerate(sets.values())} | {":cur": current.version}
+        items: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
+                    "UpdateExpression": "SET " + ", ".join(f"#{i} = :{i}" for i in range(len(sets))),
+                    "ConditionExpression": "version = :cur",
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values(vals),
+                }
+            },
+            self._bump_listing(),
+        ]
+        old_listing = {"pk": "LISTING", "sk": f"{current.raceDate}#{race_id}"}
+        if current.published and (not updated.published or updated.raceDate != current.raceDate):
+            items.append({"Delete": {"TableName": self._table, "Key": to_item(old_listing)}})
+        if updated.published:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item({**doc, "pk": "LISTING", "sk": f"{updated.raceDate}#{race_id}"}),
+                    }
+                }
+            )
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except self._db.exceptions.TransactionCanceledException as exc:
+            if (exc.response.get("CancellationReasons") or [{}])[0].get("Code") == "ConditionalCheckFailed":
+                raise Conflict("The race was changed meanwhile; reload it and try again.") from exc
+            raise
+        return updated
+
+    def _bump_listing(self) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": to_item({"pk": "LISTING-VERSION", "sk": "LISTING-VERSION"}),
+                "UpdateExpression": "ADD version :one",
+                "ExpressionAttributeValues": values({":one": 1}),
+            }
+        }

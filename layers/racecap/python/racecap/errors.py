@@ -1,0 +1,89 @@
+"""Domain exceptions: what can go wrong, in the runner's and director's words.
+
+Each carries the contract's error code and HTTP status, so the mapping to HTTP lives in
+exactly one place (``racecap.http``). Exception *class names* are also the contract with
+Step Functions (ASL ``ErrorEquals``), so don't rename them lightly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    code = "ERROR"
+    status = 400
+
+    def __init__(self, message: str, *, fields: dict[str, str] | None = None, retry_after: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+        self.retry_after = retry_after
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"error": self.code, "message": self.message}
+        if self.fields:
+            body["fields"] = self.fields
+        return body
+
+
+class ValidationFailed(DomainError):
+    code, status = "VALIDATION_ERROR", 400
+
+
+class NotFound(DomainError):
+    code, status = "NOT_FOUND", 404
+
+
+class RaceNotFound(NotFound):
+    code = "RACE_NOT_FOUND"
+
+
+class EventNotFound(NotFound):
+    code = "EVENT_NOT_FOUND"
+
+
+class HoldNotFound(NotFound):
+    code = "HOLD_NOT_FOUND"
+
+
+class RegistrationNotFound(NotFound):
+    code = "REGISTRATION_NOT_FOUND"
+
+
+class SoldOut(DomainError):
+    code, status = "SOLD_OUT", 409
+
+
+class RegistrationClosed(DomainError):
+    code, status = "REGISTRATION_CLOSED", 409
+
+
+class EmailAlreadyRegistered(DomainError):
+    code, status = "EMAIL_ALREADY_REGISTERED", 409
+
+
+class HoldExpired(DomainError):
+    code, status = "HOLD_EXPIRED", 410
+
+
+class PaymentDeclined(DomainError):
+    code, status = "PAYMENT_DECLINED", 402
+
+
+class Conflict(DomainError):
+    code, status = "CONFLICT", 409
+
+
+class Busy(DomainError):
+    """Back-pressure: the runner should retry after ``retry_after`` seconds."""
+
+    code, status = "TOO_MANY_REQUESTS", 429
+
+
+class Unauthorized(DomainError):
+    code, status = "UNAUTHORIZED", 401
+
+
+class Forbidden(DomainError):
+    code, status = "FORBIDDEN", 403

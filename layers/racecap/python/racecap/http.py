@@ -1,0 +1,99 @@
+"""The HTTP edge shared by every API function: one resolver factory, one error mapping.
+
+Every failure a client can see is ``{"error": CODE, "message": sentence}`` (plus
+``fields`` for validation) — never a stack trace, never an HTML page.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from racecap.errors import DomainError
+from racecap.observability import logger, metrics
+
+MAX_BODY_BYTES = 16 * 1024
+
+
+def error_response(status: int, code: str, message: str, **extra: Any) -> Response:
+    headers = {"Cache-Control": "no-store"}
+    if "retry_after" in extra and extra["retry_after"] is not None:
+        headers["Retry-After"] = str(extra.pop("retry_after"))
+    extra.pop("retry_after", None)
+    body = {"error": code, "message": message, **{k: v for k, v in extra.items() if v is not None}}
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps(body),
+        headers=headers,
+    )
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    # Powertools locations look like ("body", "email") or ("path", "raceId").
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+def validation_fields(exc: RequestValidationError) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for err in exc.errors():
+        name = _field_name(tuple(err.get("loc", ())))
+        if err.get("type") == "json_invalid":
+            name = "body"
+        fields.setdefault(name, _human(err))
+    return fields
+
+
+def _human(err: dict[str, Any]) -> str:
+    kind = err.get("type", "")
+    if kind == "missing":
+        return "This field is required."
+    if kind == "json_invalid":
+        return "The body is not valid JSON."
+    if kind == "extra_forbidden":
+        return "This field is not allowed."
+    msg = str(err.get("msg") or "Invalid value.")
+    return msg.removeprefix("Value error, ")
+
+
+def make_resolver() -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver(enable_validation=True)
+
+    @app.exception_handler(DomainError)
+    def _domain(exc: DomainError) -> Response:
+        metrics.add_metric(name=f"Error{exc.code}", unit="Count", value=1)
+        return error_response(
+            exc.status, exc.code, exc.message, fields=exc.fields, retry_after=exc.retry_after
+        )
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(exc: RequestValidationError) -> Response:
+        fields = validation_fields(exc)
+        return error_response(400, "VALIDATION_ERROR", "Some fields are missing or invalid.", fields=fields)
+
+    @app.not_found
+    def _not_found(_exc: Exception) -> Response:
+        return error_response(404, "NOT_FOUND", "No such resource.")
+
+    @app.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        logger.exception("unhandled error")
+        metrics.add_metric(name="UnhandledError", unit="Count", value=1)
+        return error_response(500, "INTERNAL_ERROR", "Something went wrong on our side; please retry.")
+
+    return app
+
+
+def require_json(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """Route middleware: a JSON body, of a sane size, or a clear 4xx before any work."""
+    event = app.current_event
+    ctype = (event.headers or {}).get("content-type", "")
+    if ctype.split(";")[0].strip().lower() != "application/json":
+        return error_response(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
+    if len((event.body or "").encode()) > MAX_BODY_BYTES:
+        return error_response(413, "PAYLOAD_TOO_LARGE", f"The body must be at most {MAX_BODY_BYTES} bytes.")
+    return next_middleware(app)  # type: ignore[no-any-return]

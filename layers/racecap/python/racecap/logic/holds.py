@@ -1,0 +1,99 @@
+"""Holding a place: the first write of a burst, and the one that enforces the cap.
+
+The decision is a conditional write on a cap shard (see ``dal/holds.py``), never the
+cached ``spotsLeft``. Once an event is full a short-lived "sold out" flag answers the
+rest of the burst from Redis, because every failed conditional write still costs a
+write unit. Places that come back (released or expired holds) clear the flag.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from datetime import UTC, datetime, timedelta
+
+from racecap.cache import TieredCache
+from racecap.dal.holds import DynamoHolds
+from racecap.dal.inventory import shard_sk
+from racecap.errors import Conflict, EventNotFound, HoldNotFound, RegistrationClosed, SoldOut
+from racecap.logic.races import RaceCatalog, race_status, sold_out_flag
+from racecap.models import HoldCreated
+from racecap.observability import metrics
+
+SOLD_OUT_FLAG_TTL = 5.0  # seconds; short, so places that come back are offered again soon
+FULL_SHARD_MEMORY_S = 2.0
+
+
+def new_hold_ids() -> tuple[str, str]:
+    """A hold and its registration share one unguessable token (~128 bits)."""
+    token = secrets.token_urlsafe(16)
+    return f"hold_{token}", f"reg_{token}"
+
+
+def hold_id_for(registration_id: str) -> str:
+    return "hold_" + registration_id.removeprefix("reg_")
+
+
+class HoldService:
+    def __init__(self, catalog: RaceCatalog, holds: DynamoHolds, cache: TieredCache) -> None:
+        self._catalog = catalog
+        self._holds = holds
+        self._cache = cache
+        # Per environment: shards recently found full are tried last (saves write units).
+        self._full: dict[str, tuple[float, set[str]]] = {}
+
+    def hold(self, race_id: str, event_id: str, now: datetime | None = None) -> HoldCreated:
+        now = now or datetime.now(UTC)
+        race, events = self._catalog.definition(race_id)
+        event = next((e for e in events if e.eventId == event_id), None)
+        if event is None:
+            raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+        status = race_status(race, now)
+        if status != "OPEN":
+            when = "has not opened yet" if status == "NOT_YET_OPEN" else "is closed"
+            raise RegistrationClosed(f"Registration for {race.name} {when}.")
+        flag = sold_out_flag(race_id, event_id)
+        if self._cache.has_flag(flag):
+            metrics.add_metric(name="SoldOutFromCache", unit="Count", value=1)
+            raise SoldOut(f"{event.name} is sold out.")
+
+        hold_id, registration_id = new_hold_ids()
+        expires = now + timedelta(minutes=race.holdMinutes)
+        shards = [shard_sk(n) for n in range(event.shards)]
+        key = f"{race_id}#{event_id}"
+        seen, full = self._full.get(key, (0.0, set()))
+        if time.monotonic() - seen > FULL_SHARD_MEMORY_S:
+            full = set()
+        got = self._holds.claim(
+            race_id,
+            event_id,
+            shards,
+            {
+                "holdId": hold_id,
+                "registrationId": registration_id,
+                "raceId": race_id,
+                "eventId": event_id,
+                "status": "HELD",
+                "createdAt": now.isoformat(),
+                "expiresAt": expires.isoformat(),
+            },
+            avoid=full,
+        )
+        self._full[key] = (time.monotonic(), full)
+        if got is None:
+            self._cache.flag(flag, SOLD_OUT_FLAG_TTL)
+            metrics.add_metric(name="SoldOut", unit="Count", value=1)
+            raise SoldOut(f"{event.name} is sold out.")
+        metrics.add_metric(name="HoldCreated", unit="Count", value=1)
+        return HoldCreated(holdId=hold_id, expiresAt=expires, raceId=race_id, eventId=event_id)
+
+    def release(self, hold_id: str) -> None:
+        """The runner gives the place back. Idempotent; a paid hold is not released here."""
+        hold = self._holds.get(hold_id)
+        if hold is None:
+            raise HoldNotFound(f"No hold with id {hold_id}.")
+        if hold["status"] in ("PAYING", "QUEUED", "CONFIRMED"):
+            raise Conflict("This place is paid for; ask the race director to cancel the registration.")
+        if hold["status"] == "HELD" and self._holds.release(hold, "RELEASED"):
+            self._cache.clear_flag(sold_out_flag(hold["raceId"], hold["eventId"]))
+            metrics.add_metric(name="HoldReleased", unit="Count", value=1)

@@ -1,0 +1,142 @@
+"""Race pages for runners, read through the caching hierarchy (see ``racecap.cache``).
+
+Two kinds of data, cached differently (the paper, §3.2):
+* the race definition changes only when a director edits it, so it is cached long and
+  keyed by the race's version stamp — an edit orphans it at once;
+* places left change with every hold, are only *displayed* here (holds decide with a
+  conditional write, never with this number), so they are cached for two seconds.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from racecap.cache import TieredCache
+from racecap.dal.inventory import DynamoInventory
+from racecap.dal.races import RaceStore
+from racecap.errors import RaceNotFound
+from racecap.models import (
+    Event,
+    PublicEventStatus,
+    PublicRaceStatus,
+    Race,
+    RaceList,
+    RaceSummaryView,
+    RaceView,
+)
+
+DEFINITION_TTL = 300.0  # shared tier; the version stamp, not the TTL, is what invalidates
+DEFINITION_LOCAL_TTL = 30.0
+AVAILABILITY_TTL = 2.0
+AVAILABILITY_LOCAL_TTL = 1.0
+
+
+def race_status(race: Race, now: datetime | None = None) -> PublicRaceStatus:
+    now = now or datetime.now(UTC)
+    if race.registrationState == "OPEN" and now < race.registrationClosesAt:
+        return "OPEN"
+    if race.registrationState == "CLOSED" or now >= race.registrationClosesAt:
+        return "CLOSED"
+    return "NOT_YET_OPEN"
+
+
+def event_status(race_state: PublicRaceStatus, spots_left: int) -> PublicEventStatus:
+    if race_state == "OPEN" and spots_left <= 0:
+        return "SOLD_OUT"
+    return race_state
+
+
+def sold_out_flag(race_id: str, event_id: str) -> str:
+    return f"soldout:{race_id}:{event_id}"
+
+
+class RaceCatalog:
+    def __init__(self, store: RaceStore, inventory: DynamoInventory, cache: TieredCache) -> None:
+        self._store = store
+        self._inventory = inventory
+        self._cache = cache
+
+    # -- the public pages ----------------------------------------------------
+    def list_races(self) -> RaceList:
+        version = self._cache.stamp("listing", self._store.listing_version)
+        docs = self._cache.get_or_load(
+            f"listing:v{version}",
+            lambda: [r.model_dump(mode="json") for r in self._store.list_published()],
+            ttl=DEFINITION_TTL,
+            local_ttl=DEFINITION_LOCAL_TTL,
+        )
+        races = [Race.model_validate(d) for d in docs]
+        return RaceList(races=[self._summary(r) for r in races])
+
+    def get_race(self, race_id: str) -> RaceView:
+        race, events = self.definition(race_id)
+        availability = self.availability(race_id, events)
+        status = race_status(race)
+        return RaceView(
+            **self._summary(race).model_dump(),
+            description=race.description,
+            currency=race.currency,
+            holdMinutes=race.holdMinutes,
+            events=[
+                {
+                    "eventId": e.eventId,
+                    "name": e.name,
+                    "cap": e.cap,
+                    "spotsLeft": availability.get(e.eventId, 0),
+                    "priceCents": e.priceCents,
+                    "currency": e.currency,
+                    "status": event_status(status, availability.get(e.eventId, 0)),
+                }
+                for e in events
+            ],
+        )
+
+    # -- building blocks shared with holds -----------------------------------
+    def definition(self, race_id: str) -> tuple[Race, list[Event]]:
+        version = self._cache.stamp(f"race:{race_id}", lambda: self._store.race_version(race_id))
+        if version == 0:
+            raise RaceNotFound(f"No race with id {race_id}.")
+
+        def load() -> dict[str, Any] | None:
+            found = self._store.get_race(race_id)
+            if found is None:
+                return None
+            race, events = found
+            return {
+                "race": race.model_dump(mode="json"),
+                "events": [e.model_dump(mode="json") for e in events],
+            }
+
+        doc = self._cache.get_or_load(
+            f"race:{race_id}:v{version}:def", load, ttl=DEFINITION_TTL, local_ttl=DEFINITION_LOCAL_TTL
+        )
+        if doc is None:
+            raise RaceNotFound(f"No race with id {race_id}.")
+        return Race.model_validate(doc["race"]), [Event.model_validate(e) for e in doc["events"]]
+
+    def availability(self, race_id: str, events: list[Event]) -> dict[str, int]:
+        return self._cache.get_or_load(
+            f"race:{race_id}:avail",
+            lambda: {e.eventId: self._inventory.usage(race_id, e.eventId).left for e in events},
+            ttl=AVAILABILITY_TTL,
+            local_ttl=AVAILABILITY_LOCAL_TTL,
+        )
+
+    def invalidate(self, race_id: str, new_version: int) -> None:
+        """After an edit: orphan the race's cached definition and the public listing."""
+        self._cache.bump(f"race:{race_id}", new_version)
+        self._cache.bump("listing", self._store.listing_version())
+        self._cache.delete(f"race:{race_id}:avail")
+
+    @staticmethod
+    def _summary(race: Race) -> RaceSummaryView:
+        return RaceSummaryView(
+            raceId=race.raceId,
+            name=race.name,
+            location=race.location,
+            raceDate=race.raceDate,
+            status=race_status(race),
+            registrationOpensAt=race.registrationOpensAt,
+            registrationClosesAt=race.registrationClosesAt,
+        )

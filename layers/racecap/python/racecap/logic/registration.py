@@ -1,0 +1,213 @@
+"""Registering and paying for a held place, and asking how it went.
+
+The order of steps is what makes the non-negotiables hold under crashes:
+
+1. claim the email for the race and mark the hold PAYING with this attempt — one
+   transaction, so two runners can't both get one email, nor one hold pay twice;
+2. charge with an idempotency key derived from (hold, email, card): a retry of the same
+   attempt can never charge twice, the provider replays its first answer;
+3. put the paid registration on the queue, then mark the hold QUEUED.
+
+A crash after 2 or 3 leaves the hold PAYING; the runner's retry resumes it, and if the
+runner never comes back the sweeper asks the provider whether the attempt charged and
+finishes (or unwinds) it. So no paid registration is ever lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from racecap.dal.holds import Attempt, BeginOutcome, DynamoHolds, attempt_from
+from racecap.dal.payments import InvalidPaymentToken, PaymentProvider, PaymentUnavailable
+from racecap.dal.queues import SqsQueue
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.errors import (
+    Busy,
+    Conflict,
+    EmailAlreadyRegistered,
+    HoldExpired,
+    HoldNotFound,
+    PaymentDeclined,
+    RegistrationNotFound,
+)
+from racecap.logic.holds import hold_id_for
+from racecap.logic.races import RaceCatalog
+from racecap.logic.validation import RegistrationRequest
+from racecap.models import Event, Race, RegistrationAccepted, RegistrationStatus
+from racecap.observability import logger, metrics
+
+# The paper's waiting screen: poll after 10, 20, 40, then every 60 seconds.
+BACKOFF_SCHEDULE = ((10, 10), (30, 20), (70, 40))
+BACKOFF_LAST = 60
+
+
+def retry_after(queued_for_s: float) -> int:
+    for until, wait in BACKOFF_SCHEDULE:
+        if queued_for_s < until:
+            return wait
+    return BACKOFF_LAST
+
+
+def attempt_key(hold_id: str, email: str, token: str) -> str:
+    return hashlib.sha256(f"{hold_id}|{email}|{token}".encode()).hexdigest()[:40]
+
+
+def charge_key(attempt: Attempt) -> str:
+    return f"charge-{attempt.key}"
+
+
+def registration_message(
+    hold: dict[str, Any], attempt: Attempt, charge_id: str, race: Race, event: Event
+) -> dict:
+    """What the writer needs to persist a registration without reading anything else."""
+    return {
+        "registrationId": hold["registrationId"],
+        "holdId": hold["holdId"],
+        "raceId": hold["raceId"],
+        "eventId": hold["eventId"],
+        "email": attempt.email,
+        "firstName": attempt.firstName,
+        "lastName": attempt.lastName,
+        "dateOfBirth": attempt.dateOfBirth,
+        "amountCents": attempt.amountCents,
+        "currency": attempt.currency,
+        "chargeId": charge_id,
+        "raceName": race.name,
+        "raceDate": race.raceDate,
+        "eventName": event.name,
+        "paidAt": datetime.now(UTC).isoformat(),
+    }
+
+
+class RegistrationService:
+    def __init__(
+        self,
+        catalog: RaceCatalog,
+        holds: DynamoHolds,
+        registrations: DynamoRegistrations,
+        payments: PaymentProvider,
+        queue: SqsQueue,
+    ) -> None:
+        self._catalog = catalog
+        self._holds = holds
+        self._registrations = registrations
+        self._payments = payments
+        self._queue = queue
+
+    def register(
+        self, hold_id: str, request: RegistrationRequest, now: datetime | None = None
+    ) -> RegistrationAccepted:
+        now = now or datetime.now(UTC)
+        hold = self._holds.get(hold_id)
+        if hold is None:
+            raise HoldNotFound(f"No hold with id {hold_id}.")
+        already = self._already_registered(hold, request)
+        if already is not None:
+            return already
+        if hold["status"] in ("RELEASED", "EXPIRED") or (
+            hold["status"] == "HELD" and datetime.fromisoformat(hold["expiresAt"]) <= now
+        ):
+            raise HoldExpired("Your hold on this place has expired; please hold a new place.")
+
+        race, events = self._catalog.definition(hold["raceId"])
+        event = next(e for e in events if e.eventId == hold["eventId"])
+        attempt = Attempt(
+            key=attempt_key(hold_id, request.email, request.paymentToken),
+            email=request.email,
+            firstName=request.firstName,
+            lastName=request.lastName,
+            dateOfBirth=request.dateOfBirth.isoformat(),
+            amountCents=event.priceCents,
+            currency=event.currency,
+            startedAt=now.isoformat(),
+        )
+        outcome = self._holds.begin_payment(hold, attempt, now)
+        if outcome == BeginOutcome.EMAIL_TAKEN:
+            metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
+            raise EmailAlreadyRegistered(f"{request.email} is already registered for {race.name}.")
+        if outcome == BeginOutcome.HOLD_GONE:
+            return self._explain_hold_gone(hold_id, request)
+
+        try:
+            charge = self._payments.charge(
+                amount_cents=attempt.amountCents,
+                currency=attempt.currency,
+                token=request.paymentToken,
+                idempotency_key=charge_key(attempt),
+                description=f"{race.name} — {event.name}",
+                metadata={"registrationId": hold["registrationId"], "holdId": hold_id, "raceId": race.raceId},
+            )
+        except PaymentUnavailable as exc:
+            # Unknown outcome: keep PAYING. The runner's retry (same attempt) or the
+            # sweeper will find out from the provider; never assume declined.
+            logger.warning("payment provider unavailable", extra={"holdId": hold_id, "error": str(exc)})
+            raise Busy(
+                "The payment service is not answering; please retry in a moment.", retry_after=5
+            ) from exc
+        if charge.status != "succeeded":
+            self._holds.payment_declined(hold, attempt)
+            metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
+            raise PaymentDeclined("Your card was declined. Your place is still held: try another card.")
+
+        self.enqueue_paid(hold, attempt, charge.id, race, event, now)
+        metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
+        return RegistrationAccepted(registrationId=hold["registrationId"], status="QUEUED")
+
+    def enqueue_paid(
+        self, hold: dict[str, Any], attempt: Attempt, charge_id: str, race: Race, event: Event, now: datetime
+    ) -> None:
+        self._queue.send(registration_message(hold, attempt, charge_id, race, event))
+        self._holds.mark_queued(hold, attempt, charge_id, now)
+
+    def _already_registered(
+        self, hold: dict[str, Any], request: RegistrationRequest
+    ) -> RegistrationAccepted | None:
+        if hold["status"] not in ("QUEUED", "CONFIRMED"):
+            return None
+        if attempt_from(hold["attempt"]).email != request.email:
+            raise Conflict("This hold has already been used for another registration.")
+        status = "CONFIRMED" if hold["status"] == "CONFIRMED" else "QUEUED"
+        return RegistrationAccepted(registrationId=hold["registrationId"], status=status)
+
+    def _explain_hold_gone(self, hold_id: str, request: RegistrationRequest) -> RegistrationAccepted:
+        hold = self._holds.get(hold_id) or {}
+        done = self._already_registered(hold, request) if hold else None
+        if done is not None:
+            return done
+        if hold.get("status") == "PAYING":
+            raise Conflict("A payment for this hold is already in progress.", retry_after=2)
+        raise HoldExpired("Your hold on this place has expired; please hold a new place.")
+
+    # -- the waiting screen -----------------------------------------------------------------
+    def status(
+        self, registration_id: str, now: datetime | None = None
+    ) -> tuple[RegistrationStatus, int | None]:
+        now = now or datetime.now(UTC)
+        reg = self._registrations.get(registration_id)
+        if reg is not None:
+            return RegistrationStatus(
+                registrationId=registration_id,
+                status="CONFIRMED",
+                raceId=reg["raceId"],
+                eventId=reg["eventId"],
+                bib=reg["bib"],
+                firstName=reg["firstName"],
+                lastName=reg["lastName"],
+                eventName=reg.get("eventName"),
+                raceName=reg.get("raceName"),
+                confirmedAt=reg["confirmedAt"],
+            ), None
+        hold = self._holds.get(hold_id_for(registration_id)) if registration_id.startswith("reg_") else None
+        if hold is None or hold["registrationId"] != registration_id or "attempt" not in hold:
+            raise RegistrationNotFound(f"No registration with id {registration_id}.")
+        base = RegistrationStatus(
+            registrationId=registration_id, status="QUEUED", raceId=hold["raceId"], eventId=hold["eventId"]
+        )
+        if hold["status"] in ("PAYING", "QUEUED", "CONFIRMED"):
+            since = datetime.fromisoformat(hold.get("queuedAt") or hold["attempt"]["startedAt"])
+            return base, retry_after((now - since).total_seconds())
+        base.status = "FAILED"
+        base.message = "The registration could not be completed and no payment was kept."
+        return base, None

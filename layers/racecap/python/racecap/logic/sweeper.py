@@ -1,0 +1,75 @@
+"""The hold sweeper (every minute): expired places go back to the pool.
+
+A HELD hold past its expiry is released. A PAYING hold past its expiry plus a grace
+period is a payment whose runner never came back (a crash, a closed tab, a lost
+response): the provider is asked whether that attempt charged. Charged → the paid
+registration is queued (it is never lost); not charged → the email and place are freed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from racecap.cache import TieredCache
+from racecap.dal.holds import DynamoHolds, attempt_from
+from racecap.dal.payments import PaymentProvider, PaymentUnavailable
+from racecap.logic.races import RaceCatalog, sold_out_flag
+from racecap.logic.registration import RegistrationService, charge_key
+from racecap.observability import logger, metrics
+
+# Longer than a charge can take with the provider client's retries, so the sweeper
+# never races a payment that is still in flight.
+PAYING_GRACE = timedelta(minutes=2)
+
+
+class HoldSweeper:
+    def __init__(
+        self,
+        holds: DynamoHolds,
+        payments: PaymentProvider,
+        registration: RegistrationService,
+        catalog: RaceCatalog,
+        cache: TieredCache,
+    ) -> None:
+        self._holds = holds
+        self._payments = payments
+        self._registration = registration
+        self._catalog = catalog
+        self._cache = cache
+
+    def sweep(self, now: datetime | None = None) -> dict[str, int]:
+        now = now or datetime.now(UTC)
+        counts = {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0}
+        for hold in self._holds.expired(now):
+            try:
+                outcome = self._settle(hold, now)
+            except PaymentUnavailable:
+                outcome = "waiting"  # ask again next minute; never guess
+            except Exception:
+                logger.exception("could not settle hold", extra={"holdId": hold.get("holdId")})
+                continue
+            if outcome:
+                counts[outcome] += 1
+            if outcome in ("released", "abandoned"):
+                self._cache.clear_flag(sold_out_flag(hold["raceId"], hold["eventId"]))
+        for name, value in counts.items():
+            if value:
+                metrics.add_metric(name=f"Sweep{name.title()}", unit="Count", value=value)
+        return counts
+
+    def _settle(self, hold: dict, now: datetime) -> str | None:
+        if hold["status"] == "HELD":
+            return "released" if self._holds.release(hold, "EXPIRED", now=now) else None
+        if hold["status"] != "PAYING":
+            return None
+        attempt = attempt_from(hold["attempt"])
+        if now - datetime.fromisoformat(attempt.startedAt) < PAYING_GRACE:
+            return "waiting"
+        charge = self._payments.find_charge(charge_key(attempt))
+        if charge is not None and charge.status == "succeeded":
+            race, events = self._catalog.definition(hold["raceId"])
+            event = next(e for e in events if e.eventId == hold["eventId"])
+            self._registration.enqueue_paid(hold, attempt, charge.id, race, event, now)
+            logger.info("recovered a paid registration", extra={"registrationId": hold["registrationId"]})
+            return "recovered"
+        return "abandoned" if self._holds.abandon_payment(hold, attempt) else None

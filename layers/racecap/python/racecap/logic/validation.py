@@ -1,0 +1,57 @@
+"""What a runner's registration must contain. The site's inline checks mirror these."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
+# is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
+EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
+MIN_AGE_YEARS = 5
+MAX_AGE_YEARS = 120
+
+
+def normalize_email(raw: str) -> str:
+    """Emails compare case-insensitively after trimming (the contract)."""
+    return raw.strip().lower()
+
+
+class RegistrationRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    email: str = Field(min_length=3, max_length=254)
+    firstName: str = Field(min_length=1, max_length=100)
+    lastName: str = Field(min_length=1, max_length=100)
+    dateOfBirth: date
+    paymentToken: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_\-]+$")
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        v = normalize_email(v)
+        if not EMAIL_RE.match(v):
+            raise ValueError("Enter an email address like name@example.com.")
+        return v
+
+    @field_validator("dateOfBirth", mode="before")
+    @classmethod
+    def _strict_date(cls, v: object) -> object:
+        if not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            raise ValueError("Use the form YYYY-MM-DD.")
+        return v
+
+    @field_validator("dateOfBirth")
+    @classmethod
+    def _plausible_age(cls, v: date) -> date:
+        today = datetime.now(UTC).date()
+        if v >= today:
+            raise ValueError("The date of birth must be in the past.")
+        age = today.year - v.year - ((today.month, today.day) < (v.month, v.day))
+        if age < MIN_AGE_YEARS:
+            raise ValueError(f"Runners must be at least {MIN_AGE_YEARS} years old.")
+        if age > MAX_AGE_YEARS:
+            raise ValueError("Please check the year of birth.")
+        return v

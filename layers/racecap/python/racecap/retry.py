@@ -1,0 +1,73 @@
+"""Retries for what the SDK does not retry itself.
+
+botocore already backs off on throttling. A transaction cancelled with
+``TransactionConflict`` (two transactions touching one item at the same moment) is not
+retried by the SDK, and DynamoDB Local never produces one — tests inject them.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from racecap.dal.dynamo import error_code
+from racecap.errors import Busy
+from racecap.observability import metrics
+
+T = TypeVar("T")
+
+THROTTLING = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+    }
+)
+
+
+def cancellation_codes(exc: Exception) -> list[str]:
+    reasons = getattr(exc, "response", {}).get("CancellationReasons") or []
+    return [r.get("Code", "None") for r in reasons]
+
+
+def is_transaction_conflict(exc: Exception) -> bool:
+    code = error_code(exc)
+    if code == "TransactionConflictException":
+        return True
+    return code == "TransactionCanceledException" and "TransactionConflict" in cancellation_codes(exc)
+
+
+def is_throttled(exc: Exception) -> bool:
+    code = error_code(exc)
+    if code in THROTTLING:
+        return True
+    return code == "TransactionCanceledException" and any(
+        c in ("ThrottlingError", "ProvisionedThroughputExceeded") for c in cancellation_codes(exc)
+    )
+
+
+def retry_contention(
+    fn: Callable[[], T], *, attempts: int = 8, base_s: float = 0.01, cap_s: float = 0.5
+) -> T:
+    """Run ``fn``, retrying transaction conflicts and throttling with full-jitter backoff.
+
+    Exhausted retries on throttling become ``Busy`` (HTTP 429 + Retry-After): the runner's
+    page backs off instead of hammering a table that is already saturated.
+    """
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception as exc:
+            conflict, throttled = is_transaction_conflict(exc), is_throttled(exc)
+            if not (conflict or throttled):
+                raise
+            metrics.add_metric(name="TransactionConflict" if conflict else "Throttled", unit="Count", value=1)
+            if attempt == attempts - 1:
+                if throttled:
+                    raise Busy("We're very busy right now; please retry in a moment.", retry_after=2) from exc
+                raise
+            time.sleep(random.uniform(0, min(cap_s, base_s * 2**attempt)))
+    raise AssertionError("unreachable")

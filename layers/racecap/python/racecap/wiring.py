@@ -1,0 +1,87 @@
+"""The composition root: builds the logic objects from settings and clients, once.
+
+Handlers ask for what they need (``catalog()``); tests build the same objects around
+fakes or local servers instead.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from racecap import clients
+from racecap.cache import TieredCache
+from racecap.config import get_settings
+from racecap.dal.holds import DynamoHolds
+from racecap.dal.inventory import DynamoInventory
+from racecap.dal.payments import HttpPaymentProvider
+from racecap.dal.queues import SqsQueue
+from racecap.dal.races import DynamoRaceStore
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.logic.holds import HoldService
+from racecap.logic.races import RaceCatalog
+from racecap.logic.registration import RegistrationService
+from racecap.logic.sweeper import HoldSweeper
+from racecap.logic.window import WindowTasks
+from racecap.logic.writer import RegistrationWriter
+
+
+@lru_cache(maxsize=1)
+def cache() -> TieredCache:
+    return TieredCache(clients.cache)
+
+
+@lru_cache(maxsize=1)
+def race_store() -> DynamoRaceStore:
+    return DynamoRaceStore(clients.dynamodb(), get_settings().races_table)
+
+
+@lru_cache(maxsize=1)
+def inventory() -> DynamoInventory:
+    return DynamoInventory(clients.dynamodb(), get_settings().inventory_table)
+
+
+@lru_cache(maxsize=1)
+def catalog() -> RaceCatalog:
+    return RaceCatalog(race_store(), inventory(), cache())
+
+
+@lru_cache(maxsize=1)
+def holds() -> DynamoHolds:
+    return DynamoHolds(clients.dynamodb(), get_settings().inventory_table)
+
+
+@lru_cache(maxsize=1)
+def registrations() -> DynamoRegistrations:
+    s = get_settings()
+    return DynamoRegistrations(clients.dynamodb(), s.registrations_table, s.inventory_table)
+
+
+@lru_cache(maxsize=1)
+def payments() -> HttpPaymentProvider:
+    return HttpPaymentProvider(get_settings().payments_url)
+
+
+@lru_cache(maxsize=1)
+def hold_service() -> HoldService:
+    return HoldService(catalog(), holds(), cache())
+
+
+@lru_cache(maxsize=1)
+def registration_service() -> RegistrationService:
+    queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
+    return RegistrationService(catalog(), holds(), registrations(), payments(), queue)
+
+
+@lru_cache(maxsize=1)
+def writer() -> RegistrationWriter:
+    return RegistrationWriter(registrations(), SqsQueue(clients.sqs(), get_settings().emails_queue_url))
+
+
+@lru_cache(maxsize=1)
+def sweeper() -> HoldSweeper:
+    return HoldSweeper(holds(), payments(), registration_service(), catalog(), cache())
+
+
+@lru_cache(maxsize=1)
+def window_tasks() -> WindowTasks:
+    return WindowTasks(race_store(), inventory(), catalog(), cache())

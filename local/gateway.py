@@ -1,0 +1,292 @@
+"""The local API Gateway + CloudFront: a WSGI app served by gunicorn (multi-process).
+
+* ``/api/...``: matched against ``blueprint.ROUTES`` (the same list the CDK app turns
+  into HTTP API routes), turned into an HTTP API payload-v2 event and handed to the same
+  handler function with a Lambda context. Director routes get their JWT checked first,
+  as the HTTP API's JWT authorizer would.
+* ``/2015-03-31/functions/<name>/invocations``: the Lambda Invoke API, so the local
+  Step Functions interpreter's Task states reach the same handlers.
+* everything else: the built static site, as CloudFront serves it from S3.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+import os
+import re
+import traceback
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl
+
+import blueprint
+from local.runtime import ACCOUNT, FunctionHost
+
+StartResponse = Callable[..., Any]
+MAX_BODY = 1024 * 1024  # larger than any legitimate request; handlers enforce their own limits
+SITE_DIRS = (blueprint.ROOT / ".build" / "site", blueprint.ROOT / "site")
+API_ID = "local"
+
+_STATUS = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    301: "Moved Permanently",
+    302: "Found",
+    304: "Not Modified",
+    400: "Bad Request",
+    401: "Unauthorized",
+    402: "Payment Required",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    410: "Gone",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+
+
+class CompiledRoute:
+    def __init__(self, route: blueprint.Route) -> None:
+        self.route = route
+        pattern = ""
+        self.params: list[str] = []
+        for segment in route.path.strip("/").split("/"):
+            m = re.fullmatch(r"\{(\w+)(\+?)\}", segment)
+            if m:
+                self.params.append(m.group(1))
+                pattern += "/(.+)" if m.group(2) else "/([^/]+)"
+            else:
+                pattern += "/" + re.escape(segment)
+        self.regex = re.compile(f"^{pattern}$")
+        # API Gateway prefers the most specific route: literal segments beat parameters.
+        self.specificity = (-len(self.params), len(route.path))
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if method != self.route.method:
+            return None
+        m = self.regex.match(path)
+        return dict(zip(self.params, m.groups(), strict=True)) if m else None
+
+
+ROUTES = sorted((CompiledRoute(r) for r in blueprint.ROUTES), key=lambda r: r.specificity, reverse=True)
+
+
+def _json(start: StartResponse, status: int, body: Any, headers: dict[str, str] | None = None) -> list[bytes]:
+    data = json.dumps(body).encode()
+    hdrs = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+    hdrs += list((headers or {}).items())
+    start(f"{status} {_STATUS.get(status, 'Status')}", hdrs)
+    return [data]
+
+
+def _headers(environ: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            out[key[5:].replace("_", "-").lower()] = value
+    if environ.get("CONTENT_TYPE"):
+        out["content-type"] = environ["CONTENT_TYPE"]
+    if environ.get("CONTENT_LENGTH"):
+        out["content-length"] = environ["CONTENT_LENGTH"]
+    return out
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    if length > MAX_BODY:
+        raise ValueError("body too large")
+    return environ["wsgi.input"].read(length) if length else b""
+
+
+def build_http_event(
+    environ: dict[str, Any], route: blueprint.Route, params: dict[str, str], body: bytes, claims: dict | None
+) -> dict[str, Any]:
+    """The HTTP API payload format 2.0 event, as API Gateway builds it."""
+    headers = _headers(environ)
+    raw_qs = environ.get("QUERY_STRING", "")
+    query: dict[str, str] = {}
+    for k, v in parse_qsl(raw_qs, keep_blank_values=True):
+        query[k] = f"{query[k]},{v}" if k in query else v
+    cookies = [c.strip() for c in headers.pop("cookie", "").split(";") if c.strip()]
+    content_type = headers.get("content-type", "")
+    textual = not body or content_type.startswith(("application/json", "text/", "application/x-www-form"))
+    now = datetime.now(UTC)
+    request_id = str(uuid.uuid4())
+    context: dict[str, Any] = {
+        "accountId": ACCOUNT,
+        "apiId": API_ID,
+        "domainName": headers.get("host", "localhost"),
+        "domainPrefix": headers.get("host", "localhost").split(".")[0],
+        "http": {
+            "method": route.method,
+            "path": environ.get("PATH_INFO", "/"),
+            "protocol": environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+            "sourceIp": environ.get("REMOTE_ADDR", "127.0.0.1"),
+            "userAgent": headers.get("user-agent", ""),
+        },
+        "requestId": request_id,
+        "routeKey": route.route_key,
+        "stage": "$default",
+        "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+        "timeEpoch": int(now.timestamp() * 1000),
+    }
+    if claims is not None:
+        context["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route.route_key,
+        "rawPath": environ.get("PATH_INFO", "/"),
+        "rawQueryString": raw_qs,
+        "headers": headers,
+        "requestContext": context,
+        "isBase64Encoded": not textual,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = query
+    if params:
+        event["pathParameters"] = params
+    if body:
+        event["body"] = body.decode() if textual else base64.b64encode(body).decode()
+    return event
+
+
+def _respond_from_lambda(start: StartResponse, result: Any) -> list[bytes]:
+    """Interpret a handler's result as the HTTP API does for payload v2."""
+    if not isinstance(result, dict) or "statusCode" not in result:
+        return _json(start, 200, result)
+    status = int(result["statusCode"])
+    body = result.get("body") or ""
+    data = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    headers = [(k, str(v)) for k, v in (result.get("headers") or {}).items() if k.lower() != "content-length"]
+    for k, vs in (result.get("multiValueHeaders") or {}).items():
+        headers += [(k, str(v)) for v in vs]
+    headers += [("Set-Cookie", c) for c in result.get("cookies") or []]
+    if not any(k.lower() == "content-type" for k, _ in headers) and data:
+        headers.append(("Content-Type", "application/json"))
+    headers.append(("Content-Length", str(len(data))))
+    start(f"{status} {_STATUS.get(status, 'Status')}", headers)
+    return [data]
+
+
+class Gateway:
+    def __init__(self, host: FunctionHost | None = None, authorizer: Any = None) -> None:
+        self.host = host or FunctionHost()
+        self.authorizer = authorizer
+        self.site_dir = next((d for d in SITE_DIRS if (d / "index.html").exists()), SITE_DIRS[-1])
+
+    def __call__(self, environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "/") or "/"
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        try:
+            if path.startswith("/api/") or path == "/api":
+                return self._api(environ, start, method, path)
+            if path.startswith("/2015-03-31/functions/"):
+                return self._invoke(environ, start, method, path)
+            return self._static(start, method, path)
+        except Exception:
+            traceback.print_exc()
+            return _json(start, 500, {"error": "INTERNAL_ERROR", "message": "The local gateway failed."})
+
+    # -- API Gateway --------------------------------------------------------------
+    def _api(self, environ: dict[str, Any], start: StartResponse, method: str, path: str) -> list[bytes]:
+        matched = next(((r, p) for r in ROUTES if (p := r.match(method, path)) is not None), None)
+        if matched is None:
+            if any(r.regex.match(path) for r in ROUTES):
+                return _json(
+                    start, 405, {"error": "METHOD_NOT_ALLOWED", "message": f"{method} is not allowed here."}
+                )
+            # API Gateway's own answer for an unknown route, in our error shape.
+            return _json(start, 404, {"error": "NOT_FOUND", "message": "No such resource."})
+        compiled, params = matched
+        try:
+            body = _read_body(environ)
+        except ValueError:
+            return _json(
+                start, 413, {"error": "PAYLOAD_TOO_LARGE", "message": "The request body is too large."}
+            )
+        claims = None
+        if compiled.route.auth != "none":
+            if self.authorizer is None:
+                return _json(start, 401, {"error": "UNAUTHORIZED", "message": "No authorizer configured."})
+            claims = self.authorizer.claims(_headers(environ).get("authorization", ""))
+            if claims is None:
+                return _json(
+                    start, 401, {"error": "UNAUTHORIZED", "message": "Missing or invalid bearer token."}
+                )
+        event = build_http_event(environ, compiled.route, params, body, claims)
+        result = self.host.invoke(compiled.route.function, event)
+        return _respond_from_lambda(start, result)
+
+    # -- Lambda Invoke API ----------------------------------------------------------
+    def _invoke(self, environ: dict[str, Any], start: StartResponse, method: str, path: str) -> list[bytes]:
+        m = re.fullmatch(r"/2015-03-31/functions/([^/]+)/invocations", path)
+        if method != "POST" or not m:
+            return _json(start, 404, {"Type": "User", "message": "Unknown operation"})
+        name = m.group(1).rsplit(":", 1)[-1] if m.group(1).startswith("arn:") else m.group(1)
+        try:
+            blueprint.function(name)
+        except KeyError:
+            return _json(
+                start,
+                404,
+                {"Type": "User", "message": f"Function not found: {name}"},
+                {"x-amzn-ErrorType": "ResourceNotFoundException"},
+            )
+        raw = _read_body(environ)
+        payload = json.loads(raw) if raw else {}
+        try:
+            result = self.host.invoke(name, payload)
+        except Exception as exc:
+            # As Lambda reports a function error: 200 with X-Amz-Function-Error, so that
+            # Step Functions can match ErrorEquals on the exception's class name.
+            error = {"errorType": type(exc).__name__, "errorMessage": str(exc), "stackTrace": []}
+            return _json(start, 200, error, {"X-Amz-Function-Error": "Unhandled"})
+        return _json(start, 200, result)
+
+    # -- CloudFront + S3 ------------------------------------------------------------------
+    def _static(self, start: StartResponse, method: str, path: str) -> list[bytes]:
+        if method not in ("GET", "HEAD"):
+            return _json(
+                start, 405, {"error": "METHOD_NOT_ALLOWED", "message": "Static content is read-only."}
+            )
+        rel = path.lstrip("/") or "index.html"
+        target = (self.site_dir / rel).resolve()
+        if not str(target).startswith(str(self.site_dir.resolve())) or not target.is_file():
+            target = self.site_dir / "index.html"  # the SPA's routes are hash-based; serve the shell
+            if not target.is_file():
+                return _json(start, 404, {"error": "NOT_FOUND", "message": "The site has not been built."})
+        data = target.read_bytes()
+        ctype = mimetypes.guess_type(str(target))[0] or "application/octet-stream"
+        # Fingerprinted assets never change; HTML is short-cached so a deploy shows quickly.
+        fingerprinted = re.search(r"\.[0-9a-f]{8,}\.\w+$", target.name) is not None
+        cache = "public, max-age=31536000, immutable" if fingerprinted else "public, max-age=60"
+        start(
+            "200 OK", [("Content-Type", ctype), ("Content-Length", str(len(data))), ("Cache-Control", cache)]
+        )
+        return [] if method == "HEAD" else [data]
+
+
+def _make_app() -> Gateway:
+    authorizer = None
+    if os.environ.get("RACECAP_JWKS_FILE"):
+        from local.auth import LocalAuthorizer
+
+        authorizer = LocalAuthorizer.from_env()
+    return Gateway(authorizer=authorizer)
+
+
+app = _make_app()

@@ -1,0 +1,184 @@
+"""Lambda's SQS event-source mappings and EventBridge schedules, for the local stack.
+
+For each ``blueprint.QUEUE_TRIGGERS`` entry it runs as many pollers as the mapping's
+maximum concurrency allows — and never more than the function's reserved concurrency —
+each receiving up to ``batch_size`` messages, invoking the same handler with an SQS
+event, and deleting only what succeeded:
+
+* handler returns ``batchItemFailures``: those messages stay, the rest are deleted;
+* handler raises: nothing is deleted, the whole batch comes back after the queue's
+  visibility timeout;
+* a message received more than ``maxReceiveCount`` times is moved to the DLQ by the
+  queue's own redrive policy (ElasticMQ implements it, as SQS does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+import time
+import traceback
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+
+import blueprint
+from local.runtime import ACCOUNT, REGION, FunctionHost
+
+
+def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {
+                    k: {
+                        "stringValue": v.get("StringValue"),
+                        "binaryValue": v.get("BinaryValue"),
+                        "stringListValues": [],
+                        "binaryListValues": [],
+                        "dataType": v["DataType"],
+                    }
+                    for k, v in (m.get("MessageAttributes") or {}).items()
+                },
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+def failed_ids(result: Any) -> set[str] | None:
+    """Message ids the handler reported as failed; None means the whole batch failed."""
+    if isinstance(result, dict) and "batchItemFailures" in result:
+        return {f["itemIdentifier"] for f in result["batchItemFailures"]}
+    return set()
+
+
+class QueuePoller(threading.Thread):
+    def __init__(
+        self,
+        host: FunctionHost,
+        trigger: blueprint.QueueTrigger,
+        queue_url: str,
+        stop: threading.Event,
+        n: int,
+    ) -> None:
+        super().__init__(name=f"{trigger.function}-{n}", daemon=True)
+        self.host = host
+        self.trigger = trigger
+        self.queue_url = queue_url
+        self.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue_url.rsplit('/', 1)[-1]}"
+        self.stop = stop
+        self.sqs = boto3.session.Session().client("sqs")
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.poll_once()
+            except Exception:
+                traceback.print_exc()
+                self.stop.wait(1.0)
+
+    def poll_once(self) -> int:
+        resp = self.sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.trigger.batch_size,
+            WaitTimeSeconds=1,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages = resp.get("Messages", [])
+        if not messages:
+            return 0
+        try:
+            result = self.host.invoke(self.trigger.function, sqs_event(self.queue_arn, messages))
+            failed = failed_ids(result) or set()
+        except Exception as exc:
+            print(
+                f"[pollers] {self.trigger.function} failed its batch: {type(exc).__name__}: {exc}", flush=True
+            )
+            return len(messages)
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            chunk = done[start : start + 10]
+            self.sqs.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
+            )
+        return len(messages)
+
+
+class Scheduler(threading.Thread):
+    """EventBridge rate() schedules: invoke the function with a Scheduled Event."""
+
+    def __init__(
+        self, host: FunctionHost, schedule: blueprint.Schedule, stop: threading.Event, scale: float
+    ) -> None:
+        super().__init__(name=f"schedule-{schedule.id}", daemon=True)
+        self.host, self.schedule, self.stop = host, schedule, stop
+        self.interval = schedule.every_minutes * 60 * scale
+
+    def run(self) -> None:
+        while not self.stop.wait(self.interval):
+            event = {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": "Scheduled Event",
+                "source": "aws.events",
+                "account": ACCOUNT,
+                "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "region": REGION,
+                "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{self.schedule.id}"],
+                "detail": {},
+            }
+            try:
+                self.host.invoke(self.schedule.function, event)
+            except Exception:
+                traceback.print_exc()
+
+
+def concurrency(trigger: blueprint.QueueTrigger) -> int:
+    reserved = blueprint.function(trigger.function).reserved_concurrency
+    return min(trigger.max_concurrency, reserved) if reserved else trigger.max_concurrency
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--queue-urls", required=True, help="JSON map of queue id -> URL")
+    parser.add_argument("--schedule-scale", type=float, default=1.0, help="shrink schedule intervals (tests)")
+    args = parser.parse_args()
+    urls: dict[str, str] = json.loads(args.queue_urls)
+    stop = threading.Event()
+    host = FunctionHost()
+    threads: list[threading.Thread] = []
+    for trigger in blueprint.QUEUE_TRIGGERS:
+        threads += [
+            QueuePoller(host, trigger, urls[trigger.queue], stop, n) for n in range(concurrency(trigger))
+        ]
+    threads += [Scheduler(host, s, stop, args.schedule_scale) for s in blueprint.SCHEDULES]
+    for t in threads:
+        t.start()
+    print(f"[pollers] {len(threads)} pollers and schedules running", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        stop.set()
+    for t in threads:
+        t.join(timeout=3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""The local side of the declaration: blueprint objects -> the exact requests the local
+stack sends to DynamoDB Local and ElasticMQ, and the local values of blueprint refs.
+
+The pure functions here are what ``tests/infra/test_parity.py`` compares with the
+synthesized CloudFormation template; ``provision()`` is what ``make run`` calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import blueprint
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+ACCOUNT = "000000000000"
+REGION = "us-east-1"
+SECONDS_PER_DAY = 86_400
+PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+Resolver = Callable[[blueprint.Ref], str]
+
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+def _key_schema(partition: blueprint.Key, sort: blueprint.Key | None) -> list[dict[str, str]]:
+    schema = [{"AttributeName": partition.name, "KeyType": "HASH"}]
+    if sort is not None:
+        schema.append({"AttributeName": sort.name, "KeyType": "RANGE"})
+    return schema
+
+
+def create_table_params(table: blueprint.Table) -> dict[str, Any]:
+    """Keyword arguments for ``dynamodb.create_table``."""
+    keys = [table.partition_key, table.sort_key]
+    for index in table.indexes:
+        keys += [index.partition_key, index.sort_key]
+    attributes: dict[str, str] = {}
+    for key in keys:
+        if key is not None:
+            attributes.setdefault(key.name, key.type)
+    params: dict[str, Any] = {
+        "TableName": table.local_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": _key_schema(table.partition_key, table.sort_key),
+        "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t in attributes.items()],
+    }
+    if table.indexes:
+        params["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": _key_schema(index.partition_key, index.sort_key),
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+            for index in table.indexes
+        ]
+    return params
+
+
+def ttl_params(table: blueprint.Table) -> dict[str, Any] | None:
+    """Keyword arguments for ``dynamodb.update_time_to_live``, or None without TTL."""
+    if table.ttl_attribute is None:
+        return None
+    return {
+        "TableName": table.local_name,
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": table.ttl_attribute},
+    }
+
+
+# ---------------------------------------------------------------------------
+# Queues
+# ---------------------------------------------------------------------------
+def queue_arn(name: str, account: str = ACCOUNT, region: str = REGION) -> str:
+    return f"arn:aws:sqs:{region}:{account}:{name}"
+
+
+def create_queue_requests(
+    queue: blueprint.Queue, account: str = ACCOUNT, region: str = REGION
+) -> list[dict[str, Any]]:
+    """Keyword arguments for ``sqs.create_queue``: the dead-letter queue first, then the
+    queue that redrives into it."""
+    redrive = {
+        "deadLetterTargetArn": queue_arn(queue.dlq_local_name, account, region),
+        "maxReceiveCount": queue.max_receive_count + 1,
+    }
+    return [
+        {
+            "QueueName": queue.dlq_local_name,
+            "Attributes": {"MessageRetentionPeriod": str(queue.dlq_retention_days * SECONDS_PER_DAY)},
+        },
+        {
+            "QueueName": queue.local_name,
+            "Attributes": {
+                "VisibilityTimeout": str(queue.visibility_timeout_s),
+                "MessageRetentionPeriod": str(queue.retention_days * SECONDS_PER_DAY),
+                "RedrivePolicy": json.dumps(redrive),
+            },
+        },
+    ]
+
+
+# ---------------------------------------------------------------------------
+# References, environments, state machines
+# ---------------------------------------------------------------------------
+def function_arn(function_id: str, account: str = ACCOUNT, region: str = REGION) -> str:
+    return f"arn:aws:lambda:{region}:{account}:function:{blueprint.function(function_id).id}"
+
+
+def state_machine_arn(sm_id: str, account: str = ACCOUNT, region: str = REGION) -> str:
+    return f"arn:aws:states:{region}:{account}:stateMachine:{blueprint.state_machine(sm_id).local_name}"
+
+
+def local_resolver(
+    queue_urls: Mapping[str, str], cache_url: str, params: Mapping[str, str] | None = None
+) -> Resolver:
+    """How the local stack resolves blueprint refs: local names, URLs and fake ARNs.
+
+    ``params`` overrides ``Param`` defaults (as a CloudFormation parameter would)."""
+    overrides = dict(params or {})
+
+    def resolve(ref: blueprint.Ref) -> str:
+        match ref:
+            case str():
+                return ref
+            case blueprint.TableName(table=table_id):
+                return blueprint.table(table_id).local_name
+            case blueprint.QueueUrl(queue=queue_id):
+                return queue_urls[queue_id]
+            case blueprint.CacheUrl():
+                return cache_url
+            case blueprint.FunctionArn(function=function_id):
+                return function_arn(function_id)
+            case blueprint.StateMachineArn(state_machine=sm_id):
+                return state_machine_arn(sm_id)
+            case blueprint.Param(name=name, default=default):
+                return overrides.get(name, default)
+        raise TypeError(f"unknown blueprint reference: {ref!r}")
+
+    return resolve
+
+
+def function_environment(fn: blueprint.Function, resolve: Resolver) -> dict[str, str]:
+    """The environment variables a function runs with (the CDK app sets the same keys)."""
+    return {name: resolve(ref) for name, ref in blueprint.function_env(fn).items()}
+
+
+def state_machine_definition(sm: blueprint.StateMachine, resolve: Resolver) -> str:
+    """The ASL text with every ``${Name}`` replaced, as CloudFormation's
+    DefinitionSubstitutions do. An unknown placeholder is an error, not a silent leftover."""
+    text = sm.path.read_text()
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in sm.substitutions:
+            raise KeyError(f"{sm.definition_file}: no blueprint substitution for ${{{name}}}")
+        return resolve(sm.substitutions[name])
+
+    return PLACEHOLDER.sub(substitute, text)
+
+
+# ---------------------------------------------------------------------------
+# Provisioning (idempotent: safe on every `make run`)
+# ---------------------------------------------------------------------------
+def provision(dynamodb_client: DynamoDBClient, sqs_client: SQSClient) -> dict[str, str]:
+    """Create every blueprint table (with TTL) and queue (with its DLQ) that is missing.
+
+    Returns queue id -> queue URL, dead-letter queues included (under ``Queue.dlq_id``)."""
+    for table in blueprint.TABLES:
+        _ensure_table(dynamodb_client, table)
+    urls: dict[str, str] = {}
+    for queue in blueprint.QUEUES:
+        urls.update(_ensure_queue(sqs_client, queue))
+    return urls
+
+
+def _ensure_table(client: DynamoDBClient, table: blueprint.Table) -> None:
+    params = create_table_params(table)
+    try:
+        client.describe_table(TableName=params["TableName"])
+    except client.exceptions.ResourceNotFoundException:
+        client.create_table(**params)
+        client.get_waiter("table_exists").wait(
+            TableName=params["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+        )
+    ttl = ttl_params(table)
+    if ttl is None:
+        return
+    status = client.describe_time_to_live(TableName=ttl["TableName"])["TimeToLiveDescription"]
+    if status.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+        client.update_time_to_live(**ttl)
+
+
+def _ensure_queue(client: SQSClient, queue: blueprint.Queue) -> dict[str, str]:
+    dlq_request, _ = create_queue_requests(queue)
+    dlq_url = _upsert_queue(client, dlq_request)
+    # Build the redrive from the DLQ's real ARN (whatever account/region ElasticMQ reports).
+    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    region, account = dlq_arn.split(":")[3:5]
+    _, main_request = create_queue_requests(queue, account=account, region=region)
+    return {queue.dlq_id: dlq_url, queue.id: _upsert_queue(client, main_request)}
+
+
+def _upsert_queue(client: SQSClient, request: dict[str, Any]) -> str:
+    try:
+        url = client.get_queue_url(QueueName=request["QueueName"])["QueueUrl"]
+    except client.exceptions.QueueDoesNotExist:
+        return client.create_queue(QueueName=request["QueueName"], Attributes=request["Attributes"])["QueueUrl"]
+    # Existing queue: bring its attributes to the declaration (create_queue would refuse).
+    client.set_queue_attributes(QueueUrl=url, Attributes=request["Attributes"])
+    return url

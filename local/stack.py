@@ -1,0 +1,359 @@
+"""Start, provision and stop the whole local stack; ``make run`` and the tests use this.
+
+    python -m local.stack run            # start, seed the demo race, wait for Ctrl-C
+    python -m local.stack run --no-seed
+
+Every server binds 127.0.0.1. Ports default to the values below and can be overridden
+with RACECAP_<NAME>_PORT (RACECAP_PORT for the gateway). Resources are created from
+``blueprint`` through ``local.provision``, the same declarations the CDK app reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import blueprint
+from local import provision, servers
+from local.runtime import ACCOUNT, LAYER_PATH, REGION
+
+ROOT = blueprint.ROOT
+VENV_BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Ports:
+    gateway: int = 8080
+    dynamodb: int = 8001
+    sqs: int = 9324
+    redis: int = 6390
+    ses: int = 8005
+    sfn: int = 8083
+    payments: int = 8006
+
+    @classmethod
+    def from_env(cls) -> Ports:
+        ports = cls()
+        for name in asdict(ports):
+            var = "RACECAP_PORT" if name == "gateway" else f"RACECAP_{name.upper()}_PORT"
+            if os.environ.get(var):
+                setattr(ports, name, int(os.environ[var]))
+        return ports
+
+    @classmethod
+    def free(cls) -> Ports:
+        return cls(**{name: servers.free_port() for name in asdict(cls())})
+
+
+class StackError(RuntimeError):
+    pass
+
+
+def node_binary() -> str | None:
+    env = os.environ.get("RACECAP_NODE")
+    if env and Path(env).exists():
+        return env
+    for candidate in sorted((ROOT / ".cache" / "node22").glob("**/bin/node")):
+        return str(candidate)
+    return None
+
+
+class LocalStack:
+    def __init__(
+        self,
+        work_dir: Path,
+        ports: Ports | None = None,
+        *,
+        gateway_workers: int = 2,
+        gateway_threads: int = 16,
+        schedule_scale: float = 1.0,
+        ses_max_rate: float = 14.0,
+        quiet: bool = False,
+    ) -> None:
+        self.work_dir = work_dir
+        self.ports = ports or Ports.from_env()
+        self.gateway_workers = gateway_workers
+        self.gateway_threads = gateway_threads
+        self.schedule_scale = schedule_scale
+        self.ses_max_rate = ses_max_rate
+        self.quiet = quiet
+        self.procs: list[servers.ServerProcess] = []
+        self.queue_urls: dict[str, str] = {}
+        self.log_dir = work_dir / "logs"
+
+    # -- addresses ------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.gateway}"
+
+    @property
+    def mailbox_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.ses}"
+
+    @property
+    def payments_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.payments}"
+
+    def resolve(self, ref: blueprint.Ref) -> str:
+        """A blueprint reference, as the local stack names it (see local.provision)."""
+        urls = self.queue_urls or {
+            q.id: f"http://127.0.0.1:{self.ports.sqs}/{ACCOUNT}/{q.local_name}" for q in blueprint.QUEUES
+        }
+        resolver = provision.local_resolver(
+            urls,
+            f"redis://127.0.0.1:{self.ports.redis}/0",
+            # The test-token provider stands in for the real one, as a deploy parameter would.
+            {"PaymentsUrl": self.payments_url},
+        )
+        return resolver(ref)
+
+    def aws_env(self) -> dict[str, str]:
+        """What points boto3 at the local servers: standard variables, no code changes."""
+        return {
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL_DYNAMODB": f"http://127.0.0.1:{self.ports.dynamodb}",
+            "AWS_ENDPOINT_URL_SQS": f"http://127.0.0.1:{self.ports.sqs}",
+            "AWS_ENDPOINT_URL_SESV2": f"http://127.0.0.1:{self.ports.ses}",
+            "AWS_ENDPOINT_URL_SFN": f"http://127.0.0.1:{self.ports.sfn}",
+            "AWS_ENDPOINT_URL_LAMBDA": self.url,
+        }
+
+    def function_env(self) -> dict[str, str]:
+        """The environment the handlers run with: the blueprint's, resolved locally."""
+        env = {k: self.resolve(v) for k, v in blueprint.COMMON_ENV.items()}
+        env.update(self.aws_env())
+        env.update(
+            {
+                "POWERTOOLS_SERVICE_NAME": "racecap-local",
+                # No X-Ray daemon locally; the tracer is a no-op rather than a UDP spray.
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
+                "PYTHONPATH": os.pathsep.join([str(ROOT), LAYER_PATH]),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        return env
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> LocalStack:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for name, port in asdict(self.ports).items():
+            if servers.port_in_use(port):
+                var = "RACECAP_PORT" if name == "gateway" else f"RACECAP_{name.upper()}_PORT"
+                raise StackError(
+                    f"port {port} ({name}) is already in use — is another stack running? set {var}"
+                )
+        try:
+            self._step("DynamoDB Local", lambda: servers.start_dynamodb(self.ports.dynamodb, self.log_dir))
+            self._step(
+                "ElasticMQ (SQS)",
+                lambda: servers.start_elasticmq(self.ports.sqs, self.log_dir, self.work_dir),
+            )
+            self._step("redis-server", lambda: servers.start_redis(self.ports.redis, self.log_dir))
+            self._step("local SES", self._start_ses)
+            self._step("payments (test tokens)", self._start_payments)
+            self._step("Step Functions (ASL)", self._start_sfn)
+            self._say("provisioning tables, queues and state machines from blueprint")
+            self._provision()
+            self._step("gateway", self._start_gateway)
+            self._step("SQS pollers + schedules", self._start_pollers)
+        except BaseException:
+            self.stop()
+            raise
+        (self.work_dir / "stack.json").write_text(json.dumps(self.describe(), indent=2))
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "url": self.url,
+            "mailbox": self.mailbox_url,
+            "ports": asdict(self.ports),
+            "queueUrls": self.queue_urls,
+            "env": self.function_env(),
+        }
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            proc.stop()
+        self.procs.clear()
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- pieces ---------------------------------------------------------------------------
+    def _say(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"[stack] {msg}", flush=True)
+
+    def _step(self, name: str, start: Any) -> None:
+        t0 = time.monotonic()
+        self.procs.append(start())
+        self._say(f"{name} up on 127.0.0.1:{self.procs[-1].port} ({time.monotonic() - t0:.1f}s)")
+
+    def _spawn(
+        self, name: str, cmd: list[str], port: int, env: dict[str, str] | None = None
+    ) -> servers.ServerProcess:
+        var = "RACECAP_PORT" if name == "gateway" else f"RACECAP_{name.upper()}_PORT"
+        return servers.spawn(
+            name, cmd, port, self.log_dir, env={**os.environ, **(env or {})}, cwd=ROOT, port_var=var
+        )
+
+    def _start_ses(self) -> servers.ServerProcess:
+        cmd = [
+            sys.executable,
+            "-m",
+            "local.ses",
+            "--port",
+            str(self.ports.ses),
+            "--dir",
+            str(self.work_dir / "mail"),
+            "--max-rate",
+            str(self.ses_max_rate),
+        ]
+        return self._spawn("ses", cmd, self.ports.ses, {"PYTHONPATH": str(ROOT)})
+
+    def _start_payments(self) -> servers.ServerProcess:
+        cmd = [sys.executable, "-m", "local.payments", "--port", str(self.ports.payments)]
+        return self._spawn("payments", cmd, self.ports.payments, {"PYTHONPATH": str(ROOT)})
+
+    def _start_sfn(self) -> servers.ServerProcess:
+        node = node_binary()
+        if node is None:
+            raise StackError("Node 22 not found: run `make install` (local/install.sh node)")
+        modules = os.environ.get("RACECAP_NODE_MODULES", str(ROOT / "local" / "node" / "node_modules"))
+        cmd = [
+            node,
+            str(ROOT / "local" / "stepfunctions" / "server.mjs"),
+            "--port",
+            str(self.ports.sfn),
+            "--lambda-endpoint",
+            self.url,
+        ]
+        return self._spawn("stepfunctions", cmd, self.ports.sfn, {"RACECAP_NODE_MODULES": modules})
+
+    def _provision(self) -> None:
+        import boto3
+
+        session = boto3.session.Session(
+            aws_access_key_id="local",
+            aws_secret_access_key="local",  # noqa: S106 - local servers accept any key
+            region_name=REGION,
+        )
+        env = self.aws_env()
+        ddb = session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"])
+        sqs = session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"])
+        sfn = session.client("stepfunctions", endpoint_url=env["AWS_ENDPOINT_URL_SFN"])
+        self.queue_urls = provision.provision(ddb, sqs)
+        for sm in blueprint.STATE_MACHINES:
+            sfn.create_state_machine(
+                name=sm.local_name,
+                definition=provision.state_machine_definition(sm, self.resolve),
+                roleArn=f"arn:aws:iam::{ACCOUNT}:role/{sm.local_name}",
+                type=sm.type,
+            )
+
+    def _start_gateway(self) -> servers.ServerProcess:
+        cmd = [
+            str(VENV_BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.ports.gateway}",
+            "--workers", str(self.gateway_workers), "--worker-class", "gthread",
+            "--threads", str(self.gateway_threads), "--backlog", "4096", "--keep-alive", "5",
+            "--timeout", "60", "--graceful-timeout", "3", "--log-level", "warning", "local.gateway:app",
+        ]  # fmt: skip
+        return self._spawn("gateway", cmd, self.ports.gateway, self.function_env())
+
+    def _start_pollers(self) -> servers.ServerProcess:
+        cmd = [
+            sys.executable,
+            "-m",
+            "local.pollers",
+            "--queue-urls",
+            json.dumps(self.queue_urls),
+            "--schedule-scale",
+            str(self.schedule_scale),
+        ]
+        return self._spawn("pollers", cmd, 0, self.function_env())
+
+
+def _already_running(work_dir: Path) -> dict[str, Any] | None:
+    info_file = work_dir / "stack.json"
+    if not info_file.exists():
+        return None
+    info = json.loads(info_file.read_text())
+    try:
+        os.kill(int(info["pid"]), 0)
+    except (OSError, ValueError, KeyError):
+        return None
+    return info
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=["run"])
+    parser.add_argument("--no-seed", action="store_true")
+    parser.add_argument("--work-dir", type=Path, default=ROOT / ".local-stack" / "run")
+    args = parser.parse_args()
+
+    running = _already_running(args.work_dir)
+    if running:
+        sys.exit(
+            f"Racecap is already running (pid {running['pid']}) at {running['url']}; "
+            "stop it with Ctrl-C first."
+        )
+    stack = LocalStack(args.work_dir)
+    try:
+        stack.start()
+    except (StackError, servers.PortInUseError, servers.ServerStartError) as exc:
+        sys.exit(f"[stack] cannot start: {exc}")
+    stop = False
+
+    def _stop(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        if not args.no_seed:
+            from local import seed
+
+            os.environ.update(stack.function_env())
+            race_id = seed.seed_demo()
+            print(f"[stack] demo race seeded: {stack.url}/#/races/{race_id}", flush=True)
+        print(
+            f"\n  Racecap is running at   {stack.url}\n"
+            f"  API docs (Swagger UI)   {stack.url}/api/docs\n"
+            f"  Local mailbox (SES)     {stack.mailbox_url}\n"
+            f"  Payments (test tokens)  tok_visa succeeds, tok_declined is declined, tok_slow takes 3 s\n"
+            f"  Logs                    {stack.log_dir}\n\n  Press Ctrl-C to stop.\n",
+            flush=True,
+        )
+        while not stop:
+            time.sleep(0.3)
+    finally:
+        print("[stack] stopping…", flush=True)
+        stack.stop()
+        (args.work_dir / "stack.json").unlink(missing_ok=True)
+        print("[stack] stopped; nothing left running.", flush=True)
+
+
+if __name__ == "__main__":
+    socket.setdefaulttimeout(None)
+    main()

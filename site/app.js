@@ -1,0 +1,59 @@
+// Racecap runner site: a hash-routed single page (S3/CloudFront need no rewrites).
+//   #/                     race list                          races.js
+//   #/races/{raceId}       events, places left, hold a place   races.js
+//   #/holds/{holdId}       runner details, then payment        hold.js
+//   #/registrations/{id}   waiting screen, then confirmation   wait.js
+// Each route's module loads on demand, so a page only carries its own code.
+// Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
+import { errorBox, h, page } from './ui.js';
+
+const ROUTES = [
+  [/^\/$/, () => import('./races.js'), 'raceList'],
+  [/^\/races\/([^/]+)$/, () => import('./races.js'), 'racePage'],
+  [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
+  [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
+];
+let rendered = false;
+let seq = 0;
+
+async function render() {
+  const hash = location.hash;
+  const isRoute = hash.startsWith('#/');
+  if (!isRoute && hash && rendered) return false; // an in-page anchor, not a route
+  rendered = true;
+  const path = (isRoute && hash.slice(1).split('?')[0]) || '/';
+  const n = ++seq;
+  for (const [re, load, name] of ROUTES) {
+    const m = re.exec(path);
+    if (!m) continue;
+    let args;
+    try {
+      args = m.slice(1).map(decodeURIComponent);
+    } catch {
+      break;
+    }
+    let mod;
+    try {
+      mod = await load();
+    } catch {
+      if (n === seq) {
+        page('Could not load this page').body.append(
+          errorBox('Part of this page did not download. Check your connection.', () => location.reload()));
+      }
+      return true;
+    }
+    if (n === seq) mod[name](...args); // a newer navigation wins
+    return true;
+  }
+  page('Page not found').body.append(h('p', { testid: 'not-found' }, 'There is nothing at this address. ',
+    h('a', { href: '#/' }, 'See all races')));
+  return true;
+}
+
+window.addEventListener('hashchange', async () => {
+  if (!(await render())) return;
+  window.scrollTo(0, 0);
+  const h1 = document.querySelector('#view h1');
+  if (h1) h1.focus({ preventScroll: true });
+});
+render();

@@ -1,0 +1,115 @@
+"""The real local stack for integration tests: started once per session on free ports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import redis
+import requests
+from racecap.cache import TieredCache
+from racecap.dal.holds import DynamoHolds
+from racecap.dal.inventory import DynamoInventory
+from racecap.dal.payments import HttpPaymentProvider
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.races import DynamoRaceStore
+from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft
+from racecap.logic.races import RaceCatalog
+
+import blueprint
+from local.stack import LocalStack, Ports
+
+
+@dataclass
+class Backend:
+    """Direct handles on the local servers, for arranging state and auditing outcomes."""
+
+    stack: LocalStack
+    dynamodb: Any
+    sqs: Any
+    redis: redis.Redis
+
+    def table(self, table_id: str) -> str:
+        return blueprint.table(table_id).local_name
+
+    def store(self) -> DynamoRaceStore:
+        return DynamoRaceStore(self.dynamodb, self.table("Races"))
+
+    def inventory(self) -> DynamoInventory:
+        return DynamoInventory(self.dynamodb, self.table("Inventory"))
+
+    def cache(self) -> TieredCache:
+        return TieredCache(lambda: self.redis)
+
+    def catalog(self, cache: TieredCache | None = None) -> RaceCatalog:
+        return RaceCatalog(self.store(), self.inventory(), cache or self.cache())
+
+    def holds(self) -> DynamoHolds:
+        return DynamoHolds(self.dynamodb, self.table("Inventory"))
+
+    def registrations(self) -> DynamoRegistrations:
+        return DynamoRegistrations(self.dynamodb, self.table("Registrations"), self.table("Inventory"))
+
+    def payments(self) -> HttpPaymentProvider:
+        return HttpPaymentProvider(self.stack.payments_url)
+
+    def admin(self) -> RaceAdmin:
+        return RaceAdmin(self.store(), self.inventory())
+
+    def create_race(
+        self, caps: list[int], *, open_now: bool = True, owner: str = "director-test", **kw: Any
+    ) -> str:
+        now = datetime.now(UTC)
+        draft = RaceDraft(
+            name=kw.pop("name", "Test Race"),
+            raceDate=(now + timedelta(days=30)).date().isoformat(),
+            registrationOpensAt=now - timedelta(minutes=1),
+            registrationClosesAt=now + timedelta(days=1),
+            events=[EventDraft(name=f"Event {i}", cap=c, priceCents=2500) for i, c in enumerate(caps)],
+            **kw,
+        )
+        return self.admin().create_race(owner, draft, open_now=open_now).raceId
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    work: Path = tmp_path_factory.mktemp("stack")
+    with LocalStack(
+        work, Ports.free(), gateway_workers=2, gateway_threads=16, schedule_scale=0.05, quiet=True
+    ) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def backend(stack: LocalStack) -> Backend:
+    env = stack.aws_env()
+    session = boto3.session.Session(
+        aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
+    )
+    return Backend(
+        stack=stack,
+        dynamodb=session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"]),
+        sqs=session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"]),
+        redis=redis.Redis(host="127.0.0.1", port=stack.ports.redis, decode_responses=True),
+    )
+
+
+@pytest.fixture
+def api(stack: LocalStack) -> Iterator[requests.Session]:
+    session = requests.Session()
+    session.headers["Accept"] = "application/json"
+    base = stack.url
+    original = session.request
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", 30)
+        return original(method, base + url if url.startswith("/") else url, *args, **kwargs)
+
+    session.request = request  # type: ignore[method-assign]
+    yield session
+    session.close()

@@ -1,0 +1,164 @@
+"""Registering and paying: one email per race, one charge per registration, nothing lost."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from racecap.dal.dynamo import to_item, values
+from tests.integration.flows import (
+    concurrently,
+    event_ids,
+    hold,
+    hold_and_register,
+    register,
+    runner,
+    wait_confirmed,
+    wait_for_audit,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def charges_for(stack, registration_id: str) -> list[dict]:
+    with urllib.request.urlopen(f"{stack.payments_url}/v1/charges", timeout=10) as resp:  # noqa: S310
+        data = json.load(resp)["data"]
+    return [c for c in data if c.get("metadata", {}).get("registrationId") == registration_id]
+
+
+def test_given_a_hold_when_the_runner_pays_then_the_registration_is_confirmed_with_a_bib(api, backend, stack):
+    race_id = backend.create_race([10])
+    (event_id,) = event_ids(api, race_id)
+
+    _, rid = hold_and_register(api, race_id, event_id, runner())
+    first = api.get(f"/api/registrations/{rid}")
+    confirmed = wait_confirmed(api, [rid])[rid]
+
+    assert first.status_code == 200
+    assert first.json()["status"] in ("QUEUED", "CONFIRMED")
+    if first.json()["status"] == "QUEUED":
+        assert first.headers["Retry-After"] == "10"  # the paper's first back-off step
+    assert confirmed["bib"] == 1
+    assert confirmed["firstName"] == "Ada"
+    report = wait_for_audit(stack, backend, race_id)
+    assert report.ok, report.summary()
+    assert (report.confirmed, report.charges_succeeded, report.emails_sent) == (1, 1, 1)
+
+
+def test_given_one_email_when_runners_race_to_register_it_then_one_wins(api, backend, stack):
+    race_id = backend.create_race([30])
+    (event_id,) = event_ids(api, race_id)
+    holds = [hold(api, race_id, event_id).json()["holdId"] for _ in range(20)]
+    # The same email, as people type it: other case, stray spaces.
+    spellings = ["Same.Runner@Example.com", " same.runner@example.com ", "SAME.RUNNER@EXAMPLE.COM"]
+
+    results = concurrently(
+        lambda i: register(api, holds[i], runner(spellings[i % 3])), list(range(len(holds))), workers=20
+    )
+
+    codes = Counter(r.status_code for r in results)
+    assert codes == {202: 1, 409: 19}
+    assert {r.json()["error"] for r in results if r.status_code == 409} == {"EMAIL_ALREADY_REGISTERED"}
+    winner = next(r.json()["registrationId"] for r in results if r.status_code == 202)
+    wait_confirmed(api, [winner])
+    report = wait_for_audit(stack, backend, race_id)
+    assert report.ok, report.summary()
+    assert report.confirmed == 1
+    # The losers keep their places held: they can register with their own email.
+    loser = next(h for h, r in zip(holds, results, strict=True) if r.status_code == 409)
+    assert register(api, loser, runner()).status_code == 202
+
+
+def test_given_retries_and_duplicates_then_one_charge_and_one_registration(api, backend, stack):
+    race_id = backend.create_race([5])
+    (event_id,) = event_ids(api, race_id)
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    body = runner()
+
+    # A double click, a retry storm after a lost response, then a late repeat.
+    burst = concurrently(lambda _: register(api, hold_id, body), list(range(12)), workers=12)
+    late = register(api, hold_id, body)
+
+    ok = [r for r in [*burst, late] if r.status_code == 202]
+    assert ok, [r.text for r in burst]
+    assert {r.json()["registrationId"] for r in ok} == {ok[0].json()["registrationId"]}
+    assert all(r.status_code in (202, 409) for r in burst)  # 409 = "already being processed"
+    rid = ok[0].json()["registrationId"]
+    wait_confirmed(api, [rid])
+    assert register(api, hold_id, body).json() == {"registrationId": rid, "status": "CONFIRMED"}
+    succeeded = [c for c in charges_for(stack, rid) if c["status"] == "succeeded"]
+    assert len(succeeded) == 1
+    report = wait_for_audit(stack, backend, race_id)
+    assert report.ok, report.summary()
+    assert report.confirmed == 1
+
+
+def test_given_a_declined_card_then_the_place_stays_held_and_another_card_works(api, backend):
+    race_id = backend.create_race([1])
+    (event_id,) = event_ids(api, race_id)
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    body = runner(token="tok_declined")
+
+    declined = register(api, hold_id, body)
+    again = register(api, hold_id, {**body, "paymentToken": "tok_visa"})
+
+    assert declined.status_code == 402
+    assert declined.json()["error"] == "PAYMENT_DECLINED"
+    assert again.status_code == 202
+    wait_confirmed(api, [again.json()["registrationId"]])
+
+
+def test_given_an_expired_hold_then_registering_is_410_and_nothing_is_charged(api, backend, stack):
+    race_id = backend.create_race([2])
+    (event_id,) = event_ids(api, race_id)
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    backend.dynamodb.update_item(
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
+        UpdateExpression="SET expiresAt = :t",
+        ExpressionAttributeValues=values({":t": (datetime.now(UTC) - timedelta(seconds=5)).isoformat()}),
+    )
+
+    resp = register(api, hold_id, runner())
+
+    assert resp.status_code == 410
+    assert resp.json()["error"] == "HOLD_EXPIRED"
+    assert charges_for(stack, "reg_" + hold_id.removeprefix("hold_")) == []
+
+
+def test_given_a_paid_runner_who_never_came_back_then_the_sweeper_confirms_them(api, backend, stack):
+    """A crash after the charge: the hold is PAYING, the card charged, nothing queued."""
+    race_id = backend.create_race([3])
+    (event_id,) = event_ids(api, race_id)
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    rid = "reg_" + hold_id.removeprefix("hold_")
+    long_ago = (datetime.now(UTC) - timedelta(minutes=15)).isoformat()
+    from racecap.dal.holds import Attempt
+    from racecap.logic.registration import attempt_key, charge_key
+
+    attempt = Attempt(
+        key=attempt_key(hold_id, "lost@example.com", "tok_visa"), email="lost@example.com", firstName="Lost",
+        lastName="Runner", dateOfBirth="1980-01-01", amountCents=2500, currency="USD", startedAt=long_ago,
+    )
+    hold_item = backend.holds().get(hold_id)
+    assert backend.holds().begin_payment(hold_item, attempt, datetime.now(UTC)) == "STARTED"
+    backend.payments().charge(
+        amount_cents=2500, currency="USD", token="tok_visa", idempotency_key=charge_key(attempt),
+        description="crashed", metadata={"registrationId": rid, "holdId": hold_id, "raceId": race_id},
+    )
+    backend.dynamodb.update_item(  # ...and the hold ran out while nobody was looking
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
+        UpdateExpression="SET expiresAt = :t, gsi1sk = :t",
+        ExpressionAttributeValues=values({":t": long_ago}),
+    )
+
+    confirmed = wait_confirmed(api, [rid], timeout=60)[rid]
+
+    assert confirmed["firstName"] == "Lost"
+    report = wait_for_audit(stack, backend, race_id)
+    assert report.ok, report.summary()

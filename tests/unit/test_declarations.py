@@ -1,0 +1,50 @@
+"""The blueprint, the settings model and the handlers' routes agree with each other."""
+
+from __future__ import annotations
+
+from racecap.config import Settings
+
+import blueprint
+
+
+def test_every_declared_environment_key_is_validated_by_settings():
+    aliases = {f.alias for f in Settings.model_fields.values()}
+    declared = {k for k in blueprint.COMMON_ENV if not k.startswith("POWERTOOLS_")}
+    assert declared <= aliases
+    assert aliases - declared == {"POWERTOOLS_SERVICE_NAME"}
+
+
+def test_every_route_points_at_a_declared_function_with_a_handler_file():
+    for route in blueprint.ROUTES:
+        fn = blueprint.function(route.function)
+        assert (fn.path / f"{fn.module}.py").is_file(), route
+
+
+def test_each_handler_serves_exactly_its_declared_routes(function_host):
+    for fn_id in sorted({r.function for r in blueprint.ROUTES}):
+        app = function_host.module(fn_id).app
+        served = {
+            (method, _to_gateway_path(route.rule.pattern))
+            for route in app._static_routes + app._dynamic_routes
+            for method in route.method.split("|")
+            if route.method != "OPTIONS"
+        }
+        declared = {(r.method, r.path) for r in blueprint.routes_for(fn_id)}
+        assert served == declared, fn_id
+
+
+def _to_gateway_path(pattern: str) -> str:
+    """Powertools compiles /api/races/<raceId> to a regex; turn it back into API Gateway syntax."""
+    import re
+
+    path = pattern.strip("^$")
+    path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", path)
+    return path.replace("\\", "")
+
+
+def test_queue_triggers_never_exceed_reserved_concurrency():
+    for trig in blueprint.QUEUE_TRIGGERS:
+        reserved = blueprint.function(trig.function).reserved_concurrency
+        assert reserved is not None
+        assert trig.max_concurrency <= reserved
+        assert trig.max_concurrency >= 2  # the SQS event source's minimum on AWS

@@ -1,0 +1,411 @@
+"""Emails without any server: templates, the message contract, the SES adapter's error
+mapping, the rate limiter's fallback and the per-record delivery rules (with fakes)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyItemAlreadyExistsError,
+    IdempotencyItemNotFoundError,
+)
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
+from botocore.exceptions import ClientError
+from pydantic import ValidationError
+
+import blueprint
+from local.runtime import LambdaContext
+from racecap.dal.mailer import MailThrottled, SesMailer
+from racecap.logic.emails import (
+    EmailMessage,
+    PoisonMessage,
+    RenderedEmail,
+    format_money,
+    parse_message,
+    render,
+)
+from racecap.logic.notify import Notifier, RetryPolicy
+from racecap.observability import metrics
+from racecap.ratelimit import DEFAULT_MAX_INSTANCES, SendRateLimiter
+
+
+def confirmation(**data: Any) -> dict[str, Any]:
+    return {
+        "kind": "confirmation",
+        "dedupKey": "confirmation:reg-1",
+        "to": "runner@example.com",
+        "data": {
+            "firstName": "Ada",
+            "lastName": "Lovelace",
+            "raceName": "Harbour Half",
+            "eventName": "Half Marathon",
+            "bib": 1042,
+            "registrationId": "reg-1",
+            "amountCents": 4500,
+            "currency": "usd",
+            "raceDate": "2030-10-13",
+            **data,
+        },
+    }
+
+
+def refund(**data: Any) -> dict[str, Any]:
+    return {
+        "kind": "refund",
+        "dedupKey": "refund:reg-1",
+        "to": "runner@example.com",
+        "data": {
+            "firstName": "Ada",
+            "raceName": "Harbour Half",
+            "eventName": "Half Marathon",
+            "registrationId": "reg-1",
+            "amountCents": 4500,
+            "currency": "EUR",
+            **data,
+        },
+    }
+
+
+@pytest.fixture(autouse=True)
+def _no_metric_flush() -> Iterator[None]:
+    yield
+    metrics.clear_metrics()
+
+
+# -- templates ---------------------------------------------------------------------------
+def test_given_a_confirmation_when_rendered_then_text_and_html_show_the_bib_and_the_amount():
+    email = render(EmailMessage.model_validate(confirmation()))
+    assert "1042" in email.subject
+    for body in (email.text, email.html):
+        assert "1042" in body
+        assert "Harbour Half" in body
+        assert "Half Marathon" in body
+        assert "$45.00" in body
+        assert "Sunday 13 October 2030" in body
+        assert "reg-1" in body
+    assert email.html.lstrip().startswith("<!doctype html>")
+    assert 'style="' in email.html
+
+
+def test_given_a_refund_when_rendered_then_both_bodies_state_the_refunded_amount():
+    email = render(EmailMessage.model_validate(refund()))
+    assert "€45.00" in email.subject
+    assert "€45.00" in email.text
+    assert "€45.00" in email.html
+    assert "refunded" in email.text
+
+
+def test_given_markup_in_the_data_when_rendered_then_the_html_escapes_every_value():
+    hostile = '<script>alert("x")</script>'
+    email = render(
+        EmailMessage.model_validate(
+            confirmation(firstName=hostile, raceName="Tom & Jerry's 10K", bib="<b>7</b>", registrationId="r<1>")
+        )
+    )
+    assert "<script>" not in email.html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in email.html
+    assert "Tom &amp; Jerry&#x27;s 10K" in email.html
+    assert "&lt;b&gt;7&lt;/b&gt;" in email.html
+    assert "r&lt;1&gt;" in email.html  # the footer too
+    assert "<b>7</b>" not in email.html
+    # The text body is plain text: shown as typed.
+    assert hostile in email.text
+
+
+def test_given_line_breaks_in_the_data_when_rendered_then_the_subject_stays_one_line():
+    email = render(EmailMessage.model_validate(confirmation(raceName="Harbour\r\nBcc: x@evil.example")))
+    assert "\n" not in email.subject
+    assert "\r" not in email.subject
+
+
+@pytest.mark.parametrize(
+    ("cents", "currency", "expected"),
+    [
+        (4500, "USD", "$45.00"),
+        (123456, "usd", "$1,234.56"),
+        (4500, "EUR", "€45.00"),
+        (4500, "JPY", "¥4,500"),
+        (4500, "CHF", "45.00 CHF"),
+        (4500, "KWD", "4.500 KWD"),
+        (0, "GBP", "£0.00"),
+    ],
+)
+def test_money_is_formatted_with_the_currencys_minor_units(cents, currency, expected):
+    assert format_money(cents, currency) == expected
+
+
+# -- the message contract -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "body",
+    [
+        {k: v for k, v in confirmation().items() if k != "to"},
+        {**confirmation(), "to": "not-an-email"},
+        {**confirmation(), "to": "a@b.example\nBcc: c@d.example"},
+        {**confirmation(), "dedupKey": ""},
+        {**confirmation(), "kind": ""},
+        {**confirmation(), "data": ["not", "an", "object"]},
+    ],
+)
+def test_the_message_model_rejects_bad_envelopes(body):
+    with pytest.raises(ValidationError):
+        EmailMessage.model_validate(body)
+    with pytest.raises(PoisonMessage):
+        parse_message(json.dumps(body))
+
+
+@pytest.mark.parametrize("raw", ["", "not json", "[1, 2]", "null"])
+def test_a_body_that_is_not_a_json_object_is_poison(raw):
+    with pytest.raises(PoisonMessage):
+        parse_message(raw)
+
+
+def test_an_unknown_kind_is_poison():
+    message = parse_message(json.dumps({**confirmation(), "kind": "horoscope"}))
+    with pytest.raises(PoisonMessage, match="horoscope"):
+        render(message)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        confirmation(bib=None),
+        confirmation(amountCents=-1),
+        confirmation(currency="dollars"),
+        {**confirmation(), "data": {"firstName": "Ada"}},
+        refund(raceName=""),
+    ],
+)
+def test_data_missing_or_wrong_for_its_kind_is_poison(body):
+    with pytest.raises(PoisonMessage):
+        render(parse_message(json.dumps(body)))
+
+
+# -- the SES adapter ---------------------------------------------------------------------------
+class _FakeSes:
+    def __init__(self, error: tuple[str, int] | None = None) -> None:
+        self.error = error
+        self.requests: list[dict[str, Any]] = []
+
+    def send_email(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        if self.error:
+            code, status = self.error
+            raise ClientError(
+                {"Error": {"Code": code, "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": status}},
+                "SendEmail",
+            )
+        return {"MessageId": "ses-1"}
+
+
+RENDERED = RenderedEmail("Subject", "text", "<p>html</p>")
+
+
+def test_the_ses_mailer_sends_both_bodies_and_safe_tags():
+    ses = _FakeSes()
+    assert SesMailer(ses, "Racecap <no-reply@racecap.example>").send(
+        "runner@example.com", RENDERED, {"kind": "confirmation", "registrationId": "reg:1 2"}
+    ) == "ses-1"
+    request = ses.requests[0]
+    assert request["Destination"] == {"ToAddresses": ["runner@example.com"]}
+    assert request["Content"]["Simple"]["Body"]["Html"]["Data"] == "<p>html</p>"
+    assert request["Content"]["Simple"]["Body"]["Text"]["Data"] == "text"
+    assert {"Name": "registrationId", "Value": "reg_1_2"} in request["EmailTags"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [("TooManyRequestsException", 429), ("Throttling", 400), ("LimitExceededException", 400), ("Other", 429)],
+)
+def test_ses_throttling_becomes_mail_throttled(error):
+    with pytest.raises(MailThrottled):
+        SesMailer(_FakeSes(error), "from@example.com").send("a@example.com", RENDERED, {})
+
+
+def test_other_ses_errors_propagate_unchanged():
+    with pytest.raises(ClientError, match="MessageRejected"):
+        SesMailer(_FakeSes(("MessageRejected", 400)), "from@example.com").send("a@example.com", RENDERED, {})
+
+
+# -- the rate limiter -----------------------------------------------------------------------
+class _DeadRedis:
+    calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*_a: Any, **_k: Any) -> Any:
+            _DeadRedis.calls += 1
+            raise redis.ConnectionError("down")
+
+        return fail
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_given_redis_down_when_sending_then_this_instance_keeps_to_its_share_of_the_rate():
+    _DeadRedis.calls = 0
+    clock = _Clock()
+    limiter = SendRateLimiter(
+        lambda: _DeadRedis(),  # type: ignore[arg-type, return-value]
+        10,
+        max_instances=2,
+        headroom=0.0,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    sent_at = []
+    for _ in range(11):
+        limiter.acquire()
+        sent_at.append(clock.now)
+    # rate / max_instances = 5 per second: 0.2 s apart, so 2 instances together make 10/s.
+    gaps = [b - a for a, b in zip(sent_at, sent_at[1:], strict=False)]
+    assert gaps == pytest.approx([0.2] * 10)
+    assert sum(1 for t in sent_at if t - sent_at[0] < 1.0) == 5
+    # The breaker: after the first failure Redis is left alone for the cooldown.
+    assert _DeadRedis.calls == 1
+    assert not limiter.shared
+
+
+def test_given_the_cooldown_has_passed_then_the_limiter_tries_redis_again():
+    _DeadRedis.calls = 0
+    clock = _Clock()
+    limiter = SendRateLimiter(
+        lambda: _DeadRedis(),  # type: ignore[arg-type, return-value]
+        10,
+        cooldown_s=5,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    limiter.acquire()
+    clock.now += 5.0
+    assert limiter.shared
+    limiter.acquire()
+    assert _DeadRedis.calls == 2
+
+
+def test_headroom_spaces_slots_slightly_wider_than_one_over_rate():
+    limiter = SendRateLimiter(lambda: _DeadRedis(), 10, headroom=0.05)  # type: ignore[arg-type, return-value]
+    assert limiter.interval == pytest.approx(0.105)
+
+
+def test_the_fallback_divides_by_the_email_senders_reserved_concurrency():
+    assert DEFAULT_MAX_INSTANCES == blueprint.function("EmailSender").reserved_concurrency
+
+
+# -- delivering one record (fakes for SES, the limiter and the idempotency store) --------------
+class InMemoryPersistence(BasePersistenceLayer):
+    """Powertools' idempotency store contract, in a dict."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: dict[str, DataRecord] = {}
+
+    def _get_record(self, idempotency_key: str) -> DataRecord:
+        try:
+            return self.records[idempotency_key]
+        except KeyError:
+            raise IdempotencyItemNotFoundError from None
+
+    def _put_record(self, data_record: DataRecord) -> None:
+        existing = self.records.get(data_record.idempotency_key)
+        if existing is not None and not existing.is_expired:
+            raise IdempotencyItemAlreadyExistsError(old_data_record=existing)
+        self.records[data_record.idempotency_key] = data_record
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        self.records[data_record.idempotency_key] = data_record
+
+    def _delete_record(self, data_record: DataRecord) -> None:
+        self.records.pop(data_record.idempotency_key, None)
+
+
+class FakeMailer:
+    def __init__(self, throttle_first: int = 0) -> None:
+        self.throttle_first = throttle_first
+        self.sent: list[tuple[str, RenderedEmail]] = []
+        self.attempts = 0
+
+    def send(self, to: str, rendered: RenderedEmail, tags: Any) -> str:
+        self.attempts += 1
+        if self.attempts <= self.throttle_first:
+            raise MailThrottled("slow down")
+        self.sent.append((to, rendered))
+        return f"ses-{len(self.sent)}"
+
+
+class CountingLimiter:
+    def __init__(self) -> None:
+        self.acquired = 0
+
+    def acquire(self) -> float:
+        self.acquired += 1
+        return 0.0
+
+
+def notifier(mailer: FakeMailer, limiter: CountingLimiter | None = None, **kw: Any) -> Notifier:
+    return Notifier(mailer, limiter or CountingLimiter(), InMemoryPersistence(), sleep=lambda _s: None, **kw)
+
+
+def record(body: dict[str, Any], message_id: str = "m-1") -> SQSRecord:
+    return SQSRecord({"messageId": message_id, "receiptHandle": "rh", "body": json.dumps(body)})
+
+
+def context() -> LambdaContext:
+    return LambdaContext("EmailSender", 512, 10)  # type: ignore[return-value]
+
+
+def test_given_the_same_dedup_key_three_times_then_one_email_is_sent():
+    mailer = FakeMailer()
+    n = notifier(mailer)
+    ids = [n.handle_record(record(confirmation(), f"m-{i}"), context()) for i in range(3)]
+    assert len(mailer.sent) == 1
+    assert ids == ["ses-1"] * 3
+
+
+def test_given_ses_throttles_twice_then_the_third_attempt_sends_and_each_attempt_waited_for_a_slot():
+    mailer, limiter = FakeMailer(throttle_first=2), CountingLimiter()
+    assert notifier(mailer, limiter).handle_record(record(confirmation()), context()) == "ses-1"
+    assert mailer.attempts == 3
+    assert limiter.acquired == 3
+
+
+def test_given_ses_keeps_throttling_then_the_record_fails_and_its_redelivery_still_sends():
+    mailer = FakeMailer(throttle_first=4)
+    n = notifier(mailer, retry=RetryPolicy(max_attempts=3))
+    with pytest.raises(MailThrottled):
+        n.handle_record(record(confirmation()), context())
+    assert mailer.sent == []
+    # SQS redelivers: the failed attempt left no idempotency record behind, so it sends.
+    assert n.handle_record(record(confirmation()), context()) == "ses-1"
+    assert len(mailer.sent) == 1
+
+
+def test_given_too_little_time_left_then_the_record_is_deferred_without_sending():
+    mailer = FakeMailer()
+    short = LambdaContext("EmailSender", 512, 1)
+    with pytest.raises(Exception, match="left in the invocation"):
+        notifier(mailer).handle_record(record(confirmation()), short)  # type: ignore[arg-type]
+    assert mailer.attempts == 0
+
+
+def test_given_a_poison_message_then_it_fails_before_anything_is_sent_or_stored():
+    mailer = FakeMailer()
+    persistence = InMemoryPersistence()
+    n = Notifier(mailer, CountingLimiter(), persistence)
+    with pytest.raises(PoisonMessage):
+        n.handle_record(record({**confirmation(), "kind": "horoscope"}), context())
+    assert mailer.attempts == 0
+    assert persistence.records == {}

@@ -1,0 +1,216 @@
+"""What a race director would check after a burst — read straight from the backend.
+
+    python -m tools.audit --stack .local-stack/run/stack.json [--race RACE_ID]
+
+The non-negotiables, per race:
+* confirmed registrations ≤ cap for every event, and the cap shards agree;
+* one registration per email per race;
+* bibs per event are 1..N: no gaps, no duplicates;
+* every successful charge has a confirmed registration (or a refund);
+* emails sent equal registrations confirmed (once the email queue has drained);
+* nothing in any dead-letter queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.request
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+import blueprint
+from local.runtime import install_layer_path
+
+install_layer_path()
+
+from racecap.dal.dynamo import from_item, query_all, values  # noqa: E402
+
+
+@dataclass
+class AuditReport:
+    race_id: str
+    events: dict[str, dict[str, int]] = field(default_factory=dict)
+    confirmed: int = 0
+    charges_succeeded: int = 0
+    refunds: int = 0
+    emails_sent: int = 0
+    dlq_messages: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def summary(self) -> str:
+        lines = [f"audit of race {self.race_id}: {'OK' if self.ok else 'VIOLATIONS'}"]
+        for event_id, e in self.events.items():
+            lines.append(f"  {event_id}: cap {e['cap']}, taken {e['taken']}, confirmed {e['confirmed']}")
+        lines.append(
+            f"  confirmed {self.confirmed}, successful charges {self.charges_succeeded} "
+            f"(refunded {self.refunds}), emails {self.emails_sent}, DLQ {self.dlq_messages}"
+        )
+        lines += [f"  ✗ {v}" for v in self.violations]
+        return "\n".join(lines)
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback only
+        return json.load(resp)
+
+
+def audit(
+    dynamodb: Any,
+    sqs: Any,
+    race_id: str,
+    *,
+    payments_url: str,
+    mailbox_url: str,
+    queue_urls: dict[str, str],
+    expect_emails: bool = True,
+) -> AuditReport:
+    report = AuditReport(race_id)
+    races = blueprint.table("Races").local_name
+    inventory = blueprint.table("Inventory").local_name
+    regs_table = blueprint.table("Registrations").local_name
+
+    items = list(
+        query_all(
+            dynamodb,
+            TableName=races,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues=values({":pk": f"RACE#{race_id}"}),
+        )
+    )
+    events = [i for i in items if i["sk"].startswith("EVENT#")]
+    regs: list[dict[str, Any]] = []
+    for event in events:
+        eid = event["eventId"]
+        shards = list(
+            query_all(
+                dynamodb,
+                TableName=inventory,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues=values({":pk": f"CAP#{race_id}#{eid}"}),
+                ConsistentRead=True,
+            )
+        )
+        cap = sum(int(s["cap"]) for s in shards)
+        taken = sum(int(s["taken"]) for s in shards)
+        event_regs = list(
+            query_all(
+                dynamodb,
+                TableName=regs_table,
+                IndexName="gsi1",
+                KeyConditionExpression="gsi1pk = :pk",
+                ExpressionAttributeValues=values({":pk": f"EVENT#{race_id}#{eid}"}),
+            )
+        )
+        confirmed = [r for r in event_regs if r.get("status") == "CONFIRMED"]
+        regs += confirmed
+        report.events[eid] = {"cap": cap, "taken": taken, "confirmed": len(confirmed)}
+        if cap != int(event["cap"]):
+            report.violations.append(f"event {eid}: shard caps sum to {cap}, event cap is {event['cap']}")
+        if len(confirmed) > cap:
+            report.violations.append(f"event {eid}: {len(confirmed)} confirmed > cap {cap}")
+        if taken > cap or any(int(s["taken"]) > int(s["cap"]) or int(s["taken"]) < 0 for s in shards):
+            report.violations.append(f"event {eid}: a shard is over its cap or negative")
+        if len(confirmed) > taken:
+            report.violations.append(f"event {eid}: {len(confirmed)} confirmed but only {taken} places taken")
+        bibs = sorted(int(r["bib"]) for r in confirmed)
+        if bibs != list(range(1, len(bibs) + 1)):
+            dupes = [b for b, n in Counter(bibs).items() if n > 1]
+            report.violations.append(f"event {eid}: bibs are not 1..{len(bibs)} (duplicates {dupes[:5]})")
+    report.confirmed = len(regs)
+
+    per_email = Counter(r["email"] for r in regs)
+    report.violations += [f"email {e} registered {n} times" for e, n in per_email.items() if n > 1]
+
+    confirmed_ids = {r["registrationId"] for r in regs}
+    charges = [
+        c for c in _get_json(f"{payments_url}/v1/charges")["data"] if c.get("metadata", {}).get("raceId") == race_id
+    ]
+    succeeded = [c for c in charges if c["status"] == "succeeded"]
+    report.charges_succeeded = len(succeeded)
+    report.refunds = sum(1 for c in succeeded if c.get("refunded"))
+    per_registration: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in succeeded:
+        per_registration[c["metadata"]["registrationId"]].append(c)
+    for rid, cs in per_registration.items():
+        kept = [c for c in cs if not c.get("refunded")]
+        if len(kept) > 1:
+            report.violations.append(f"registration {rid} was charged {len(kept)} times")
+        if kept and rid not in confirmed_ids:
+            report.violations.append(f"registration {rid} was charged but is not confirmed")
+
+    if expect_emails:
+        mail = _get_json(f"{mailbox_url}/messages.json")["messages"]
+        # A confirmation names its registration id; count each registration once.
+        confirmed_mail = Counter(rid for m in mail for rid in _registration_ids(m) if rid in confirmed_ids)
+        report.emails_sent = len(confirmed_mail)
+        dupes = [rid for rid, n in confirmed_mail.items() if n > 1]
+        if dupes:
+            report.violations.append(f"{len(dupes)} registrations got more than one confirmation email")
+        missing = confirmed_ids - set(confirmed_mail)
+        if missing:
+            report.violations.append(f"{len(missing)} confirmed registrations have no confirmation email")
+
+    for q in blueprint.QUEUES:
+        url = queue_urls.get(q.dlq_id) or queue_urls[q.id] + "-dlq"
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        report.dlq_messages += int(attrs["Attributes"]["ApproximateNumberOfMessages"])
+    if report.dlq_messages:
+        report.violations.append(f"{report.dlq_messages} messages in dead-letter queues")
+    return report
+
+
+def _registration_ids(message: dict[str, Any]) -> set[str]:
+    if "confirm" not in (message.get("subject", "") + " ".join(message.get("tags", {}).values())).lower():
+        return set()
+    words = message.get("text", "").replace("\n", " ").split()
+    return {w.strip(".,:;()") for w in words if w.strip(".,:;()").startswith("reg_")}
+
+
+def registrations_for(dynamodb: Any, race_id: str) -> list[dict[str, Any]]:
+    table = blueprint.table("Registrations").local_name
+    out: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table):
+        out += [from_item(i) for i in page["Items"]]
+    return [r for r in out if r.get("raceId") == race_id]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stack", default=str(blueprint.ROOT / ".local-stack" / "run" / "stack.json"))
+    parser.add_argument("--race", action="append", help="race id (default: every race)")
+    args = parser.parse_args()
+    info = json.load(open(args.stack))  # noqa: SIM115
+    env = info["env"]
+    session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
+    ddb = session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"])
+    sqs = session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"])
+    race_ids = args.race or [
+        from_item(i)["raceId"]
+        for i in ddb.scan(
+            TableName=blueprint.table("Races").local_name,
+            FilterExpression="sk = :s",
+            ExpressionAttributeValues=values({":s": "RACE"}),
+        )["Items"]
+    ]
+    failed = False
+    for race_id in race_ids:
+        report = audit(
+            ddb, sqs, race_id, payments_url=env["PAYMENTS_URL"], mailbox_url=info["mailbox"],
+            queue_urls=info["queueUrls"],
+        )
+        print(report.summary())
+        failed |= not report.ok
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
