@@ -67,6 +67,7 @@ run_step() {
   secs=$((SECONDS - start))
   if [[ $rc -ne 0 ]] || ! $check_fn >>"$log" 2>&1; then
     echo "FAILED after ${secs}s (exit $rc)"
+    rm -f "$stamp"  # outputs may be half-replaced: never trust the old stamp again
     echo "[install] ---- last lines of ${log#"$ROOT"/} ----" >&2
     tail -n 30 "$log" >&2 || true
     echo "[install] ---- end of log; re-run 'local/install.sh $name' after fixing ----" >&2
@@ -129,22 +130,29 @@ maven_check() {
 maven_do() {
   command -v mvn >/dev/null || { echo "mvn (Maven 3) not found on PATH"; return 1; }
   command -v javac >/dev/null || { echo "javac (JDK 17+) not found on PATH"; return 1; }
-  local name
+  local name cp tmp
   for name in dynamodb elasticmq; do
     echo "--- fetching $name"
     rm -rf "$MAVEN_OUT/$name.tmp"
     mvn -B -q -Dmaven.repo.local="$M2" -f "$ROOT/local/maven/$name/pom.xml" \
       dependency:copy-dependencies -DoutputDirectory="$MAVEN_OUT/$name.tmp"
-    rm -rf "$MAVEN_OUT/$name"
-    mv "$MAVEN_OUT/$name.tmp" "$MAVEN_OUT/$name"
-    ls "$MAVEN_OUT/$name"
+    ls "$MAVEN_OUT/$name.tmp"
+    # Swap only if something changed: servers may be running from these jars right now.
+    if [[ -d "$MAVEN_OUT/$name" ]] && diff -rq "$MAVEN_OUT/$name" "$MAVEN_OUT/$name.tmp" >/dev/null; then
+      echo "--- $name unchanged"
+      rm -rf "$MAVEN_OUT/$name.tmp"
+    else
+      rm -rf "$MAVEN_OUT/$name"
+      mv "$MAVEN_OUT/$name.tmp" "$MAVEN_OUT/$name"
+    fi
   done
   echo "--- compiling local/java/LocalDynamo.java"
-  rm -rf "$MAVEN_OUT/launcher"
   mkdir -p "$MAVEN_OUT/launcher"
-  local cp
+  tmp="$(mktemp -d "$MAVEN_OUT/launcher.XXXXXX")"
   cp="$(find "$MAVEN_OUT/dynamodb" -maxdepth 1 -name '*.jar' | sort | paste -sd: -)"
-  javac -nowarn -d "$MAVEN_OUT/launcher" -cp "$cp" "$ROOT/local/java/LocalDynamo.java"
+  javac -nowarn -d "$tmp" -cp "$cp" "$ROOT/local/java/LocalDynamo.java"
+  mv -f "$tmp/LocalDynamo.class" "$MAVEN_OUT/launcher/LocalDynamo.class"  # atomic rename
+  rm -rf "$tmp"
 }
 
 # ---------------------------------------------------------------- node

@@ -56,7 +56,7 @@ def create_table_params(table: blueprint.Table) -> dict[str, Any]:
             {
                 "IndexName": index.name,
                 "KeySchema": _key_schema(index.partition_key, index.sort_key),
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "Projection": {"ProjectionType": "ALL"},
             }
             for index in table.indexes
         ]
@@ -87,7 +87,7 @@ def create_queue_requests(
     queue that redrives into it."""
     redrive = {
         "deadLetterTargetArn": queue_arn(queue.dlq_local_name, account, region),
-        "maxReceiveCount": queue.max_receive_count + 1,
+        "maxReceiveCount": queue.max_receive_count,
     }
     return [
         {
@@ -200,7 +200,9 @@ def _ensure_queue(client: SQSClient, queue: blueprint.Queue) -> dict[str, str]:
     dlq_request, _ = create_queue_requests(queue)
     dlq_url = _upsert_queue(client, dlq_request)
     # Build the redrive from the DLQ's real ARN (whatever account/region ElasticMQ reports).
-    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     region, account = dlq_arn.split(":")[3:5]
     _, main_request = create_queue_requests(queue, account=account, region=region)
     return {queue.dlq_id: dlq_url, queue.id: _upsert_queue(client, main_request)}
@@ -210,7 +212,9 @@ def _upsert_queue(client: SQSClient, request: dict[str, Any]) -> str:
     try:
         url = client.get_queue_url(QueueName=request["QueueName"])["QueueUrl"]
     except client.exceptions.QueueDoesNotExist:
-        return client.create_queue(QueueName=request["QueueName"], Attributes=request["Attributes"])["QueueUrl"]
+        return client.create_queue(QueueName=request["QueueName"], Attributes=request["Attributes"])[
+            "QueueUrl"
+        ]
     # Existing queue: bring its attributes to the declaration (create_queue would refuse).
     client.set_queue_attributes(QueueUrl=url, Attributes=request["Attributes"])
     return url

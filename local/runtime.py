@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 import sys
 import threading
 import time
@@ -53,29 +54,58 @@ class LambdaContext:
 
 
 class FunctionHost:
-    """Imports function handlers lazily (cold start on first use) and invokes them."""
+    """Keeps warm "execution environments" per function and invokes handlers in them.
+
+    As on Lambda, one environment serves one invocation at a time: concurrent requests
+    get their own environment (a separate load of the handler module, a cold start),
+    and a finished one goes back to the pool to be reused warm. Module-level state in a
+    handler (Powertools' idempotency layer, for one) is therefore never shared between
+    concurrent invocations, exactly as on AWS.
+    """
 
     def __init__(self) -> None:
         install_layer_path()
-        self._modules: dict[str, ModuleType] = {}
+        self._pools: dict[str, queue.LifoQueue[ModuleType]] = {}
+        self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def module(self, function_id: str) -> ModuleType:
-        module = self._modules.get(function_id)
-        if module is None:
-            with self._lock:
-                module = self._modules.get(function_id) or self._load(blueprint.function(function_id))
-                self._modules[function_id] = module
-        return module
+        """One environment's module (for tests and the OpenAPI generator)."""
+        env = self._acquire(function_id)
+        self._pools[function_id].put(env)
+        return env
 
     def handler(self, function_id: str) -> Any:
         return getattr(self.module(function_id), blueprint.function(function_id).attr)
 
+    def invoke(self, function_id: str, event: Any) -> Any:
+        fn = blueprint.function(function_id)
+        env = self._acquire(function_id)
+        try:
+            return getattr(env, fn.attr)(event, LambdaContext(fn.id, fn.memory_mb, fn.timeout_s))
+        finally:
+            self._pools[function_id].put(env)
+
+    @property
+    def environments(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    def _acquire(self, function_id: str) -> ModuleType:
+        with self._lock:
+            pool = self._pools.setdefault(function_id, queue.LifoQueue())
+        try:
+            return pool.get_nowait()
+        except queue.Empty:
+            with self._lock:
+                n = self._counts.get(function_id, 0)
+                self._counts[function_id] = n + 1
+            return self._load(blueprint.function(function_id), n)
+
     @staticmethod
-    def _load(fn: blueprint.Function) -> ModuleType:
+    def _load(fn: blueprint.Function, n: int) -> ModuleType:
         path = fn.path / f"{fn.module.replace('.', '/')}.py"
-        # A unique module name per function: every function's entry file is handler.py.
-        name = f"racecap_fn_{fn.id}"
+        # A unique module name per function and environment: every entry file is handler.py.
+        name = f"racecap_fn_{fn.id}_{n}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load {path}")
@@ -83,8 +113,3 @@ class FunctionHost:
         sys.modules[name] = module
         spec.loader.exec_module(module)
         return module
-
-    def invoke(self, function_id: str, event: Any) -> Any:
-        fn = blueprint.function(function_id)
-        ctx = LambdaContext(fn.id, fn.memory_mb, fn.timeout_s)
-        return self.handler(function_id)(event, ctx)

@@ -175,6 +175,7 @@ def main() -> None:
     parser.add_argument("--max-rate", type=float, default=14.0, help="sends per second, like an SES account")
     args = parser.parse_args()
     box = Mailbox(args.dir, args.max_rate)
+    ThreadingHTTPServer.request_queue_size = 1024  # the default (5) stalls under a burst
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(box))
     server.daemon_threads = True
     print(f"[ses] local SES on http://127.0.0.1:{args.port}", flush=True)

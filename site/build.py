@@ -8,7 +8,7 @@ short-cached (RunSignUp paper, section 1.9.1). A module's fingerprint covers the
 fingerprints of what it imports, so changing a leaf busts every file that points at it.
 
 Also written: ``weights.json`` (bytes per file and per page against the budget) and
-``manifest.json`` (source name -> built name, plus the Cache-Control each file should be
+``asset-manifest.json`` (source name -> built name, plus the Cache-Control each file should be
 served with). New files land before ``index.html`` is replaced and stale fingerprinted
 files are removed last, so a server reading the directory mid-build never serves a page
 whose assets are missing.
@@ -38,14 +38,16 @@ BUDGET_BYTES = 30_000  # per page, HTML + JS + CSS, uncompressed
 HASH_LEN = 8
 TEXT_SUFFIXES = {".html", ".js", ".mjs", ".css", ".svg"}
 WEIGHED = {".html": "html", ".js": "js", ".mjs": "js", ".css": "css"}
-FINGERPRINTED = re.compile(r"^.+\.[0-9a-f]{%d}\.[A-Za-z0-9]+$" % HASH_LEN)
+FINGERPRINTED = re.compile(rf"^.+\.[0-9a-f]{{{HASH_LEN}}}\.[A-Za-z0-9]+$")
 CACHE_FOREVER = "public, max-age=31536000, immutable"
 CACHE_SHORT = "public, max-age=60, must-revalidate"
 
 _HTML_REF = re.compile(r"""(?P<pre>\b(?:src|href)\s*=\s*)(?P<q>["'])(?P<url>[^"']*)(?P=q)""", re.I)
 # Browsers resolve only relative (or absolute) module specifiers without an import map, so
 # "./x.js" and "../x.js" are the references to rewrite; other strings are left alone.
-_JS_REF = re.compile(r"""(?P<pre>\bimport\s*\(\s*|\bimport\s*|\bfrom\s*)(?P<q>["'])(?P<url>\.{1,2}/[^"'\n]+)(?P=q)""")
+_JS_REF = re.compile(
+    r"""(?P<pre>\bimport\s*\(\s*|\bimport\s*|\bfrom\s*)(?P<q>["'])(?P<url>\.{1,2}/[^"'\n]+)(?P=q)"""
+)
 _CSS_REF = re.compile(
     r"""(?P<pre>url\(\s*|@import\s+)(?P<q>["']?)(?P<url>[^"')\s]+)(?P=q)""",
 )
@@ -64,8 +66,22 @@ class BuildError(Exception):
 _WORD_CHAR = re.compile(r"[\w$\\\u0080-\uffff]")
 _JS_TOKEN = re.compile(r"[\w$\\\u0080-\uffff]+|.", re.S)
 _REGEX_AFTER = set("(,=:[!&|?{};+-*%<>~^")
-_REGEX_KEYWORDS = {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw",
-                   "yield", "await", "instanceof"}
+_REGEX_KEYWORDS = {
+    "return",
+    "typeof",
+    "case",
+    "do",
+    "else",
+    "in",
+    "of",
+    "new",
+    "delete",
+    "void",
+    "throw",
+    "yield",
+    "await",
+    "instanceof",
+}
 _JOIN_AFTER = set("{([,;:=&|?*%<>!~^")  # a line break after these can never end a statement
 _JOIN_BEFORE = set(")]},")
 
@@ -147,7 +163,7 @@ def minify_js(src: str) -> str:
         tok = src[i:j]
         if gap and last:
             word = _WORD_CHAR.match(last[-1]) and _WORD_CHAR.match(tok[0])
-            merge = last[-1] in "+-/" and tok[0] == last[-1] or (last[-1] == "/" and tok[0] == "*")
+            merge = (last[-1] in "+-/" and tok[0] == last[-1]) or (last[-1] == "/" and tok[0] == "*")
             num_dot = last.isdigit() and tok[0] == "."
             if gap == "\n" and not (last[-1] in _JOIN_AFTER or tok[0] in _JOIN_BEFORE):
                 out.append("\n")
@@ -165,9 +181,8 @@ def minify_css(src: str) -> str:
         if k % 2:  # a string (kept) or a comment (dropped)
             out.append("" if part.startswith("/*") else part)
             continue
-        part = re.sub(r"\s+", " ", part)
-        part = re.sub(r" ?([{};,>]) ?", r"\1", part)
-        out.append(re.sub(r": ", ":", part))
+        squeezed = re.sub(r" ?([{};,>]) ?", r"\1", re.sub(r"\s+", " ", part))
+        out.append(squeezed.replace(": ", ":"))
     return re.sub(r";}", "}", "".join(out)).strip() + "\n"
 
 
@@ -176,8 +191,12 @@ def minify_html(src: str) -> str:
     return "".join(line.strip() + "\n" for line in src.splitlines() if line.strip())
 
 
-_MINIFIERS: dict[str, Callable[[str], str]] = {".js": minify_js, ".mjs": minify_js, ".css": minify_css,
-                                               ".html": minify_html}
+_MINIFIERS: dict[str, Callable[[str], str]] = {
+    ".js": minify_js,
+    ".mjs": minify_js,
+    ".css": minify_css,
+    ".html": minify_html,
+}
 
 
 @dataclass
@@ -300,7 +319,13 @@ def weigh(b: Build, budget: int) -> dict[str, object]:
                 kinds[kind] += per_file[name]["bytes"]
         total = sum(kinds.values())
         gz = sum(per_file[n]["gzipBytes"] for n in built if posixpath.splitext(n)[1].lower() in WEIGHED)
-        pages[label] = {**kinds, "total": total, "gzipTotal": gz, "withinBudget": total <= budget, "files": built}
+        pages[label] = {
+            **kinds,
+            "total": total,
+            "gzipTotal": gz,
+            "withinBudget": total <= budget,
+            "files": built,
+        }
     return {
         "budgetBytes": budget,
         "maxPageBytes": max(int(p["total"]) for p in pages.values()),  # type: ignore[call-overload]
@@ -321,7 +346,7 @@ def build(
         "assets": {k: v for k, v in sorted(b.names.items()) if k != v},
         "cacheControl": {
             name: CACHE_FOREVER if FINGERPRINTED.match(posixpath.basename(name)) else CACHE_SHORT
-            for name in sorted([*b.files, "weights.json", "manifest.json"])
+            for name in sorted([*b.files, "weights.json", "asset-manifest.json"])
         },
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -329,18 +354,24 @@ def build(
         if name != ENTRY:
             _write_atomic(out / name, data)
     _write_atomic(out / "weights.json", (json.dumps(weights, indent=2) + "\n").encode())
-    _write_atomic(out / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    _write_atomic(out / "asset-manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
     _write_atomic(out / ENTRY, b.files[ENTRY])
     for folder in {(out / name).parent for name in b.files}:  # stale fingerprints, only ours
         for old in folder.iterdir():
-            if old.is_file() and FINGERPRINTED.match(old.name) and old.relative_to(out).as_posix() not in b.files:
+            if (
+                old.is_file()
+                and FINGERPRINTED.match(old.name)
+                and old.relative_to(out).as_posix() not in b.files
+            ):
                 old.unlink()
     return weights
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
+    )
     parser.add_argument("--budget", type=int, default=BUDGET_BYTES, help="max bytes of HTML+JS+CSS per page")
     parser.add_argument("--no-minify", action="store_true", help="keep whitespace and comments (debugging)")
     args = parser.parse_args(argv)
@@ -358,7 +389,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"page weight {label:<28} {page['total']:>7,} B  {page['gzipTotal']:>6,} B gzip (HTML+JS+CSS)")
     over = [label for label, page in pages.items() if not page["withinBudget"]]
     if over:
-        print(f"site build failed: over the {args.budget:,} B page budget: {', '.join(over)}", file=sys.stderr)
+        print(
+            f"site build failed: over the {args.budget:,} B page budget: {', '.join(over)}", file=sys.stderr
+        )
         return 1
     print(f"every page is within the {args.budget:,} B budget")
     return 0

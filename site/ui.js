@@ -84,8 +84,9 @@ export function when(v) {
     { day: 'numeric', month: 'short', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' });
 }
 
+// Rounds down: a countdown never promises more time than is left.
 export function duration(ms) {
-  let s = Math.max(0, Math.ceil(ms / 1000));
+  let s = Math.max(0, Math.floor(ms / 1000));
   const d = Math.floor(s / 86400);
   s -= d * 86400;
   const p = (n) => String(n).padStart(2, '0');

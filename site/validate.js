@@ -25,7 +25,8 @@ export function checkDateOfBirth(value, now) {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
   if (!m) return 'Enter your date of birth as YYYY-MM-DD, for example 1990-04-23.';
   const [y, mo, d] = m.slice(1).map(Number);
-  const dt = new Date(Date.UTC(y, mo - 1, d));
+  const dt = new Date(0);
+  dt.setUTCFullYear(y, mo - 1, d); // unlike Date.UTC, keeps years below 100 as written
   if (dt.getUTCFullYear() !== y || dt.getUTCMonth() !== mo - 1 || dt.getUTCDate() !== d) {
     return 'Enter a real date of birth.';
   }

@@ -9,9 +9,9 @@ from typing import Any
 from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from racecap_cdk import constants as c
-from racecap_cdk.nag import add_acknowledgments
-from racecap_cdk.stack import RacecapStack
+from . import constants as c
+from .nag import add_acknowledgments
+from .stack import RacecapStack
 
 
 def feature_flags() -> dict[str, Any]:

@@ -12,7 +12,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
 import blueprint
-from racecap_cdk.refs import Registry
+
+from .refs import Registry
 
 SES_SEND_ACTIONS = ["ses:SendEmail", "ses:SendRawEmail"]
 
@@ -27,7 +28,7 @@ def apply_grants(registry: Registry) -> None:
 def _apply(registry: Registry, fn: lambda_.Function, grant: blueprint.Grant) -> None:
     match grant:
         case blueprint.TableAccess(table=table_id, mode="read"):
-            registry.tables[table_id].grant_read_write_data(fn)
+            registry.tables[table_id].grant_read_data(fn)
         case blueprint.TableAccess(table=table_id, mode="write"):
             registry.tables[table_id].grant_write_data(fn)
         case blueprint.TableAccess(table=table_id, mode="readwrite"):

@@ -9,20 +9,21 @@ from aws_cdk import CfnOutput, Fn, Stack, Tags
 from constructs import Construct
 
 import blueprint
-from racecap_cdk import constants as c
-from racecap_cdk.constructs.auth import DirectorAuth
-from racecap_cdk.constructs.cache import Cache
-from racecap_cdk.constructs.functions import Functions
-from racecap_cdk.constructs.http_api import HttpApi
-from racecap_cdk.constructs.network import Network
-from racecap_cdk.constructs.queues import Queues
-from racecap_cdk.constructs.schedules import Schedules
-from racecap_cdk.constructs.site import Site
-from racecap_cdk.constructs.state_machines import StateMachines
-from racecap_cdk.constructs.tables import Tables
-from racecap_cdk.constructs.triggers import QueueTriggers
-from racecap_cdk.grants import apply_grants
-from racecap_cdk.refs import RefResolver, Registry
+
+from . import constants as c
+from .constructs.auth import DirectorAuth
+from .constructs.cache import Cache
+from .constructs.functions import Functions
+from .constructs.http_api import HttpApi
+from .constructs.network import Network
+from .constructs.queues import Queues
+from .constructs.schedules import Schedules
+from .constructs.site import Site
+from .constructs.state_machines import StateMachines
+from .constructs.tables import Tables
+from .constructs.triggers import QueueTriggers
+from .grants import apply_grants
+from .refs import RefResolver, Registry
 
 
 class RacecapStack(Stack):

@@ -5,7 +5,6 @@ the blueprint declaration it renders (the ``racecap:blueprint-id`` tag)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,13 +12,13 @@ import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from aws_cdk import App  # noqa: E402
-from aws_cdk.assertions import Template  # noqa: E402
+from aws_cdk import App
+from aws_cdk.assertions import Template
+from racecap_cdk import build_app
+from racecap_cdk import constants as c
+from racecap_cdk.stack import RacecapStack
 
-import blueprint  # noqa: E402
-from racecap_cdk import build_app  # noqa: E402
-from racecap_cdk import constants as c  # noqa: E402
-from racecap_cdk.stack import RacecapStack  # noqa: E402
+import blueprint
 
 Resource = dict[str, Any]
 
@@ -66,7 +65,7 @@ class TemplateView:
         if isinstance(value, str):
             return value
         if isinstance(value, dict) and "Fn::Join" in value:
-            sep, parts = value["Fn::Join"]
+            _, parts = value["Fn::Join"]
             if parts[0] == "rediss://" and parts[2] == f":{c.CACHE_PORT}" and len(parts) == 3:
                 target = self.ref_target(parts[1])
                 assert self.resources[target]["Type"] == "AWS::ElastiCache::ServerlessCache"
@@ -122,13 +121,13 @@ class Synth:
 
 
 @pytest.fixture(scope="session")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     # Asset staging copies every function/layer directory; hashing them is enough here.
     app, stack = build_app(
         str(tmp_path_factory.mktemp("cdk.out")), nag=False, **{"aws:cdk:disable-asset-staging": True}
     )
     template = Template.from_stack(stack)
-    yield Synth(app, stack, template, TemplateView(template.to_json()))
+    return Synth(app, stack, template, TemplateView(template.to_json()))
 
 
 @pytest.fixture(scope="session")

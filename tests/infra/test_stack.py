@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from cdk_nag import AwsSolutionsChecks
+from racecap_cdk import constants as c
 
 import blueprint
-from racecap_cdk import constants as c
 
 from .conftest import Synth, TemplateView
 
@@ -99,7 +99,9 @@ def test_event_sources_never_outrun_their_functions_reserved_concurrency(view: T
 # Queues and tables
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("queue", blueprint.QUEUES, ids=lambda q: q.id)
-def test_every_queue_redrives_to_its_own_dead_letter_queue(view: TemplateView, queue: blueprint.Queue) -> None:
+def test_every_queue_redrives_to_its_own_dead_letter_queue(
+    view: TemplateView, queue: blueprint.Queue
+) -> None:
     queues = view.tagged("AWS::SQS::Queue")
     _, props = queues[queue.id]
     redrive = props["RedrivePolicy"]
@@ -240,11 +242,13 @@ def test_cloudfront_sends_api_calls_uncached_to_the_http_api(view: TemplateView)
 
 @pytest.mark.parametrize("sm", blueprint.STATE_MACHINES, ids=lambda s: s.id)
 def test_state_machine_invokes_the_functions_it_names(view: TemplateView, sm: blueprint.StateMachine) -> None:
-    lid, props = view.tagged("AWS::StepFunctions::StateMachine")[sm.id]
+    _, props = view.tagged("AWS::StepFunctions::StateMachine")[sm.id]
     functions = view.tagged("AWS::Lambda::Function")
     role = view.ref_target(props["RoleArn"])
     invokable = [
-        r for st in _role_statements(view, role) if "lambda:InvokeFunction" in _listify(st["Action"])
+        r
+        for st in _role_statements(view, role)
+        if "lambda:InvokeFunction" in _listify(st["Action"])
         for r in _listify(st["Resource"])
     ]
     for name, ref in sm.substitutions.items():

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 import requests
+from racecap import clients, config
+from racecap.observability import metrics
+from racecap.ratelimit import SendRateLimiter
 
 import blueprint
 from local.pollers import sqs_event
 from local.runtime import FunctionHost
-from racecap import clients, config
-from racecap.ratelimit import SendRateLimiter
 
 pytestmark = pytest.mark.integration
 
@@ -171,8 +172,11 @@ def test_given_ses_throttles_fifteen_sends_then_all_ten_emails_still_arrive(stac
 @pytest.fixture
 def in_process_env(stack, monkeypatch) -> Iterator[None]:
     """The stack's function environment in this process, with cold clients and settings."""
-    for key, value in stack.function_env().items():
+    env = stack.function_env()
+    for key, value in env.items():
         monkeypatch.setenv(key, value)
+    # The process-wide Metrics object was made before this environment existed.
+    monkeypatch.setattr(metrics, "namespace", env["POWERTOOLS_METRICS_NAMESPACE"])
     caches = (config.get_settings, clients.aws, clients.cache)
     for cached in caches:
         cached.cache_clear()

@@ -62,7 +62,8 @@ def test_given_one_email_when_runners_race_to_register_it_then_one_wins(api, bac
 
     codes = Counter(r.status_code for r in results)
     assert codes == {202: 1, 409: 19}
-    assert {r.json()["error"] for r in results if r.status_code == 409} == {"EMAIL_ALREADY_REGISTERED"}
+    errors = [r.json() for r in results if r.status_code == 409]
+    assert {e["error"] for e in errors} == {"EMAIL_ALREADY_REGISTERED"}, errors
     winner = next(r.json()["registrationId"] for r in results if r.status_code == 202)
     wait_confirmed(api, [winner])
     report = wait_for_audit(stack, backend, race_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from racecap.config import Settings
 
 import blueprint
@@ -24,7 +26,7 @@ def test_each_handler_serves_exactly_its_declared_routes(function_host):
     for fn_id in sorted({r.function for r in blueprint.ROUTES}):
         app = function_host.module(fn_id).app
         served = {
-            (method, _to_gateway_path(route.rule.pattern))
+            (method, _to_gateway_path(route.path))
             for route in app._static_routes + app._dynamic_routes
             for method in route.method.split("|")
             if route.method != "OPTIONS"
@@ -33,13 +35,9 @@ def test_each_handler_serves_exactly_its_declared_routes(function_host):
         assert served == declared, fn_id
 
 
-def _to_gateway_path(pattern: str) -> str:
-    """Powertools compiles /api/races/<raceId> to a regex; turn it back into API Gateway syntax."""
-    import re
-
-    path = pattern.strip("^$")
-    path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", path)
-    return path.replace("\\", "")
+def _to_gateway_path(path: str) -> str:
+    """Powertools writes /api/races/<raceId>; API Gateway writes /api/races/{raceId}."""
+    return re.sub(r"<(\w+)>", r"{\1}", path)
 
 
 def test_queue_triggers_never_exceed_reserved_concurrency():

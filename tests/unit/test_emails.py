@@ -3,6 +3,7 @@ mapping, the rate limiter's fallback and the per-record delivery rules (with fak
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -18,9 +19,6 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
-
-import blueprint
-from local.runtime import LambdaContext
 from racecap.dal.mailer import MailThrottled, SesMailer
 from racecap.logic.emails import (
     EmailMessage,
@@ -33,6 +31,9 @@ from racecap.logic.emails import (
 from racecap.logic.notify import Notifier, RetryPolicy
 from racecap.observability import metrics
 from racecap.ratelimit import DEFAULT_MAX_INSTANCES, SendRateLimiter
+
+import blueprint
+from local.runtime import LambdaContext
 
 
 def confirmation(**data: Any) -> dict[str, Any]:
@@ -103,11 +104,13 @@ def test_given_a_refund_when_rendered_then_both_bodies_state_the_refunded_amount
 
 def test_given_markup_in_the_data_when_rendered_then_the_html_escapes_every_value():
     hostile = '<script>alert("x")</script>'
-    email = render(
-        EmailMessage.model_validate(
-            confirmation(firstName=hostile, raceName="Tom & Jerry's 10K", bib="<b>7</b>", registrationId="r<1>")
-        )
+    body = confirmation(
+        firstName=hostile,
+        raceName="Tom & Jerry's 10K",
+        bib="<b>7</b>",
+        registrationId="r<1>",
     )
+    email = render(EmailMessage.model_validate(body))
     assert "<script>" not in email.html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in email.html
     assert "Tom &amp; Jerry&#x27;s 10K" in email.html
@@ -196,10 +199,11 @@ class _FakeSes:
         self.requests.append(request)
         if self.error:
             code, status = self.error
-            raise ClientError(
-                {"Error": {"Code": code, "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": status}},
-                "SendEmail",
-            )
+            response: Any = {
+                "Error": {"Code": code, "Message": "no"},
+                "ResponseMetadata": {"HTTPStatusCode": status},
+            }
+            raise ClientError(response, "SendEmail")
         return {"MessageId": "ses-1"}
 
 
@@ -208,9 +212,12 @@ RENDERED = RenderedEmail("Subject", "text", "<p>html</p>")
 
 def test_the_ses_mailer_sends_both_bodies_and_safe_tags():
     ses = _FakeSes()
-    assert SesMailer(ses, "Racecap <no-reply@racecap.example>").send(
-        "runner@example.com", RENDERED, {"kind": "confirmation", "registrationId": "reg:1 2"}
-    ) == "ses-1"
+    assert (
+        SesMailer(ses, "Racecap <no-reply@racecap.example>").send(
+            "runner@example.com", RENDERED, {"kind": "confirmation", "registrationId": "reg:1 2"}
+        )
+        == "ses-1"
+    )
     request = ses.requests[0]
     assert request["Destination"] == {"ToAddresses": ["runner@example.com"]}
     assert request["Content"]["Simple"]["Body"]["Html"]["Data"] == "<p>html</p>"
@@ -259,7 +266,7 @@ def test_given_redis_down_when_sending_then_this_instance_keeps_to_its_share_of_
     _DeadRedis.calls = 0
     clock = _Clock()
     limiter = SendRateLimiter(
-        lambda: _DeadRedis(),  # type: ignore[arg-type, return-value]
+        _DeadRedis,  # type: ignore[arg-type]
         10,
         max_instances=2,
         headroom=0.0,
@@ -271,7 +278,7 @@ def test_given_redis_down_when_sending_then_this_instance_keeps_to_its_share_of_
         limiter.acquire()
         sent_at.append(clock.now)
     # rate / max_instances = 5 per second: 0.2 s apart, so 2 instances together make 10/s.
-    gaps = [b - a for a, b in zip(sent_at, sent_at[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(sent_at)]
     assert gaps == pytest.approx([0.2] * 10)
     assert sum(1 for t in sent_at if t - sent_at[0] < 1.0) == 5
     # The breaker: after the first failure Redis is left alone for the cooldown.
@@ -283,7 +290,7 @@ def test_given_the_cooldown_has_passed_then_the_limiter_tries_redis_again():
     _DeadRedis.calls = 0
     clock = _Clock()
     limiter = SendRateLimiter(
-        lambda: _DeadRedis(),  # type: ignore[arg-type, return-value]
+        _DeadRedis,  # type: ignore[arg-type]
         10,
         cooldown_s=5,
         clock=clock,
@@ -296,13 +303,35 @@ def test_given_the_cooldown_has_passed_then_the_limiter_tries_redis_again():
     assert _DeadRedis.calls == 2
 
 
+def test_given_a_caller_wakes_late_then_it_gives_up_its_slot_and_takes_the_next_free_one():
+    clock = _Clock()
+    oversleep = [0.05]
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds + (oversleep.pop() if oversleep else 0.0))
+
+    limiter = SendRateLimiter(
+        _DeadRedis,  # type: ignore[arg-type]
+        10,
+        max_instances=2,
+        headroom=0.0,
+        clock=clock,
+        sleep=sleep,
+    )
+    start = clock.now
+    limiter.acquire()  # slot at start, no wait
+    limiter.acquire()  # slot at +0.2, but wakes at +0.25: too late to send into that window
+    # A fresh slot after the abandoned one, never a send squeezed between two slots.
+    assert clock.now == pytest.approx(start + 0.4)
+
+
 def test_headroom_spaces_slots_slightly_wider_than_one_over_rate():
-    limiter = SendRateLimiter(lambda: _DeadRedis(), 10, headroom=0.05)  # type: ignore[arg-type, return-value]
+    limiter = SendRateLimiter(_DeadRedis, 10, headroom=0.05)  # type: ignore[arg-type]
     assert limiter.interval == pytest.approx(0.105)
 
 
 def test_the_fallback_divides_by_the_email_senders_reserved_concurrency():
-    assert DEFAULT_MAX_INSTANCES == blueprint.function("EmailSender").reserved_concurrency
+    assert blueprint.function("EmailSender").reserved_concurrency == DEFAULT_MAX_INSTANCES
 
 
 # -- delivering one record (fakes for SES, the limiter and the idempotency store) --------------
@@ -363,8 +392,8 @@ def record(body: dict[str, Any], message_id: str = "m-1") -> SQSRecord:
     return SQSRecord({"messageId": message_id, "receiptHandle": "rh", "body": json.dumps(body)})
 
 
-def context() -> LambdaContext:
-    return LambdaContext("EmailSender", 512, 10)  # type: ignore[return-value]
+def context() -> Any:
+    return LambdaContext("EmailSender", 512, 10)
 
 
 def test_given_the_same_dedup_key_three_times_then_one_email_is_sent():
@@ -395,9 +424,9 @@ def test_given_ses_keeps_throttling_then_the_record_fails_and_its_redelivery_sti
 
 def test_given_too_little_time_left_then_the_record_is_deferred_without_sending():
     mailer = FakeMailer()
-    short = LambdaContext("EmailSender", 512, 1)
+    short: Any = LambdaContext("EmailSender", 512, 1)
     with pytest.raises(Exception, match="left in the invocation"):
-        notifier(mailer).handle_record(record(confirmation()), short)  # type: ignore[arg-type]
+        notifier(mailer).handle_record(record(confirmation()), short)
     assert mailer.attempts == 0
 
 

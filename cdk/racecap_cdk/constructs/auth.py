@@ -9,7 +9,7 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_cognito as cognito
 from constructs import Construct
 
-from racecap_cdk import constants as c
+from .. import constants as c
 
 
 class DirectorAuth(Construct):
@@ -24,7 +24,11 @@ class DirectorAuth(Construct):
             auto_verify=cognito.AutoVerifiedAttrs(email=True),
             account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
             password_policy=cognito.PasswordPolicy(
-                min_length=12, require_lowercase=True, require_uppercase=True, require_digits=True, require_symbols=True
+                min_length=12,
+                require_lowercase=True,
+                require_uppercase=True,
+                require_digits=True,
+                require_symbols=True,
             ),
             # Directors can cancel and refund: TOTP MFA, no SMS (no SNS role, no SMS bill).
             mfa=cognito.Mfa.REQUIRED,

@@ -9,8 +9,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticache as elasticache
 from constructs import Construct
 
-from racecap_cdk import constants as c
-from racecap_cdk.constructs.network import Network
+from .. import constants as c
+from .network import Network
 
 
 class Cache(Construct):
@@ -24,7 +24,9 @@ class Cache(Construct):
             allow_all_outbound=False,
         )
         for port in (c.CACHE_PORT, c.CACHE_READER_PORT):
-            security_group.add_ingress_rule(network.cache_clients, ec2.Port.tcp(port), "Valkey from functions")
+            security_group.add_ingress_rule(
+                network.cache_clients, ec2.Port.tcp(port), "Valkey from functions"
+            )
 
         subnet_ids = network.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnet_ids
         self.cache = elasticache.CfnServerlessCache(

@@ -15,9 +15,10 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 import blueprint
-from racecap_cdk import constants as c
-from racecap_cdk.constructs.network import Network
-from racecap_cdk.refs import RefResolver
+
+from .. import constants as c
+from ..refs import RefResolver
+from .network import Network
 
 RUNTIME = lambda_.Runtime(c.PYTHON_RUNTIME, lambda_.RuntimeFamily.PYTHON)
 
@@ -45,7 +46,9 @@ def _deps_layer_dir() -> str:
 
 
 class Functions(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, network: Network, resolve: RefResolver) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, network: Network, resolve: RefResolver
+    ) -> None:
         super().__init__(scope, construct_id)
         self._network = network
         self._resolve = resolve
@@ -60,9 +63,13 @@ class Functions(Construct):
             lambda_.LayerVersion.from_layer_version_arn(
                 self, c.POWERTOOLS_LAYER_ID, c.POWERTOOLS_LAYER_ARN.format(region=Stack.of(self).region)
             ),
-            # Later layers win on /opt clashes: our pinned deps over the public layer.
+            # Lambda extracts layers in this order and later ones win on /opt clashes: our pinned
+            # deps over the public layer. (cdk.json must not set recognizeLayerVersion: that flag
+            # sorts layers by construct path. tests/infra asserts the order.)
             self._layer(c.DEPS_LAYER_ID, _deps_layer_dir(), "Racecap pinned run-time dependencies"),
-            self._layer(c.PROJECT_LAYER_ID, str(c.PROJECT_LAYER_DIR), "Racecap domain and adapters (racecap)"),
+            self._layer(
+                c.PROJECT_LAYER_ID, str(c.PROJECT_LAYER_DIR), "Racecap domain and adapters (racecap)"
+            ),
         ]
 
     def _layer(self, layer_id: str, path: str, description: str) -> lambda_.LayerVersion:

@@ -16,7 +16,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 import blueprint
-from racecap_cdk import constants as c
+
+from .. import constants as c
 
 _ACCESS_LOG_FIELDS = {
     "requestId": "$context.requestId",
@@ -47,7 +48,10 @@ class HttpApi(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.api = apigw.HttpApi(
-            self, c.HTTP_API_RESOURCE_ID, description="Racecap API (served under /api)", create_default_stage=False
+            self,
+            c.HTTP_API_RESOURCE_ID,
+            description="Racecap API (served under /api)",
+            create_default_stage=False,
         )
         access_logs = logs.LogGroup(
             self,
@@ -67,7 +71,9 @@ class HttpApi(Construct):
         # One integration per function, shared by its routes.
         integration_for = {
             fn_id: integrations.HttpLambdaIntegration(
-                f"{fn_id}{c.INTEGRATION_SUFFIX}", fn, payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0
+                f"{fn_id}{c.INTEGRATION_SUFFIX}",
+                fn,
+                payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
             )
             for fn_id, fn in functions.items()
             if blueprint.routes_for(fn_id)

@@ -8,7 +8,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from racecap_cdk import constants as c
+from .. import constants as c
 
 # Services the functions call that are not reached through the DynamoDB gateway endpoint.
 _INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
@@ -55,7 +55,9 @@ class Network(Construct):
         )
         # Every function carries this group; the endpoints admit HTTPS from it alone.
         # Isolated subnets: the only ways out are the endpoints, so egress stays open.
-        self.functions = ec2.SecurityGroup(self, c.FUNCTIONS_SG_ID, vpc=self.vpc, description="Racecap functions")
+        self.functions = ec2.SecurityGroup(
+            self, c.FUNCTIONS_SG_ID, vpc=self.vpc, description="Racecap functions"
+        )
         endpoints = ec2.SecurityGroup(
             self,
             c.ENDPOINTS_SG_ID,

@@ -8,7 +8,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 import blueprint
-from racecap_cdk import constants as c
+
+from .. import constants as c
 
 
 class Queues(Construct):

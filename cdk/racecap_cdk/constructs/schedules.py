@@ -10,11 +10,14 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 import blueprint
-from racecap_cdk import constants as c
+
+from .. import constants as c
 
 
 class Schedules(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, functions: dict[str, lambda_.Function]) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, functions: dict[str, lambda_.Function]
+    ) -> None:
         super().__init__(scope, construct_id)
         self.rules: dict[str, events.Rule] = {}
         for decl in blueprint.SCHEDULES:

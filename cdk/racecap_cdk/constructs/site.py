@@ -14,7 +14,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from racecap_cdk import constants as c
+from .. import constants as c
 
 
 def site_dir() -> Path:
@@ -62,7 +62,9 @@ class Site(Construct):
             additional_behaviors={
                 # Never cached, every viewer header but Host (API Gateway routes on its own host).
                 c.API_PATH_PATTERN: cloudfront.BehaviorOptions(
-                    origin=origins.HttpOrigin(api_domain, protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY),
+                    origin=origins.HttpOrigin(
+                        api_domain, protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY
+                    ),
                     viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
                     allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
                     cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,

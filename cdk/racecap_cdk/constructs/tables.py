@@ -8,7 +8,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 import blueprint
-from racecap_cdk import constants as c
+
+from .. import constants as c
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
 

@@ -4,13 +4,14 @@ throttles the poller) and partial-batch responses, exactly as the local pollers 
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Tags
+from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 import blueprint
-from racecap_cdk import constants as c
-from racecap_cdk.refs import Registry
+
+from .. import constants as c
+from ..refs import Registry
 
 
 class QueueTriggers(Construct):
@@ -27,12 +28,11 @@ class QueueTriggers(Construct):
                 target=fn,
                 event_source_arn=queue.queue_arn,
                 batch_size=trigger.batch_size,
-                max_concurrency=trigger.max_concurrency + 1,
+                max_concurrency=trigger.max_concurrency,
                 max_batching_window=Duration.seconds(trigger.max_batching_window_s),
                 report_batch_item_failures=True,
             )
             # Lambda checks the role can read the queue when the mapping is created.
             if fn.role is not None:
                 mapping.node.add_dependency(fn.role)
-            Tags.of(mapping).add(c.BLUEPRINT_TAG, trigger.function)
             self.mappings[(trigger.function, trigger.queue)] = mapping

@@ -58,7 +58,8 @@ def registrations() -> DynamoRegistrations:
 
 @lru_cache(maxsize=1)
 def payments() -> HttpPaymentProvider:
-    return HttpPaymentProvider(get_settings().payments_url)
+    # Bounded so a charge (with retries) ends well inside API Gateway's 29 s limit.
+    return HttpPaymentProvider(get_settings().payments_url, timeout_s=5.0, retries=2)
 
 
 @lru_cache(maxsize=1)
