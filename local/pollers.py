@@ -22,6 +22,7 @@ import time
 import traceback
 import uuid
 from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import boto3
@@ -30,7 +31,7 @@ import blueprint
 from local.runtime import ACCOUNT, REGION, FunctionHost
 
 
-def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def sqs_event(queue_arn: str, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "Records": [
             {

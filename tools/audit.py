@@ -132,7 +132,9 @@ def audit(
 
     confirmed_ids = {r["registrationId"] for r in regs}
     charges = [
-        c for c in _get_json(f"{payments_url}/v1/charges")["data"] if c.get("metadata", {}).get("raceId") == race_id
+        c
+        for c in _get_json(f"{payments_url}/v1/charges")["data"]
+        if c.get("metadata", {}).get("raceId") == race_id
     ]
     succeeded = [c for c in charges if c["status"] == "succeeded"]
     report.charges_succeeded = len(succeeded)
@@ -152,9 +154,9 @@ def audit(
         # A confirmation names its registration id; count each registration once.
         confirmed_mail = Counter(rid for m in mail for rid in _registration_ids(m) if rid in confirmed_ids)
         report.emails_sent = len(confirmed_mail)
-        dupes = [rid for rid, n in confirmed_mail.items() if n > 1]
-        if dupes:
-            report.violations.append(f"{len(dupes)} registrations got more than one confirmation email")
+        twice = [rid for rid, n in confirmed_mail.items() if n > 1]
+        if twice:
+            report.violations.append(f"{len(twice)} registrations got more than one confirmation email")
         missing = confirmed_ids - set(confirmed_mail)
         if missing:
             report.violations.append(f"{len(missing)} confirmed registrations have no confirmation email")
@@ -184,13 +186,17 @@ def registrations_for(dynamodb: Any, race_id: str) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--stack", default=str(blueprint.ROOT / ".local-stack" / "run" / "stack.json"))
     parser.add_argument("--race", action="append", help="race id (default: every race)")
     args = parser.parse_args()
     info = json.load(open(args.stack))  # noqa: SIM115
     env = info["env"]
-    session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
+    session = boto3.session.Session(
+        aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
+    )
     ddb = session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"])
     sqs = session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"])
     race_ids = args.race or [
@@ -204,7 +210,11 @@ def main() -> None:
     failed = False
     for race_id in race_ids:
         report = audit(
-            ddb, sqs, race_id, payments_url=env["PAYMENTS_URL"], mailbox_url=info["mailbox"],
+            ddb,
+            sqs,
+            race_id,
+            payments_url=env["PAYMENTS_URL"],
+            mailbox_url=info["mailbox"],
             queue_urls=info["queueUrls"],
         )
         print(report.summary())

@@ -23,10 +23,12 @@ app = make_resolver()
 OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 CACHE_SHORT = {"Cache-Control": "public, max-age=2"}
 
+
 @app.get("/api/races", summary="Published races", tags=["Races"])
 @tracer.capture_method
 def list_races() -> Response[RaceList]:
     return Response(200, content_types.APPLICATION_JSON, catalog().list_races(), headers=CACHE_SHORT)
+
 
 @app.get(
     "/api/races/<raceId>",
@@ -40,9 +42,11 @@ def list_races() -> Response[RaceList]:
 def get_race(raceId: str) -> Response[RaceView]:
     return Response(200, content_types.APPLICATION_JSON, catalog().get_race(raceId), headers=CACHE_SHORT)
 
+
 @app.get("/api/openapi.json", include_in_schema=False)
 def openapi_document() -> Response[Any]:
     return Response(200, content_types.APPLICATION_JSON, OPENAPI_FILE.read_text(), headers=CACHE_SHORT)
+
 
 @app.get("/api/docs", include_in_schema=False)
 def swagger_ui() -> Response[str]:
@@ -53,11 +57,12 @@ def swagger_ui() -> Response[str]:
         spec,
         (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
         (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
-        None,
+        None,  # type: ignore[arg-type]  # Powertools accepts None: the assets are inlined
         None,
         False,
     )
     return Response(200, "text/html; charset=utf-8", html)
+
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler

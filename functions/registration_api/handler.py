@@ -1,6 +1,5 @@
 """RegistrationApi: hold a place, register and pay, release a hold, poll the outcome."""
 
-
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types

@@ -16,8 +16,8 @@ from racecap.cache import TieredCache
 from racecap.dal.holds import DynamoHolds
 from racecap.dal.inventory import DynamoInventory
 from racecap.dal.payments import HttpPaymentProvider
-from racecap.dal.registrations import DynamoRegistrations
 from racecap.dal.races import DynamoRaceStore
+from racecap.dal.registrations import DynamoRegistrations
 from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft
 from racecap.logic.races import RaceCatalog
 

@@ -58,7 +58,9 @@ def _nothing_changed(backend, race_id: str, event_id: str, hold_id: str) -> None
 
 
 @pytest.mark.parametrize(("name", "body", "status", "field"), CASES, ids=[c[0] for c in CASES])
-def test_bad_registration_bodies_are_rejected_with_the_field(api_module, backend, held, name, body, status, field):
+def test_bad_registration_bodies_are_rejected_with_the_field(
+    api_module, backend, held, name, body, status, field
+):
     race_id, event_id, hold_id = held
 
     resp = api_module.post(f"/api/holds/{hold_id}/registration", json=body)
@@ -76,7 +78,12 @@ def test_bad_registration_bodies_are_rejected_with_the_field(api_module, backend
     [
         ("{not json", {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
         ("[1, 2]", {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
-        ("email=a@b.co", {"Content-Type": "application/x-www-form-urlencoded"}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+        (
+            "email=a@b.co",
+            {"Content-Type": "application/x-www-form-urlencoded"},
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
         ('{"email": "' + "x" * 20000 + '"}', {"Content-Type": "application/json"}, 413, "PAYLOAD_TOO_LARGE"),
         ("", {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
     ],

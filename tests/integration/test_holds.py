@@ -6,8 +6,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from racecap.dal.dynamo import to_item, values
+
 from tests.integration.flows import concurrently, event_ids, hold
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,9 @@ def test_given_a_small_cap_when_a_burst_of_holds_arrives_then_exactly_cap_are_he
     race_id = backend.create_race([CAP])
     (event_id,) = event_ids(api, race_id)
 
-    statuses = concurrently(lambda _: hold(api, race_id, event_id).status_code, list(range(ATTEMPTS)), workers=48)
+    statuses = concurrently(
+        lambda _: hold(api, race_id, event_id).status_code, list(range(ATTEMPTS)), workers=48
+    )
 
     counts = Counter(statuses)
     assert counts == {201: CAP, 409: ATTEMPTS - CAP}
@@ -105,6 +107,10 @@ def test_given_expired_holds_when_the_sweeper_runs_then_places_return(api, backe
         time.sleep(0.5)
 
     assert backend.inventory().usage(race_id, event_id, consistent=True).taken == 0
-    assert all(backend.dynamodb.get_item(
-        TableName=backend.table("Inventory"), Key=to_item({"pk": f"HOLD#{h}", "sk": "HOLD"})
-    )["Item"]["status"]["S"] == "EXPIRED" for h in held)
+    assert all(
+        backend.dynamodb.get_item(
+            TableName=backend.table("Inventory"), Key=to_item({"pk": f"HOLD#{h}", "sk": "HOLD"})
+        )["Item"]["status"]["S"]
+        == "EXPIRED"
+        for h in held
+    )

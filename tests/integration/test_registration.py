@@ -8,8 +8,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from racecap.dal.dynamo import to_item, values
+
 from tests.integration.flows import (
     concurrently,
     event_ids,
@@ -142,14 +142,24 @@ def test_given_a_paid_runner_who_never_came_back_then_the_sweeper_confirms_them(
     from racecap.logic.registration import attempt_key, charge_key
 
     attempt = Attempt(
-        key=attempt_key(hold_id, "lost@example.com", "tok_visa"), email="lost@example.com", firstName="Lost",
-        lastName="Runner", dateOfBirth="1980-01-01", amountCents=2500, currency="USD", startedAt=long_ago,
+        key=attempt_key(hold_id, "lost@example.com", "tok_visa"),
+        email="lost@example.com",
+        firstName="Lost",
+        lastName="Runner",
+        dateOfBirth="1980-01-01",
+        amountCents=2500,
+        currency="USD",
+        startedAt=long_ago,
     )
     hold_item = backend.holds().get(hold_id)
     assert backend.holds().begin_payment(hold_item, attempt, datetime.now(UTC)) == "STARTED"
     backend.payments().charge(
-        amount_cents=2500, currency="USD", token="tok_visa", idempotency_key=charge_key(attempt),
-        description="crashed", metadata={"registrationId": rid, "holdId": hold_id, "raceId": race_id},
+        amount_cents=2500,
+        currency="USD",
+        token="tok_visa",
+        idempotency_key=charge_key(attempt),
+        description="crashed",
+        metadata={"registrationId": rid, "holdId": hold_id, "raceId": race_id},
     )
     backend.dynamodb.update_item(  # ...and the hold ran out while nobody was looking
         TableName=backend.table("Inventory"),

@@ -7,7 +7,7 @@ code is byte-for-byte what runs on AWS.
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+import functools
 from typing import Any
 
 import boto3
@@ -26,7 +26,7 @@ _BOTO_CONFIG = Config(
 )
 
 
-@cache
+@functools.cache
 def aws(service: str) -> Any:
     return boto3.session.Session().client(service, config=_BOTO_CONFIG)  # type: ignore[call-overload]
 
@@ -39,7 +39,7 @@ def sqs() -> Any:
     return aws("sqs")
 
 
-@lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def cache() -> redis.Redis:
     # Short timeouts: Redis is an accelerator, never a dependency. A slow cache must
     # fall through to DynamoDB quickly rather than hold a runner's request.

@@ -18,6 +18,7 @@ from racecap.dal.races import RaceStore
 from racecap.errors import RaceNotFound
 from racecap.models import (
     Event,
+    EventView,
     PublicEventStatus,
     PublicRaceStatus,
     Race,
@@ -79,15 +80,15 @@ class RaceCatalog:
             currency=race.currency,
             holdMinutes=race.holdMinutes,
             events=[
-                {
-                    "eventId": e.eventId,
-                    "name": e.name,
-                    "cap": e.cap,
-                    "spotsLeft": availability.get(e.eventId, 0),
-                    "priceCents": e.priceCents,
-                    "currency": e.currency,
-                    "status": event_status(status, availability.get(e.eventId, 0)),
-                }
+                EventView(
+                    eventId=e.eventId,
+                    name=e.name,
+                    cap=e.cap,
+                    spotsLeft=availability.get(e.eventId, 0),
+                    priceCents=e.priceCents,
+                    currency=e.currency,
+                    status=event_status(status, availability.get(e.eventId, 0)),
+                )
                 for e in events
             ],
         )

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from racecap.dal.holds import Attempt, BeginOutcome, DynamoHolds, attempt_from
-from racecap.dal.payments import InvalidPaymentToken, PaymentProvider, PaymentUnavailable
+from racecap.dal.payments import PaymentProvider, PaymentUnavailable
 from racecap.dal.queues import SqsQueue
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.errors import (
@@ -168,8 +168,9 @@ class RegistrationService:
             return None
         if attempt_from(hold["attempt"]).email != request.email:
             raise Conflict("This hold has already been used for another registration.")
-        status = "CONFIRMED" if hold["status"] == "CONFIRMED" else "QUEUED"
-        return RegistrationAccepted(registrationId=hold["registrationId"], status=status)
+        if hold["status"] == "CONFIRMED":
+            return RegistrationAccepted(registrationId=hold["registrationId"], status="CONFIRMED")
+        return RegistrationAccepted(registrationId=hold["registrationId"], status="QUEUED")
 
     def _explain_hold_gone(self, hold_id: str, request: RegistrationRequest) -> RegistrationAccepted:
         hold = self._holds.get(hold_id) or {}
