@@ -21,8 +21,8 @@ import threading
 import time
 import traceback
 import uuid
-from datetime import UTC, datetime
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
