@@ -138,7 +138,14 @@ class StartExecution:
     state_machine: str
 
 
-Grant = TableAccess | QueueAccess | SendEmail | StartExecution
+@dataclass(frozen=True)
+class StopExecution:
+    """Stop and describe the state machine's executions (not start them)."""
+
+    state_machine: str
+
+
+Grant = TableAccess | QueueAccess | SendEmail | StartExecution | StopExecution
 
 
 # ---------------------------------------------------------------------------
@@ -241,6 +248,11 @@ TABLES: tuple[Table, ...] = (
     Table("Registrations", PK, SK, indexes=(GSI1,)),
     # Powertools Idempotency records (registration requests, payments, queue records).
     Table("Idempotency", Key("id"), ttl_attribute="expiration"),
+    # Every race director's change, per race (pk RACE#<raceId>, sk <at>#<id>). Its own
+    # table, not the race's partition in Races: it only grows, it is read by directors
+    # alone, and a race definition load (every cache miss in a burst) must stay one
+    # small query. Only AdminApi may write it.
+    Table("Audit", PK, SK),
 )
 
 QUEUES: tuple[Queue, ...] = (
@@ -332,6 +344,24 @@ FUNCTIONS: tuple[Function, ...] = (
         grants=(TableAccess("Races", "readwrite"), TableAccess("Inventory", "readwrite")),
         timeout_s=30,
     ),
+    Function(
+        "AdminApi",
+        "functions/admin_api",
+        "Race directors: races and events, the registration window, stats, participants, refunds",
+        grants=(
+            TableAccess("Races", "readwrite"),
+            TableAccess("Inventory", "readwrite"),  # cap shards, holds, email claims, stats
+            TableAccess("Registrations", "readwrite"),  # cancellations
+            TableAccess("Audit", "readwrite"),
+            QueueAccess("Emails", "send"),  # refund emails
+            StartExecution("RegistrationWindow"),
+            StopExecution("RegistrationWindow"),
+        ),
+        memory_mb=1024,
+        # Just under the HTTP API's 30 s integration limit: the CSV export uses the time.
+        timeout_s=29,
+        extra_env={"WINDOW_STATE_MACHINE_ARN": StateMachineArn("RegistrationWindow")},
+    ),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -343,6 +373,26 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
     Route("GET", "/api/registrations/{registrationId}", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
+    *(
+        Route(method, f"/api/admin{path}", "AdminApi", auth="director")
+        for method, path in (
+            ("GET", "/races"),
+            ("POST", "/races"),
+            ("GET", "/races/{raceId}"),
+            ("PATCH", "/races/{raceId}"),
+            ("POST", "/races/{raceId}/events"),
+            ("PATCH", "/races/{raceId}/events/{eventId}"),
+            ("GET", "/races/{raceId}/window"),
+            ("POST", "/races/{raceId}/window/schedule"),
+            ("POST", "/races/{raceId}/window/open"),
+            ("POST", "/races/{raceId}/window/close"),
+            ("GET", "/races/{raceId}/stats"),
+            ("GET", "/races/{raceId}/registrations"),
+            ("GET", "/races/{raceId}/registrations/export"),
+            ("POST", "/races/{raceId}/registrations/{registrationId}/cancel"),
+            ("GET", "/races/{raceId}/audit"),
+        )
+    ),
 )
 
 QUEUE_TRIGGERS: tuple[QueueTrigger, ...] = (

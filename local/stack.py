@@ -76,6 +76,8 @@ class LocalStack:
         gateway_threads: int = 16,
         schedule_scale: float = 1.0,
         ses_max_rate: float = 14.0,
+        params: dict[str, str] | None = None,
+        extra_env: dict[str, str] | None = None,
         quiet: bool = False,
     ) -> None:
         self.work_dir = work_dir
@@ -84,6 +86,11 @@ class LocalStack:
         self.gateway_threads = gateway_threads
         self.schedule_scale = schedule_scale
         self.ses_max_rate = ses_max_rate
+        # Deploy-parameter overrides (blueprint ``Param`` name -> value), as a CloudFormation
+        # parameter would set them: e.g. {"EmailSendRatePerSecond": "500"} for a burst.
+        self.params = dict(params or {})
+        # Extra variables for the function processes (gateway, pollers), e.g. instrumentation.
+        self.extra_env = dict(extra_env or {})
         self.quiet = quiet
         self.procs: list[servers.ServerProcess] = []
         self.queue_urls: dict[str, str] = {}
@@ -111,7 +118,7 @@ class LocalStack:
             urls,
             f"redis://127.0.0.1:{self.ports.redis}/0",
             # The test-token provider stands in for the real one, as a deploy parameter would.
-            {"PaymentsUrl": self.payments_url},
+            {"PaymentsUrl": self.payments_url, **self.params},
         )
         return resolver(ref)
 
@@ -143,6 +150,7 @@ class LocalStack:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        env.update(self.extra_env)
         return env
 
     # -- lifecycle ------------------------------------------------------------------------

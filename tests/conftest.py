@@ -12,6 +12,11 @@ import pytest
 from local.runtime import FunctionHost, install_layer_path
 
 install_layer_path()
+# Logic under test in this process emits Powertools metrics; give them their namespace
+# as the function environment would (the blueprint's value).
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Racecap")
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "racecap-tests")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 
 @pytest.fixture(scope="session")

@@ -171,10 +171,13 @@ def audit(
 
 
 def _registration_ids(message: dict[str, Any]) -> set[str]:
-    if "confirm" not in (message.get("subject", "") + " ".join(message.get("tags", {}).values())).lower():
-        return set()
-    words = message.get("text", "").replace("\n", " ").split()
-    return {w.strip(".,:;()") for w in words if w.strip(".,:;()").startswith("reg_")}
+    """The registration a confirmation email is about, from its SES tags."""
+    tags = message.get("tags", {})
+    return (
+        {tags["registrationId"]}
+        if tags.get("kind") == "confirmation" and tags.get("registrationId")
+        else set()
+    )
 
 
 def registrations_for(dynamodb: Any, race_id: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.errors import Conflict
-from racecap.http import make_resolver, require_json
+from racecap.http import make_resolver
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics, tracer
@@ -71,7 +71,6 @@ def release_hold(holdId: str) -> Response[None]:
     summary="Register and pay for a held place",
     description="Repeating the same call returns the same registration and never charges twice.",
     tags=["Registration"],
-    middlewares=[require_json],
     responses={
         202: {"description": "Paid and queued"},
         400: {"description": "VALIDATION_ERROR with fields"},

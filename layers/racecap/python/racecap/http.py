@@ -60,8 +60,8 @@ def _human(err: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def make_resolver() -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True)
+def make_resolver() -> RacecapResolver:
+    app = RacecapResolver(enable_validation=True)
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:
@@ -88,12 +88,30 @@ def make_resolver() -> APIGatewayHttpResolver:
     return app
 
 
-def require_json(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
-    """Route middleware: a JSON body, of a sane size, or a clear 4xx before any work."""
-    event = app.current_event
-    ctype = (event.headers or {}).get("content-type", "")
-    if ctype.split(";")[0].strip().lower() != "application/json":
-        return error_response(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
-    if len((event.body or "").encode()) > MAX_BODY_BYTES:
-        return error_response(413, "PAYLOAD_TOO_LARGE", f"The body must be at most {MAX_BODY_BYTES} bytes.")
-    return next_middleware(app)  # type: ignore[no-any-return]
+class RacecapResolver(APIGatewayHttpResolver):
+    """The HTTP API resolver with the edge checks that must run before validation.
+
+    Powertools validates the body before any route middleware runs, so a form post or
+    a 1 MB body would come back as a confusing field error. These checks answer first:
+    a body must be JSON (415) and small (413).
+    """
+
+    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        body = event.get("body") or ""
+        if body:
+            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+            ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+            if ctype != "application/json":
+                return _proxy(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
+            if len(body.encode()) > MAX_BODY_BYTES:
+                return _proxy(413, "PAYLOAD_TOO_LARGE", f"The body must be at most {MAX_BODY_BYTES} bytes.")
+        return super().resolve(event, context)
+
+
+def _proxy(status: int, code: str, message: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json", "Cache-Control": "no-store"},
+        "body": json.dumps({"error": code, "message": message}),
+        "isBase64Encoded": False,
+    }

@@ -50,11 +50,11 @@ def is_throttled(exc: Exception) -> bool:
 
 
 def retry_contention(
-    fn: Callable[[], T], *, attempts: int = 8, base_s: float = 0.01, cap_s: float = 0.5
+    fn: Callable[[], T], *, attempts: int = 10, base_s: float = 0.01, cap_s: float = 0.5
 ) -> T:
     """Run ``fn``, retrying transaction conflicts and throttling with full-jitter backoff.
 
-    Exhausted retries on throttling become ``Busy`` (HTTP 429 + Retry-After): the runner's
+    Exhausted retries become ``Busy`` (HTTP 429 + Retry-After): the runner's
     page backs off instead of hammering a table that is already saturated.
     """
     for attempt in range(attempts):
@@ -66,8 +66,8 @@ def retry_contention(
                 raise
             metrics.add_metric(name="TransactionConflict" if conflict else "Throttled", unit="Count", value=1)
             if attempt == attempts - 1:
-                if throttled:
-                    raise Busy("We're very busy right now; please retry in a moment.", retry_after=2) from exc
-                raise
+                # Still contended after ~2 s of backoff: tell the client to come back,
+                # rather than fail with a 500. Nothing was written.
+                raise Busy("We're very busy right now; please retry in a moment.", retry_after=2) from exc
             time.sleep(random.uniform(0, min(cap_s, base_s * 2**attempt)))
     raise AssertionError("unreachable")

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from racecap.dal.holds import Attempt, BeginOutcome, DynamoHolds, attempt_from
-from racecap.dal.payments import PaymentProvider, PaymentUnavailable
+from racecap.dal.payments import PaymentProvider, PaymentRejected, PaymentUnavailable
 from racecap.dal.queues import SqsQueue
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.errors import (
@@ -145,6 +145,14 @@ class RegistrationService:
             logger.warning("payment provider unavailable", extra={"holdId": hold_id, "error": str(exc)})
             raise Busy(
                 "The payment service is not answering; please retry in a moment.", retry_after=5
+            ) from exc
+        except PaymentRejected as exc:
+            # The provider refused the card outright (an unknown token): nothing was
+            # charged, so this is a decline as far as the runner is concerned.
+            self._holds.payment_declined(hold, attempt)
+            metrics.add_metric(name="PaymentRejected", unit="Count", value=1)
+            raise PaymentDeclined(
+                "That card was not accepted. Your place is still held: try another card."
             ) from exc
         if charge.status != "succeeded":
             self._holds.payment_declined(hold, attempt)

@@ -1,0 +1,1 @@
+"""AdminApi: placeholder while the routes are built."""

@@ -1,0 +1,141 @@
+"""Throttling, transaction conflicts and crashes — injected, since DynamoDB Local has none —
+are retried and lose nothing."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+
+from racecap.dal.holds import Attempt, DynamoHolds
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.errors import SoldOut
+from racecap.logic.holds import HoldService
+from racecap.logic.writer import RegistrationWriter
+from tests.integration.faults import Crash, CrashAfter, FaultInjector, throttling, transaction_conflict
+from tests.integration.flows import concurrently
+
+pytestmark = pytest.mark.integration
+
+
+def fresh_client(stack) -> Any:
+    """A client of our own, so hooks don't leak into other tests."""
+    return boto3.session.Session(
+        aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
+    ).client("dynamodb", endpoint_url=stack.aws_env()["AWS_ENDPOINT_URL_DYNAMODB"])
+
+
+class ListQueue:
+    """The email port, as a list: this test is about the writer's tables."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def send_many(self, bodies: list[dict]) -> None:
+        self.sent += bodies
+
+
+def test_given_conflicts_and_throttling_when_holds_burst_then_exactly_cap_are_held(stack, backend):
+    race_id = backend.create_race([25])
+    (event,) = backend.store().get_race(race_id)[1]
+    client = fresh_client(stack)
+    conflicts = FaultInjector(client, "TransactWriteItems", transaction_conflict, every=4)
+    throttled = FaultInjector(client, "TransactWriteItems", throttling, every=7)
+    service = HoldService(backend.catalog(), DynamoHolds(client, backend.table("Inventory")), backend.cache())
+
+    def attempt(_: int) -> str:
+        try:
+            service.hold(race_id, event.eventId)
+            return "held"
+        except SoldOut:
+            return "sold out"
+
+    outcomes = Counter(concurrently(attempt, list(range(200)), workers=24))
+
+    assert outcomes == {"held": 25, "sold out": 175}
+    assert conflicts.injected >= 8 and throttled.injected >= 4
+    usage = backend.inventory().usage(race_id, event.eventId, consistent=True)
+    assert (usage.cap, usage.taken) == (25, 25)
+
+
+def _paid_registrations(backend, race_id: str, event_id: str, n: int) -> list[dict]:
+    """Holds in PAYING with their email claimed, and the messages the API would enqueue."""
+    holds = DynamoHolds(backend.dynamodb, backend.table("Inventory"))
+    service = HoldService(backend.catalog(), holds, backend.cache())
+    messages = []
+    for i in range(n):
+        h = service.hold(race_id, event_id)
+        item = holds.get(h.holdId)
+        email = f"writer-{i}-{race_id[-6:]}@example.com".lower()
+        attempt = Attempt(
+            f"key{i}", email, "W", f"R{i}", "1990-01-01", 2500, "USD", datetime.now(UTC).isoformat()
+        )
+        assert holds.begin_payment(item, attempt, datetime.now(UTC)) == "STARTED"
+        messages.append(
+            {
+                "messageId": f"m-{i}",
+                "body": json.dumps(
+                    {
+                        "registrationId": item["registrationId"],
+                        "holdId": h.holdId,
+                        "raceId": race_id,
+                        "eventId": event_id,
+                        "email": email,
+                        "firstName": "W",
+                        "lastName": f"R{i}",
+                        "dateOfBirth": "1990-01-01",
+                        "amountCents": 2500,
+                        "currency": "USD",
+                        "chargeId": f"ch_{i}",
+                        "raceName": "Test Race",
+                        "raceDate": "2027-01-01",
+                        "eventName": "Event 0",
+                        "paidAt": datetime.now(UTC).isoformat(),
+                    }
+                ),
+            }
+        )
+    return messages
+
+
+def test_given_a_writer_that_crashes_and_redeliveries_then_each_registration_is_confirmed_once(
+    stack, backend
+):
+    race_id = backend.create_race([40])
+    (event,) = backend.store().get_race(race_id)[1]
+    messages = _paid_registrations(backend, race_id, event.eventId, 35)
+    client = fresh_client(stack)
+    crashes = CrashAfter(client, "TransactWriteItems", every=2)
+    conflicts = FaultInjector(client, "TransactWriteItems", transaction_conflict, every=4)
+    emails = ListQueue()
+    writer = RegistrationWriter(
+        DynamoRegistrations(client, backend.table("Registrations"), backend.table("Inventory")), emails
+    )
+
+    # SQS at least once: batches of 10, failed records redelivered, plus stray duplicates.
+    pending = messages + messages[:5]
+    rounds = 0
+    while pending and rounds < 20:
+        rounds += 1
+        failed: list[str] = []
+        for start in range(0, len(pending), 10):
+            batch = pending[start : start + 10]
+            try:
+                failed += writer.process(batch)
+            except Crash:
+                failed += [m["messageId"] for m in batch]
+        pending = [m for m in messages if m["messageId"] in set(failed)]
+
+    assert not pending, f"still failing after {rounds} rounds"
+    assert crashes.crashes > 0 and conflicts.injected > 0
+    regs = backend.registrations().existing([json.loads(m["body"])["registrationId"] for m in messages])
+    assert len(regs) == 35
+    assert sorted(int(r["bib"]) for r in regs.values()) == list(range(1, 36))  # no gaps, no duplicates
+    # Every confirmed registration got its email request (the sender deduplicates repeats).
+    assert {e["dedupKey"] for e in emails.sent} == {f"confirmation:{rid}" for rid in regs}
+    holds = backend.holds()
+    assert {holds.get(r["holdId"])["status"] for r in regs.values()} == {"CONFIRMED"}
