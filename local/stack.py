@@ -160,9 +160,7 @@ class LocalStack:
         for name, port in asdict(self.ports).items():
             if servers.port_in_use(port):
                 var = "RACECAP_PORT" if name == "gateway" else f"RACECAP_{name.upper()}_PORT"
-                raise StackError(
-                    f"port {port} ({name}) is already in use — is another stack running? set {var}"
-                )
+                raise StackError(f"port {port} ({name}) is already in use — is another stack running? set {var}")
         try:
             self._step("DynamoDB Local", lambda: servers.start_dynamodb(self.ports.dynamodb, self.log_dir))
             self._step(
@@ -214,13 +212,9 @@ class LocalStack:
         self.procs.append(start())
         self._say(f"{name} up on 127.0.0.1:{self.procs[-1].port} ({time.monotonic() - t0:.1f}s)")
 
-    def _spawn(
-        self, name: str, cmd: list[str], port: int, env: dict[str, str] | None = None
-    ) -> servers.ServerProcess:
+    def _spawn(self, name: str, cmd: list[str], port: int, env: dict[str, str] | None = None) -> servers.ServerProcess:
         var = "RACECAP_PORT" if name == "gateway" else f"RACECAP_{name.upper()}_PORT"
-        return servers.spawn(
-            name, cmd, port, self.log_dir, env={**os.environ, **(env or {})}, cwd=ROOT, port_var=var
-        )
+        return servers.spawn(name, cmd, port, self.log_dir, env={**os.environ, **(env or {})}, cwd=ROOT, port_var=var)
 
     def _start_ses(self) -> servers.ServerProcess:
         cmd = [
@@ -311,9 +305,7 @@ def _already_running(work_dir: Path) -> dict[str, Any] | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["run"])
     parser.add_argument("--no-seed", action="store_true")
     parser.add_argument("--work-dir", type=Path, default=ROOT / ".local-stack" / "run")
@@ -321,10 +313,7 @@ def main() -> None:
 
     running = _already_running(args.work_dir)
     if running:
-        sys.exit(
-            f"Racecap is already running (pid {running['pid']}) at {running['url']}; "
-            "stop it with Ctrl-C first."
-        )
+        sys.exit(f"Racecap is already running (pid {running['pid']}) at {running['url']}; stop it with Ctrl-C first.")
     stack = LocalStack(args.work_dir)
     try:
         stack.start()

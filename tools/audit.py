@@ -132,9 +132,7 @@ def audit(
 
     confirmed_ids = {r["registrationId"] for r in regs}
     charges = [
-        c
-        for c in _get_json(f"{payments_url}/v1/charges")["data"]
-        if c.get("metadata", {}).get("raceId") == race_id
+        c for c in _get_json(f"{payments_url}/v1/charges")["data"] if c.get("metadata", {}).get("raceId") == race_id
     ]
     succeeded = [c for c in charges if c["status"] == "succeeded"]
     report.charges_succeeded = len(succeeded)
@@ -173,11 +171,7 @@ def audit(
 def _registration_ids(message: dict[str, Any]) -> set[str]:
     """The registration a confirmation email is about, from its SES tags."""
     tags = message.get("tags", {})
-    return (
-        {tags["registrationId"]}
-        if tags.get("kind") == "confirmation" and tags.get("registrationId")
-        else set()
-    )
+    return {tags["registrationId"]} if tags.get("kind") == "confirmation" and tags.get("registrationId") else set()
 
 
 def registrations_for(dynamodb: Any, race_id: str) -> list[dict[str, Any]]:
@@ -189,17 +183,13 @@ def registrations_for(dynamodb: Any, race_id: str) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default=str(blueprint.ROOT / ".local-stack" / "run" / "stack.json"))
     parser.add_argument("--race", action="append", help="race id (default: every race)")
     args = parser.parse_args()
     info = json.load(open(args.stack))  # noqa: SIM115
     env = info["env"]
-    session = boto3.session.Session(
-        aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
-    )
+    session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
     ddb = session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"])
     sqs = session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"])
     race_ids = args.race or [

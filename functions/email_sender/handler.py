@@ -41,6 +41,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     # A processor per invocation: it holds one batch's state, and the local stack runs
     # concurrent pollers' invocations in one process.
     processor = BatchProcessor(event_type=EventType.SQS)
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

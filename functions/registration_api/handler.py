@@ -49,9 +49,7 @@ def _register(call: dict[str, Any]) -> dict[str, Any]:
 )
 @tracer.capture_method
 def create_hold(raceId: str, eventId: str) -> Response[HoldCreated]:
-    return Response(
-        201, content_types.APPLICATION_JSON, hold_service().hold(raceId, eventId), headers=NO_STORE
-    )
+    return Response(201, content_types.APPLICATION_JSON, hold_service().hold(raceId, eventId), headers=NO_STORE)
 
 
 @app.delete(

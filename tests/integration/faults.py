@@ -30,9 +30,7 @@ def transaction_conflict() -> tuple[AWSResponse, dict[str, Any]]:
     return _error(
         "TransactionCanceledException",
         "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]",
-        CancellationReasons=[
-            {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}
-        ],
+        CancellationReasons=[{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}],
     )
 
 
@@ -43,9 +41,7 @@ def throttling() -> tuple[AWSResponse, dict[str, Any]]:
 class FaultInjector:
     """Fail every ``every``-th call of ``operation`` (before it reaches the server)."""
 
-    def __init__(
-        self, client: Any, operation: str, fault: Callable[[], Any], every: int = 2, limit: int = 10**9
-    ):
+    def __init__(self, client: Any, operation: str, fault: Callable[[], Any], every: int = 2, limit: int = 10**9):
         self.injected = 0
         self._counter = itertools.count(1)
         self._lock = threading.Lock()

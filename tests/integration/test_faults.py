@@ -10,12 +10,12 @@ from typing import Any
 
 import boto3
 import pytest
-
 from racecap.dal.holds import Attempt, DynamoHolds
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.errors import SoldOut
 from racecap.logic.holds import HoldService
 from racecap.logic.writer import RegistrationWriter
+
 from tests.integration.faults import Crash, CrashAfter, FaultInjector, throttling, transaction_conflict
 from tests.integration.flows import concurrently
 
@@ -71,9 +71,7 @@ def _paid_registrations(backend, race_id: str, event_id: str, n: int) -> list[di
         h = service.hold(race_id, event_id)
         item = holds.get(h.holdId)
         email = f"writer-{i}-{race_id[-6:]}@example.com".lower()
-        attempt = Attempt(
-            f"key{i}", email, "W", f"R{i}", "1990-01-01", 2500, "USD", datetime.now(UTC).isoformat()
-        )
+        attempt = Attempt(f"key{i}", email, "W", f"R{i}", "1990-01-01", 2500, "USD", datetime.now(UTC).isoformat())
         assert holds.begin_payment(item, attempt, datetime.now(UTC)) == "STARTED"
         messages.append(
             {
@@ -102,9 +100,7 @@ def _paid_registrations(backend, race_id: str, event_id: str, n: int) -> list[di
     return messages
 
 
-def test_given_a_writer_that_crashes_and_redeliveries_then_each_registration_is_confirmed_once(
-    stack, backend
-):
+def test_given_a_writer_that_crashes_and_redeliveries_then_each_registration_is_confirmed_once(stack, backend):
     race_id = backend.create_race([40])
     (event,) = backend.store().get_race(race_id)[1]
     messages = _paid_registrations(backend, race_id, event.eventId, 35)

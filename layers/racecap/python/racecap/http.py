@@ -66,9 +66,7 @@ def make_resolver() -> RacecapResolver:
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:
         metrics.add_metric(name=f"Error{exc.code}", unit="Count", value=1)
-        return error_response(
-            exc.status, exc.code, exc.message, fields=exc.fields, retry_after=exc.retry_after
-        )
+        return error_response(exc.status, exc.code, exc.message, fields=exc.fields, retry_after=exc.retry_after)
 
     @app.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response:

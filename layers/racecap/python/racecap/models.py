@@ -44,9 +44,7 @@ class EventView(BaseModel):
     eventId: str
     name: str
     cap: int
-    spotsLeft: int = Field(
-        description="Places left; may be a few seconds stale (cached), never used to decide a hold."
-    )
+    spotsLeft: int = Field(description="Places left; may be a few seconds stale (cached), never used to decide a hold.")
     priceCents: int
     currency: str
     status: PublicEventStatus

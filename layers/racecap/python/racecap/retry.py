@@ -49,9 +49,7 @@ def is_throttled(exc: Exception) -> bool:
     )
 
 
-def retry_contention(
-    fn: Callable[[], T], *, attempts: int = 10, base_s: float = 0.01, cap_s: float = 0.5
-) -> T:
+def retry_contention(fn: Callable[[], T], *, attempts: int = 10, base_s: float = 0.01, cap_s: float = 0.5) -> T:
     """Run ``fn``, retrying transaction conflicts and throttling with full-jitter backoff.
 
     Exhausted retries become ``Busy`` (HTTP 429 + Retry-After): the runner's

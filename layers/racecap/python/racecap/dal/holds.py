@@ -90,9 +90,7 @@ class DynamoHolds:
             "sk": "HOLD",
             "gsi1pk": live_partition(hold["holdId"]),
             "gsi1sk": hold["expiresAt"],
-            "ttl": int(
-                datetime.fromisoformat(hold["expiresAt"]).timestamp() + TTL_AFTER_EXPIRY.total_seconds()
-            ),
+            "ttl": int(datetime.fromisoformat(hold["expiresAt"]).timestamp() + TTL_AFTER_EXPIRY.total_seconds()),
         }
         for shard in order:
             item["shard"] = shard
@@ -302,9 +300,7 @@ class DynamoHolds:
             self._db.update_item(
                 TableName=self._table,
                 Key=hold_key(hold["holdId"]),
-                UpdateExpression=(
-                    "SET #s = :queued, chargeId = :charge, queuedAt = :now REMOVE gsi1pk, gsi1sk"
-                ),
+                UpdateExpression=("SET #s = :queued, chargeId = :charge, queuedAt = :now REMOVE gsi1pk, gsi1sk"),
                 ConditionExpression="#s = :paying AND attempt.#k = :key",
                 ExpressionAttributeNames={"#s": "status", "#k": "key"},
                 ExpressionAttributeValues=values(

@@ -54,9 +54,7 @@ class DynamoInventory:
         for n, shard_cap in enumerate(split_cap(cap, shards)):
             self._db.put_item(
                 TableName=self._table,
-                Item=to_item(
-                    {"pk": cap_pk(race_id, event_id), "sk": shard_sk(n), "cap": shard_cap, "taken": 0}
-                ),
+                Item=to_item({"pk": cap_pk(race_id, event_id), "sk": shard_sk(n), "cap": shard_cap, "taken": 0}),
                 ConditionExpression="attribute_not_exists(pk)",
             )
 

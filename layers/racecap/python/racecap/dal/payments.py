@@ -249,9 +249,7 @@ class HttpPaymentProvider:
                 self._log_retry(method, path, attempt, last_error)
                 continue
             raise _REJECTIONS.get(code, PaymentRejected)(code, message, status)
-        raise PaymentUnavailable(
-            f"payment provider unavailable after {self._retries + 1} attempts ({last_error})"
-        )
+        raise PaymentUnavailable(f"payment provider unavailable after {self._retries + 1} attempts ({last_error})")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         ceiling = min(self._max_backoff, self._backoff * 2 ** (attempt - 1))
@@ -322,9 +320,7 @@ def _charge(data: dict[str, Any], requested_key: str) -> Charge:
             amount_cents=int(data["amount"]),
             currency=str(data["currency"]),
             idempotency_key=str(data.get("idempotency_key") or requested_key),
-            decline_reason=(data.get("decline_code") or data.get("failure_code"))
-            if outcome == "declined"
-            else None,
+            decline_reason=(data.get("decline_code") or data.get("failure_code")) if outcome == "declined" else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PaymentUnavailable(f"unreadable charge from the payment provider: {exc}") from exc

@@ -21,8 +21,7 @@ class SqsQueue:
             resp = self._sqs.send_message_batch(
                 QueueUrl=self._url,
                 Entries=[
-                    {"Id": str(i), "MessageBody": json.dumps(b, separators=(",", ":"))}
-                    for i, b in enumerate(chunk)
+                    {"Id": str(i), "MessageBody": json.dumps(b, separators=(",", ":"))} for i, b in enumerate(chunk)
                 ],
             )
             if resp.get("Failed"):

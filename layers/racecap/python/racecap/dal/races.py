@@ -23,9 +23,7 @@ class RaceStore(Protocol):
     def list_published(self) -> list[Race]: ...
     def listing_version(self) -> int: ...
     def create(self, race: Race, events: list[Event]) -> None: ...
-    def update_race(
-        self, race_id: str, changes: dict[str, Any], expected_version: int | None = None
-    ) -> Race: ...
+    def update_race(self, race_id: str, changes: dict[str, Any], expected_version: int | None = None) -> Race: ...
 
 
 class DynamoRaceStore:
@@ -69,9 +67,7 @@ class DynamoRaceStore:
         return [Race.model_validate(i) for i in items if i.get("published", True)]
 
     def listing_version(self) -> int:
-        resp = self._db.get_item(
-            TableName=self._table, Key=to_item({"pk": "LISTING-VERSION", "sk": "LISTING-VERSION"})
-        )
+        resp = self._db.get_item(TableName=self._table, Key=to_item({"pk": "LISTING-VERSION", "sk": "LISTING-VERSION"}))
         item = resp.get("Item")
         return int(from_item(item)["version"]) if item else 0
 
@@ -117,9 +113,7 @@ class DynamoRaceStore:
                 {
                     "Put": {
                         "TableName": self._table,
-                        "Item": to_item(
-                            {**race_doc, "pk": "LISTING", "sk": f"{race.raceDate}#{race.raceId}"}
-                        ),
+                        "Item": to_item({**race_doc, "pk": "LISTING", "sk": f"{race.raceDate}#{race.raceId}"}),
                     }
                 }
             )

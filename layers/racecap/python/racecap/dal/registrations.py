@@ -40,9 +40,7 @@ class DynamoRegistrations:
         self._inv = inventory_table
 
     def get(self, registration_id: str, consistent: bool = True) -> dict[str, Any] | None:
-        resp = self._db.get_item(
-            TableName=self._regs, Key=reg_key(registration_id), ConsistentRead=consistent
-        )
+        resp = self._db.get_item(TableName=self._regs, Key=reg_key(registration_id), ConsistentRead=consistent)
         return from_item(resp["Item"]) if "Item" in resp else None
 
     def existing(self, registration_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -88,9 +86,7 @@ class DynamoRegistrations:
                     "TableName": self._inv,
                     "Key": to_item({"pk": f"STATS#{race_id}#{event_id}", "sk": "STATS"}),
                     "UpdateExpression": "ADD confirmed :k, revenueCents :r",
-                    "ExpressionAttributeValues": values(
-                        {":k": k, ":r": sum(int(r["amountCents"]) for r in regs)}
-                    ),
+                    "ExpressionAttributeValues": values({":k": k, ":r": sum(int(r["amountCents"]) for r in regs)}),
                 }
             },
         ]
@@ -122,9 +118,7 @@ class DynamoRegistrations:
                         "UpdateExpression": "SET #s = :confirmed, bib = :bib REMOVE gsi1pk, gsi1sk",
                         "ConditionExpression": "registrationId = :rid",
                         "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": values(
-                            {":confirmed": "CONFIRMED", ":bib": bib, ":rid": rid}
-                        ),
+                        "ExpressionAttributeValues": values({":confirmed": "CONFIRMED", ":bib": bib, ":rid": rid}),
                     }
                 },
                 {

@@ -58,9 +58,7 @@ def charge_key(attempt: Attempt) -> str:
     return f"charge-{attempt.key}"
 
 
-def registration_message(
-    hold: dict[str, Any], attempt: Attempt, charge_id: str, race: Race, event: Event
-) -> dict:
+def registration_message(hold: dict[str, Any], attempt: Attempt, charge_id: str, race: Race, event: Event) -> dict:
     """What the writer needs to persist a registration without reading anything else."""
     return {
         "registrationId": hold["registrationId"],
@@ -96,9 +94,7 @@ class RegistrationService:
         self._payments = payments
         self._queue = queue
 
-    def register(
-        self, hold_id: str, request: RegistrationRequest, now: datetime | None = None
-    ) -> RegistrationAccepted:
+    def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
         now = now or datetime.now(UTC)
         hold = self._holds.get(hold_id)
         if hold is None:
@@ -143,17 +139,13 @@ class RegistrationService:
             # Unknown outcome: keep PAYING. The runner's retry (same attempt) or the
             # sweeper will find out from the provider; never assume declined.
             logger.warning("payment provider unavailable", extra={"holdId": hold_id, "error": str(exc)})
-            raise Busy(
-                "The payment service is not answering; please retry in a moment.", retry_after=5
-            ) from exc
+            raise Busy("The payment service is not answering; please retry in a moment.", retry_after=5) from exc
         except PaymentRejected as exc:
             # The provider refused the card outright (an unknown token): nothing was
             # charged, so this is a decline as far as the runner is concerned.
             self._holds.payment_declined(hold, attempt)
             metrics.add_metric(name="PaymentRejected", unit="Count", value=1)
-            raise PaymentDeclined(
-                "That card was not accepted. Your place is still held: try another card."
-            ) from exc
+            raise PaymentDeclined("That card was not accepted. Your place is still held: try another card.") from exc
         if charge.status != "succeeded":
             self._holds.payment_declined(hold, attempt)
             metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
@@ -169,9 +161,7 @@ class RegistrationService:
         self._queue.send(registration_message(hold, attempt, charge_id, race, event))
         self._holds.mark_queued(hold, attempt, charge_id, now)
 
-    def _already_registered(
-        self, hold: dict[str, Any], request: RegistrationRequest
-    ) -> RegistrationAccepted | None:
+    def _already_registered(self, hold: dict[str, Any], request: RegistrationRequest) -> RegistrationAccepted | None:
         if hold["status"] not in ("QUEUED", "CONFIRMED"):
             return None
         if attempt_from(hold["attempt"]).email != request.email:
@@ -190,9 +180,7 @@ class RegistrationService:
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
     # -- the waiting screen -----------------------------------------------------------------
-    def status(
-        self, registration_id: str, now: datetime | None = None
-    ) -> tuple[RegistrationStatus, int | None]:
+    def status(self, registration_id: str, now: datetime | None = None) -> tuple[RegistrationStatus, int | None]:
         now = now or datetime.now(UTC)
         reg = self._registrations.get(registration_id)
         if reg is not None:

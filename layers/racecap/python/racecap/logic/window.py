@@ -19,9 +19,7 @@ class RaceGone(Exception):
 
 
 class WindowTasks:
-    def __init__(
-        self, store: RaceStore, inventory: DynamoInventory, catalog: RaceCatalog, cache: TieredCache
-    ) -> None:
+    def __init__(self, store: RaceStore, inventory: DynamoInventory, catalog: RaceCatalog, cache: TieredCache) -> None:
         self._store = store
         self._inventory = inventory
         self._catalog = catalog
@@ -44,9 +42,7 @@ class WindowTasks:
         for event in events:
             usage = self._inventory.usage(race_id, event.eventId, consistent=True)
             if len(usage.shards) != event.shards:
-                raise RuntimeError(
-                    f"event {event.eventId} has {len(usage.shards)} shards, expected {event.shards}"
-                )
+                raise RuntimeError(f"event {event.eventId} has {len(usage.shards)} shards, expected {event.shards}")
             shards += len(usage.shards)
             self._cache.clear_flag(sold_out_flag(race_id, event.eventId))
         self._catalog.invalidate(race_id, race.version)

@@ -108,9 +108,7 @@ class RegistrationWriter:
         # between its commit and its email; the sender deduplicates.
         self._emails.send_many([confirmation_email(r) for r in [*confirmed, *done.values()]])
 
-    def _confirm_chunk(
-        self, race_id: str, event_id: str, chunk: list[PaidRegistration]
-    ) -> list[dict[str, Any]]:
+    def _confirm_chunk(self, race_id: str, event_id: str, chunk: list[PaidRegistration]) -> list[dict[str, Any]]:
         pending = list(chunk)
         for _ in range(MAX_TRIES):
             if not pending:
