@@ -1,0 +1,131 @@
+"""`make run`'s stack: starts, seeds, answers, stops everything on Ctrl-C, refuses clashes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+import blueprint
+from local.servers import free_port
+
+pytestmark = pytest.mark.integration
+
+PORT_VARS = {
+    "gateway": "RACECAP_PORT",
+    "dynamodb": "RACECAP_DYNAMODB_PORT",
+    "sqs": "RACECAP_SQS_PORT",
+    "redis": "RACECAP_REDIS_PORT",
+    "ses": "RACECAP_SES_PORT",
+    "sfn": "RACECAP_SFN_PORT",
+    "payments": "RACECAP_PAYMENTS_PORT",
+}
+
+
+def _env(ports: dict[str, int]) -> dict[str, str]:
+    env = {**os.environ, **{PORT_VARS[k]: str(v) for k, v in ports.items()}}
+    env["PYTHONPATH"] = str(blueprint.ROOT)
+    return env
+
+
+def _descendants(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True, check=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        p, pp = (int(x) for x in line.split())
+        children.setdefault(pp, []).append(p)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive.add(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def test_make_run_starts_seeds_and_stops_everything_on_ctrl_c(tmp_path: Path):
+    ports = {name: free_port() for name in PORT_VARS}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "local.stack", "run", "--work-dir", str(tmp_path)],
+        cwd=blueprint.ROOT,
+        env=_env(ports),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if "Press Ctrl-C to stop" in line or not line:
+                break
+        output = "".join(lines)
+        assert "Racecap is running at" in output, output
+        url = f"http://127.0.0.1:{ports['gateway']}"
+        races = requests.get(f"{url}/api/races", timeout=30).json()["races"]
+        assert [r["name"] for r in races] == ["Racecap City Marathon"]
+        race = requests.get(f"{url}/api/races/{races[0]['raceId']}", timeout=30).json()
+        assert len(race["events"]) == 4
+        assert race["status"] == "OPEN"
+        children = _descendants(proc.pid)
+        assert len(children) >= 7  # the servers, the gateway (and its workers), the pollers
+
+        # A second `make run` with the same work dir is refused with a sentence.
+        second = subprocess.run(
+            [sys.executable, "-m", "local.stack", "run", "--work-dir", str(tmp_path)],
+            cwd=blueprint.ROOT,
+            env=_env(ports),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode != 0
+        assert "already running" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "nothing left running" in rest
+    time.sleep(0.5)
+    assert _alive(children) == set()
+
+
+def test_a_taken_port_is_a_clear_message_not_a_stack_trace(tmp_path: Path):
+    ports = {name: free_port() for name in PORT_VARS}
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", ports["redis"]))
+        squatter.listen()
+        result = subprocess.run(
+            [sys.executable, "-m", "local.stack", "run", "--work-dir", str(tmp_path), "--no-seed"],
+            cwd=blueprint.ROOT,
+            env=_env(ports),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode != 0
+    assert f"port {ports['redis']}" in result.stderr
+    assert "RACECAP_REDIS_PORT" in result.stderr
+    assert "Traceback" not in result.stderr
