@@ -97,6 +97,7 @@ def test_make_run_starts_seeds_and_stops_everything_on_ctrl_c(tmp_path: Path):
             cwd=blueprint.ROOT,
             env=_env(ports),
             capture_output=True,
+            check=False,
             text=True,
             timeout=60,
         )
@@ -122,6 +123,7 @@ def test_a_taken_port_is_a_clear_message_not_a_stack_trace(tmp_path: Path):
             cwd=blueprint.ROOT,
             env=_env(ports),
             capture_output=True,
+            check=False,
             text=True,
             timeout=60,
         )
