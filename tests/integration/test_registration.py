@@ -174,3 +174,28 @@ def test_given_a_paid_runner_who_never_came_back_then_the_sweeper_confirms_them(
     assert confirmed["firstName"] == "Lost"
     report = wait_for_audit(stack, backend, race_id)
     assert report.ok, report.summary()
+
+
+def test_given_an_oversubscribed_opening_then_every_runner_with_a_place_is_confirmed_once(api, backend, stack):
+    """120 runners for 30 places, all at once, each holding then paying: the director's audit."""
+    race_id = backend.create_race([30])
+    (event_id,) = event_ids(api, race_id)
+
+    def runner_flow(i: int) -> str | None:
+        h = hold(api, race_id, event_id)
+        if h.status_code == 409:
+            assert h.json()["error"] == "SOLD_OUT"
+            return None
+        assert h.status_code == 201, h.text
+        r = register(api, h.json()["holdId"], runner(f"burst-{i}@example.com"))
+        assert r.status_code == 202, r.text
+        return r.json()["registrationId"]
+
+    registered = [rid for rid in concurrently(runner_flow, list(range(120)), workers=40) if rid]
+
+    assert len(registered) == 30
+    confirmed = wait_confirmed(api, registered, timeout=90)
+    assert sorted(c["bib"] for c in confirmed.values()) == list(range(1, 31))
+    report = wait_for_audit(stack, backend, race_id, timeout=120)
+    assert report.ok, report.summary()
+    assert (report.confirmed, report.charges_succeeded, report.emails_sent) == (30, 30, 30)
