@@ -47,7 +47,9 @@ export async function api(method, path, { body, signal } = {}) {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const date = Date.parse(res.headers.get('Date') || '');
-    if (!Number.isNaN(date)) skewMs = date + 500 - Date.now(); // Date has 1 s resolution
+    // Date has 1 s resolution and is truncated: the server's clock is at most 1 s ahead of it.
+    // Erring ahead means a hold's countdown never promises more time than is left.
+    if (!Number.isNaN(date)) skewMs = date + 1000 - Date.now();
     const text = res.status === 204 ? '' : await res.text();
     try {
       data = text ? JSON.parse(text) : null;

@@ -113,7 +113,14 @@ export function holdPage(holdId) {
   const timer = h('p', { cls: 'timer', testid: 'hold-countdown' });
   const bar = h('progress', { max: '1', value: '1', 'aria-hidden': 'true', hidden: !(exp && ctx.heldAt) });
   let warned = Infinity;
-  every(1000, () => {
+  let ended = false; // the server said the hold is gone, whatever the clock says
+  const tick = () => {
+    if (ended) {
+      setText(timer, 'Your hold has expired.');
+      timer.classList.add('warn');
+      bar.value = 0;
+      return;
+    }
     if (Number.isNaN(exp)) return setText(timer, 'Your place is held for a limited time.');
     const left = exp - now();
     setText(timer, left > 0 ? `Your place is held for ${duration(left)}.` : 'Your hold has expired.');
@@ -125,7 +132,8 @@ export function holdPage(holdId) {
       say(mark ? `${mark / 60000} minute${mark > 60000 ? 's' : ''} left to finish registering.`
         : 'Your hold has expired. You may need to hold a new place.');
     }
-  }, signal);
+  };
+  every(1000, tick, signal);
 
   const release = h('button', { type: 'button', cls: 'link', testid: 'release-hold' }, 'Release my place');
   const releaseStatus = statusLines('release-status');
@@ -202,7 +210,8 @@ export function holdPage(holdId) {
       const name = e.code === 'PAYMENT_DECLINED' ? 'paymentToken' : 'email';
       delete state.pending;
       step(name === 'email' ? 1 : 2);
-      setErr(name, name === 'email' ? e.message : `${e.message} Try another card.`);
+      const again = name === 'email' || /another card/i.test(e.message) ? '' : ' Try another card.';
+      setErr(name, `${e.message}${again}`);
       fields[name].input.select();
       fields[name].input.focus();
       say(fields[name].err.textContent);
@@ -210,10 +219,14 @@ export function holdPage(holdId) {
       store.set('carry', Object.fromEntries(DETAILS.map((n) => [n, state[n]])));
       store.del(`hold:${holdId}`);
       lock(true);
-      problem.replaceChildren(h('div', { cls: 'alert', role: 'alert', testid: 'hold-expired' },
+      ended = true;
+      tick();
+      const alert = h('div', { cls: 'alert', role: 'alert', tabindex: '-1', testid: 'hold-expired' },
         h('p', {}, e.status === 404 ? 'We could not find this hold. It may have expired or been released.'
           : 'Your hold expired before we received your registration.'),
-        h('p', {}, 'Your details are saved for your next attempt.')), backLink(ctx.raceId));
+        h('p', {}, 'Your details are saved for your next attempt.'));
+      problem.replaceChildren(alert, backLink(ctx.raceId));
+      alert.focus(); // the button that was pressed is now disabled
     } else {
       // Network or server trouble. The server keys idempotency on the hold, so
       // resending the identical body can never register or charge twice.

@@ -64,7 +64,7 @@ export async function raceList() {
       return h('li', { cls: 'card', testid: 'race-item', 'data-race-id': r.raceId },
         h('h2', {}, h('a', { href: `#/races/${enc(r.raceId)}`, testid: 'race-link', 'data-race-id': r.raceId },
           r.name || r.raceId)),
-        h('p', { cls: 'muted' }, [r.location, day(r.date)].filter(Boolean).join(' · ')), st);
+        h('p', { cls: 'muted' }, [r.location, day(r.raceDate || r.date)].filter(Boolean).join(' · ')), st);
     })) : h('p', { testid: 'races-empty' }, 'No races are taking registrations right now.'));
   };
   await load();
@@ -156,7 +156,7 @@ export async function racePage(raceId) {
     }
     if (!list.isConnected) {
       retitle(h1, race.name || 'Race');
-      setText(info, [race.location, day(race.date)].filter(Boolean).join(' · '));
+      setText(info, [race.location, day(race.raceDate || race.date)].filter(Boolean).join(' · '));
       const held = heldFor(raceId);
       body.replaceChildren(info, status, line,
         held ? h('p', { cls: 'alert info', testid: 'continue-hold' }, `You are holding a place in ${held.eventName}. `,

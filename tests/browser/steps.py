@@ -1,0 +1,207 @@
+"""A runner's steps through the site, as a browser user does them (labels, test ids, clicks),
+plus the few direct arrangements the tests need (expiring a hold, another runner's hold)."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import requests
+from playwright.sync_api import Locator, Page, expect
+from racecap.dal.dynamo import to_item, values
+from racecap.logic.admin import EventDraft, RaceDraft
+
+from tests.integration.conftest import Backend
+
+# The writer confirms within ~1 s; the waiting screen (fastpoll) checks after 1, 2, 4 s...
+CONFIRM_TIMEOUT_MS = 60_000
+LISTING_TIMEOUT_S = 20
+FIELDS = {
+    "email": "Email address",
+    "firstName": "First name",
+    "lastName": "Last name",
+    "dateOfBirth": "Date of birth",
+    "paymentToken": "Payment token",
+}
+
+
+@dataclass
+class Runner:
+    email: str
+    firstName: str = "Ada"
+    lastName: str = "Lovelace"
+    dateOfBirth: str = "1990-12-10"
+
+    @classmethod
+    def new(cls, **kw: Any) -> Runner:
+        return cls(email=f"runner-{uuid.uuid4().hex[:10]}@example.com", **kw)
+
+
+def unique(name: str) -> str:
+    return f"{name} {uuid.uuid4().hex[:6]}"
+
+
+def new_race(backend: Backend, name: str, caps: list[int], **kw: Any) -> str:
+    kw.setdefault("location", "Portland, OR")
+    return published(backend, backend.create_race(caps, name=name, **kw))
+
+
+def published(backend: Backend, race_id: str) -> str:
+    """What the admin API does after creating a race: bump the cached listing's stamp."""
+    backend.catalog().invalidate(race_id, 1)
+    return race_id
+
+
+def scheduled_race(backend: Backend, name: str, opens_in: timedelta, cap: int = 10) -> str:
+    """A published race whose registration opens later (the director scheduled it)."""
+    now = datetime.now(UTC)
+    draft = RaceDraft(
+        name=name,
+        location="Bend, OR",
+        raceDate=(now + timedelta(days=60)).date().isoformat(),
+        registrationOpensAt=now + opens_in,
+        registrationClosesAt=now + opens_in + timedelta(days=7),
+        events=[EventDraft(name="Half marathon", cap=cap, priceCents=4500)],
+    )
+    return published(backend, backend.admin().create_race("director-test", draft, open_now=False).raceId)
+
+
+def field(page: Page, name: str) -> Locator:
+    """A form field found by its visible label, as a screen reader user finds it."""
+    return page.get_by_label(FIELDS[name], exact=True)
+
+
+def open_race_list(page: Page, race_name: str) -> Locator:
+    """Opens the race list and returns the named race's item. Each API environment holds the
+    listing's version stamp for up to a second, so a just-created race may need a reload."""
+    item = page.get_by_test_id("race-item").filter(has_text=race_name)
+    deadline = time.monotonic() + LISTING_TIMEOUT_S
+    while True:
+        page.goto("/?fastpoll=1#/")
+        expect(page.get_by_test_id("race-list")).to_be_visible()
+        if item.count() or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(500)
+    expect(item).to_be_visible()
+    return item
+
+
+def open_race(page: Page, race_id: str) -> None:
+    page.goto(f"/?fastpoll=1#/races/{race_id}")
+    expect(page.get_by_test_id("event").first).to_be_visible()
+
+
+def event_card(page: Page, event_name: str | None = None) -> Locator:
+    cards = page.get_by_test_id("event")
+    return (
+        cards.filter(has=page.get_by_test_id("event-name").filter(has_text=event_name)) if event_name else cards.first
+    )
+
+
+def hold_place(page: Page, event_name: str | None = None) -> str:
+    """Clicks "Hold my place"; returns the hold id once the registration form shows."""
+    event_card(page, event_name).get_by_test_id("hold-button").click()
+    return wait_for_form(page)
+
+
+def wait_for_form(page: Page) -> str:
+    expect(page).to_have_url(re.compile(r"#/holds/[^/]+$"))
+    expect(page.get_by_test_id("registration-form")).to_be_visible()
+    return page.url.rsplit("#/holds/", 1)[1]
+
+
+def fill_details(page: Page, runner: Runner) -> None:
+    for name in ("email", "firstName", "lastName", "dateOfBirth"):
+        field(page, name).fill(getattr(runner, name))
+    page.get_by_test_id("continue-button").click()
+    expect(page.get_by_test_id("payment-step")).to_be_visible()
+    expect(page.get_by_test_id("runner-summary")).to_contain_text(runner.email.strip())
+
+
+def pay(page: Page, token: str = "tok_visa") -> None:
+    """Picks one of the local provider's test tokens (the page lists them) and pays."""
+    page.get_by_test_id(f"use-{token}").click()
+    expect(field(page, "paymentToken")).to_have_value(token)
+    page.get_by_test_id("submit-registration").click()
+
+
+def expect_confirmed(page: Page, runner: Runner | None = None) -> str:
+    """Waits for the confirmation page; returns the bib number."""
+    bib = page.get_by_test_id("bib")
+    expect(bib).to_have_text(re.compile(r"^\d+$"), timeout=CONFIRM_TIMEOUT_MS)
+    expect(page.get_by_test_id("page-title")).to_have_text("You are in!")
+    expect(page.get_by_test_id("registration-status")).to_have_attribute("data-status", "CONFIRMED")
+    if runner:
+        expect(page.get_by_test_id("confirmation-runner")).to_have_text(f"{runner.firstName} {runner.lastName}")
+        expect(page.get_by_test_id("view")).to_contain_text(runner.email.strip())
+    return bib.inner_text()
+
+
+def focused_testid(page: Page) -> str | None:
+    return page.evaluate("() => document.activeElement && document.activeElement.dataset.testid || null")
+
+
+def expire_hold(backend: Backend, hold_id: str) -> None:
+    """Moves a hold's expiry into the past, as if the runner had taken too long."""
+    backend.dynamodb.update_item(
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
+        UpdateExpression="SET expiresAt = :t",
+        ExpressionAttributeValues=values({":t": (datetime.now(UTC) - timedelta(seconds=5)).isoformat()}),
+    )
+
+
+def first_event_id(api: requests.Session, race_id: str) -> str:
+    return str(api.get(f"/api/races/{race_id}").json()["events"][0]["eventId"])
+
+
+def horizontal_overflow(page: Page) -> int:
+    """How many CSS pixels the page is wider than the viewport (0 = no sideways scrolling)."""
+    return int(page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth"))
+
+
+# WCAG 2.x contrast of every visible text node's colour against the first opaque background
+# behind it (disabled controls are exempt). Returns the failures.
+CONTRAST_JS = """() => {
+  const parse = (c) => {
+    const m = /rgba?\\(([^)]+)\\)/.exec(c);
+    if (!m) return null;
+    const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+    return { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 };
+  };
+  const lum = ({ r, g, b }) => {
+    const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = parse(getComputedStyle(el).backgroundColor);
+      if (c && c.a > 0) return c;
+    }
+    return { r: 255, g: 255, b: 255, a: 1 };
+  };
+  const failures = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility !== 'visible' || !el.getClientRects().length || el.closest('[hidden], :disabled')) continue;
+    if (el.closest('.visually-hidden')) continue;
+    const fg = parse(cs.color);
+    const l1 = lum(fg), l2 = lum(background(el));
+    const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+    const px = parseFloat(cs.fontSize);
+    const large = px >= 24 || (Number(cs.fontWeight) >= 700 && px >= 18.66);
+    if (ratio < (large ? 3 : 4.5)) {
+      failures.push(`${el.tagName.toLowerCase()}.${el.className} "${el.textContent.trim().slice(0, 40)}" ${ratio.toFixed(2)}:1`);
+    }
+  }
+  return failures;
+}"""
+
+
+def contrast_failures(page: Page) -> list[str]:
+    return list(page.evaluate(CONTRAST_JS))
