@@ -269,6 +269,7 @@ COMMON_ENV: dict[str, Ref] = {
     "INVENTORY_TABLE": TableName("Inventory"),
     "REGISTRATIONS_TABLE": TableName("Registrations"),
     "IDEMPOTENCY_TABLE": TableName("Idempotency"),
+    "AUDIT_TABLE": TableName("Audit"),
     "REGISTRATIONS_QUEUE_URL": QueueUrl("Registrations"),
     "EMAILS_QUEUE_URL": QueueUrl("Emails"),
     "CACHE_URL": CacheUrl(),
@@ -364,6 +365,25 @@ FUNCTIONS: tuple[Function, ...] = (
     ),
 )
 
+# The race directors' admin API: every route behind the JWT authorizer.
+_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
+    ("GET", "/races"),
+    ("POST", "/races"),
+    ("GET", "/races/{raceId}"),
+    ("PATCH", "/races/{raceId}"),
+    ("POST", "/races/{raceId}/events"),
+    ("PATCH", "/races/{raceId}/events/{eventId}"),
+    ("GET", "/races/{raceId}/window"),
+    ("POST", "/races/{raceId}/window/schedule"),
+    ("POST", "/races/{raceId}/window/open"),
+    ("POST", "/races/{raceId}/window/close"),
+    ("GET", "/races/{raceId}/stats"),
+    ("GET", "/races/{raceId}/registrations"),
+    ("GET", "/races/{raceId}/registrations/export"),
+    ("POST", "/races/{raceId}/registrations/{registrationId}/cancel"),
+    ("GET", "/races/{raceId}/audit"),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races", "PublicApi"),
     Route("GET", "/api/races/{raceId}", "PublicApi"),
@@ -373,26 +393,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
     Route("GET", "/api/registrations/{registrationId}", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
-    *(
-        Route(method, f"/api/admin{path}", "AdminApi", auth="director")
-        for method, path in (
-            ("GET", "/races"),
-            ("POST", "/races"),
-            ("GET", "/races/{raceId}"),
-            ("PATCH", "/races/{raceId}"),
-            ("POST", "/races/{raceId}/events"),
-            ("PATCH", "/races/{raceId}/events/{eventId}"),
-            ("GET", "/races/{raceId}/window"),
-            ("POST", "/races/{raceId}/window/schedule"),
-            ("POST", "/races/{raceId}/window/open"),
-            ("POST", "/races/{raceId}/window/close"),
-            ("GET", "/races/{raceId}/stats"),
-            ("GET", "/races/{raceId}/registrations"),
-            ("GET", "/races/{raceId}/registrations/export"),
-            ("POST", "/races/{raceId}/registrations/{registrationId}/cancel"),
-            ("GET", "/races/{raceId}/audit"),
-        )
-    ),
+    *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
 )
 
 QUEUE_TRIGGERS: tuple[QueueTrigger, ...] = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from local.auth import DEFAULT_DIRECTOR, director_sub
 from local.runtime import install_layer_path
 
 install_layer_path()
@@ -11,7 +12,8 @@ install_layer_path()
 from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft  # noqa: E402
 from racecap.wiring import inventory, race_store  # noqa: E402
 
-DEMO_DIRECTOR = "director-demo"
+# The director `make token` signs in as by default: the demo race is theirs to manage.
+DEMO_DIRECTOR = director_sub(DEFAULT_DIRECTOR)
 
 
 def demo_draft(now: datetime | None = None) -> RaceDraft:

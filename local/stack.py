@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import blueprint
-from local import provision, servers
+from local import auth, provision, servers
 from local.runtime import ACCOUNT, LAYER_PATH, REGION
 
 ROOT = blueprint.ROOT
@@ -95,6 +95,7 @@ class LocalStack:
         self.procs: list[servers.ServerProcess] = []
         self.queue_urls: dict[str, str] = {}
         self.log_dir = work_dir / "logs"
+        self.issuer = auth.Issuer(work_dir / "auth")
 
     # -- addresses ------------------------------------------------------------------
     @property
@@ -137,8 +138,13 @@ class LocalStack:
         }
 
     def function_env(self) -> dict[str, str]:
-        """The environment the handlers run with: the blueprint's, resolved locally."""
+        """The environment the handlers run with: the blueprint's, resolved locally.
+
+        One process hosts every function here, so it gets every function's extra
+        variables too (each key names one thing; the blueprint test keeps them unique)."""
         env = {k: self.resolve(v) for k, v in blueprint.COMMON_ENV.items()}
+        for fn in blueprint.FUNCTIONS:
+            env.update({k: self.resolve(v) for k, v in fn.extra_env.items()})
         env.update(self.aws_env())
         env.update(
             {
@@ -173,6 +179,8 @@ class LocalStack:
             self._step("Step Functions (ASL)", self._start_sfn)
             self._say("provisioning tables, queues and state machines from blueprint")
             self._provision()
+            # The local Cognito: a key pair whose JWKS the gateway checks director tokens with.
+            self.issuer = auth.ensure_issuer(self.work_dir / "auth")
             self._step("gateway", self._start_gateway)
             self._step("SQS pollers + schedules", self._start_pollers)
         except BaseException:
@@ -188,6 +196,7 @@ class LocalStack:
             "mailbox": self.mailbox_url,
             "ports": asdict(self.ports),
             "queueUrls": self.queue_urls,
+            "auth": {"dir": str(self.issuer.dir), "issuer": self.issuer.issuer, "audience": self.issuer.audience},
             "env": self.function_env(),
         }
 
@@ -277,7 +286,7 @@ class LocalStack:
             "--threads", str(self.gateway_threads), "--backlog", "4096", "--keep-alive", "5",
             "--timeout", "60", "--graceful-timeout", "3", "--log-level", "warning", "local.gateway:app",
         ]  # fmt: skip
-        return self._spawn("gateway", cmd, self.ports.gateway, self.function_env())
+        return self._spawn("gateway", cmd, self.ports.gateway, self.function_env() | self.issuer.gateway_env())
 
     def _start_pollers(self) -> servers.ServerProcess:
         cmd = [
@@ -290,6 +299,11 @@ class LocalStack:
             str(self.schedule_scale),
         ]
         return self._spawn("pollers", cmd, 0, self.function_env())
+
+
+def running_stack(work_dir: Path) -> dict[str, Any] | None:
+    """What a running ``make run`` stack wrote about itself (stack.json), or None."""
+    return _already_running(work_dir)
 
 
 def _already_running(work_dir: Path) -> dict[str, Any] | None:

@@ -49,7 +49,8 @@ def build() -> str:
     )
     for fn in api_functions():
         app = host.module(fn).app
-        merge.add_schema(app.get_openapi_schema(title="Racecap API", version="1.0.0"))
+        schema = app.get_openapi_schema(title="Racecap API", version="1.0.0", security_schemes=_security_schemes())
+        merge.add_schema(schema)
     return json.dumps(json.loads(merge.get_openapi_json_schema()), indent=2, sort_keys=True) + "\n"
 
 
@@ -68,9 +69,7 @@ def main() -> None:
     if args.check:
         current = OUT.read_text() if OUT.exists() else ""
         if current != doc:
-            diff = difflib.unified_diff(
-                current.splitlines(), doc.splitlines(), "committed", "generated", lineterm=""
-            )
+            diff = difflib.unified_diff(current.splitlines(), doc.splitlines(), "committed", "generated", lineterm="")
             print("\n".join(list(diff)[:60]))
             sys.exit("openapi.json is stale: run `make openapi` and commit it")
         print("openapi.json is up to date")

@@ -16,6 +16,7 @@ import blueprint
 from .refs import Registry
 
 SES_SEND_ACTIONS = ["ses:SendEmail", "ses:SendRawEmail"]
+STOP_EXECUTION_ACTIONS = ["states:StopExecution", "states:DescribeExecution"]
 
 
 def apply_grants(registry: Registry) -> None:
@@ -43,5 +44,8 @@ def _apply(registry: Registry, fn: lambda_.Function, grant: blueprint.Grant) -> 
             fn.add_to_role_policy(iam.PolicyStatement(actions=SES_SEND_ACTIONS, resources=[identities]))
         case blueprint.StartExecution(state_machine=sm_id):
             registry.state_machines[sm_id].grant_start_execution(fn)
+        case blueprint.StopExecution(state_machine=sm_id):
+            # On this state machine's executions only (execution:<name>:*).
+            registry.state_machines[sm_id].grant_execution(fn, *STOP_EXECUTION_ACTIONS)
         case _:
             raise TypeError(f"unknown blueprint grant: {grant!r}")

@@ -8,6 +8,7 @@ cdk-nag flags fails ``app.synth()`` until it is fixed or acknowledged here.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, cast
 
 from aws_cdk import Acknowledgment, DefaultStackSynthesizer, Stack, Token, Validations
@@ -33,6 +34,11 @@ WHY_SES_IDENTITIES = (
     "The sender identity is a deploy-time parameter (EmailFrom); SES authorizes against the verified "
     "identity resource, so the grant covers this account's identities in this region for the send "
     "actions only."
+)
+WHY_EXECUTIONS = (
+    "Stop/Describe on the executions of the one state machine the blueprint names "
+    "(execution:<its name>:*): execution names are chosen per scheduling at run time, so they "
+    "cannot be listed at deploy time; no other state machine's executions are reachable."
 )
 WHY_RUNTIME = (
     "python3.12 on purpose: the Powertools public layer and the deps layer are built for it; newer runtimes "
@@ -99,6 +105,13 @@ def _functions(stack: RacecapStack) -> None:
             elif isinstance(grant, blueprint.SendEmail):
                 identities = f"arn:<AWS::Partition>:ses:{region}:{account}:identity/*"
                 _ack(role, f"IAM5[Resource::{identities}]", WHY_SES_IDENTITIES)
+            elif isinstance(grant, blueprint.StopExecution):
+                machine = stack.state_machines.by_id[grant.state_machine]
+                # How CDK names the state machine inside an execution ARN, as cdk-nag prints it.
+                ref = json.dumps({"Ref": _logical_id(machine)}, separators=(",", ":"))
+                name = '{"Fn::Select":[6,{"Fn::Split":[":",' + ref + "]}]}"
+                executions = f"arn:<AWS::Partition>:states:{region}:{account}:execution:{name}:*"
+                _ack(role, f"IAM5[Resource::{executions}]", WHY_EXECUTIONS)
 
 
 def _state_machines(stack: RacecapStack) -> None:

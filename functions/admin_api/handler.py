@@ -1,1 +1,327 @@
-"""AdminApi: placeholder while the routes are built."""
+"""AdminApi: race directors manage their races — behind the JWT authorizer (Cognito on AWS).
+
+Every route first finds the calling director's race (another director's race answers
+404 as if it did not exist), then makes one call into the logic layer.
+"""
+
+# No `from __future__ import annotations` here: Powertools reads the route annotations
+# at run time to validate requests and responses.
+
+import base64
+from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field
+from racecap.auth import director_from_claims
+from racecap.config import get_settings
+from racecap.http import make_resolver
+from racecap.logic.admin import EventDraft, EventPatch, RaceDraft, RacePatch
+from racecap.logic.participants import PAGE_MAX, build_export_page
+from racecap.models import (
+    AdminRaceList,
+    AdminRaceView,
+    AuditPage,
+    CancellationView,
+    Director,
+    Event,
+    Race,
+    RaceStatsView,
+    RegistrationPage,
+    WindowView,
+)
+from racecap.observability import logger, metrics, tracer
+from racecap.wiring import audit_trail, cancellations, participants, race_admin, race_stats, window_control
+
+get_settings()  # validate the environment at cold start
+app = make_resolver()
+NO_STORE = {"Cache-Control": "no-store"}
+SECURITY: list[dict[str, list[str]]] = [{"director": []}]
+NOT_YOURS: dict[int, OpenAPIResponse] = {404: {"description": "RACE_NOT_FOUND: no such race, or not yours"}}
+
+
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")
+
+
+def _director() -> Director:
+    return director_from_claims(app.current_event.request_context.authorizer.jwt_claim)
+
+
+def _owned(race_id: str) -> tuple[Director, Race, list[Event]]:
+    director = _director()
+    race, events = race_admin().owned(director, race_id)
+    return director, race, events
+
+
+def _json(status: int, body: Any) -> Response[Any]:
+    return Response(status, content_types.APPLICATION_JSON, body, headers=NO_STORE)
+
+
+# -- races and events -------------------------------------------------------------------------
+@app.get("/api/admin/races", summary="Your races", tags=["Admin: races"], security=SECURITY)
+@tracer.capture_method
+def list_races() -> Response[AdminRaceList]:
+    return _json(200, race_admin().list_races(_director()))
+
+
+@app.post(
+    "/api/admin/races",
+    summary="Create a race with its events",
+    description="Registration stays closed until you schedule the window or open it now.",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses={201: {"description": "Created"}, 400: {"description": "VALIDATION_ERROR with fields"}},
+)
+@tracer.capture_method
+def create_race(body: Annotated[RaceDraft, Body()]) -> Response[AdminRaceView]:
+    director = _director()
+    race = race_admin().create_race(director.sub, body, director=director)
+    return _json(201, race_admin().get(director, race.raceId))
+
+
+@app.get(
+    "/api/admin/races/<raceId>",
+    summary="One of your races",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def get_race(raceId: str) -> Response[AdminRaceView]:
+    return _json(200, race_admin().get(_director(), raceId))
+
+
+@app.patch(
+    "/api/admin/races/<raceId>",
+    summary="Edit a race",
+    description="Send only the fields to change. New registration times also move a scheduled window.",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 400: {"description": "VALIDATION_ERROR"}, 409: {"description": "CONFLICT"}},
+)
+@tracer.capture_method
+def edit_race(raceId: str, body: Annotated[RacePatch, Body()]) -> Response[AdminRaceView]:
+    return _json(200, race_admin().update_race(_director(), raceId, body))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/events",
+    summary="Add an event to a race",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 201: {"description": "Created"}},
+)
+@tracer.capture_method
+def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[AdminRaceView]:
+    return _json(201, race_admin().add_event(_director(), raceId, body))
+
+
+@app.patch(
+    "/api/admin/races/<raceId>/events/<eventId>",
+    summary="Edit an event: name, price, cap",
+    description="Raising the cap adds places at once; lowering it below the places taken is refused "
+    "(409 CAP_BELOW_TAKEN).",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 409: {"description": "CAP_BELOW_TAKEN or CONFLICT"}},
+)
+@tracer.capture_method
+def edit_event(raceId: str, eventId: str, body: Annotated[EventPatch, Body()]) -> Response[AdminRaceView]:
+    return _json(200, race_admin().update_event(_director(), raceId, eventId, body))
+
+
+# -- the registration window ----------------------------------------------------------------------
+@app.get(
+    "/api/admin/races/<raceId>/window",
+    summary="The registration window and its workflow",
+    tags=["Admin: window"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def get_window(raceId: str) -> Response[WindowView]:
+    _, race, _ = _owned(raceId)
+    return _json(200, window_control().view(race))
+
+
+WINDOW_ACTIONS = {
+    "schedule": "Follow the race's times: warm up 10 minutes ahead, open and close on time",
+    "open": "Open registration now; it still closes at registrationClosesAt",
+    "close": "Close registration now (schedule again to resume the planned times)",
+}
+
+
+def _window_action(action: Literal["schedule", "open", "close"], race_id: str) -> Response[WindowView]:
+    director, race, _ = _owned(race_id)
+    control = window_control()
+    do = {"schedule": control.schedule, "open": control.open_now, "close": control.close_now}[action]
+    return _json(200, do(director, race))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/window/schedule",
+    summary=WINDOW_ACTIONS["schedule"],
+    description="Idempotent: repeating it while the same schedule runs changes nothing (`changed: false`).",
+    tags=["Admin: window"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 409: {"description": "CONFLICT: the closing time has passed"}},
+)
+@tracer.capture_method
+def schedule_window(raceId: str) -> Response[WindowView]:
+    return _window_action("schedule", raceId)
+
+
+@app.post(
+    "/api/admin/races/<raceId>/window/open",
+    summary=WINDOW_ACTIONS["open"],
+    description="Idempotent. Stops the scheduled workflow and starts one that only closes on time.",
+    tags=["Admin: window"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 409: {"description": "CONFLICT: the closing time has passed"}},
+)
+@tracer.capture_method
+def open_window(raceId: str) -> Response[WindowView]:
+    return _window_action("open", raceId)
+
+
+@app.post(
+    "/api/admin/races/<raceId>/window/close",
+    summary=WINDOW_ACTIONS["close"],
+    description="Idempotent. Stops the workflow; places held keep their hold time.",
+    tags=["Admin: window"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def close_window(raceId: str) -> Response[WindowView]:
+    return _window_action("close", raceId)
+
+
+# -- live stats, participants, refunds, audit ----------------------------------------------------------
+@app.get(
+    "/api/admin/races/<raceId>/stats",
+    summary="Live figures per event",
+    description="Cap, held, queued, confirmed, places left, money, and confirmations per minute. "
+    "Up to two seconds old.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def stats(raceId: str, minutes: Annotated[int, Query(ge=1, le=1440)] = 60) -> Response[RaceStatsView]:
+    _, race, events = _owned(raceId)
+    return _json(200, race_stats().stats(race, events, minutes))
+
+
+@app.get(
+    "/api/admin/races/<raceId>/registrations",
+    summary="Registrations, paginated, with search",
+    description="`q`: a bib number, a whole email address, or words matched against names and email. "
+    "A word search reads a bounded slice per call and may return fewer than `limit` rows with a `nextCursor`.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def list_registrations(
+    raceId: str,
+    q: Annotated[str | None, Query(max_length=200)] = None,
+    eventId: Annotated[str | None, Query(max_length=100)] = None,
+    status: Annotated[Literal["CONFIRMED", "CANCELLING", "CANCELLED"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response[RegistrationPage]:
+    _, race, events = _owned(raceId)
+    page = participants().page(race, events, q=q, event_id=eventId, status=status, limit=limit, cursor=cursor)
+    return _json(200, page)
+
+
+@app.get(
+    "/api/admin/races/<raceId>/registrations/export",
+    summary="Registrations as CSV",
+    description="Send `Accept-Encoding: gzip` (`curl --compressed`): one response then carries about 100,000 "
+    'rows. A larger export comes in pages: follow `Link: rel="next"` (or pass `X-Next-Cursor` as '
+    "`cursor`); later pages have no header line, so they append to the same file.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 200: {"description": "CSV", "content": {"text/csv": {"schema": {"type": "string"}}}}},
+)
+@tracer.capture_method
+def export_registrations(
+    raceId: str,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    includeCancelled: Annotated[bool, Query()] = False,
+) -> Response[str]:
+    _, race, events = _owned(raceId)
+    accepts = app.current_event.headers.get("accept-encoding", "")
+    deadline_s = app.lambda_context.get_remaining_time_in_millis() / 1000
+    lines = participants().export_lines(race, events, cursor=cursor, include_cancelled=includeCancelled)
+    page = build_export_page(lines, gzip="gzip" in accepts.lower(), remaining_s=deadline_s)
+    headers = {
+        **NO_STORE,
+        "Content-Disposition": f'attachment; filename="{raceId}-registrations.csv"',
+        "X-Export-Lines": str(page.lines),
+    }
+    if page.gzipped:
+        headers["Content-Encoding"] = "gzip"
+    if page.next_cursor:
+        query = urlencode({"cursor": page.next_cursor} | ({"includeCancelled": "true"} if includeCancelled else {}))
+        headers["X-Next-Cursor"] = page.next_cursor
+        headers["Link"] = f'</api/admin/races/{raceId}/registrations/export?{query}>; rel="next"'
+    body = page.body if isinstance(page.body, str) else base64.b64encode(page.body).decode()
+    response = Response(200, "text/csv; charset=utf-8", body, headers=headers)
+    response.base64_encoded = page.gzipped  # already encoded: validation sees plain ASCII text
+    return response
+
+
+@app.post(
+    "/api/admin/races/<raceId>/registrations/<registrationId>/cancel",
+    summary="Cancel a registration and refund it",
+    description="The place goes back to the pool and the runner gets a refund email. Repeating the call "
+    "is harmless: one refund, one email (`changed: false`).",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={
+        **NOT_YOURS,
+        429: {"description": "The payment provider is not answering; retry (the cancellation is pending)"},
+        502: {"description": "REFUND_FAILED: the provider refused; nothing changed"},
+    },
+)
+@tracer.capture_method
+def cancel_registration(
+    raceId: str, registrationId: str, body: Annotated[CancelRequest | None, Body()] = None
+) -> Response[CancellationView]:
+    director, race, _ = _owned(raceId)
+    reason = body.reason if body else ""
+    return _json(200, cancellations().cancel(director, race, registrationId, reason))
+
+
+@app.get(
+    "/api/admin/races/<raceId>/audit",
+    summary="Who changed what, when — newest first",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def audit(
+    raceId: str,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> Response[AuditPage]:
+    _owned(raceId)
+    return _json(200, audit_trail().page(raceId, limit, cursor))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

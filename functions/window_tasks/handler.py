@@ -19,6 +19,8 @@ get_settings()
 class WindowTask(BaseModel):
     task: str = Field(pattern="^(warm|open|close)$")
     raceId: str = Field(min_length=1)
+    # The workflow execution running the task ($$.Execution.Name): a replaced one no-ops.
+    execution: str | None = None
 
 
 @logger.inject_lambda_context
@@ -26,4 +28,4 @@ class WindowTask(BaseModel):
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = WindowTask.model_validate(event)
-    return window_tasks().run(task.task, task.raceId)
+    return window_tasks().run(task.task, task.raceId, task.execution)

@@ -61,9 +61,7 @@ class Backend:
     def admin(self) -> RaceAdmin:
         return RaceAdmin(self.store(), self.inventory())
 
-    def create_race(
-        self, caps: list[int], *, open_now: bool = True, owner: str = "director-test", **kw: Any
-    ) -> str:
+    def create_race(self, caps: list[int], *, open_now: bool = True, owner: str = "director-test", **kw: Any) -> str:
         now = datetime.now(UTC)
         draft = RaceDraft(
             name=kw.pop("name", "Test Race"),
@@ -88,9 +86,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
 @pytest.fixture(scope="session")
 def backend(stack: LocalStack) -> Backend:
     env = stack.aws_env()
-    session = boto3.session.Session(
-        aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
-    )
+    session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
     return Backend(
         stack=stack,
         dynamodb=session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"]),
@@ -113,3 +109,19 @@ def api(stack: LocalStack) -> Iterator[requests.Session]:
     session.request = request  # type: ignore[method-assign]
     yield session
     session.close()
+
+
+@pytest.fixture
+def director(stack: LocalStack) -> Iterator[Any]:
+    """``director(name)``: an API session signed in as that race director (local issuer)."""
+    from .admin import DirectorSession
+
+    sessions: list[DirectorSession] = []
+
+    def sign_in(name: str) -> DirectorSession:
+        sessions.append(DirectorSession(stack, name))
+        return sessions[-1]
+
+    yield sign_in
+    for s in sessions:
+        s.close()

@@ -566,7 +566,10 @@ def test_registration_window_runs_its_tasks_at_their_times(sfn: Any, fake_lambda
     assert json.loads(desc["output"]) == window  # every Task has ResultPath null
 
     calls = fake_lambda.calls_to(WINDOW_FUNCTION, raceId=race)
-    assert [c.payload for c in calls] == [{"task": t, "raceId": race} for t in ("warm", "open", "close")]
+    name = execution.rsplit(":", 1)[-1]  # each task names its execution ($$.Execution.Name)
+    assert [c.payload for c in calls] == [
+        {"task": t, "raceId": race, "execution": name} for t in ("warm", "open", "close")
+    ]
     for call in calls:
         due = times[call.payload["task"]].timestamp()
         assert due - 0.05 <= call.at < due + 1.0, (call, due)
@@ -578,9 +581,7 @@ def test_registration_window_runs_its_tasks_at_their_times(sfn: Any, fake_lambda
 def test_registration_window_task_error_ends_in_window_failed(sfn: Any, fake_lambda: FakeLambda) -> None:
     machine = create(sfn, window_definition())
     past = iso(datetime.now(UTC) - timedelta(minutes=1))
-    execution = start(
-        sfn, machine, {"raceId": "race-missing", "warmUpAt": past, "opensAt": past, "closesAt": past}
-    )
+    execution = start(sfn, machine, {"raceId": "race-missing", "warmUpAt": past, "opensAt": past, "closesAt": past})
     desc = wait_done(sfn, execution)
     assert desc["status"] == "FAILED"
     assert desc["error"] == "RaceNotFound"  # WindowFailed reports the task's error

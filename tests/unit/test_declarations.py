@@ -11,9 +11,22 @@ import blueprint
 
 def test_every_declared_environment_key_is_validated_by_settings():
     aliases = {f.alias for f in Settings.model_fields.values()}
-    declared = {k for k in blueprint.COMMON_ENV if not k.startswith("POWERTOOLS_")}
+    extra = {k for fn in blueprint.FUNCTIONS for k in fn.extra_env}
+    declared = {k for k in blueprint.COMMON_ENV if not k.startswith("POWERTOOLS_")} | extra
     assert declared <= aliases
     assert aliases - declared == {"POWERTOOLS_SERVICE_NAME"}
+    # Only some functions get their extra variables: for the rest they must be optional.
+    for name, f in Settings.model_fields.items():
+        if f.alias in extra:
+            assert not f.is_required(), name
+
+
+def test_function_variables_never_shadow_each_other():
+    # The local stack runs every function in one process with the union of their variables.
+    seen: dict[str, object] = dict(blueprint.COMMON_ENV)
+    for fn in blueprint.FUNCTIONS:
+        for key, ref in fn.extra_env.items():
+            assert seen.setdefault(key, ref) == ref, (fn.id, key)
 
 
 def test_every_route_points_at_a_declared_function_with_a_handler_file():

@@ -20,6 +20,7 @@ class Settings(BaseModel):
     inventory_table: str = Field(alias="INVENTORY_TABLE", min_length=1)
     registrations_table: str = Field(alias="REGISTRATIONS_TABLE", min_length=1)
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
+    audit_table: str = Field(alias="AUDIT_TABLE", min_length=1)
     registrations_queue_url: str = Field(alias="REGISTRATIONS_QUEUE_URL", pattern=r"^https?://")
     emails_queue_url: str = Field(alias="EMAILS_QUEUE_URL", pattern=r"^https?://")
     cache_url: str = Field(alias="CACHE_URL", pattern=r"^rediss?://")
@@ -27,6 +28,10 @@ class Settings(BaseModel):
     email_send_rate_per_second: float = Field(alias="EMAIL_SEND_RATE_PER_SECOND", gt=0)
     payments_url: str = Field(alias="PAYMENTS_URL", pattern=r"^https?://")
     service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
+    # AdminApi only (a function's ``extra_env`` in the blueprint); None elsewhere.
+    window_state_machine_arn: str | None = Field(
+        default=None, alias="WINDOW_STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:"
+    )
 
 
 class ConfigurationError(RuntimeError):

@@ -87,3 +87,13 @@ class Unauthorized(DomainError):
 
 class Forbidden(DomainError):
     code, status = "FORBIDDEN", 403
+
+
+class CapBelowTaken(Conflict):
+    code = "CAP_BELOW_TAKEN"
+
+
+class RefundFailed(DomainError):
+    """The payment provider refused the refund; nothing changed on our side."""
+
+    code, status = "REFUND_FAILED", 502

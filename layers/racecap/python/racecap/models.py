@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -96,3 +96,145 @@ class RegistrationStatus(BaseModel):
     raceName: str | None = None
     confirmedAt: datetime | None = None
     message: str | None = None
+
+
+# -- the race directors' admin API ---------------------------------------------------
+class Director(BaseModel):
+    """Who is calling the admin API: from the JWT's claims (Cognito on AWS)."""
+
+    sub: str  # the stable user id; races are owned by it
+    username: str
+    email: str = ""
+
+
+class AdminEventView(BaseModel):
+    eventId: str
+    name: str
+    cap: int
+    priceCents: int
+    currency: str
+    shards: int
+    taken: int = Field(description="Places held, paid or confirmed right now.")
+    placesLeft: int
+
+
+class AdminRaceSummary(BaseModel):
+    raceId: str
+    name: str
+    raceDate: str
+    status: PublicRaceStatus
+    registrationState: RegistrationState
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+    published: bool
+    version: int
+
+
+class AdminRaceList(BaseModel):
+    races: list[AdminRaceSummary]
+
+
+class AdminRaceView(AdminRaceSummary):
+    location: str
+    description: str
+    currency: str
+    holdMinutes: int
+    events: list[AdminEventView]
+
+
+class WorkflowView(BaseModel):
+    execution: str
+    executionArn: str
+    mode: Literal["schedule", "open"]
+    status: str = Field(description="RUNNING, SUCCEEDED, FAILED, ABORTED, TIMED_OUT, or UNKNOWN")
+    opensAt: datetime
+    closesAt: datetime
+    startedAt: datetime
+    startedBy: str
+
+
+class WindowView(BaseModel):
+    raceId: str
+    status: PublicRaceStatus
+    registrationState: RegistrationState
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+    workflow: WorkflowView | None = Field(description="The window's current workflow; null when none runs.")
+    changed: bool = Field(description="False when the call found the window already as asked (a repeat).")
+
+
+class MinuteCount(BaseModel):
+    minute: str = Field(description="UTC minute, YYYY-MM-DDTHH:MM")
+    confirmed: int
+
+
+class EventStats(BaseModel):
+    eventId: str
+    name: str
+    cap: int
+    held: int = Field(description="Places held by runners filling in the form or paying.")
+    queued: int = Field(description="Paid, waiting on the queue to be written.")
+    confirmed: int
+    cancelled: int
+    placesLeft: int
+    revenueCents: int
+    refundedCents: int
+    perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
+
+
+class RaceStatsView(BaseModel):
+    raceId: str
+    status: PublicRaceStatus
+    asOf: datetime
+    minutes: int
+    totals: dict[str, int]
+    events: list[EventStats]
+
+
+class RegistrationRow(BaseModel):
+    registrationId: str
+    eventId: str
+    eventName: str
+    bib: int
+    status: Literal["CONFIRMED", "CANCELLING", "CANCELLED"]
+    firstName: str
+    lastName: str
+    email: str
+    dateOfBirth: str
+    amountCents: int
+    currency: str
+    confirmedAt: str
+    cancelledAt: str | None = None
+    refundId: str | None = None
+
+
+class RegistrationPage(BaseModel):
+    registrations: list[RegistrationRow]
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for more; a search may return fewer than `limit` rows with a cursor."
+    )
+
+
+class CancellationView(BaseModel):
+    registrationId: str
+    status: Literal["CANCELLED"]
+    refundId: str
+    amountCents: int
+    currency: str
+    cancelledAt: str
+    changed: bool = Field(description="False when the registration was already cancelled (a repeat).")
+
+
+class AuditEntry(BaseModel):
+    raceId: str
+    entryId: str
+    at: datetime
+    actor: Director
+    action: str = Field(description="e.g. race.create, race.update, event.update, window.open, registration.cancel")
+    target: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class AuditPage(BaseModel):
+    entries: list[AuditEntry]
+    nextCursor: str | None

@@ -10,18 +10,28 @@ from functools import lru_cache
 
 from racecap import clients
 from racecap.cache import TieredCache
-from racecap.config import get_settings
-from racecap.dal.holds import DynamoHolds
+from racecap.config import ConfigurationError, get_settings
+from racecap.dal.audit import DynamoAudit
+from racecap.dal.holds import DynamoHolds, live_counts
 from racecap.dal.inventory import DynamoInventory
 from racecap.dal.payments import HttpPaymentProvider
 from racecap.dal.queues import SqsQueue
 from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.transactions import TransactItem
+from racecap.dal.transactions import transact as run_transaction
+from racecap.dal.windows import DynamoWindows
+from racecap.dal.workflows import StepFunctionsWorkflow
+from racecap.logic.admin import RaceAdmin
+from racecap.logic.audit import AuditTrail
 from racecap.logic.holds import HoldService
+from racecap.logic.participants import Participants
 from racecap.logic.races import RaceCatalog
+from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService
+from racecap.logic.stats import RaceStats
 from racecap.logic.sweeper import HoldSweeper
-from racecap.logic.window import WindowTasks
+from racecap.logic.window import WindowControl, WindowTasks
 from racecap.logic.writer import RegistrationWriter
 
 
@@ -84,5 +94,60 @@ def sweeper() -> HoldSweeper:
 
 
 @lru_cache(maxsize=1)
+def windows() -> DynamoWindows:
+    return DynamoWindows(clients.dynamodb(), get_settings().races_table)
+
+
+@lru_cache(maxsize=1)
 def window_tasks() -> WindowTasks:
-    return WindowTasks(race_store(), inventory(), catalog(), cache())
+    return WindowTasks(race_store(), inventory(), catalog(), cache(), windows())
+
+
+# -- the race directors' admin API ----------------------------------------------------------
+def transact(items: list[TransactItem]) -> None:
+    run_transaction(clients.dynamodb(), items)
+
+
+@lru_cache(maxsize=1)
+def audit_trail() -> AuditTrail:
+    return AuditTrail(DynamoAudit(clients.dynamodb(), get_settings().audit_table))
+
+
+@lru_cache(maxsize=1)
+def window_control() -> WindowControl:
+    arn = get_settings().window_state_machine_arn
+    if arn is None:
+        raise ConfigurationError("WINDOW_STATE_MACHINE_ARN is not set for this function")
+    workflow = StepFunctionsWorkflow(clients.aws("stepfunctions"), arn)
+    return WindowControl(race_store(), windows(), workflow, transact, audit_trail(), catalog())
+
+
+@lru_cache(maxsize=1)
+def race_admin() -> RaceAdmin:
+    return RaceAdmin(
+        race_store(),
+        inventory(),
+        transact=transact,
+        audit=audit_trail(),
+        catalog=catalog(),
+        window=window_control(),
+    )
+
+
+@lru_cache(maxsize=1)
+def participants() -> Participants:
+    return Participants(registrations())
+
+
+@lru_cache(maxsize=1)
+def race_stats() -> RaceStats:
+    table = get_settings().inventory_table
+    return RaceStats(
+        inventory(), registrations(), lambda race_id: live_counts(clients.dynamodb(), table, race_id), cache()
+    )
+
+
+@lru_cache(maxsize=1)
+def cancellations() -> Cancellations:
+    emails = SqsQueue(clients.sqs(), get_settings().emails_queue_url)
+    return Cancellations(registrations(), holds(), payments(), emails, transact, audit_trail(), catalog())

@@ -9,10 +9,12 @@ Layout (pk / sk):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from racecap.dal.dynamo import from_item, is_conditional_failure, query_all, to_item, values
+from racecap.dal.transactions import ConditionFailed, TransactItem, transact
 from racecap.errors import Conflict
 from racecap.models import Event, Race
 
@@ -22,8 +24,19 @@ class RaceStore(Protocol):
     def race_version(self, race_id: str) -> int: ...
     def list_published(self) -> list[Race]: ...
     def listing_version(self) -> int: ...
-    def create(self, race: Race, events: list[Event]) -> None: ...
-    def update_race(self, race_id: str, changes: dict[str, Any], expected_version: int | None = None) -> Race: ...
+    def create(self, race: Race, events: list[Event], also: Sequence[TransactItem] = ()) -> None: ...
+    def update_race(
+        self,
+        race_id: str,
+        changes: dict[str, Any],
+        expected_version: int | None = None,
+        also: Sequence[TransactItem] = (),
+    ) -> Race: ...
+    def apply_update(self, current: Race, changes: dict[str, Any], also: Sequence[TransactItem] = ()) -> Race: ...
+    def list_by_owner(self, owner_id: str) -> list[Race]: ...
+    def version_item(self, race: Race) -> TransactItem: ...
+    def put_event_item(self, event: Event) -> TransactItem: ...
+    def update_event_item(self, current: Event, changes: dict[str, Any]) -> TransactItem: ...
 
 
 class DynamoRaceStore:
@@ -71,7 +84,7 @@ class DynamoRaceStore:
         item = resp.get("Item")
         return int(from_item(item)["version"]) if item else 0
 
-    def create(self, race: Race, events: list[Event]) -> None:
+    def create(self, race: Race, events: list[Event], also: Sequence[TransactItem] = ()) -> None:
         now = datetime.now(UTC).isoformat()
         race_doc = race.model_dump(mode="json")
         items: list[dict[str, Any]] = [
@@ -107,6 +120,7 @@ class DynamoRaceStore:
                 for e in events
             ),
             self._bump_listing(),
+            *also,
         ]
         if race.published:
             items.append(
@@ -129,11 +143,19 @@ class DynamoRaceStore:
                 raise Conflict(f"race {race.raceId} already exists") from exc
             raise
 
-    def update_race(self, race_id: str, changes: dict[str, Any], expected_version: int | None = None) -> Race:
+    def update_race(
+        self,
+        race_id: str,
+        changes: dict[str, Any],
+        expected_version: int | None = None,
+        also: Sequence[TransactItem] = (),
+    ) -> Race:
         """Apply ``changes`` to the race, bump its version and keep the public listing in step.
 
         ``expected_version`` makes the edit optimistic: a director editing a stale copy
-        gets a Conflict instead of silently overwriting someone else's change.
+        gets a Conflict instead of silently overwriting someone else's change. ``also``
+        joins other items (an audit entry, a guard) to the same transaction; if one of
+        their conditions fails the edit does not happen and Conflict is raised.
         """
         found = self.get_race(race_id)
         if found is None:
@@ -141,6 +163,11 @@ class DynamoRaceStore:
         current, _ = found
         if expected_version is not None and current.version != expected_version:
             raise Conflict("The race was changed meanwhile; reload it and try again.")
+        return self.apply_update(current, changes, also)
+
+    def apply_update(self, current: Race, changes: dict[str, Any], also: Sequence[TransactItem] = ()) -> Race:
+        """``update_race`` on a race already read (conditional on its version)."""
+        race_id = current.raceId
         updated = current.model_copy(update={**changes, "version": current.version + 1})
         doc = updated.model_dump(mode="json")
         sets = {k: v for k, v in doc.items() if k not in ("raceId", "ownerId")}
@@ -158,6 +185,7 @@ class DynamoRaceStore:
                 }
             },
             self._bump_listing(),
+            *also,
         ]
         old_listing = {"pk": "LISTING", "sk": f"{current.raceDate}#{race_id}"}
         if current.published and (not updated.published or updated.raceDate != current.raceDate):
@@ -172,12 +200,60 @@ class DynamoRaceStore:
                 }
             )
         try:
-            self._db.transact_write_items(TransactItems=items)
-        except self._db.exceptions.TransactionCanceledException as exc:
-            if (exc.response.get("CancellationReasons") or [{}])[0].get("Code") == "ConditionalCheckFailed":
-                raise Conflict("The race was changed meanwhile; reload it and try again.") from exc
-            raise
+            transact(self._db, items)
+        except ConditionFailed as exc:
+            raise Conflict("The race was changed meanwhile; reload it and try again.") from exc
         return updated
+
+    # -- what directors see and change ---------------------------------------------------
+    def list_by_owner(self, owner_id: str) -> list[Race]:
+        items = query_all(
+            self._db,
+            TableName=self._table,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :o",
+            ExpressionAttributeValues=values({":o": f"OWNER#{owner_id}"}),
+            ScanIndexForward=False,
+        )
+        return [Race.model_validate(i) for i in items]
+
+    def version_item(self, race: Race) -> TransactItem:
+        """Bump the race's version (orphaning every cached copy), if nobody else did first."""
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": to_item({"pk": f"RACE#{race.raceId}", "sk": "RACE"}),
+                "UpdateExpression": "SET version = :next",
+                "ConditionExpression": "version = :cur",
+                "ExpressionAttributeValues": values({":cur": race.version, ":next": race.version + 1}),
+            }
+        }
+
+    def put_event_item(self, event: Event) -> TransactItem:
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": to_item(
+                    {**event.model_dump(mode="json"), "pk": f"RACE#{event.raceId}", "sk": f"EVENT#{event.eventId}"}
+                ),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def update_event_item(self, current: Event, changes: dict[str, Any]) -> TransactItem:
+        """Change an event, provided its cap is still the one read (caps move with shards)."""
+        names = {f"#{i}": k for i, k in enumerate(changes)}
+        vals = {f":{i}": v for i, v in enumerate(changes.values())} | {":cap0": current.cap}
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": to_item({"pk": f"RACE#{current.raceId}", "sk": f"EVENT#{current.eventId}"}),
+                "UpdateExpression": "SET " + ", ".join(f"#{i} = :{i}" for i in range(len(changes))),
+                "ConditionExpression": "attribute_exists(pk) AND cap = :cap0",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values(vals),
+            }
+        }
 
     def _bump_listing(self) -> dict[str, Any]:
         return {

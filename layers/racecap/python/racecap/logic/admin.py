@@ -1,16 +1,27 @@
-"""What race directors do to their races. The admin API and the demo seed both go here."""
+"""What race directors do to their races and events. The admin API and the demo seed go here.
+
+Every change is one DynamoDB transaction with its audit entry, bumps the race's version
+stamp (so every cached copy of the race is orphaned at once) and is checked against the
+director: a race that is not theirs does not exist for them (404, never 403, so ids of
+other directors' races are not confirmed).
+"""
 
 from __future__ import annotations
 
 import math
 import secrets
-from datetime import datetime
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from racecap.dal.inventory import DynamoInventory
+from racecap.dal.inventory import CapBelowPlacesTaken, DynamoInventory, cap_change_items, plan_cap_change
 from racecap.dal.races import RaceStore
-from racecap.models import Event, Race
+from racecap.dal.transactions import ConditionFailed, TransactItem
+from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
+from racecap.logic.races import race_status
+from racecap.models import AdminEventView, AdminRaceList, AdminRaceSummary, AdminRaceView, Director, Event, Race
 
 # One DynamoDB item sustains ~1,000 writes/s. A hold is one write to one shard, so an
 # event with S shards takes ~S x 1,000 holds/s; 8 shards clears RunSignUp's peak 1,500
@@ -18,6 +29,9 @@ from racecap.models import Event, Race
 # so the last places of a small event aren't scattered across mostly-full shards.
 MAX_SHARDS = 8
 PLACES_PER_SHARD_MIN = 25
+MAX_EVENTS = 50  # one transaction creates a race with all its events (100 items at most)
+CAP_CHANGE_TRIES = 5  # holds landing on a shard mid-change make it re-plan
+NULL_MESSAGE = "Leave out a field to keep it; null is not a value."
 
 KNOWN_CURRENCIES = frozenset({"USD", "EUR", "GBP", "CAD", "AUD", "NZD", "CHF", "SEK", "NOK", "DKK", "JPY"})
 
@@ -31,28 +45,47 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_urlsafe(16)}"
 
 
+# -- what a director sends ---------------------------------------------------------------
+_STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
 class EventDraft(BaseModel):
+    model_config = _STRICT
+
     name: str = Field(min_length=1, max_length=100)
     cap: int = Field(gt=0, le=1_000_000)
     priceCents: int = Field(gt=0, le=10_000_000)
 
 
-class RaceDraft(BaseModel):
+class RaceFields(BaseModel):
+    """A race's own settings, validated together: the times must make sense as a whole."""
+
+    model_config = _STRICT
+
     name: str = Field(min_length=1, max_length=150)
     location: str = Field(default="", max_length=150)
-    raceDate: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    raceDate: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD, local to the race")
     description: str = Field(default="", max_length=5000)
     currency: str = "USD"
     registrationOpensAt: datetime
     registrationClosesAt: datetime
     holdMinutes: int = Field(default=10, ge=1, le=60)
-    events: list[EventDraft] = Field(min_length=1, max_length=50)
+    published: bool = True
+
+    @field_validator("raceDate")
+    @classmethod
+    def _real_date(cls, v: str) -> str:
+        try:
+            date.fromisoformat(v)
+        except ValueError as exc:
+            raise ValueError("Not a date; use YYYY-MM-DD.") from exc
+        return v
 
     @field_validator("currency")
     @classmethod
     def _currency(cls, v: str) -> str:
         if v.upper() not in KNOWN_CURRENCIES:
-            raise ValueError(f"Unknown currency {v!r}.")
+            raise ValueError(f"Unknown currency {v!r}; use one of {', '.join(sorted(KNOWN_CURRENCIES))}.")
         return v.upper()
 
     @field_validator("registrationOpensAt", "registrationClosesAt")
@@ -62,31 +95,126 @@ class RaceDraft(BaseModel):
             raise ValueError("Give a time zone, e.g. 2026-05-01T09:00:00Z.")
         return v
 
-    @model_validator(mode="after")
-    def _window(self) -> RaceDraft:
-        if self.registrationClosesAt <= self.registrationOpensAt:
+    @field_validator("registrationClosesAt")
+    @classmethod
+    def _in_order(cls, v: datetime, info: ValidationInfo) -> datetime:
+        opens = info.data.get("registrationOpensAt")
+        if opens is not None and v <= opens:
             raise ValueError("registrationClosesAt must be after registrationOpensAt.")
-        return self
+        race_date = info.data.get("raceDate")
+        # A day's grace: raceDate is local to the race, the closing time is absolute.
+        if race_date is not None and v.date() > date.fromisoformat(race_date) + timedelta(days=1):
+            raise ValueError("Registration must close by the race date.")
+        return v
 
 
+class RaceDraft(RaceFields):
+    events: list[EventDraft] = Field(min_length=1, max_length=MAX_EVENTS)
+
+
+class RacePatch(BaseModel):
+    """Fields to change; those left out stay as they are."""
+
+    model_config = _STRICT
+
+    expectedVersion: int | None = Field(
+        default=None, ge=1, description="The version you edited; a Conflict if the race changed meanwhile."
+    )
+    name: str | None = None
+    location: str | None = None
+    raceDate: str | None = None
+    description: str | None = None
+    currency: str | None = None
+    registrationOpensAt: datetime | None = None
+    registrationClosesAt: datetime | None = None
+    holdMinutes: int | None = None
+    published: bool | None = None
+
+
+class EventPatch(BaseModel):
+    model_config = _STRICT
+
+    expectedVersion: int | None = Field(default=None, ge=1)
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    cap: int | None = Field(default=None, gt=0, le=1_000_000, description="May go down only to the places taken.")
+    priceCents: int | None = Field(default=None, gt=0, le=10_000_000)
+
+
+def _fields(exc: ValidationError) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for err in exc.errors():
+        name = ".".join(str(p) for p in err.get("loc", ())) or "body"
+        out.setdefault(name, str(err.get("msg", "Invalid value.")).removeprefix("Value error, "))
+    return out
+
+
+# -- the service ---------------------------------------------------------------------------
 class RaceAdmin:
-    def __init__(self, store: RaceStore, inventory: DynamoInventory) -> None:
+    def __init__(
+        self,
+        store: RaceStore,
+        inventory: DynamoInventory,
+        *,
+        transact: Callable[[list[TransactItem]], None] | None = None,
+        audit: Any = None,  # racecap.logic.audit.AuditTrail
+        catalog: Any = None,  # racecap.logic.races.RaceCatalog
+        window: Any = None,  # racecap.logic.window.WindowControl
+    ) -> None:
         self._store = store
         self._inventory = inventory
+        self._transact = transact
+        self._audit = audit
+        self._catalog = catalog
+        self._window = window
 
-    def create_race(self, owner_id: str, draft: RaceDraft, *, open_now: bool = False) -> Race:
+    # -- reading -----------------------------------------------------------------------
+    def owned(self, director: Director, race_id: str) -> tuple[Race, list[Event]]:
+        """The race and its events, read fresh, if ``director`` owns it; else RaceNotFound."""
+        found = self._store.get_race(race_id)
+        if found is None or found[0].ownerId != director.sub:
+            raise RaceNotFound(f"No race with id {race_id}.")
+        return found
+
+    def list_races(self, director: Director) -> AdminRaceList:
+        return AdminRaceList(races=[_summary(r) for r in self._store.list_by_owner(director.sub)])
+
+    def view(self, race: Race, events: list[Event]) -> AdminRaceView:
+        views = []
+        for e in events:
+            usage = self._inventory.usage(race.raceId, e.eventId)
+            views.append(
+                AdminEventView(
+                    eventId=e.eventId,
+                    name=e.name,
+                    cap=e.cap,
+                    priceCents=e.priceCents,
+                    currency=e.currency,
+                    shards=e.shards,
+                    taken=usage.taken,
+                    placesLeft=usage.left,
+                )
+            )
+        return AdminRaceView(
+            **_summary(race).model_dump(),
+            location=race.location,
+            description=race.description,
+            currency=race.currency,
+            holdMinutes=race.holdMinutes,
+            events=views,
+        )
+
+    def get(self, director: Director, race_id: str) -> AdminRaceView:
+        return self.view(*self.owned(director, race_id))
+
+    # -- creating --------------------------------------------------------------------------
+    def create_race(
+        self, owner_id: str, draft: RaceDraft, *, open_now: bool = False, director: Director | None = None
+    ) -> Race:
         race = Race(
             raceId=new_id("race"),
             ownerId=owner_id,
-            name=draft.name,
-            location=draft.location,
-            raceDate=draft.raceDate,
-            description=draft.description,
-            currency=draft.currency,
-            registrationOpensAt=draft.registrationOpensAt,
-            registrationClosesAt=draft.registrationClosesAt,
+            **draft.model_dump(exclude={"events"}),
             registrationState="OPEN" if open_now else "SCHEDULED",
-            holdMinutes=draft.holdMinutes,
         )
         events = [
             Event(
@@ -103,5 +231,158 @@ class RaceAdmin:
         # Shards first: a race is only visible once every place it advertises exists.
         for e in events:
             self._inventory.create_event_shards(race.raceId, e.eventId, e.cap, e.shards)
-        self._store.create(race, events)
+        also = []
+        if director is not None and self._audit is not None:
+            also.append(
+                self._audit.item(director, race.raceId, "race.create", race.raceId, name=race.name, events=len(events))
+            )
+        self._store.create(race, events, also)
         return race
+
+    def add_event(self, director: Director, race_id: str, draft: EventDraft) -> AdminRaceView:
+        race, events = self.owned(director, race_id)
+        if len(events) >= MAX_EVENTS:
+            raise ValidationFailed(f"A race has at most {MAX_EVENTS} events.", fields={"events": "Too many."})
+        event = Event(
+            raceId=race_id,
+            eventId=new_id("evt"),
+            name=draft.name,
+            cap=draft.cap,
+            priceCents=draft.priceCents,
+            currency=race.currency,
+            shards=shards_for(draft.cap),
+        )
+        self._inventory.create_event_shards(race_id, event.eventId, event.cap, event.shards)
+        try:
+            self._run(
+                [
+                    self._store.put_event_item(event),
+                    self._store.version_item(race),
+                    self._audit.item(director, race_id, "event.create", event.eventId, **draft.model_dump()),
+                ]
+            )
+        except ConditionFailed as exc:
+            # The unused shards stay behind under an id nothing names: harmless.
+            raise Conflict("The race was changed meanwhile; reload it and try again.") from exc
+        return self._changed(director, race_id)
+
+    # -- editing ---------------------------------------------------------------------------
+    def update_race(self, director: Director, race_id: str, patch: RacePatch) -> AdminRaceView:
+        race, events = self.owned(director, race_id)
+        _check_version(race, patch.expectedVersion)
+        asked = patch.model_dump(exclude_unset=True, exclude={"expectedVersion"})
+        nulls = [k for k, v in asked.items() if v is None]
+        if nulls:
+            raise ValidationFailed(
+                "Leave out a field to keep it; null is not a value.", fields=dict.fromkeys(nulls, "May not be null.")
+            )
+        current = RaceFields.model_construct(**{k: getattr(race, k) for k in RaceFields.model_fields})
+        try:
+            merged = RaceFields.model_validate({**current.model_dump(), **asked})
+        except ValidationError as exc:
+            raise ValidationFailed("Some fields are missing or invalid.", fields=_fields(exc)) from exc
+        changes = {k: getattr(merged, k) for k in asked if getattr(merged, k) != getattr(race, k)}
+        if not changes:
+            return self.view(race, events)
+        also: list[TransactItem] = []
+        if "currency" in changes:
+            taken = sum(self._inventory.usage(race_id, e.eventId, consistent=True).taken for e in events)
+            if taken:
+                raise Conflict(
+                    f"{taken} places are taken at {race.currency} prices; the currency can no longer change."
+                )
+            also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
+        also.append(
+            self._audit.item(
+                director,
+                race_id,
+                "race.update",
+                race_id,
+                changes={k: {"from": getattr(race, k), "to": v} for k, v in changes.items()},
+            )
+        )
+        updated = self._store.apply_update(race, changes, also)
+        self._catalog.invalidate(race_id, updated.version)
+        if self._window is not None and {"registrationOpensAt", "registrationClosesAt"} & changes.keys():
+            self._window.follow_new_times(director, updated)
+        return self.get(director, race_id)
+
+    def update_event(self, director: Director, race_id: str, event_id: str, patch: EventPatch) -> AdminRaceView:
+        asked = patch.model_dump(exclude_unset=True, exclude={"expectedVersion"})
+        nulls = [k for k, v in asked.items() if v is None]
+        if nulls:
+            raise ValidationFailed(
+                "Leave out a field to keep it; null is not a value.", fields=dict.fromkeys(nulls, "May not be null.")
+            )
+        for _ in range(CAP_CHANGE_TRIES):
+            race, events = self.owned(director, race_id)
+            _check_version(race, patch.expectedVersion)
+            event = next((e for e in events if e.eventId == event_id), None)
+            if event is None:
+                raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+            changes: dict[str, Any] = {k: v for k, v in asked.items() if getattr(event, k) != v}
+            if not changes:
+                return self.view(race, events)
+            shard_items: list[TransactItem] = []
+            if "cap" in changes:
+                usage = self._inventory.usage(race_id, event_id, consistent=True)
+                try:
+                    plan = plan_cap_change(usage.shards, changes["cap"], shards_for(changes["cap"]))
+                except CapBelowPlacesTaken as exc:
+                    raise CapBelowTaken(
+                        f"{exc.taken} places of {event.name} are already taken (held, paid or confirmed); "
+                        f"the cap cannot go below {exc.taken}.",
+                        fields={"cap": f"At least {exc.taken}."},
+                    ) from exc
+                shard_items = cap_change_items(self._inventory.table, race_id, event_id, plan)
+                added = sum(1 for c in plan if c.old_cap is None)
+                if added:  # new shards exist only once the event names them (same transaction)
+                    changes["shards"] = len(usage.shards) + added
+            details = {k: {"from": getattr(event, k), "to": v} for k, v in changes.items()}
+            try:
+                self._run(
+                    [
+                        self._store.update_event_item(event, changes),
+                        self._store.version_item(race),
+                        self._audit.item(director, race_id, "event.update", event_id, changes=details),
+                        *shard_items,
+                    ]
+                )
+            except ConditionFailed:
+                continue  # a hold, or another edit, moved something we read: read again
+            if changes.get("cap", 0) > event.cap:
+                self._catalog.places_came_back(race_id, event_id)
+            return self._changed(director, race_id)
+        raise Conflict("The event kept changing while we tried to save; please retry.")
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _run(self, items: list[TransactItem]) -> None:
+        if self._transact is None:
+            raise RuntimeError("RaceAdmin was built without a transaction runner")
+        self._transact(items)
+
+    def _changed(self, director: Director, race_id: str) -> AdminRaceView:
+        race, events = self.owned(director, race_id)
+        self._catalog.invalidate(race_id, race.version)
+        return self.view(race, events)
+
+
+def _check_version(race: Race, expected: int | None) -> None:
+    if expected is not None and expected != race.version:
+        raise Conflict(
+            f"The race is at version {race.version}, not {expected}: it was changed meanwhile; reload it and retry."
+        )
+
+
+def _summary(race: Race) -> AdminRaceSummary:
+    return AdminRaceSummary(
+        raceId=race.raceId,
+        name=race.name,
+        raceDate=race.raceDate,
+        status=race_status(race),
+        registrationState=race.registrationState,
+        registrationOpensAt=race.registrationOpensAt,
+        registrationClosesAt=race.registrationClosesAt,
+        published=race.published,
+        version=race.version,
+    )

@@ -124,6 +124,11 @@ class RaceCatalog:
             local_ttl=AVAILABILITY_LOCAL_TTL,
         )
 
+    def places_came_back(self, race_id: str, event_id: str) -> None:
+        """A cap went up or a registration was cancelled: offer the places again at once."""
+        self._cache.clear_flag(sold_out_flag(race_id, event_id))
+        self._cache.delete(f"race:{race_id}:avail")
+
     def invalidate(self, race_id: str, new_version: int) -> None:
         """After an edit: orphan the race's cached definition and the public listing."""
         self._cache.bump(f"race:{race_id}", new_version)

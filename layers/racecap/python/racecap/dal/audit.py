@@ -1,0 +1,48 @@
+"""The audit trail of directors' changes, in the Audit table.
+
+Layout: ``RACE#<raceId> / <at>#<entryId>`` — one partition per race, oldest first. The
+entry is written in the same transaction as the change it records (``put_item``), so a
+change without its entry, or an entry without a change, cannot exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from racecap.dal.dynamo import from_item, to_item, values
+from racecap.dal.transactions import TransactItem
+from racecap.models import AuditEntry
+
+
+def audit_sk(entry: AuditEntry) -> str:
+    return f"{entry.at.isoformat()}#{entry.entryId}"
+
+
+class DynamoAudit:
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def put_item(self, entry: AuditEntry) -> TransactItem:
+        doc = entry.model_dump(mode="json")
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": to_item({**doc, "pk": f"RACE#{entry.raceId}", "sk": audit_sk(entry)}),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def page(self, race_id: str, limit: int, before: str | None = None) -> tuple[list[AuditEntry], str | None]:
+        """Newest first; ``before`` is the cursor of the previous page (an entry's sort key)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk" + (" AND sk < :before" if before else ""),
+            "ExpressionAttributeValues": values({":pk": f"RACE#{race_id}"} | ({":before": before} if before else {})),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        resp = self._db.query(**kwargs)
+        entries = [AuditEntry.model_validate(from_item(i)) for i in resp.get("Items", [])]
+        more = bool(resp.get("LastEvaluatedKey")) and len(entries) == limit
+        return entries, (audit_sk(entries[-1]) if more and entries else None)

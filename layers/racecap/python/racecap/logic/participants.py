@@ -1,0 +1,251 @@
+"""Who registered: the directors' paginated, searchable list and the CSV export.
+
+Both walk a race's registrations event by event in bib order (the Registrations
+table's ``gsi1``), so a cursor is just *(event, last bib seen)*: stable while runners
+keep registering, and meaningless to anyone for another race.
+
+**Search.** A number is a bib (one read per event); a whole email address is the
+email's claim (one read). Anything else matches every word against first name, last
+name and email, case-insensitively, reading the race's registrations in pages: a call
+reads at most ``SEARCH_READ_BUDGET`` registrations and returns what matched with a
+cursor to go on — DynamoDB has no text index, and a race has tens of thousands of rows,
+not millions, so this costs cents and keeps every call short.
+
+**Export.** A 50,000-row CSV is ~7 MB: more than a Lambda response may carry (6 MB),
+and no S3 bucket is needed to get round that. The export is *paged by size and time*:
+one response holds as many rows as fit in ``MAX_GZIP_BYTES`` gzipped (when the client
+accepts gzip — 50,000 rows fit in one) or ``MAX_PLAIN_BYTES`` plain, and stops early if
+the Lambda's time runs short; ``nextCursor`` (also in a ``Link: rel="next"`` header) gets
+the rest, header-less, so pages concatenate into one file. The same code works on AWS
+and on the local stack, for any race size.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.errors import EventNotFound, ValidationFailed
+from racecap.logic.validation import EMAIL_RE, normalize_email
+from racecap.models import Event, Race, RegistrationPage, RegistrationRow
+
+PAGE_MAX = 500
+SEARCH_READ_BUDGET = 5_000
+_READ_PAGE = 500
+
+# Lambda's response limit is 6 MB, after base64 for a binary (gzipped) body.
+MAX_GZIP_BYTES = 4_000_000  # -> ~5.3 MB of base64
+GZIP_PENDING_MARGIN = 512_000  # what the compressor may still hold back unflushed
+MAX_PLAIN_BYTES = 4_500_000
+TIME_MARGIN_S = 4.0  # stop a page this long before the function's deadline
+
+CSV_COLUMNS = (
+    "event",
+    "bib",
+    "firstName",
+    "lastName",
+    "email",
+    "dateOfBirth",
+    "status",
+    "amountCents",
+    "currency",
+    "confirmedAt",
+    "cancelledAt",
+    "registrationId",
+)
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass(frozen=True)
+class Position:
+    event: int  # index into the race's events, in their stored order
+    after_bib: int
+
+
+def encode_cursor(pos: Position) -> str:
+    return base64.urlsafe_b64encode(f"{pos.event}.{pos.after_bib}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> Position:
+    if not cursor:
+        return Position(0, 0)
+    try:
+        event, bib = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split(".")
+        pos = Position(int(event), int(bib))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValidationFailed("The cursor is not one this API gave out.", fields={"cursor": "Invalid."}) from exc
+    if pos.event < 0 or pos.after_bib < 0:
+        raise ValidationFailed("The cursor is not one this API gave out.", fields={"cursor": "Invalid."})
+    return pos
+
+
+@dataclass(frozen=True)
+class ExportPage:
+    body: bytes | str  # gzipped bytes, or text
+    lines: int  # CSV lines in this page, the header included
+    next_cursor: str | None
+    gzipped: bool
+
+
+class Participants:
+    def __init__(self, registrations: DynamoRegistrations) -> None:
+        self._regs = registrations
+
+    # -- the list ----------------------------------------------------------------------------
+    def page(
+        self,
+        race: Race,
+        events: list[Event],
+        *,
+        q: str | None = None,
+        event_id: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RegistrationPage:
+        chosen = _chosen(race, events, event_id)
+        query = (q or "").strip()
+        if query.isdigit():
+            found = [self._regs.by_bib(race.raceId, e.eventId, int(query)) for e in chosen]
+            return _page([r for r in found if r and _wanted(r, status)], None)
+        if EMAIL_RE.match(normalize_email(query)):
+            reg = self._regs.by_email(race.raceId, normalize_email(query))
+            keep = reg is not None and reg["eventId"] in {e.eventId for e in chosen} and _wanted(reg, status)
+            return _page([reg] if reg is not None and keep else [], None)
+        words = query.lower().split()
+        rows: list[dict[str, Any]] = []
+        pos = decode_cursor(cursor)
+        read = 0
+        while pos.event < len(chosen) and len(rows) < limit and read < SEARCH_READ_BUDGET:
+            want = limit - len(rows) if not words and not status else _READ_PAGE
+            batch, more = self._regs.event_page(race.raceId, chosen[pos.event].eventId, pos.after_bib, want)
+            for item in batch:
+                read += 1
+                pos = Position(pos.event, int(item["bib"]))
+                if _matches(item, words) and _wanted(item, status):
+                    rows.append(item)
+                    if len(rows) == limit:
+                        break
+            if len(rows) < limit and not more:
+                pos = Position(pos.event + 1, 0)
+        return _page(rows, encode_cursor(pos) if pos.event < len(chosen) else None)
+
+    # -- the export ------------------------------------------------------------------------------
+    def export_lines(
+        self, race: Race, events: list[Event], *, cursor: str | None = None, include_cancelled: bool = False
+    ) -> Iterator[tuple[str, str | None]]:
+        """CSV lines — the header first on the first page — each with the cursor that
+        resumes right after it (None after the last one)."""
+        names = {e.eventId: e.name for e in events}
+        pos = decode_cursor(cursor)
+        if cursor is None:
+            yield _csv_line(CSV_COLUMNS), encode_cursor(pos)
+        for index in range(pos.event, len(events)):
+            after = pos.after_bib if index == pos.event else 0
+            for item in self._regs.event_rows(race.raceId, events[index].eventId, after):
+                if item.get("status") != "CONFIRMED" and not include_cancelled:
+                    continue
+                row = (
+                    names.get(item["eventId"], item.get("eventName", "")),
+                    item["bib"],
+                    item.get("firstName", ""),
+                    item.get("lastName", ""),
+                    item.get("email", ""),
+                    item.get("dateOfBirth", ""),
+                    item.get("status", ""),
+                    item.get("amountCents", ""),
+                    item.get("currency", ""),
+                    item.get("confirmedAt", ""),
+                    item.get("cancelledAt", ""),
+                    item.get("registrationId", ""),
+                )
+                yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
+        yield "", None
+
+
+def build_export_page(
+    lines: Iterator[tuple[str, str | None]], *, gzip: bool, remaining_s: float | None = None
+) -> ExportPage:
+    """As many lines as fit one Lambda response (see the module doc), and where to go on.
+
+    ``remaining_s`` is the invocation's time left; the page ends ``TIME_MARGIN_S`` before it."""
+    deadline = None if remaining_s is None else time.monotonic() + remaining_s
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31) if gzip else None  # wbits 31: gzip framing
+    chunks: list[bytes] = []
+    text: list[str] = []
+    size = 0
+    count = 0
+    resume: str | None = None
+    for n, (line, after) in enumerate(lines):
+        if after is None:  # the end: no more pages
+            resume = None
+            break
+        if compressor is not None:
+            if size + GZIP_PENDING_MARGIN > MAX_GZIP_BYTES:
+                break
+            out = compressor.compress(line.encode())
+            size += len(out)
+            chunks.append(out)
+        else:
+            cost = len(json.dumps(line))  # what the line costs inside the JSON response
+            if size + cost > MAX_PLAIN_BYTES:
+                break
+            size += cost
+            text.append(line)
+        count += 1
+        resume = after
+        if deadline is not None and n % 1000 == 0 and time.monotonic() > deadline - TIME_MARGIN_S:
+            break
+    else:
+        resume = None
+    if compressor is not None:
+        chunks.append(compressor.flush())
+        return ExportPage(b"".join(chunks), count, resume, True)
+    return ExportPage("".join(text), count, resume, False)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _chosen(race: Race, events: list[Event], event_id: str | None) -> list[Event]:
+    if event_id is None:
+        return events
+    chosen = [e for e in events if e.eventId == event_id]
+    if not chosen:
+        raise EventNotFound(f"Race {race.raceId} has no event {event_id}.")
+    return chosen
+
+
+def _matches(item: dict[str, Any], words: list[str]) -> bool:
+    if not words:
+        return True
+    haystack = f"{item.get('firstName', '')} {item.get('lastName', '')} {item.get('email', '')}".lower()
+    return all(w in haystack for w in words)
+
+
+def _wanted(item: dict[str, Any], status: str | None) -> bool:
+    return status is None or item.get("status") == status
+
+
+def _page(items: list[dict[str, Any]], cursor: str | None) -> RegistrationPage:
+    rows = [RegistrationRow.model_validate({k: v for k, v in item.items() if v is not None}) for item in items]
+    return RegistrationPage(registrations=rows, nextCursor=cursor)
+
+
+def _csv_line(values: tuple[Any, ...]) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerow(_safe(v) for v in values)
+    return out.getvalue()
+
+
+def _safe(value: Any) -> Any:
+    """Spreadsheets run a cell that starts with = + - @ as a formula: runners type names."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value

@@ -1,0 +1,157 @@
+"""Cancelling a confirmed registration: refund, place back to the pool, an email to the runner.
+
+The order of steps is what makes a repeat harmless and a crash recoverable:
+
+1. CONFIRMED → CANCELLING, with the audit entry, in one transaction: the director's
+   decision is on record before any money moves;
+2. refund through the provider with a key derived from the registration
+   (``refund-<registrationId>``): however often this runs, the runner is refunded once;
+3. CANCELLING → CANCELLED in one transaction with everything the place touches: the
+   cap shard gives the place back, the email's claim is released (the runner may
+   register again), the counters move;
+4. the refund email goes on the queue (``dedupKey`` ``refund:<registrationId>``: the
+   sender sends it once however often it is enqueued).
+
+Repeating the call at any point resumes from where the last one stopped; repeating it
+after it finished only re-enqueues the (deduplicated) email. If the provider refuses the
+refund outright, the registration goes back to CONFIRMED and nothing has changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from racecap.dal.holds import DynamoHolds
+from racecap.dal.payments import ChargeAlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
+from racecap.dal.queues import SqsQueue
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.transactions import ConditionFailed, TransactItem
+from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
+from racecap.logic.races import RaceCatalog
+from racecap.models import CancellationView, Director, Race
+from racecap.observability import logger, metrics
+
+MAX_STEPS = 4  # each loop moves the registration one state on; more means a concurrent fight
+
+
+def refund_key(registration_id: str) -> str:
+    return f"refund-{registration_id}"
+
+
+def refund_email(reg: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "refund",
+        "dedupKey": f"refund:{reg['registrationId']}",
+        "to": reg["email"],
+        "data": {
+            k: reg[k] for k in ("firstName", "raceName", "eventName", "registrationId", "amountCents", "currency")
+        },
+    }
+
+
+class Cancellations:
+    def __init__(
+        self,
+        registrations: DynamoRegistrations,
+        holds: DynamoHolds,
+        payments: PaymentProvider,
+        emails: SqsQueue,
+        transact: Callable[[list[TransactItem]], None],
+        audit: Any,  # racecap.logic.audit.AuditTrail
+        catalog: RaceCatalog,
+    ) -> None:
+        self._regs = registrations
+        self._holds = holds
+        self._payments = payments
+        self._emails = emails
+        self._transact = transact
+        self._audit = audit
+        self._catalog = catalog
+
+    def cancel(self, director: Director, race: Race, registration_id: str, reason: str = "") -> CancellationView:
+        changed = False
+        for _ in range(MAX_STEPS):
+            reg = self._regs.get(registration_id)
+            if reg is None or reg["raceId"] != race.raceId:
+                raise RegistrationNotFound(f"No registration {registration_id} in race {race.raceId}.")
+            status = reg.get("status")
+            if status == "CANCELLED":
+                # Done (now or before): make sure the runner hears of it; the sender deduplicates.
+                self._emails.send(refund_email(reg))
+                return _view(reg, changed)
+            if status == "CONFIRMED":
+                self._begin(director, reg, reason)
+                changed = True
+                continue
+            if status == "CANCELLING":
+                self._refund_and_release(reg)
+                changed = True
+                continue
+            raise Conflict(f"Registration {registration_id} is {status} and cannot be cancelled.")
+        raise Conflict("The registration kept changing while we cancelled it; please retry.")
+
+    def _begin(self, director: Director, reg: dict[str, Any], reason: str) -> None:
+        rid = reg["registrationId"]
+        now = datetime.now(UTC).isoformat()
+        details = {
+            "eventId": reg["eventId"],
+            "bib": reg["bib"],
+            "email": reg["email"],
+            "amountCents": reg["amountCents"],
+            "currency": reg["currency"],
+            **({"reason": reason} if reason else {}),
+        }
+        try:
+            self._transact(
+                [
+                    self._regs.begin_cancel_item(rid, now, director.sub),
+                    self._audit.item(director, reg["raceId"], "registration.cancel", rid, **details),
+                ]
+            )
+        except ConditionFailed:
+            pass  # a concurrent call got there first: the loop reads the new state
+
+    def _refund_and_release(self, reg: dict[str, Any]) -> None:
+        rid = reg["registrationId"]
+        try:
+            refund_id = self._payments.refund(charge_id=reg["chargeId"], idempotency_key=refund_key(rid)).id
+        except ChargeAlreadyRefunded:
+            # Refunded under another key (by hand, in the provider's dashboard): the money
+            # is back with the runner either way; finish the cancellation.
+            refund_id = "refunded-elsewhere"
+        except PaymentUnavailable as exc:
+            logger.warning("refund outcome unknown; the cancellation stays pending", extra={"registrationId": rid})
+            raise Busy(
+                "The payment provider is not answering; the cancellation is pending. Retry in a moment.",
+                retry_after=5,
+            ) from exc
+        except PaymentRejected as exc:
+            try:
+                self._transact([self._regs.undo_cancel_item(rid)])
+            except ConditionFailed:
+                pass
+            raise RefundFailed(f"The payment provider refused the refund ({exc.code}); nothing was changed.") from exc
+        hold = self._holds.get(reg["holdId"])
+        if hold is None:
+            raise RuntimeError(f"registration {rid} has no hold {reg['holdId']}")
+        try:
+            self._transact(self._regs.finish_cancel_items(reg, hold, refund_id, datetime.now(UTC).isoformat()))
+        except ConditionFailed:
+            return  # finished by a concurrent call: the loop reads CANCELLED
+        self._catalog.places_came_back(reg["raceId"], reg["eventId"])
+        metrics.add_metric(name="RegistrationCancelled", unit="Count", value=1)
+        logger.info("registration cancelled and refunded", extra={"registrationId": rid, "refundId": refund_id})
+
+
+def _view(reg: dict[str, Any], changed: bool) -> CancellationView:
+    return CancellationView(
+        registrationId=reg["registrationId"],
+        status="CANCELLED",
+        refundId=reg["refundId"],
+        amountCents=int(reg["amountCents"]),
+        currency=reg["currency"],
+        cancelledAt=reg["cancelledAt"],
+        changed=changed,
+    )

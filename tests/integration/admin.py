@@ -1,0 +1,68 @@
+"""A race director's side of the API, for the admin integration tests."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import requests
+
+from local.stack import LocalStack
+
+
+def iso(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def race_body(caps: tuple[int, ...] = (100,), **over: Any) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    body: dict[str, Any] = {
+        "name": f"Admin Test Race {uuid.uuid4().hex[:6]}",
+        "location": "Riverside",
+        "raceDate": (now + timedelta(days=60)).date().isoformat(),
+        "currency": "EUR",
+        "registrationOpensAt": iso(now + timedelta(days=1)),
+        "registrationClosesAt": iso(now + timedelta(days=30)),
+        "events": [{"name": f"Event {i}", "cap": cap, "priceCents": 3000 + i} for i, cap in enumerate(caps)],
+    }
+    body.update(over)
+    return body
+
+
+class DirectorSession(requests.Session):
+    """Signed in as ``name`` with a token from the stack's local issuer."""
+
+    def __init__(self, stack: LocalStack, name: str) -> None:
+        super().__init__()
+        self.base = stack.url
+        self.name = name
+        self.token = stack.issuer.mint(name)
+        self.headers["Authorization"] = f"Bearer {self.token}"
+        self.headers["Accept"] = "application/json"
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        kwargs.setdefault("timeout", 60)
+        url = str(url)
+        return super().request(method, self.base + url if url.startswith("/") else url, *args, **kwargs)
+
+    def create_race(self, caps: tuple[int, ...] = (100,), **over: Any) -> dict[str, Any]:
+        resp = self.post("/api/admin/races", json=race_body(caps, **over))
+        assert resp.status_code == 201, resp.text
+        return resp.json()
+
+    def open_now(self, race_id: str) -> dict[str, Any]:
+        resp = self.post(f"/api/admin/races/{race_id}/window/open")
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+
+def wait_until(check: Any, timeout: float = 20, every: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(every)
