@@ -1,10 +1,29 @@
 """The runner-facing site: a private S3 bucket behind CloudFront (origin access
 control), with ``/api/*`` sent uncached to the HTTP API, so the browser sees one origin
-exactly as it does on the local gateway."""
+exactly as it does on the local gateway.
+
+The site is built at synth time by ``site/build.py`` (stdlib only) into ``.build/site``:
+every asset under a content-fingerprinted name, and ``asset-manifest.json`` saying which
+``Cache-Control`` each file gets (RunSignUp paper, section 1.9.1). One ``BucketDeployment``
+per cache class uploads exactly the files of this build with that header:
+
+* fingerprinted assets (``app.<sha256-8>.js``): ``public, max-age=31536000, immutable``,
+  uploaded first and never pruned, so pages already open in a browser keep loading
+  the modules of the deploy they came from;
+* ``index.html`` (and the build's JSON reports): short-cached, uploaded after the assets
+  they point at, then invalidated at the edge so a deploy shows within seconds.
+
+CloudFront's optimized cache policy honours those origin headers (browsers and edge alike).
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import sys
+from collections import defaultdict
 from pathlib import Path
+from types import ModuleType
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
@@ -16,10 +35,39 @@ from constructs import Construct
 
 from .. import constants as c
 
+MANIFEST = "asset-manifest.json"
+ASSETS_DEPLOYMENT_ID = "AssetsDeployment"
 
-def site_dir() -> Path:
-    """The built site when ``make site`` has run, else the sources as they are."""
-    return c.SITE_BUILD_DIR if c.SITE_BUILD_DIR.is_dir() else c.SITE_SOURCE_DIR
+
+class SiteBuildError(RuntimeError):
+    """The site cannot be built (see ``site/build.py``) or is over its page-weight budget."""
+
+
+def _build_module() -> ModuleType:
+    name = "racecap_site_build"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, c.SITE_SOURCE_DIR / "build.py")
+        if spec is None or spec.loader is None:
+            raise SiteBuildError(f"cannot load {c.SITE_SOURCE_DIR / 'build.py'}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def build_site(out: Path = c.SITE_BUILD_DIR) -> dict[str, str]:
+    """Build the site into ``out``; return ``{file: Cache-Control}`` for every file of the build."""
+    build = _build_module()
+    try:
+        weights = build.build(c.SITE_SOURCE_DIR, out)
+    except build.BuildError as exc:
+        raise SiteBuildError(f"site build failed: {exc}") from exc
+    over = [page for page, w in weights["pages"].items() if not w["withinBudget"]]
+    if over:
+        raise SiteBuildError(f"site pages over the {weights['budgetBytes']:,} B budget: {', '.join(over)}")
+    manifest = json.loads((out / MANIFEST).read_text())
+    cache_control: dict[str, str] = manifest["cacheControl"]
+    return cache_control
 
 
 class Site(Construct):
@@ -56,15 +104,14 @@ class Site(Construct):
             default_behavior=cloudfront.BehaviorOptions(
                 origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
                 viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+                # Honours each object's Cache-Control (set per file below), compresses.
                 cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
                 response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
             ),
             additional_behaviors={
                 # Never cached, every viewer header but Host (API Gateway routes on its own host).
                 c.API_PATH_PATTERN: cloudfront.BehaviorOptions(
-                    origin=origins.HttpOrigin(
-                        api_domain, protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY
-                    ),
+                    origin=origins.HttpOrigin(api_domain, protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY),
                     viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
                     allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
                     cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,
@@ -78,12 +125,41 @@ class Site(Construct):
             price_class=cloudfront.PriceClass.PRICE_CLASS_100,
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
         )
-        self.deployment = s3deploy.BucketDeployment(
-            self,
-            c.DEPLOYMENT_ID,
-            sources=[s3deploy.Source.asset(str(site_dir()))],
-            destination_bucket=self.bucket,
-            distribution=self.distribution,
-            distribution_paths=["/*"],
-        )
+        self.assets_deployment, self.deployment = self._deploy(build_site())
         self.url = f"https://{self.distribution.distribution_domain_name}"
+
+    def _deploy(self, cache_control: dict[str, str]) -> tuple[s3deploy.BucketDeployment, s3deploy.BucketDeployment]:
+        """Immutable assets first, then the short-cached pages that reference them."""
+        groups: dict[str, list[str]] = defaultdict(list)
+        for name, header in cache_control.items():
+            groups[header].append(name)
+        immutable = [h for h in groups if "immutable" in h]
+        short = [h for h in groups if "immutable" not in h]
+        if len(immutable) != 1 or len(short) != 1:
+            raise SiteBuildError(f"expected one immutable and one short Cache-Control, got {sorted(groups)}")
+        # The build is flat; its folder may also hold files of no build (stale or stray).
+        everything = sorted(p.name for p in c.SITE_BUILD_DIR.iterdir() if p.is_file())
+
+        def deployment(construct_id: str, header: str, paths: list[str] | None = None) -> s3deploy.BucketDeployment:
+            wanted = set(groups[header])
+            return s3deploy.BucketDeployment(
+                self,
+                construct_id,
+                # Exactly this build's files of this class (nothing else that sits in the folder).
+                sources=[
+                    s3deploy.Source.asset(
+                        str(c.SITE_BUILD_DIR),
+                        exclude=[n for n in everything if n not in wanted],
+                    )
+                ],
+                destination_bucket=self.bucket,
+                cache_control=[s3deploy.CacheControl.from_string(header)],
+                prune=False,  # keep earlier deploys' assets (and never delete the other class)
+                distribution=self.distribution if paths else None,
+                distribution_paths=paths,
+            )
+
+        assets = deployment(ASSETS_DEPLOYMENT_ID, immutable[0])
+        pages = deployment(c.DEPLOYMENT_ID, short[0], ["/", *(f"/{n}" for n in sorted(groups[short[0]]))])
+        pages.node.add_dependency(assets)
+        return assets, pages
