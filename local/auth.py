@@ -105,6 +105,7 @@ class Issuer:
             "jti": str(uuid.uuid4()),
             **extra,
         }
+        claims = {k: v for k, v in claims.items() if v is not None}  # extra=None drops a claim
         key = self.key_file.read_bytes()
         return jwt.encode(claims, key, algorithm="RS256", headers={"kid": self.kid})
 
@@ -164,7 +165,7 @@ class LocalAuthorizer:
             return None
         # Cognito ID tokens name the app client in ``aud``, access tokens in ``client_id``;
         # the JWT authorizer accepts either.
-        audience = claims.get("aud", claims.get("client_id"))
+        audience = claims.get("aud") or claims.get("client_id")
         audiences = set(audience) if isinstance(audience, list) else {audience}
         if not audiences & self._audiences:
             return None
