@@ -380,3 +380,13 @@ def test_without_javascript_the_page_says_what_it_needs(new_page) -> None:
     expect(page.get_by_test_id("noscript")).to_be_visible()
     expect(page.get_by_test_id("noscript")).to_contain_text("needs JavaScript")
     expect(page.get_by_test_id("view")).to_be_hidden()
+
+
+def test_when_the_app_code_does_not_arrive_the_page_says_so(page: Page) -> None:
+    page.route(re.compile(r"/app(\.[0-9a-f]{8})?\.js$"), lambda route: route.abort("timedout"))
+    page.goto("/")
+
+    expect(page.get_by_test_id("loading")).to_be_visible()
+    # After 8 s without the app, a plain sentence replaces the silent spinner.
+    expect(page.get_by_text("Still loading.")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("reload the page")).to_be_visible()
