@@ -45,9 +45,7 @@ CACHE_SHORT = "public, max-age=60, must-revalidate"
 _HTML_REF = re.compile(r"""(?P<pre>\b(?:src|href)\s*=\s*)(?P<q>["'])(?P<url>[^"']*)(?P=q)""", re.I)
 # Browsers resolve only relative (or absolute) module specifiers without an import map, so
 # "./x.js" and "../x.js" are the references to rewrite; other strings are left alone.
-_JS_REF = re.compile(
-    r"""(?P<pre>\bimport\s*\(\s*|\bimport\s*|\bfrom\s*)(?P<q>["'])(?P<url>\.{1,2}/[^"'\n]+)(?P=q)"""
-)
+_JS_REF = re.compile(r"""(?P<pre>\bimport\s*\(\s*|\bimport\s*|\bfrom\s*)(?P<q>["'])(?P<url>\.{1,2}/[^"'\n]+)(?P=q)""")
 _CSS_REF = re.compile(
     r"""(?P<pre>url\(\s*|@import\s+)(?P<q>["']?)(?P<url>[^"')\s]+)(?P=q)""",
 )
@@ -358,20 +356,14 @@ def build(
     _write_atomic(out / ENTRY, b.files[ENTRY])
     for folder in {(out / name).parent for name in b.files}:  # stale fingerprints, only ours
         for old in folder.iterdir():
-            if (
-                old.is_file()
-                and FINGERPRINTED.match(old.name)
-                and old.relative_to(out).as_posix() not in b.files
-            ):
+            if old.is_file() and FINGERPRINTED.match(old.name) and old.relative_to(out).as_posix() not in b.files:
                 old.unlink()
     return weights
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
-    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     parser.add_argument("--budget", type=int, default=BUDGET_BYTES, help="max bytes of HTML+JS+CSS per page")
     parser.add_argument("--no-minify", action="store_true", help="keep whitespace and comments (debugging)")
     args = parser.parse_args(argv)
@@ -389,9 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"page weight {label:<28} {page['total']:>7,} B  {page['gzipTotal']:>6,} B gzip (HTML+JS+CSS)")
     over = [label for label, page in pages.items() if not page["withinBudget"]]
     if over:
-        print(
-            f"site build failed: over the {args.budget:,} B page budget: {', '.join(over)}", file=sys.stderr
-        )
+        print(f"site build failed: over the {args.budget:,} B page budget: {', '.join(over)}", file=sys.stderr)
         return 1
     print(f"every page is within the {args.budget:,} B budget")
     return 0
