@@ -121,7 +121,8 @@ def audit(
             report.violations.append(f"event {eid}: a shard is over its cap or negative")
         if len(confirmed) > taken:
             report.violations.append(f"event {eid}: {len(confirmed)} confirmed but only {taken} places taken")
-        bibs = sorted(int(r["bib"]) for r in confirmed)
+        # A cancelled registration keeps its bib (bibs are never given twice): count them all.
+        bibs = sorted(int(r["bib"]) for r in event_regs if "bib" in r)
         if bibs != list(range(1, len(bibs) + 1)):
             dupes = [b for b, n in Counter(bibs).items() if n > 1]
             report.violations.append(f"event {eid}: bibs are not 1..{len(bibs)} (duplicates {dupes[:5]})")

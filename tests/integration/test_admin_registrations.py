@@ -13,7 +13,7 @@ import requests
 from local.stack import LocalStack
 
 from .admin import wait_until
-from .flows import hold, hold_and_register, register, runner, wait_confirmed
+from .flows import hold, hold_and_register, register, runner, wait_confirmed, wait_for_audit
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,7 @@ def test_search_by_name_email_or_bib_and_page_through(race_with_runners: dict[st
 
 
 def test_cancel_refunds_once_returns_the_place_and_tells_the_runner_once(
-    race_with_runners: dict[str, Any], api: requests.Session, stack: LocalStack
+    race_with_runners: dict[str, Any], api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
     kim, rid, eid = race_with_runners["director"], race_with_runners["raceId"], race_with_runners["eventId"]
     reg = race_with_runners["regs"]["Turing"]
@@ -120,6 +120,11 @@ def test_cancel_refunds_once_returns_the_place_and_tells_the_runner_once(
     assert h.status_code == 201
     again_reg = register(api, h.json()["holdId"], reg["body"] | {"paymentToken": "tok_visa"})
     assert again_reg.status_code == 202, again_reg.text
+
+    # Every non-negotiable still holds for the race: bibs, places, charges, emails, DLQs.
+    wait_confirmed(api, [again_reg.json()["registrationId"]])
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.summary()
 
     # Who did it, and why, is on record.
     entry = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"][0]
