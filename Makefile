@@ -71,7 +71,8 @@ burst: install site ## Artillery burst against the local stack (or TARGET=https:
 bench: install site ## the benchmark: writes reports/bench.json
 	@$(ENV) $(PY) -m tools.bench
 
-token: install ## print a race director's bearer token for the local stack
+token: ## print a race director's bearer token for the running local stack (DIRECTOR=name: another director)
+	@bash local/install.sh >&2  # progress to stderr: stdout is the token alone, for TOKEN=$$(make -s token)
 	@$(ENV) $(PY) -m local.auth token $(if $(DIRECTOR),--director $(DIRECTOR),)
 
 clean: ## remove build output and local state (keeps the install cache)
