@@ -7,6 +7,7 @@ Every failure a client can see is ``{"error": CODE, "message": sentence}`` (plus
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -94,7 +95,7 @@ class RacecapResolver(APIGatewayHttpResolver):
     a body must be JSON (415) and small (413).
     """
 
-    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         body = event.get("body") or ""
         if body:
             headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
