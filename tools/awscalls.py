@@ -1,0 +1,316 @@
+"""Count the AWS calls the handlers really make, in the processes that make them.
+
+``make bench`` starts the local stack with ``RACECAP_AWS_CALLS_DIR`` set and
+``tools/instrument`` first on the function processes' ``PYTHONPATH``; that folder's
+``sitecustomize`` calls :func:`install` at interpreter start-up in the gateway workers and
+the SQS pollers. From then on every botocore call, every Redis command and every handler
+invocation is counted in memory and written to ``<dir>/calls-<pid>.json`` twice a second.
+:func:`collect` sums the files of all processes.
+
+What is counted, per service and operation: requests, errors, and for DynamoDB the
+capacity units. DynamoDB Local reports ``ConsumedCapacity`` when asked, so every item
+operation is sent with ``ReturnConsumedCapacity=INDEXES`` and the answer is recorded —
+table and index units separately. Two corrections make the figures AWS's:
+
+* DynamoDB Local's units for ``TransactWriteItems`` are not AWS's (it reports 4 for one
+  item, 4 for three puts, 8 for a put and an update). AWS bills two write units per 1 KB
+  of every item in a transaction, so the table's units are computed from the request:
+  2 x ceil(size / 1 KB) for each put (its real size), 2 for each update, delete or
+  condition check (every Racecap item is under 1 KB). Index units: DynamoDB Local
+  reports 4 per index-affecting item; counted here as 2 (assuming the doubling applies
+  to index writes too — the conservative reading).
+* a failed conditional write returns no ``ConsumedCapacity``, but AWS still bills it; it
+  is counted as 1 unit per item (2 in a transaction) under ``*_failed_estimated``.
+
+Handler invocations are recorded with their duration (for Lambda GB-seconds) and whether
+they came through the HTTP API (an API Gateway request) or from a queue or schedule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ENV_DIR = "RACECAP_AWS_CALLS_DIR"
+FLUSH_EVERY_S = 0.5
+
+# Operations that accept ReturnConsumedCapacity.
+_CAPACITY_OPS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+_WRITE_OPS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+_TRANSACT = frozenset({"TransactWriteItems", "TransactGetItems"})
+
+
+class Counter:
+    """Per-process tallies; thread-safe; flushed to one JSON file per process."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.lock = threading.Lock()
+        self.pid = 0
+        self.calls: dict[str, dict[str, float]] = {}
+        self.invocations: dict[str, dict[str, float]] = {}
+        self.redis: dict[str, int] = {}
+
+    # -- recording ---------------------------------------------------------------------
+    def _ensure_process(self) -> None:
+        """After a fork (gunicorn workers) start fresh and start this process's flusher."""
+        if self.pid == os.getpid():
+            return
+        with self.lock:
+            if self.pid == os.getpid():
+                return
+            self.pid = os.getpid()
+            self.calls, self.invocations, self.redis = {}, {}, {}
+            threading.Thread(target=self._flush_loop, name="awscalls-flush", daemon=True).start()
+
+    def record_call(self, service: str, operation: str, fields: dict[str, float]) -> None:
+        self._ensure_process()
+        key = f"{service}:{operation}"
+        with self.lock:
+            row = self.calls.setdefault(key, defaultdict(float))
+            for name, value in fields.items():
+                row[name] += value
+
+    def record_invocation(self, function_id: str, source: str, seconds: float, ok: bool) -> None:
+        self._ensure_process()
+        key = f"{function_id}:{source}"
+        with self.lock:
+            row = self.invocations.setdefault(key, defaultdict(float))
+            row["count"] += 1
+            row["seconds"] += seconds
+            row["errors"] += 0 if ok else 1
+
+    def record_redis(self, command: str) -> None:
+        self._ensure_process()
+        with self.lock:
+            self.redis[command] = self.redis.get(command, 0) + 1
+
+    # -- output --------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "pid": self.pid,
+                "calls": {k: dict(v) for k, v in self.calls.items()},
+                "invocations": {k: dict(v) for k, v in self.invocations.items()},
+                "redis": dict(self.redis),
+            }
+
+    def flush(self) -> None:
+        data = json.dumps(self.snapshot())
+        target = self.out_dir / f"calls-{os.getpid()}.json"
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(data)
+        tmp.replace(target)
+
+    def _flush_loop(self) -> None:
+        me = os.getpid()
+        while self.pid == me:
+            time.sleep(FLUSH_EVERY_S)
+            try:
+                self.flush()
+            except OSError:
+                pass
+
+
+def _items_in(operation: str, params: dict[str, Any]) -> int:
+    if operation == "TransactWriteItems":
+        return len(params.get("TransactItems", []))
+    if operation == "BatchWriteItem":
+        return sum(len(v) for v in params.get("RequestItems", {}).values())
+    return 1
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    """Approximate DynamoDB size of one attribute value (wire format)."""
+    ((kind, v),) = value.items()
+    if kind in ("S", "B"):
+        return len(str(v).encode())
+    if kind == "N":
+        return len(str(v)) // 2 + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + 1 + _value_size(x) for k, x in v.items())
+    if kind == "L":
+        return 3 + sum(1 + _value_size(x) for x in v)
+    if kind in ("SS", "NS", "BS"):
+        return sum(len(str(x).encode()) for x in v)
+    return 0
+
+
+def item_size(item: dict[str, Any]) -> int:
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _transact_write_table_units(params: dict[str, Any]) -> float:
+    units = 0.0
+    for entry in params.get("TransactItems", []):
+        if "Put" in entry:
+            units += 2 * max(1, -(-item_size(entry["Put"]["Item"]) // 1024))
+        else:
+            units += 2
+    return units
+
+
+def _capacity_fields(operation: str, consumed: Any, params: dict[str, Any]) -> dict[str, float]:
+    """Table and index units from a ConsumedCapacity answer, corrected to AWS's billing."""
+    out: dict[str, float] = defaultdict(float)
+    entries = consumed if isinstance(consumed, list) else [consumed]
+    kind = "wcu" if operation in _WRITE_OPS else "rcu"
+    if operation == "TransactWriteItems":
+        index_units = 0.0
+        for entry in entries:
+            if isinstance(entry, dict):
+                index_units += sum(
+                    i.get("CapacityUnits", 0.0) for i in (entry.get("GlobalSecondaryIndexes") or {}).values()
+                )
+        out["wcu_table"] = _transact_write_table_units(params)
+        out["wcu_index"] = index_units / 2  # 4 per index-affecting item reported; 2 billed
+        return out
+    factor = 0.5 if operation in _TRANSACT else 1.0
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        table = entry.get("Table", {}).get("CapacityUnits")
+        indexes = sum(i.get("CapacityUnits", 0.0) for i in (entry.get("GlobalSecondaryIndexes") or {}).values())
+        indexes += sum(i.get("CapacityUnits", 0.0) for i in (entry.get("LocalSecondaryIndexes") or {}).values())
+        if table is None:
+            table = entry.get("CapacityUnits", 0.0) - indexes
+        out[f"{kind}_table"] += table * factor
+        out[f"{kind}_index"] += indexes * factor
+    return out
+
+
+def install(out_dir: str | Path) -> Counter:
+    """Patch botocore, redis-py and the local function host in this process."""
+    import botocore.client
+
+    counter = Counter(Path(out_dir))
+    counter.out_dir.mkdir(parents=True, exist_ok=True)
+    original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+
+    def counted_call(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+        service = self.meta.service_model.service_name
+        params = api_params
+        if service == "dynamodb" and operation_name in _CAPACITY_OPS and "ReturnConsumedCapacity" not in params:
+            params = {**api_params, "ReturnConsumedCapacity": "INDEXES"}
+        fields: dict[str, float] = {"requests": 1}
+        try:
+            response = original(self, operation_name, params)
+        except Exception as exc:
+            fields["errors"] = 1
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+            fields[f"error:{code}"] = 1
+            if service == "dynamodb" and operation_name in _WRITE_OPS:
+                per_item = 2 if operation_name in _TRANSACT else 1
+                fields["wcu_failed_estimated"] = per_item * _items_in(operation_name, api_params)
+            counter.record_call(service, operation_name, fields)
+            raise
+        if service == "dynamodb" and "ConsumedCapacity" in response:
+            fields.update(_capacity_fields(operation_name, response.pop("ConsumedCapacity"), api_params))
+            if operation_name in _WRITE_OPS:
+                fields["items"] = _items_in(operation_name, api_params)
+        if service == "sqs" and operation_name == "ReceiveMessage":
+            got = len(response.get("Messages", []))
+            fields["messages"] = got
+            fields["empty"] = 0 if got else 1
+        counter.record_call(service, operation_name, fields)
+        return response
+
+    botocore.client.BaseClient._make_api_call = counted_call  # type: ignore[attr-defined]
+
+    try:
+        import redis.client
+
+        redis_original = redis.client.Redis.execute_command
+
+        def counted_redis(self: Any, *args: Any, **options: Any) -> Any:
+            counter.record_redis(str(args[0]).upper() if args else "?")
+            return redis_original(self, *args, **options)
+
+        redis.client.Redis.execute_command = counted_redis  # type: ignore[method-assign]
+    except ImportError:
+        pass
+
+    from local import runtime
+
+    invoke_original = runtime.FunctionHost.invoke
+
+    def counted_invoke(self: Any, function_id: str, event: Any) -> Any:
+        if isinstance(event, dict) and "requestContext" in event and "http" in event["requestContext"]:
+            source = "http"
+        elif isinstance(event, dict) and "Records" in event:
+            source = "sqs"
+        else:
+            source = "other"
+        start = time.perf_counter()
+        ok = False
+        try:
+            result = invoke_original(self, function_id, event)
+            ok = True
+            return result
+        finally:
+            counter.record_invocation(function_id, source, time.perf_counter() - start, ok)
+
+    runtime.FunctionHost.invoke = counted_invoke  # type: ignore[method-assign]
+    return counter
+
+
+def collect(out_dir: Path) -> dict[str, Any]:
+    """Sum every process's file: {"calls": {svc:op: {...}}, "invocations": {...}, "redis": {...}}."""
+    calls: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    invocations: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    redis_cmds: dict[str, int] = defaultdict(int)
+    for path in sorted(out_dir.glob("calls-*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for key, row in data["calls"].items():
+            for name, value in row.items():
+                calls[key][name] += value
+        for key, row in data["invocations"].items():
+            for name, value in row.items():
+                invocations[key][name] += value
+        for cmd, n in data["redis"].items():
+            redis_cmds[cmd] += n
+    return {
+        "calls": {k: dict(v) for k, v in sorted(calls.items())},
+        "invocations": {k: dict(v) for k, v in sorted(invocations.items())},
+        "redis": dict(sorted(redis_cmds.items())),
+    }
+
+
+def subtract(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """What happened between two :func:`collect` snapshots."""
+    out: dict[str, Any] = {}
+    for section in ("calls", "invocations"):
+        rows: dict[str, dict[str, float]] = {}
+        for key, row in after[section].items():
+            prev = before[section].get(key, {})
+            diff = {name: value - prev.get(name, 0) for name, value in row.items()}
+            if any(diff.values()):
+                rows[key] = diff
+        out[section] = rows
+    out["redis"] = {
+        k: v - before["redis"].get(k, 0) for k, v in after["redis"].items() if v - before["redis"].get(k, 0)
+    }
+    return out
