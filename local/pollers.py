@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import signal
 import threading
-import time
 import traceback
 import uuid
 from collections.abc import Mapping, Sequence
@@ -106,9 +106,7 @@ class QueuePoller(threading.Thread):
             result = self.host.invoke(self.trigger.function, sqs_event(self.queue_arn, messages))
             failed = failed_ids(result) or set()
         except Exception as exc:
-            print(
-                f"[pollers] {self.trigger.function} failed its batch: {type(exc).__name__}: {exc}", flush=True
-            )
+            print(f"[pollers] {self.trigger.function} failed its batch: {type(exc).__name__}: {exc}", flush=True)
             return len(messages)
         done = [m for m in messages if m["MessageId"] not in failed]
         for start in range(0, len(done), 10):
@@ -123,9 +121,7 @@ class QueuePoller(threading.Thread):
 class Scheduler(threading.Thread):
     """EventBridge rate() schedules: invoke the function with a Scheduled Event."""
 
-    def __init__(
-        self, host: FunctionHost, schedule: blueprint.Schedule, stop: threading.Event, scale: float
-    ) -> None:
+    def __init__(self, host: FunctionHost, schedule: blueprint.Schedule, stop: threading.Event, scale: float) -> None:
         super().__init__(name=f"schedule-{schedule.id}", daemon=True)
         self.host, self.schedule, self.stop = host, schedule, stop
         self.interval = schedule.every_minutes * 60 * scale
@@ -154,31 +150,63 @@ def concurrency(trigger: blueprint.QueueTrigger) -> int:
     return min(trigger.max_concurrency, reserved) if reserved else trigger.max_concurrency
 
 
+def _run_poller(trigger: blueprint.QueueTrigger, queue_url: str, n: int) -> None:
+    _serve([QueuePoller(FunctionHost(), trigger, queue_url, _stop_event(), n)])
+
+
+def _run_schedule(schedule: blueprint.Schedule, scale: float) -> None:
+    _serve([Scheduler(FunctionHost(), schedule, _stop_event(), scale)])
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    return stop
+
+
+def _serve(threads: list[threading.Thread]) -> None:
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):  # the threads end when SIGTERM sets their event
+        for t in threads:
+            t.join(timeout=0.5)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queue-urls", required=True, help="JSON map of queue id -> URL")
     parser.add_argument("--schedule-scale", type=float, default=1.0, help="shrink schedule intervals (tests)")
     args = parser.parse_args()
     urls: dict[str, str] = json.loads(args.queue_urls)
+    # One process per concurrent "execution environment", as Lambda runs them: module
+    # state (Powertools' metrics, the idempotency layer) is never shared between two
+    # invocations in flight. Processes are forked before any AWS client exists.
+    ctx = multiprocessing.get_context("fork")
+    procs = [
+        ctx.Process(target=_run_poller, args=(t, urls[t.queue], n), name=f"{t.function}-{n}", daemon=True)
+        for t in blueprint.QUEUE_TRIGGERS
+        for n in range(concurrency(t))
+    ] + [
+        ctx.Process(target=_run_schedule, args=(s, args.schedule_scale), name=f"schedule-{s.id}", daemon=True)
+        for s in blueprint.SCHEDULES
+    ]
+    for p in procs:
+        p.start()
+    print(f"[pollers] {len(procs)} pollers and schedules running, one process each", flush=True)
     stop = threading.Event()
-    host = FunctionHost()
-    threads: list[threading.Thread] = []
-    for trigger in blueprint.QUEUE_TRIGGERS:
-        threads += [
-            QueuePoller(host, trigger, urls[trigger.queue], stop, n) for n in range(concurrency(trigger))
-        ]
-    threads += [Scheduler(host, s, stop, args.schedule_scale) for s in blueprint.SCHEDULES]
-    for t in threads:
-        t.start()
-    print(f"[pollers] {len(threads)} pollers and schedules running", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.is_set():
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        stop.set()
-    for t in threads:
-        t.join(timeout=3)
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    while not stop.is_set():
+        stop.wait(0.5)
+        for p in procs:
+            if not p.is_alive():
+                print(f"[pollers] {p.name} exited with {p.exitcode}", flush=True)
+                stop.set()
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(timeout=3)
 
 
 if __name__ == "__main__":

@@ -72,8 +72,8 @@ class LocalStack:
         work_dir: Path,
         ports: Ports | None = None,
         *,
-        gateway_workers: int = 2,
-        gateway_threads: int = 16,
+        gateway_workers: int = 8,
+        gateway_threads: int = 1,
         schedule_scale: float = 1.0,
         ses_max_rate: float = 14.0,
         params: dict[str, str] | None = None,
@@ -280,6 +280,10 @@ class LocalStack:
             )
 
     def _start_gateway(self) -> servers.ServerProcess:
+        # One request at a time per worker process, as one Lambda execution environment
+        # serves one invocation at a time: Powertools keeps per-process state (metrics)
+        # that concurrent invocations in one process would share. More workers = more
+        # concurrent environments.
         cmd = [
             str(VENV_BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.ports.gateway}",
             "--workers", str(self.gateway_workers), "--worker-class", "gthread",

@@ -62,7 +62,7 @@ def built_site() -> Path:
 def stack(tmp_path_factory: pytest.TempPathFactory, built_site: Path) -> Iterator[LocalStack]:
     work = tmp_path_factory.mktemp("browser-stack")
     with LocalStack(
-        work, Ports.free(), gateway_workers=2, gateway_threads=16, schedule_scale=0.05, quiet=True
+        work, Ports.free(), gateway_workers=6, gateway_threads=1, schedule_scale=0.05, quiet=True
     ) as running:
         yield running
 

@@ -78,7 +78,7 @@ class Backend:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     work: Path = tmp_path_factory.mktemp("stack")
     with LocalStack(
-        work, Ports.free(), gateway_workers=2, gateway_threads=16, schedule_scale=0.05, quiet=True
+        work, Ports.free(), gateway_workers=6, gateway_threads=1, schedule_scale=0.05, quiet=True
     ) as running:
         yield running
 
