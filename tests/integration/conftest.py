@@ -59,7 +59,7 @@ class Backend:
         return HttpPaymentProvider(self.stack.payments_url)
 
     def admin(self) -> RaceAdmin:
-        return RaceAdmin(self.store(), self.inventory())
+        return RaceAdmin(self.store(), self.inventory(), catalog=self.catalog())
 
     def create_race(self, caps: list[int], *, open_now: bool = True, owner: str = "director-test", **kw: Any) -> str:
         now = datetime.now(UTC)

@@ -38,6 +38,7 @@ class Event(BaseModel):
     priceCents: int
     currency: str = "USD"
     shards: int = 1
+    position: int = 0  # the director's order, which runners see
 
 
 class EventView(BaseModel):

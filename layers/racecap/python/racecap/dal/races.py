@@ -57,7 +57,9 @@ class DynamoRaceStore:
         race = next((i for i in items if i["sk"] == "RACE"), None)
         if race is None:
             return None
-        events = [Event.model_validate(i) for i in items if i["sk"].startswith("EVENT#")]
+        events = sorted(
+            (Event.model_validate(i) for i in items if i["sk"].startswith("EVENT#")), key=lambda e: e.position
+        )
         return Race.model_validate(race), events
 
     def race_version(self, race_id: str) -> int:

@@ -225,8 +225,9 @@ class RaceAdmin:
                 priceCents=e.priceCents,
                 currency=draft.currency,
                 shards=shards_for(e.cap),
+                position=i,
             )
-            for e in draft.events
+            for i, e in enumerate(draft.events)
         ]
         # Shards first: a race is only visible once every place it advertises exists.
         for e in events:
@@ -237,6 +238,8 @@ class RaceAdmin:
                 self._audit.item(director, race.raceId, "race.create", race.raceId, name=race.name, events=len(events))
             )
         self._store.create(race, events, also)
+        if self._catalog is not None:
+            self._catalog.invalidate_listing()  # the new race shows in the public list at once
         return race
 
     def add_event(self, director: Director, race_id: str, draft: EventDraft) -> AdminRaceView:
@@ -251,6 +254,7 @@ class RaceAdmin:
             priceCents=draft.priceCents,
             currency=race.currency,
             shards=shards_for(draft.cap),
+            position=max((e.position for e in events), default=-1) + 1,
         )
         self._inventory.create_event_shards(race_id, event.eventId, event.cap, event.shards)
         try:

@@ -129,10 +129,13 @@ class RaceCatalog:
         self._cache.clear_flag(sold_out_flag(race_id, event_id))
         self._cache.delete(f"race:{race_id}:avail")
 
+    def invalidate_listing(self) -> None:
+        self._cache.bump("listing", self._store.listing_version())
+
     def invalidate(self, race_id: str, new_version: int) -> None:
         """After an edit: orphan the race's cached definition and the public listing."""
         self._cache.bump(f"race:{race_id}", new_version)
-        self._cache.bump("listing", self._store.listing_version())
+        self.invalidate_listing()
         self._cache.delete(f"race:{race_id}:avail")
 
     @staticmethod
