@@ -206,27 +206,21 @@ class Gateway:
         matched = next(((r, p) for r in ROUTES if (p := r.match(method, path)) is not None), None)
         if matched is None:
             if any(r.regex.match(path) for r in ROUTES):
-                return _json(
-                    start, 405, {"error": "METHOD_NOT_ALLOWED", "message": f"{method} is not allowed here."}
-                )
+                return _json(start, 405, {"error": "METHOD_NOT_ALLOWED", "message": f"{method} is not allowed here."})
             # API Gateway's own answer for an unknown route, in our error shape.
             return _json(start, 404, {"error": "NOT_FOUND", "message": "No such resource."})
         compiled, params = matched
         try:
             body = _read_body(environ)
         except ValueError:
-            return _json(
-                start, 413, {"error": "PAYLOAD_TOO_LARGE", "message": "The request body is too large."}
-            )
+            return _json(start, 413, {"error": "PAYLOAD_TOO_LARGE", "message": "The request body is too large."})
         claims = None
         if compiled.route.auth != "none":
             if self.authorizer is None:
                 return _json(start, 401, {"error": "UNAUTHORIZED", "message": "No authorizer configured."})
             claims = self.authorizer.claims(_headers(environ).get("authorization", ""))
             if claims is None:
-                return _json(
-                    start, 401, {"error": "UNAUTHORIZED", "message": "Missing or invalid bearer token."}
-                )
+                return _json(start, 401, {"error": "UNAUTHORIZED", "message": "Missing or invalid bearer token."})
         event = build_http_event(environ, compiled.route, params, body, claims)
         result = self.host.invoke(compiled.route.function, event)
         return _respond_from_lambda(start, result)
@@ -260,9 +254,7 @@ class Gateway:
     # -- CloudFront + S3 ------------------------------------------------------------------
     def _static(self, start: StartResponse, method: str, path: str) -> list[bytes]:
         if method not in ("GET", "HEAD"):
-            return _json(
-                start, 405, {"error": "METHOD_NOT_ALLOWED", "message": "Static content is read-only."}
-            )
+            return _json(start, 405, {"error": "METHOD_NOT_ALLOWED", "message": "Static content is read-only."})
         rel = path.lstrip("/") or "index.html"
         target = (self.site_dir / rel).resolve()
         if not str(target).startswith(str(self.site_dir.resolve())) or not target.is_file():
@@ -274,9 +266,7 @@ class Gateway:
         # Fingerprinted assets never change; HTML is short-cached so a deploy shows quickly.
         fingerprinted = re.search(r"\.[0-9a-f]{8,}\.\w+$", target.name) is not None
         cache = "public, max-age=31536000, immutable" if fingerprinted else "public, max-age=60"
-        start(
-            "200 OK", [("Content-Type", ctype), ("Content-Length", str(len(data))), ("Cache-Control", cache)]
-        )
+        start("200 OK", [("Content-Type", ctype), ("Content-Length", str(len(data))), ("Cache-Control", cache)])
         return [] if method == "HEAD" else [data]
 
 

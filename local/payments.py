@@ -232,17 +232,13 @@ class PaymentBook:
     def _refund(self, key: str, body: dict[str, Any]) -> _Outcome:
         charge_id = body.get("charge")
         if not isinstance(charge_id, str) or not charge_id:
-            return _Outcome(
-                None, _error(400, "parameter_missing", "Missing required param: charge.", param="charge")
-            )
+            return _Outcome(None, _error(400, "parameter_missing", "Missing required param: charge.", param="charge"))
         with self._lock:  # check-and-mark under the global lock: two keys cannot both refund
             charge = self._charges.get(charge_id)
             if charge is None:
                 return _Outcome(None, _error(404, "resource_missing", f"No such charge: '{charge_id}'"))
             if charge["status"] != "succeeded":
-                return _Outcome(
-                    None, _error(400, "charge_not_refundable", "Only succeeded charges can be refunded.")
-                )
+                return _Outcome(None, _error(400, "charge_not_refundable", "Only succeeded charges can be refunded."))
             if charge["refunded"]:
                 return _Outcome(
                     None,
@@ -267,9 +263,7 @@ class PaymentBook:
 def _validate_charge(body: dict[str, Any]) -> Response | None:
     amount = body.get("amount")
     if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= 99_999_999:
-        return _error(
-            400, "parameter_invalid_integer", "amount must be a positive integer (cents).", param="amount"
-        )
+        return _error(400, "parameter_invalid_integer", "amount must be a positive integer (cents).", param="amount")
     currency = body.get("currency")
     if not isinstance(currency, str) or len(currency) != 3 or not currency.isalpha():
         return _error(400, "parameter_invalid", "currency must be a three-letter ISO code.", param="currency")

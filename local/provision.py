@@ -80,9 +80,7 @@ def queue_arn(name: str, account: str = ACCOUNT, region: str = REGION) -> str:
     return f"arn:aws:sqs:{region}:{account}:{name}"
 
 
-def create_queue_requests(
-    queue: blueprint.Queue, account: str = ACCOUNT, region: str = REGION
-) -> list[dict[str, Any]]:
+def create_queue_requests(queue: blueprint.Queue, account: str = ACCOUNT, region: str = REGION) -> list[dict[str, Any]]:
     """Keyword arguments for ``sqs.create_queue``: the dead-letter queue first, then the
     queue that redrives into it."""
     redrive = {
@@ -116,9 +114,7 @@ def state_machine_arn(sm_id: str, account: str = ACCOUNT, region: str = REGION) 
     return f"arn:aws:states:{region}:{account}:stateMachine:{blueprint.state_machine(sm_id).local_name}"
 
 
-def local_resolver(
-    queue_urls: Mapping[str, str], cache_url: str, params: Mapping[str, str] | None = None
-) -> Resolver:
+def local_resolver(queue_urls: Mapping[str, str], cache_url: str, params: Mapping[str, str] | None = None) -> Resolver:
     """How the local stack resolves blueprint refs: local names, URLs and fake ARNs.
 
     ``params`` overrides ``Param`` defaults (as a CloudFormation parameter would)."""
@@ -200,9 +196,7 @@ def _ensure_queue(client: SQSClient, queue: blueprint.Queue) -> dict[str, str]:
     dlq_request, _ = create_queue_requests(queue)
     dlq_url = _upsert_queue(client, dlq_request)
     # Build the redrive from the DLQ's real ARN (whatever account/region ElasticMQ reports).
-    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
+    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     region, account = dlq_arn.split(":")[3:5]
     _, main_request = create_queue_requests(queue, account=account, region=region)
     return {queue.dlq_id: dlq_url, queue.id: _upsert_queue(client, main_request)}
@@ -212,9 +206,7 @@ def _upsert_queue(client: SQSClient, request: dict[str, Any]) -> str:
     try:
         url = client.get_queue_url(QueueName=request["QueueName"])["QueueUrl"]
     except client.exceptions.QueueDoesNotExist:
-        return client.create_queue(QueueName=request["QueueName"], Attributes=request["Attributes"])[
-            "QueueUrl"
-        ]
+        return client.create_queue(QueueName=request["QueueName"], Attributes=request["Attributes"])["QueueUrl"]
     # Existing queue: bring its attributes to the declaration (create_queue would refuse).
     client.set_queue_attributes(QueueUrl=url, Attributes=request["Attributes"])
     return url

@@ -41,9 +41,7 @@ SITE_ID = "Site"
 # --- Lambda ----------------------------------------------------------------------------
 # Kept at 3.12: the Powertools public layer and the deps layer are built for it.
 PYTHON_RUNTIME = "python3.12"
-POWERTOOLS_LAYER_ARN = (
-    "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:27"
-)
+POWERTOOLS_LAYER_ARN = "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:27"
 PROJECT_LAYER_DIR: Path = blueprint.ROOT / "layers" / "racecap"
 DEPS_LAYER_DIR: Path = blueprint.ROOT / ".build" / "layers" / "deps"
 ASSET_EXCLUDES = ["__pycache__", "*.pyc", ".pytest_cache", "tests"]

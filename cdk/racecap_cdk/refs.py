@@ -79,7 +79,5 @@ class RefResolver:
     def _param(self, param: blueprint.Param) -> CfnParameter:
         # One CloudFormation parameter per blueprint Param name, however many users.
         if param.name not in self._params:
-            self._params[param.name] = CfnParameter(
-                self._scope, param.name, type="String", default=param.default
-            )
+            self._params[param.name] = CfnParameter(self._scope, param.name, type="String", default=param.default)
         return self._params[param.name]

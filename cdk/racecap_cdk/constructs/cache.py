@@ -24,9 +24,7 @@ class Cache(Construct):
             allow_all_outbound=False,
         )
         for port in (c.CACHE_PORT, c.CACHE_READER_PORT):
-            security_group.add_ingress_rule(
-                network.cache_clients, ec2.Port.tcp(port), "Valkey from functions"
-            )
+            security_group.add_ingress_rule(network.cache_clients, ec2.Port.tcp(port), "Valkey from functions")
 
         subnet_ids = network.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnet_ids
         self.cache = elasticache.CfnServerlessCache(

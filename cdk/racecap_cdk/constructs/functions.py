@@ -46,9 +46,7 @@ def _deps_layer_dir() -> str:
 
 
 class Functions(Construct):
-    def __init__(
-        self, scope: Construct, construct_id: str, *, network: Network, resolve: RefResolver
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, network: Network, resolve: RefResolver) -> None:
         super().__init__(scope, construct_id)
         self._network = network
         self._resolve = resolve
@@ -67,9 +65,7 @@ class Functions(Construct):
             # deps over the public layer. (cdk.json must not set recognizeLayerVersion: that flag
             # sorts layers by construct path. tests/infra asserts the order.)
             self._layer(c.DEPS_LAYER_ID, _deps_layer_dir(), "Racecap pinned run-time dependencies"),
-            self._layer(
-                c.PROJECT_LAYER_ID, str(c.PROJECT_LAYER_DIR), "Racecap domain and adapters (racecap)"
-            ),
+            self._layer(c.PROJECT_LAYER_ID, str(c.PROJECT_LAYER_DIR), "Racecap domain and adapters (racecap)"),
         ]
 
     def _layer(self, layer_id: str, path: str, description: str) -> lambda_.LayerVersion:

@@ -55,9 +55,7 @@ class Network(Construct):
         )
         # Every function carries this group; the endpoints admit HTTPS from it alone.
         # Isolated subnets: the only ways out are the endpoints, so egress stays open.
-        self.functions = ec2.SecurityGroup(
-            self, c.FUNCTIONS_SG_ID, vpc=self.vpc, description="Racecap functions"
-        )
+        self.functions = ec2.SecurityGroup(self, c.FUNCTIONS_SG_ID, vpc=self.vpc, description="Racecap functions")
         endpoints = ec2.SecurityGroup(
             self,
             c.ENDPOINTS_SG_ID,

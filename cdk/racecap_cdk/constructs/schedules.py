@@ -15,9 +15,7 @@ from .. import constants as c
 
 
 class Schedules(Construct):
-    def __init__(
-        self, scope: Construct, construct_id: str, *, functions: dict[str, lambda_.Function]
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, functions: dict[str, lambda_.Function]) -> None:
         super().__init__(scope, construct_id)
         self.rules: dict[str, events.Rule] = {}
         for decl in blueprint.SCHEDULES:

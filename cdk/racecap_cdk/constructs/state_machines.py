@@ -30,9 +30,7 @@ def read_definition(decl: blueprint.StateMachine) -> str:
 
 
 class StateMachines(Construct):
-    def __init__(
-        self, scope: Construct, construct_id: str, *, resolve: RefResolver, registry: Registry
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, resolve: RefResolver, registry: Registry) -> None:
         super().__init__(scope, construct_id)
         self.by_id: dict[str, sfn.StateMachine] = {}
         for decl in blueprint.STATE_MACHINES:
@@ -50,9 +48,7 @@ class StateMachines(Construct):
                 definition_substitutions=resolve.resolve_all(decl.substitutions),
                 state_machine_type=sfn.StateMachineType(decl.type),
                 # Execution data stays out of the logs: it can carry runners' details.
-                logs=sfn.LogOptions(
-                    destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False
-                ),
+                logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
                 tracing_enabled=True,
             )
             # The role may invoke exactly the functions its definition names.
