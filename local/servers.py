@@ -316,9 +316,7 @@ def _java() -> str:
 def _require(directory: Path, pattern: str, what: str) -> Path:
     found = sorted(directory.glob(pattern))
     if not found:
-        raise ServerStartError(
-            f"{what} is not installed ({directory}/{pattern} missing): run `local/install.sh maven`"
-        )
+        raise ServerStartError(f"{what} is not installed ({directory}/{pattern} missing): run `local/install.sh maven`")
     return found[0]
 
 
@@ -447,9 +445,7 @@ def start_elasticmq(
 
     def ready(s: ServerProcess) -> bool:
         # On a failed bind ElasticMQ logs the error but its JVM keeps running.
-        if _log_contains(s, "Cannot start SQS rest server") or _log_contains(
-            s, "Uncaught exception in thread: main"
-        ):
+        if _log_contains(s, "Cannot start SQS rest server") or _log_contains(s, "Uncaught exception in thread: main"):
             where = f"{HOST}:{s.port}; last lines of {s.log_path}"
             raise ServerStartError(f"elasticmq failed to start on {where}:\n{s.log_tail()}")
         if not _log_contains(s, f"Started SQS rest server, bind address {HOST}:{s.port}"):

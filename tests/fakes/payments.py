@@ -108,9 +108,7 @@ class FakePaymentProvider:
         with state.lock:
             if state.result is not None:
                 if state.fingerprint != fingerprint:
-                    raise IdempotencyKeyReused(
-                        "idempotency_key_reused", "key used with other parameters", 409
-                    )
+                    raise IdempotencyKeyReused("idempotency_key_reused", "key used with other parameters", 409)
                 assert isinstance(state.result, Charge)
                 return state.result
             if token not in TOKENS:
@@ -157,9 +155,7 @@ class FakePaymentProvider:
         with state.lock:
             if state.result is not None:
                 if state.fingerprint != fingerprint:
-                    raise IdempotencyKeyReused(
-                        "idempotency_key_reused", "key used with other parameters", 409
-                    )
+                    raise IdempotencyKeyReused("idempotency_key_reused", "key used with other parameters", 409)
                 assert isinstance(state.result, Refund)
                 return state.result
             with self._lock:
@@ -167,13 +163,9 @@ class FakePaymentProvider:
                 if record is None:
                     raise PaymentRejected("resource_missing", f"No such charge: {charge_id!r}", 404)
                 if record.charge.status != "succeeded":
-                    raise PaymentRejected(
-                        "charge_not_refundable", "Only succeeded charges can be refunded", 400
-                    )
+                    raise PaymentRejected("charge_not_refundable", "Only succeeded charges can be refunded", 400)
                 if record.refunded:
-                    raise ChargeAlreadyRefunded(
-                        "charge_already_refunded", f"{charge_id} already refunded", 400
-                    )
+                    raise ChargeAlreadyRefunded("charge_already_refunded", f"{charge_id} already refunded", 400)
                 record.refunded = True
                 refund = Refund(
                     id=f"re_fake_{next(self._ids):06d}",

@@ -173,9 +173,7 @@ def _cloud_routes(view: TemplateView) -> dict[str, tuple[str | None, str]]:
 def test_the_api_serves_the_same_routes_as_the_local_gateway(view: TemplateView) -> None:
     cloud = _cloud_routes(view)
     assert set(cloud) == {r.route_key for r in blueprint.ROUTES}
-    expected = {
-        r.route_key: (r.function, "JWT" if r.auth == "director" else "NONE") for r in blueprint.ROUTES
-    }
+    expected = {r.route_key: (r.function, "JWT" if r.auth == "director" else "NONE") for r in blueprint.ROUTES}
     assert cloud == expected
 
 
@@ -226,9 +224,7 @@ def test_state_machine_definition_matches_the_local_one(
 ) -> None:
     _, cloud = view.tagged("AWS::StepFunctions::StateMachine")[sm.id]
     assert cloud["StateMachineType"] == sm.type
-    substitutions = {
-        name: view.label(value) for name, value in cloud.get("DefinitionSubstitutions", {}).items()
-    }
+    substitutions = {name: view.label(value) for name, value in cloud.get("DefinitionSubstitutions", {}).items()}
     rendered = provision.PLACEHOLDER.sub(lambda m: substitutions[m.group(1)], cloud["DefinitionString"])
 
     local = provision.state_machine_definition(sm, label)

@@ -99,9 +99,7 @@ def test_event_sources_never_outrun_their_functions_reserved_concurrency(view: T
 # Queues and tables
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("queue", blueprint.QUEUES, ids=lambda q: q.id)
-def test_every_queue_redrives_to_its_own_dead_letter_queue(
-    view: TemplateView, queue: blueprint.Queue
-) -> None:
+def test_every_queue_redrives_to_its_own_dead_letter_queue(view: TemplateView, queue: blueprint.Queue) -> None:
     queues = view.tagged("AWS::SQS::Queue")
     _, props = queues[queue.id]
     redrive = props["RedrivePolicy"]
@@ -266,8 +264,6 @@ def test_state_machine_invokes_the_functions_it_names(view: TemplateView, sm: bl
 # ---------------------------------------------------------------------------
 def test_cdk_nag_finds_nothing_unacknowledged(synth: Synth) -> None:
     report = AwsSolutionsChecks(synth.app).validate_scope(synth.app)
-    findings = [
-        f"{v.rule_name} at {r.construct_path}" for v in report.violations for r in v.violating_resources
-    ]
+    findings = [f"{v.rule_name} at {r.construct_path}" for v in report.violations for r in v.violating_resources]
     assert findings == []
     assert report.success

@@ -35,9 +35,7 @@ def register(api: requests.Session, hold_id: str, body: dict[str, Any]) -> reque
     return api.post(f"/api/holds/{hold_id}/registration", json=body)
 
 
-def hold_and_register(
-    api: requests.Session, race_id: str, event_id: str, body: dict[str, Any]
-) -> tuple[str, str]:
+def hold_and_register(api: requests.Session, race_id: str, event_id: str, body: dict[str, Any]) -> tuple[str, str]:
     h = hold(api, race_id, event_id)
     assert h.status_code == 201, h.text
     r = register(api, h.json()["holdId"], body)
@@ -45,9 +43,7 @@ def hold_and_register(
     return h.json()["holdId"], r.json()["registrationId"]
 
 
-def wait_confirmed(
-    api: requests.Session, registration_ids: list[str], timeout: float = 60
-) -> dict[str, dict]:
+def wait_confirmed(api: requests.Session, registration_ids: list[str], timeout: float = 60) -> dict[str, dict]:
     """Poll like the waiting screen (but fast) until every registration is confirmed."""
     deadline = time.monotonic() + timeout
     done: dict[str, dict] = {}

@@ -58,9 +58,7 @@ def _nothing_changed(backend, race_id: str, event_id: str, hold_id: str) -> None
 
 
 @pytest.mark.parametrize(("name", "body", "status", "field"), CASES, ids=[c[0] for c in CASES])
-def test_bad_registration_bodies_are_rejected_with_the_field(
-    api_module, backend, held, name, body, status, field
-):
+def test_bad_registration_bodies_are_rejected_with_the_field(api_module, backend, held, name, body, status, field):
     race_id, event_id, hold_id = held
 
     resp = api_module.post(f"/api/holds/{hold_id}/registration", json=body)

@@ -115,9 +115,7 @@ def configured_rate(stack) -> float:
     return float(stack.function_env()["EMAIL_SEND_RATE_PER_SECOND"])
 
 
-def test_given_forty_confirmations_then_forty_emails_arrive_never_faster_than_the_send_rate(
-    stack, backend, mailbox
-):
+def test_given_forty_confirmations_then_forty_emails_arrive_never_faster_than_the_send_rate(stack, backend, mailbox):
     to = recipient("rate")
     bodies = [confirmation(to, n) for n in range(40)]
 

@@ -20,9 +20,7 @@ def test_given_a_small_cap_when_a_burst_of_holds_arrives_then_exactly_cap_are_he
     race_id = backend.create_race([CAP])
     (event_id,) = event_ids(api, race_id)
 
-    statuses = concurrently(
-        lambda _: hold(api, race_id, event_id).status_code, list(range(ATTEMPTS)), workers=48
-    )
+    statuses = concurrently(lambda _: hold(api, race_id, event_id).status_code, list(range(ATTEMPTS)), workers=48)
 
     counts = Counter(statuses)
     assert counts == {201: CAP, 409: ATTEMPTS - CAP}
@@ -108,9 +106,9 @@ def test_given_expired_holds_when_the_sweeper_runs_then_places_return(api, backe
 
     assert backend.inventory().usage(race_id, event_id, consistent=True).taken == 0
     assert all(
-        backend.dynamodb.get_item(
-            TableName=backend.table("Inventory"), Key=to_item({"pk": f"HOLD#{h}", "sk": "HOLD"})
-        )["Item"]["status"]["S"]
+        backend.dynamodb.get_item(TableName=backend.table("Inventory"), Key=to_item({"pk": f"HOLD#{h}", "sk": "HOLD"}))[
+            "Item"
+        ]["status"]["S"]
         == "EXPIRED"
         for h in held
     )

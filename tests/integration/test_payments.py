@@ -78,9 +78,7 @@ def server() -> Iterator[Server]:
         deadline = time.monotonic() + 15
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(
-                    f"local.payments exited early: {proc.stderr.read().decode() if proc.stderr else ''}"
-                )
+                raise RuntimeError(f"local.payments exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                     break

@@ -20,9 +20,7 @@ pytestmark = pytest.mark.integration
 
 LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1"}
 BOTO_CONFIG = Config(retries={"max_attempts": 1}, connect_timeout=5, read_timeout=10)
-SESSION = boto3.session.Session(
-    aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
-)
+SESSION = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
 
 
 def listen_addresses(port: int) -> list[str]:
@@ -63,9 +61,7 @@ def check_redis(server: servers.ServerProcess) -> None:
         client.close()
 
 
-STARTERS: dict[
-    str, tuple[Callable[[int, Path], servers.ServerProcess], Callable[[servers.ServerProcess], None]]
-] = {
+STARTERS: dict[str, tuple[Callable[[int, Path], servers.ServerProcess], Callable[[servers.ServerProcess], None]]] = {
     "dynamodb": (lambda port, d: servers.start_dynamodb(port, d / "logs"), check_dynamodb),
     "elasticmq": (lambda port, d: servers.start_elasticmq(port, d / "logs", d / "work"), check_sqs),
     "redis": (lambda port, d: servers.start_redis(port, d / "logs"), check_redis),
@@ -100,9 +96,7 @@ def test_taken_port_is_refused_with_a_clear_error(tmp_path: Path) -> None:
         blocker.listen(1)
         port = blocker.getsockname()[1]
         assert servers.port_in_use(port)
-        with pytest.raises(
-            servers.PortInUseError, match=f"port {port} is already in use.*RACECAP_REDIS_PORT"
-        ):
+        with pytest.raises(servers.PortInUseError, match=f"port {port} is already in use.*RACECAP_REDIS_PORT"):
             servers.start_redis(port, tmp_path)
         with pytest.raises(servers.PortInUseError, match="RACECAP_DYNAMODB_PORT"):
             servers.start_dynamodb(port, tmp_path)
