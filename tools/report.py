@@ -180,6 +180,25 @@ def latency_chart(endpoints: dict[str, dict[str, float]], width: int = 980) -> s
     return "".join(parts)
 
 
+def periods_table(periods: list[dict[str, Any]]) -> str:
+    """Latency over the burst, per Artillery reporting period (10 s)."""
+    if not periods:
+        return ""
+    cols = ("hold_p50", "hold_p99", "register_p50", "register_p99")
+    rows = "".join(
+        f"<tr><td>{_num(p.get('t'), '.0f')} s</td><td>{_num(p.get('request_rate'), ',.0f')}</td>"
+        + "".join(f"<td>{_num(p.get(c), ',.0f', '')}</td>" for c in cols)
+        + "</tr>"
+        for p in periods
+    )
+    return (
+        "<h2>Over time (Artillery's 10-second periods)</h2><table><tr><th>period start</th><th>requests/s</th>"
+        "<th>hold p50</th><th>hold p99</th><th>register p50</th><th>register p99</th></tr>"
+        f"{rows}</table><p class='note'>A slow period while the request rate is flat points at the machine "
+        "(other processes, the JVMs' garbage collection), a slow start at cold environments.</p>"
+    )
+
+
 def _card(title: str, value: str, note: str = "", cls: str = "") -> str:
     return f'<div class="card"><small>{_e(title)}</small><b class="{cls}">{value}</b><small>{note}</small></div>'
 
@@ -230,6 +249,13 @@ def render(s: dict[str, Any]) -> str:
             f"peak {_num(s.get('peak_request_rate'))}/s (10-s periods)",
         ),
     ]
+    if s.get("scenario") == "race-page":
+        race = s.get("endpoints", {}).get("race", {})
+        cards = [
+            _card("Page reads", _num(s.get("http_requests")), f"from {_num(s.get('arrived'))} readers"),
+            _card("Peak request rate", _num(s.get("peak_request_rate")) + "/s", "10-s periods"),
+            _card("Race page p99", _num(race.get("p99"), ",.0f") + " ms", f"p50 {_num(race.get('median'))} ms"),
+        ]
     endpoints = s.get("endpoints", {})
     latency_rows = "".join(
         f"<tr><td>{_e(name)}</td><td>{st['count']:,.0f}</td><td>{st['min']:,.1f}</td>"
@@ -342,6 +368,8 @@ p50 {_num(p2c.get("p50"), ".2f")} s, p99 {_num(p2c.get("p99"), ".2f")} s, max {_
 <div class="chart">{latency_chart(endpoints)}</div>
 <table><tr><th>endpoint</th><th>requests</th><th>min</th><th>p50</th><th>p95</th><th>p99</th><th>max</th></tr>
 {latency_rows}</table>
+
+{periods_table(s.get("periods", []))}
 
 <h2>Errors by code</h2>
 <table><tr><th>endpoint</th><th>kind</th><th>code</th><th>count</th></tr>{error_rows}</table>
