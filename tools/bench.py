@@ -477,7 +477,7 @@ def _machine_cpu_seconds() -> float:
 # -- (d) counts and costs ----------------------------------------------------------------------------------
 def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any]:
     n = max(registrations, 1)
-    by_service: dict[str, dict[str, Any]] = defaultdict(lambda: {"requests": 0.0, "operations": {}})
+    by_service: dict[str, dict[str, Any]] = defaultdict(lambda: {"requests": 0.0, "operations": {}, "errors": {}})
     totals: dict[str, float] = defaultdict(float)
     for key, row in delta["calls"].items():
         service, op = key.split(":", 1)
@@ -489,6 +489,9 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
         svc = by_service[service]
         svc["requests"] += requests
         svc["operations"][op] = round(requests / n, 3)
+        for name, count in row.items():
+            if name.startswith("error:"):
+                svc["errors"][f"{op} {name.removeprefix('error:')}"] = int(count)
         if service == "dynamodb":
             totals["wcu"] += row.get("wcu_table", 0) + row.get("wcu_index", 0) + row.get("wcu_failed_estimated", 0)
             totals["wcu_table"] += row.get("wcu_table", 0)
@@ -501,7 +504,11 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
         if service == "sesv2" and op == "SendEmail":
             totals["emails"] += requests - row.get("errors", 0)
     services = {
-        s: {"requests_per_registration": round(v["requests"] / n, 3), "operations": v["operations"]}
+        s: {
+            "requests_per_registration": round(v["requests"] / n, 3),
+            "operations": v["operations"],
+            "errors_during_the_burst (count)": v["errors"],
+        }
         for s, v in sorted(by_service.items())
     }
     invocations: dict[str, Any] = {}
