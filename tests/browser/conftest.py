@@ -19,15 +19,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-import redis
 import requests
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
 
 import blueprint
-from local.stack import LocalStack, Ports
-from tests.integration.conftest import Backend
+from local.stack import LocalStack
+from tests.integration.conftest import Backend, api_session, backend_for, local_stack
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -60,37 +58,19 @@ def built_site() -> Path:
 
 @pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory, built_site: Path) -> Iterator[LocalStack]:
-    work = tmp_path_factory.mktemp("browser-stack")
-    with LocalStack(
-        work, Ports.free(), gateway_workers=6, gateway_threads=1, schedule_scale=0.05, quiet=True
-    ) as running:
+    with local_stack(tmp_path_factory.mktemp("browser-stack")) as running:
         yield running
 
 
 @pytest.fixture(scope="package")
 def backend(stack: LocalStack) -> Backend:
-    env = stack.aws_env()
-    session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
-    return Backend(
-        stack=stack,
-        dynamodb=session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"]),
-        sqs=session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"]),
-        redis=redis.Redis(host="127.0.0.1", port=stack.ports.redis, decode_responses=True),
-    )
+    return backend_for(stack)
 
 
 @pytest.fixture
 def api(stack: LocalStack) -> Iterator[requests.Session]:
     """The runner API over plain HTTP, for arranging what other runners did."""
-    session = requests.Session()
-    session.headers["Accept"] = "application/json"
-    original = session.request
-
-    def request(method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", 30)
-        return original(method, stack.url + url if url.startswith("/") else url, *args, **kwargs)
-
-    session.request = request  # type: ignore[method-assign]
+    session = api_session(stack)
     yield session
     session.close()
 

@@ -74,17 +74,13 @@ class Backend:
         return self.admin().create_race(owner, draft, open_now=open_now).raceId
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    work: Path = tmp_path_factory.mktemp("stack")
-    with LocalStack(
-        work, Ports.free(), gateway_workers=6, gateway_threads=1, schedule_scale=0.05, quiet=True
-    ) as running:
-        yield running
+def local_stack(work: Path) -> LocalStack:
+    """The stack the test suites run against: one request per gateway worker, as on Lambda,
+    and the sweeper's schedule shrunk so expiry tests take seconds."""
+    return LocalStack(work, Ports.free(), gateway_workers=6, gateway_threads=1, schedule_scale=0.05, quiet=True)
 
 
-@pytest.fixture(scope="session")
-def backend(stack: LocalStack) -> Backend:
+def backend_for(stack: LocalStack) -> Backend:
     env = stack.aws_env()
     session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
     return Backend(
@@ -95,33 +91,33 @@ def backend(stack: LocalStack) -> Backend:
     )
 
 
-@pytest.fixture
-def api(stack: LocalStack) -> Iterator[requests.Session]:
+def api_session(stack: LocalStack) -> requests.Session:
+    """A requests session whose relative URLs go to the stack's gateway."""
     session = requests.Session()
     session.headers["Accept"] = "application/json"
-    base = stack.url
     original = session.request
 
     def request(method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("timeout", 30)
-        return original(method, base + url if url.startswith("/") else url, *args, **kwargs)
+        return original(method, stack.url + url if url.startswith("/") else url, *args, **kwargs)
 
     session.request = request  # type: ignore[method-assign]
-    yield session
-    session.close()
+    return session
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    with local_stack(tmp_path_factory.mktemp("stack")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def backend(stack: LocalStack) -> Backend:
+    return backend_for(stack)
 
 
 @pytest.fixture
-def director(stack: LocalStack) -> Iterator[Any]:
-    """``director(name)``: an API session signed in as that race director (local issuer)."""
-    from .admin import DirectorSession
-
-    sessions: list[DirectorSession] = []
-
-    def sign_in(name: str) -> DirectorSession:
-        sessions.append(DirectorSession(stack, name))
-        return sessions[-1]
-
-    yield sign_in
-    for s in sessions:
-        s.close()
+def api(stack: LocalStack) -> Iterator[requests.Session]:
+    session = api_session(stack)
+    yield session
+    session.close()
