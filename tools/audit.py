@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -167,6 +168,26 @@ def audit(
     if report.dlq_messages:
         report.violations.append(f"{report.dlq_messages} messages in dead-letter queues")
     return report
+
+
+def audit_until_clean(
+    stack: Any, dynamodb: Any, sqs: Any, race_id: str, *, timeout_s: float, interval_s: float = 1.0
+) -> AuditReport:
+    """The audit of a local stack's race, repeated for a while if it fails: the last
+    confirmation email may still be on its way through the rate-limited sender."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        report = audit(
+            dynamodb,
+            sqs,
+            race_id,
+            payments_url=stack.payments_url,
+            mailbox_url=stack.mailbox_url,
+            queue_urls=stack.queue_urls,
+        )
+        if report.ok or time.monotonic() > deadline:
+            return report
+        time.sleep(interval_s)
 
 
 def _registration_ids(message: dict[str, Any]) -> set[str]:

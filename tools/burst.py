@@ -54,7 +54,8 @@ from racecap.dal.inventory import DynamoInventory  # noqa: E402
 from racecap.dal.races import DynamoRaceStore  # noqa: E402
 from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft  # noqa: E402
 
-from tools.audit import AuditReport, audit  # noqa: E402
+from tools import audit as auditing  # noqa: E402
+from tools.audit import AuditReport  # noqa: E402
 
 ROOT = blueprint.ROOT
 ARTILLERY_DIR = ROOT / "artillery"
@@ -512,20 +513,9 @@ def drain(stack: LocalStack, clients: Clients, timeout_s: float, say: Any) -> fl
 
 
 def audit_until_clean(stack: LocalStack, clients: Clients, race_id: str, timeout_s: float) -> AuditReport:
-    """The audit, repeated for a while if it fails (a last email may still be on its way)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        report = audit(
-            clients.dynamodb,
-            clients.sqs,
-            race_id,
-            payments_url=stack.payments_url,
-            mailbox_url=stack.mailbox_url,
-            queue_urls=stack.queue_urls,
-        )
-        if report.ok or time.monotonic() > deadline:
-            return report
-        time.sleep(2.0)
+    return auditing.audit_until_clean(
+        stack, clients.dynamodb, clients.sqs, race_id, timeout_s=timeout_s, interval_s=2.0
+    )
 
 
 def confirmations(clients: Clients, race_id: str, event_ids: list[str]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 import requests
 
 from local.stack import LocalStack
-from tools.audit import AuditReport, audit
+from tools.audit import AuditReport, audit_until_clean
 
 
 def runner(email: str | None = None, token: str = "tok_visa") -> dict[str, str]:
@@ -68,16 +68,4 @@ def concurrently(fn: Any, args: list[Any], workers: int = 32) -> list[Any]:
 
 def wait_for_audit(stack: LocalStack, backend: Any, race_id: str, timeout: float = 90) -> AuditReport:
     """Audit once the queues have drained (emails are rate-limited, so this can take a while)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        report = audit(
-            backend.dynamodb,
-            backend.sqs,
-            race_id,
-            payments_url=stack.payments_url,
-            mailbox_url=stack.mailbox_url,
-            queue_urls=stack.queue_urls,
-        )
-        if report.ok or time.monotonic() > deadline:
-            return report
-        time.sleep(1.0)
+    return audit_until_clean(stack, backend.dynamodb, backend.sqs, race_id, timeout_s=timeout)
