@@ -121,3 +121,19 @@ def api(stack: LocalStack) -> Iterator[requests.Session]:
     session = api_session(stack)
     yield session
     session.close()
+
+
+@pytest.fixture
+def director(stack: LocalStack) -> Iterator[Any]:
+    """``director(name)``: an API session signed in as that race director (local issuer)."""
+    from .admin import DirectorSession
+
+    sessions: list[DirectorSession] = []
+
+    def sign_in(name: str) -> DirectorSession:
+        sessions.append(DirectorSession(stack, name))
+        return sessions[-1]
+
+    yield sign_in
+    for s in sessions:
+        s.close()
