@@ -86,10 +86,6 @@ class FunctionHost:
         finally:
             self._pools[function_id].put(env)
 
-    @property
-    def environments(self) -> dict[str, int]:
-        return dict(self._counts)
-
     def _acquire(self, function_id: str) -> ModuleType:
         with self._lock:
             pool = self._pools.setdefault(function_id, queue.LifoQueue())

@@ -7,8 +7,6 @@ Step Functions (ASL ``ErrorEquals``), so don't rename them lightly.
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class DomainError(Exception):
     code = "ERROR"
@@ -19,12 +17,6 @@ class DomainError(Exception):
         self.message = message
         self.fields = fields
         self.retry_after = retry_after
-
-    def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"error": self.code, "message": self.message}
-        if self.fields:
-            body["fields"] = self.fields
-        return body
 
 
 class ValidationFailed(DomainError):

@@ -19,12 +19,16 @@ from racecap.observability import logger, metrics
 MAX_BODY_BYTES = 16 * 1024
 
 
-def error_response(status: int, code: str, message: str, **extra: Any) -> Response:
+def error_response(
+    status: int, code: str, message: str, *, fields: dict[str, str] | None = None, retry_after: int | None = None
+) -> Response:
+    """The one shape of every error a client sees."""
     headers = {"Cache-Control": "no-store"}
-    if "retry_after" in extra and extra["retry_after"] is not None:
-        headers["Retry-After"] = str(extra.pop("retry_after"))
-    extra.pop("retry_after", None)
-    body = {"error": code, "message": message, **{k: v for k, v in extra.items() if v is not None}}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    body: dict[str, Any] = {"error": code, "message": message}
+    if fields is not None:
+        body["fields"] = fields
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,

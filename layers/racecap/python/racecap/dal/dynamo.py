@@ -37,15 +37,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def query_all(client: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+def query_raw(client: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Every item a query matches, page by page, in DynamoDB's wire format."""
     while True:
         page = client.query(**kwargs)
-        for item in page.get("Items", []):
-            yield from_item(item)
+        yield from page.get("Items", [])
         last = page.get("LastEvaluatedKey")
         if not last:
             return
         kwargs["ExclusiveStartKey"] = last
+
+
+def query_all(client: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Every item a query matches, as plain Python values."""
+    return (from_item(item) for item in query_raw(client, **kwargs))
 
 
 def is_conditional_failure(exc: Exception) -> bool:

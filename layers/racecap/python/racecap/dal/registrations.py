@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from racecap.dal.dynamo import from_item, query_all, to_item, values
+from racecap.dal.dynamo import from_item, query_all, query_raw, to_item, values
 from racecap.dal.holds import email_key, hold_key, shard_key
 from racecap.dal.transactions import TransactItem
 from racecap.retry import cancellation_codes, retry_contention
@@ -173,33 +173,25 @@ class DynamoRegistrations:
     def event_page(self, race_id: str, event_id: str, after_bib: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
         """Up to ``limit`` registrations of one event in bib order after ``after_bib``
         (flat dicts of ``ROW_FIELDS``); and whether the event has more."""
-        resp = self._db.query(
-            TableName=self._regs,
-            IndexName="gsi1",
-            KeyConditionExpression="gsi1pk = :pk AND gsi1sk > :after",
-            ExpressionAttributeValues=values({":pk": f"EVENT#{race_id}#{event_id}", ":after": f"BIB#{after_bib:08d}"}),
-            ProjectionExpression=_PROJECTION,
-            ExpressionAttributeNames=_PROJECTION_NAMES,
-            Limit=limit,
-        )
+        resp = self._db.query(**self._after_bib(race_id, event_id, after_bib), Limit=limit)
         return [flat(i) for i in resp.get("Items", [])], bool(resp.get("LastEvaluatedKey"))
 
     def event_rows(self, race_id: str, event_id: str, after_bib: int = 0) -> Iterator[dict[str, Any]]:
         """Every registration of one event after ``after_bib``, in bib order, page by page."""
-        yield from (
-            flat(i)
-            for i in _raw_query(
-                self._db,
-                TableName=self._regs,
-                IndexName="gsi1",
-                KeyConditionExpression="gsi1pk = :pk AND gsi1sk > :after",
-                ExpressionAttributeValues=values(
-                    {":pk": f"EVENT#{race_id}#{event_id}", ":after": f"BIB#{after_bib:08d}"}
-                ),
-                ProjectionExpression=_PROJECTION,
-                ExpressionAttributeNames=_PROJECTION_NAMES,
-            )
-        )
+        yield from (flat(i) for i in query_raw(self._db, **self._after_bib(race_id, event_id, after_bib)))
+
+    def _after_bib(self, race_id: str, event_id: str, after_bib: int) -> dict[str, Any]:
+        """One event's registrations in bib order, after ``after_bib`` (the gsi1 query)."""
+        return {
+            "TableName": self._regs,
+            "IndexName": "gsi1",
+            "KeyConditionExpression": "gsi1pk = :pk AND gsi1sk > :after",
+            "ExpressionAttributeValues": values(
+                {":pk": f"EVENT#{race_id}#{event_id}", ":after": f"BIB#{after_bib:08d}"}
+            ),
+            "ProjectionExpression": _PROJECTION,
+            "ExpressionAttributeNames": _PROJECTION_NAMES,
+        }
 
     def by_bib(self, race_id: str, event_id: str, bib: int) -> dict[str, Any] | None:
         resp = self._db.query(
@@ -361,12 +353,3 @@ def flat(item: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = from_item({key: typed})[key]
     return out
-
-
-def _raw_query(client: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    while True:
-        page = client.query(**kwargs)
-        yield from page.get("Items", [])
-        if not page.get("LastEvaluatedKey"):
-            return
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
