@@ -80,9 +80,9 @@ run_step() {
 }
 
 # ---------------------------------------------------------------- apt
-APT_PACKAGES=(redis-server chromium)
+APT_PACKAGES=(redis-server chromium nginx wrk)
 apt_key() { echo ""; }
-apt_check() { command -v redis-server && command -v chromium; }
+apt_check() { command -v redis-server && command -v chromium && command -v nginx && command -v wrk; }
 apt_do() {
   local sudo=()
   if [[ $(id -u) -ne 0 ]]; then
@@ -91,6 +91,14 @@ apt_do() {
   fi
   local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
              -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+  # Debian starts a freshly installed nginx on 0.0.0.0:80; a policy-rc.d that forbids service
+  # starts keeps it down (the stack starts its own on 127.0.0.1 when it needs it).
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null && "${sudo[@]}" chmod +x "$policy" && made_policy=1
+  fi
+  # The step runs in its own subshell: this trap removes the policy however the step ends.
+  if [[ $made_policy == 1 ]]; then trap "${sudo[*]} rm -f $policy" EXIT; fi
   # apt-get update only when needed: no package lists yet, or the install fails on stale ones.
   if ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
     "${apt[@]}" update
