@@ -61,6 +61,7 @@ PORT_VARS = {
     "ses": "RACECAP_SES_PORT",
     "stepfunctions": "RACECAP_SFN_PORT",
     "sfn": "RACECAP_SFN_PORT",
+    "stripe": "RACECAP_STRIPE_PORT",
 }
 
 

@@ -38,6 +38,7 @@ class Ports:
     ses: int = 8005
     sfn: int = 8083
     payments: int = 8006
+    stripe: int = 8007
 
     @classmethod
     def from_env(cls) -> Ports:
@@ -110,6 +111,11 @@ class LocalStack:
     def payments_url(self) -> str:
         return f"http://127.0.0.1:{self.ports.payments}"
 
+    @property
+    def stripe_url(self) -> str:
+        """The Stripe stand-in: the API base the SDK is pointed at, and Stripe.js's origin."""
+        return f"http://127.0.0.1:{self.ports.stripe}"
+
     def resolve(self, ref: blueprint.Ref) -> str:
         """A blueprint reference, as the local stack names it (see local.provision)."""
         urls = self.queue_urls or {
@@ -176,6 +182,7 @@ class LocalStack:
             self._step("redis-server", lambda: servers.start_redis(self.ports.redis, self.log_dir))
             self._step("local SES", self._start_ses)
             self._step("payments (test tokens)", self._start_payments)
+            self._step("Stripe stand-in", self._start_stripe)
             self._step("Step Functions (ASL)", self._start_sfn)
             self._say("provisioning tables, queues and state machines from blueprint")
             self._provision()
@@ -242,6 +249,10 @@ class LocalStack:
     def _start_payments(self) -> servers.ServerProcess:
         cmd = [sys.executable, "-m", "local.payments", "--port", str(self.ports.payments)]
         return self._spawn("payments", cmd, self.ports.payments, {"PYTHONPATH": str(ROOT)})
+
+    def _start_stripe(self) -> servers.ServerProcess:
+        cmd = [sys.executable, "-m", "local.stripe_standin", "--port", str(self.ports.stripe)]
+        return self._spawn("stripe", cmd, self.ports.stripe, {"PYTHONPATH": str(ROOT)})
 
     def _start_sfn(self) -> servers.ServerProcess:
         node = node_binary()

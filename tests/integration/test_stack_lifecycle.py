@@ -26,6 +26,7 @@ PORT_VARS = {
     "ses": "RACECAP_SES_PORT",
     "sfn": "RACECAP_SFN_PORT",
     "payments": "RACECAP_PAYMENTS_PORT",
+    "stripe": "RACECAP_STRIPE_PORT",
 }
 
 
