@@ -6,7 +6,7 @@
 // the waiting screen, which polls the registration with the server's back-off
 // (Retry-After 10, 20, 40, 60 s) until it is CONFIRMED.
 //
-// Configuration comes from the environment (tools/burst.py sets it; defaults are the
+// Configuration comes from the environment (tools/burst sets it; defaults are the
 // paper's realistic values):
 //   RACECAP_RACE_ID            the race (required)
 //   RACECAP_EVENT_ID           one event for everyone (default: pick among open events,
@@ -18,7 +18,7 @@
 //   RACECAP_PAYMENT_TOKEN      the card (tok_visa)
 //   RACECAP_PAGE_REFRESHES     race-page burst: refreshes per reader (5)
 //   RACECAP_OUTCOMES           a JSONL file: one line per milestone and one per runner,
-//                              read by tools/burst.py for its progress line and report
+//                              read by tools/burst for its progress line and report
 //
 // Counters it emits (all start at 0, so `ensure` conditions can name them):
 //   racecap.runners.{arrived,held,unplaced,registered,confirmed,not_confirmed}

@@ -1,6 +1,6 @@
 """The burst report: one self-contained HTML page (inline CSS and SVG, no CDN, no script).
 
-``tools/burst.py`` calls :func:`render` with its summary and writes
+``tools/burst/run.py`` calls :func:`render` with its summary and writes
 ``reports/burst-<timestamp>.html`` (and the same figures as ``.json``). To re-render a
 saved summary:
 

@@ -1,0 +1,3 @@
+from tools.bench.cli import main
+
+main()

@@ -1,0 +1,65 @@
+"""``python -m tools.bench``: the command line (sections add their own options) and the
+figures printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from tools.bench import __doc__ as USAGE
+from tools.bench.run import ROOT, run
+from tools.bench.sections import sections
+
+
+def _env_float(name: str, default: float) -> float:
+    return float(os.environ[name]) if os.environ.get(name) else default
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runners", type=int, default=int(_env_float("RUNNERS", 900)))
+    p.add_argument("--arrival", type=float, default=_env_float("ARRIVAL_S", 30))
+    p.add_argument("--think-min", type=float, default=_env_float("THINK_MIN", 1))
+    p.add_argument("--think-max", type=float, default=_env_float("THINK_MAX", 3))
+    p.add_argument("--backoff-scale", type=float, default=_env_float("BACKOFF_SCALE", 0.05))
+    p.add_argument("--gateway-workers", type=int, default=int(_env_float("GATEWAY_WORKERS", 8)))
+    p.add_argument("--gateway-threads", type=int, default=int(_env_float("GATEWAY_THREADS", 1)))
+    p.add_argument(
+        "--email-rate",
+        type=float,
+        default=_env_float("EMAIL_RATE", 50),
+        help="SES sends/s (a production account's rate; confirmation emails drain behind the burst)",
+    )
+    p.add_argument(
+        "--steady-runners",
+        type=int,
+        default=int(_env_float("STEADY_RUNNERS", 300)),
+        help="a second, lighter burst in the same run, for latency below saturation (0: skip)",
+    )
+    p.add_argument("--out", type=Path, default=ROOT / "reports")
+    for section in sections():
+        if section.options:
+            section.options(p)
+    args = p.parse_args(argv)
+    bench = run(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "bench.json"
+    path.write_text(json.dumps(bench, indent=2, default=str))
+    b, c, t = bench["b_full_flow"], bench["c_fraction_of_raw_limit"], bench["target"]
+    raw_rate = bench["a_raw_dynamodb_local_writes"]["conditional_writes_per_s"]
+    writes = c["dynamodb_write_requests_per_registration"]
+    print(
+        f"\n[bench] wrote {path}\n"
+        f"  (a) DynamoDB Local conditional writes/s {raw_rate}\n"
+        f"  (b) registrations/s {b['registrations_per_s']}, estimated hourly {b['estimated_hourly_registrations']:,}"
+        f"  (RunSignUp 440,510)\n"
+        f"  (c) {c['fraction']} of what (a) allows at {writes} writes/registration\n"
+        f"  (d) ${bench['d_aws_calls_and_cost']['cost_per_1000_registrations_usd']['total']} per 1,000 registrations\n"
+        f"  (e) cold starts: "
+        + ", ".join(f"{k} {v.get('median_ms')} ms" for k, v in bench["e_cold_start_import_ms"].items())
+        + f"\n  target met: {t['met']}  {json.dumps({k: v for k, v in t.items() if k != 'met'})}",
+        flush=True,
+    )

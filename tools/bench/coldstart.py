@@ -1,0 +1,131 @@
+"""(e) cold starts: each handler's import in a fresh interpreter per sample, and for a slow
+one, what the import is spent on (``python -X importtime``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import blueprint
+from local.runtime import LAYER_PATH
+from local.stack import LocalStack
+from tools.bench.sections import Bench, Section
+
+ROOT = blueprint.ROOT
+COLD_START_TARGET_MS = 300
+
+_IMPORT_ONE = """
+import importlib.util, json, sys, time
+t0, c0 = time.perf_counter(), time.process_time()
+spec = importlib.util.spec_from_file_location("handler_under_test", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(json.dumps({"ms": (time.perf_counter() - t0) * 1000, "cpu_ms": (time.process_time() - c0) * 1000}))
+"""
+
+
+def cold_starts(samples: int = 3) -> dict[str, Any]:
+    """Import each functions/*/handler.py in a fresh interpreter with the function env set."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, **LocalStack(Path(tmp)).function_env()}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), LAYER_PATH])
+    out: dict[str, Any] = {}
+    for fn in blueprint.FUNCTIONS:
+        path = fn.path / f"{fn.module.replace('.', '/')}.py"
+        times: list[float] = []
+        cpu: list[float] = []
+        for _ in range(samples):
+            proc = subprocess.run(
+                [sys.executable, "-c", _IMPORT_ONE, str(path)],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            if proc.returncode != 0:
+                out[fn.id] = {"error": proc.stderr.strip().splitlines()[-1:]}
+                break
+            sample = json.loads(proc.stdout.strip().splitlines()[-1])
+            times.append(sample["ms"])
+            cpu.append(sample["cpu_ms"])
+        if times:
+            out[fn.id] = {
+                "handler": str(path.relative_to(ROOT)),
+                "median_ms": round(statistics.median(times), 1),
+                "median_cpu_ms": round(statistics.median(cpu), 1),
+                "min_ms": round(min(times), 1),
+                "max_ms": round(max(times), 1),
+                "samples": len(times),
+                "under_300_ms": statistics.median(times) < COLD_START_TARGET_MS,
+            }
+            if statistics.median(times) >= COLD_START_TARGET_MS:
+                out[fn.id]["heaviest_imports"] = heaviest_imports(path, env)
+    return out
+
+
+def heaviest_imports(path: Path, env: dict[str, str], top: int = 8) -> list[dict[str, Any]]:
+    """What a slow handler's import is spent on (``python -X importtime``).
+
+    Each package is charged the cumulative time of its outermost import (what importing
+    it cost, its own dependencies included), so a package imported inside another one
+    shows up in both: read it as "importing X costs this much", not as a partition.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", _IMPORT_ONE, str(path)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # Lines come out children first; "import time: self | cumulative |   nested.name".
+    rows: list[tuple[int, str, int]] = []
+    for line in proc.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) != 3 or not parts[1].strip().isdigit():
+            continue
+        name = parts[2].rstrip()
+        depth = (len(name) - len(name.lstrip()) - 1) // 2
+        rows.append((depth, name.strip(), int(parts[1])))
+    charged: dict[str, int] = {}
+    # Walk parents before children: reverse order gives each subtree's root first.
+    stack: list[tuple[int, str]] = []  # (depth, top package) of the open ancestors
+    for depth, name, cumulative in reversed(rows):
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        package = name.split(".")[0]
+        if all(pkg != package for _, pkg in stack):
+            charged[package] = charged.get(package, 0) + cumulative
+        stack.append((depth, package))
+    ranked = sorted(charged.items(), key=lambda kv: -kv[1])[:top]
+    return [{"package": k, "import_ms": round(v / 1000, 1)} for k, v in ranked]
+
+
+def measure(bench: Bench) -> dict[str, Any]:
+    bench.say("(e) cold-start imports, a fresh interpreter per sample")
+    cold = cold_starts(bench.args.cold_samples)
+    for fn_id, r in cold.items():
+        bench.say(f"    {fn_id:<20} {r.get('median_ms', r.get('error'))} ms")
+    return cold
+
+
+def targets(report: dict[str, Any]) -> dict[str, bool]:
+    return {"cold_start_under_300ms_each": all(r.get("under_300_ms") for r in report[SECTION.key].values())}
+
+
+def options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cold-samples", type=int, default=3)
+
+
+SECTION = Section(key="e_cold_start_import_ms", when="cold", measure=measure, targets=targets, options=options)

@@ -1,0 +1,122 @@
+"""(d) AWS calls per registration by service and operation, counted in the gateway and
+pollers processes (``tools/awscalls.py``), and the cost per 1,000 registrations at
+PRODUCT.md's prices.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import blueprint
+
+# PRODUCT.md, "Prices for a cost model" (us-east-1).
+PRICES = {
+    "lambda_request": 0.20 / 1e6,
+    "lambda_gb_s": 0.0000133334,
+    "http_api_request": 1.00 / 1e6,
+    "dynamodb_wcu": 0.625 / 1e6,
+    "dynamodb_rcu": 0.125 / 1e6,
+    "sqs_request": 0.40 / 1e6,
+    "ses_email": 0.10 / 1e3,
+}
+
+
+def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any]:
+    n = max(registrations, 1)
+    by_service: dict[str, dict[str, Any]] = defaultdict(lambda: {"requests": 0.0, "operations": {}, "errors": {}})
+    totals: dict[str, float] = defaultdict(float)
+    for key, row in delta["calls"].items():
+        service, op = key.split(":", 1)
+        requests = row.get("requests", 0)
+        if service == "sqs" and op == "ReceiveMessage":
+            empty = row.get("empty", 0)
+            totals["sqs_empty_receives"] += empty
+            requests -= empty  # idle long-polls: a cost of time, not of registrations
+        svc = by_service[service]
+        svc["requests"] += requests
+        svc["operations"][op] = round(requests / n, 3)
+        for name, count in row.items():
+            if name.startswith("error:"):
+                svc["errors"][f"{op} {name.removeprefix('error:')}"] = int(count)
+        if service == "dynamodb":
+            totals["wcu"] += row.get("wcu_table", 0) + row.get("wcu_index", 0) + row.get("wcu_failed_estimated", 0)
+            totals["wcu_table"] += row.get("wcu_table", 0)
+            totals["wcu_index"] += row.get("wcu_index", 0)
+            totals["wcu_failed_estimated"] += row.get("wcu_failed_estimated", 0)
+            totals["rcu"] += row.get("rcu_table", 0) + row.get("rcu_index", 0)
+            if op in ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"):
+                totals["dynamodb_write_requests"] += requests
+                totals["dynamodb_items_written"] += row.get("items", 0)
+        if service == "sesv2" and op == "SendEmail":
+            totals["emails"] += requests - row.get("errors", 0)
+    services = {
+        s: {
+            "requests_per_registration": round(v["requests"] / n, 3),
+            "operations": v["operations"],
+            "errors_during_the_burst (count)": v["errors"],
+        }
+        for s, v in sorted(by_service.items())
+    }
+    invocations: dict[str, Any] = {}
+    gb_s = 0.0
+    http_requests = 0.0
+    lambda_requests = 0.0
+    for key, row in delta["invocations"].items():
+        fn_id, source = key.split(":", 1)
+        memory_gb = blueprint.function(fn_id).memory_mb / 1024
+        gb_s += row["seconds"] * memory_gb
+        lambda_requests += row["count"]
+        if source == "http":
+            http_requests += row["count"]
+        invocations[key] = {
+            "per_registration": round(row["count"] / n, 3),
+            "mean_ms": round(row["seconds"] / row["count"] * 1000, 1) if row["count"] else None,
+            "memory_mb": blueprint.function(fn_id).memory_mb,
+        }
+    redis_total = sum(delta["redis"].values())
+    cost_items = {
+        "lambda_requests": lambda_requests * PRICES["lambda_request"],
+        "lambda_gb_seconds": gb_s * PRICES["lambda_gb_s"],
+        "http_api_requests": http_requests * PRICES["http_api_request"],
+        "dynamodb_write_units": totals["wcu"] * PRICES["dynamodb_wcu"],
+        "dynamodb_read_units": totals["rcu"] * PRICES["dynamodb_rcu"],
+        "sqs_requests": (by_service["sqs"]["requests"] if "sqs" in by_service else 0) * PRICES["sqs_request"],
+        "ses_emails": totals["emails"] * PRICES["ses_email"],
+    }
+    per_1000 = {k: round(v / n * 1000, 5) for k, v in cost_items.items()}
+    return {
+        "registrations": registrations,
+        "aws_calls_per_registration": services,
+        "lambda_invocations": invocations,
+        "lambda_invocations_per_registration": round(lambda_requests / n, 3),
+        "lambda_gb_seconds_per_registration": round(gb_s / n, 5),
+        "http_api_requests_per_registration": round(http_requests / n, 3),
+        "dynamodb": {
+            "write_requests_per_registration": round(totals["dynamodb_write_requests"] / n, 3),
+            "items_written_per_registration": round(totals["dynamodb_items_written"] / n, 3),
+            "wcu_per_registration": round(totals["wcu"] / n, 3),
+            "wcu_table_per_registration": round(totals["wcu_table"] / n, 3),
+            "wcu_index_per_registration": round(totals["wcu_index"] / n, 3),
+            "wcu_failed_conditional_estimated_per_registration": round(totals["wcu_failed_estimated"] / n, 3),
+            "rcu_per_registration": round(totals["rcu"] / n, 3),
+        },
+        "ses_emails_per_registration": round(totals["emails"] / n, 3),
+        "redis_commands_per_registration": round(redis_total / n, 3),
+        "sqs_empty_receives_during_burst": int(totals["sqs_empty_receives"]),
+        "cost_per_1000_registrations_usd": {**per_1000, "total": round(sum(per_1000.values()), 4)},
+        "prices_usd": PRICES,
+        "notes": [
+            "Counted in the gateway and pollers processes: every botocore call, Redis command and "
+            "handler invocation during the burst (after warm-up, until the queues drained).",
+            "Per registration = all of it (race-page reads, holds, registrations, status polls, writer, "
+            "email sender) / registrations completed.",
+            "DynamoDB units: ConsumedCapacity reported by DynamoDB Local (table + GSI), except "
+            "TransactWriteItems, computed from the request at AWS's 2 units per 1 KB item; failed "
+            "conditional writes estimated at 1 unit per item (2 in a transaction).",
+            "Lambda GB-s from handler durations measured here (two busy cores: longer than on Lambda) "
+            "at each function's blueprint memory size.",
+            "Empty SQS long-polls (idle pollers) are excluded: they cost per hour, not per registration.",
+            "Not in the model (no price in PRODUCT.md): ElastiCache, CloudWatch Logs/metrics, CloudFront.",
+        ],
+    }

@@ -1,0 +1,130 @@
+"""(b), (c), (d) and the CPU figures: what the full-flow burst measured, as bench.json keys.
+
+(b) the opening burst through Artillery (registrations/s, estimated hourly, latency,
+audited), (b') the same flow at a steady rate, (c) (b) as a fraction of what (a) allows,
+(d) the AWS calls counted between the probes, CPU by process and what bounds the figure.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tools import awscalls
+from tools.bench.costs import per_registration
+from tools.bench.sections import Bench
+
+RUNSIGNUP_HOURLY = 440_510
+P99_TARGET_MS = 1000
+
+
+def figures(
+    bench: Bench, s: dict[str, Any], steady: dict[str, Any] | None, marks: dict[str, Any], idle: dict[str, float]
+) -> dict[str, Any]:
+    """The burst's keys of bench.json, ``target`` lines included (under "target")."""
+    cfg = bench.cfg
+    raw = bench.results.get("a_raw_dynamodb_local_writes") or {}
+    registrations = s["registrations_completed"]
+    span = s["first_to_last_s"] or 0
+    per_s = registrations / span if span else 0.0
+    delta = awscalls.subtract(marks["end"]["calls"], marks["start"]["calls"])
+    counted = per_registration(delta, registrations)
+    writes_per_reg = counted["dynamodb"]["write_requests_per_registration"]
+    allowed = raw.get("conditional_writes_per_s", 0) / writes_per_reg if writes_per_reg else None
+    cpu_start, cpu_end = marks["start"]["cpu"], marks["end"]["cpu"]
+    cpu = {k: cpu_end[k] - cpu_start.get(k, 0) for k in cpu_end}
+    wall = marks["end"]["t"] - marks["start"]["t"]
+    machine_busy = cpu.pop("machine_total")
+    stack_cpu = sum(cpu.values())
+    cpu_report = {
+        "idle_cores_before_the_burst": idle,
+        "window_s": round(wall, 1),
+        "machine_busy_cpu_s": round(machine_busy, 1),
+        "machine_capacity_cpu_s": round(wall * (os.cpu_count() or 1), 1),
+        "stack_cpu_s": round(stack_cpu, 1),
+        "artillery_cpu_s": s["artillery_cpu_s"],
+        "other_cpu_s (the bench, other users)": round(machine_busy - stack_cpu - s["artillery_cpu_s"], 1),
+        "cpu_ms_per_registration": {
+            k: round(v / max(registrations, 1) * 1000, 2) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])
+        },
+        "stack_cpu_ms_per_registration": round(stack_cpu / max(registrations, 1) * 1000, 1),
+    }
+    cores = os.cpu_count() or 1
+    per_reg_ms = (stack_cpu + s["artillery_cpu_s"]) / max(registrations, 1) * 1000
+    needed_per_s = RUNSIGNUP_HOURLY / 3600
+    bound = {
+        "what": "CPU: every process of the flow (and the load generator) shares these cores",
+        "cpu_ms_per_registration (stack + artillery)": round(per_reg_ms, 1),
+        "registrations_per_s_if_every_core_were_the_flows": round(cores * 1000 / per_reg_ms, 1),
+        "as_estimated_hourly": round(cores * 1000 / per_reg_ms * 3600),
+        "registrations_per_s_needed_for_440510": round(needed_per_s, 1),
+        "cpu_ms_per_registration_that_would_take": round(cores * 1000 / needed_per_s, 1),
+        "dynamodb_local_alone_allows_per_s": round(allowed, 1) if allowed else None,
+    }
+    endpoints = s["endpoints"]
+    hold_p99 = endpoints.get("hold", {}).get("p99")
+    reg_p99 = endpoints.get("register", {}).get("p99")
+    hourly = s["estimated_hourly_registrations"] or 0
+    return {
+        "b_full_flow": {
+            "registrations_completed": registrations,
+            "runners": cfg.runners,
+            "runners_with_a_place": s["held"],
+            "success_rate_for_runners_with_a_place": s["success_rate"],
+            "first_request_to_last_confirmation_s": round(span, 2),
+            "registrations_per_s": round(per_s, 1),
+            "estimated_hourly_registrations": round(hourly),
+            "peak_confirmations_per_s": s["peak_confirmations_per_s"],
+            "latency_ms": {
+                name: {k: st[k] for k in ("median", "p95", "p99", "max", "count")} for name, st in endpoints.items()
+            },
+            "errors": s["errors"],
+            "audit_ok": bool(s["audit"] and s["audit"]["ok"]),
+            "artillery_checks": s["checks"],
+            "settings": {
+                "arrival_window_s": cfg.arrival_s,
+                "think_s": [cfg.think_min_s, cfg.think_max_s],
+                "waiting_screen_backoff_scale": cfg.backoff_scale,
+                "gateway": f"{cfg.gateway_workers} workers x {cfg.gateway_threads} threads",
+                "ses_send_rate_per_s": cfg.email_rate,
+                "warm_up_registrations_on_a_separate_race": cfg.warm_registrations,
+            },
+            "queues_drained_after_the_last_runner_s": s["drain_s"],
+            "at_a_steady_rate": _steady_summary(steady),
+            "report": s.get("report_path"),
+        },
+        "c_fraction_of_raw_limit": {
+            "dynamodb_write_requests_per_registration": writes_per_reg,
+            "registrations_per_s_the_raw_limit_allows": round(allowed, 1) if allowed else None,
+            "fraction": round(per_s / allowed, 3) if allowed else None,
+        },
+        "d_aws_calls_and_cost": counted,
+        "cpu_by_process": cpu_report,
+        "what_bounds_it": bound,
+        "target": {
+            "estimated_hourly_registrations_over_440510": hourly > RUNSIGNUP_HOURLY,
+            "success_100_percent": s["success_rate"] == 1,
+            "hold_p99_under_1s": hold_p99 is not None and hold_p99 < P99_TARGET_MS,
+            "register_p99_under_1s": reg_p99 is not None and reg_p99 < P99_TARGET_MS,
+            "audit_ok": bool(s["audit"] and s["audit"]["ok"]),
+        },
+    }
+
+
+def _steady_summary(s: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The lighter burst: where p99 sits when the machine is not saturated."""
+    if s is None:
+        return None
+    return {
+        "runners": s["runners"],
+        "arrival_rate_per_s": round(s["runners"] / s["config"]["arrival_s"], 1),
+        "registrations_completed": s["registrations_completed"],
+        "success_rate_for_runners_with_a_place": s["success_rate"],
+        "estimated_hourly_registrations": round(s["estimated_hourly_registrations"] or 0),
+        "latency_ms": {
+            name: {k: st[k] for k in ("median", "p95", "p99", "max", "count")} for name, st in s["endpoints"].items()
+        },
+        "audit_ok": bool(s["audit"] and s["audit"]["ok"]),
+        "problems": s["problems"],
+        "report": s.get("report_path"),
+    }

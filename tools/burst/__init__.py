@@ -1,0 +1,51 @@
+"""Artillery burst tests against the local stack (default) or a deployed stage.
+
+    make burst                                   # 450 runners in 30 s, local stack, report
+    RUNNERS=5000 THINK_MAX=20 make burst
+    SCENARIO=oversubscribed make burst           # 5x more runners than places
+    SCENARIO=race-page make burst                # read burst on the race page
+    TARGET=https://d123.cloudfront.net RACE_ID=race_... make burst   # a deployed stage
+
+    python -m tools.burst --help                 # every knob, each also an env variable
+
+Locally it starts a dedicated stack on free ports in a temporary folder (nothing else is
+touched), seeds a race, warms the functions up and checks one registration end to end
+(the paper's "initial registration test"), runs the Artillery scenario with a progress
+line, waits for the queues to drain, runs the post-burst audit (``tools/audit.py``) and
+writes ``reports/burst-<timestamp>.html``. A failed ``ensure`` threshold or an audit
+violation fails the run (exit status 1).
+
+Against ``TARGET`` it skips everything local: no seeding (give ``RACE_ID``), no audit
+(run ``python -m tools.audit`` where the backend is reachable); the report is built
+from what the runners saw.
+
+The package, one room per job:
+
+    config.py     BurstConfig, BurstResult, Scenario (and its hooks), BurstRun
+    scenarios.py  the registry: a new scenario is one module plus one line there
+    stack.py      the local stack: start, seed, queue depth, drain, audit, confirmations
+    warm.py       warm the functions and JVMs; the initial registration test
+    artillery.py  run Artillery with the scenario's overrides; progress; `ensure` verdicts
+    summary.py    the figures from the runners' outcomes and the tables
+    run.py        run_burst: one whole burst, hooks included
+    cli.py        the command line and the printed figures
+"""
+
+from __future__ import annotations
+
+from tools.burst.artillery import artillery_command
+from tools.burst.config import BurstConfig, BurstResult, BurstRun, Scenario
+from tools.burst.run import run_burst
+from tools.burst.stack import Clients, seed_race, start_stack
+
+__all__ = [
+    "BurstConfig",
+    "BurstResult",
+    "BurstRun",
+    "Clients",
+    "Scenario",
+    "artillery_command",
+    "run_burst",
+    "seed_race",
+    "start_stack",
+]

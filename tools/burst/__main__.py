@@ -1,0 +1,3 @@
+from tools.burst.cli import main
+
+main()

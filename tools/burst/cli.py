@@ -1,0 +1,124 @@
+"""``python -m tools.burst``: the command line (every knob also an env variable) and the
+figures printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tools.burst import __doc__ as USAGE
+from tools.burst.config import P99_LIMIT_MS, BurstConfig
+from tools.burst.run import run_burst
+from tools.burst.scenarios import SCENARIOS, scenario
+
+
+def print_figures(summary: dict[str, Any]) -> None:
+    def fmt(v: Any, spec: str = ",.0f") -> str:
+        return "n/a" if v is None else format(v, spec)
+
+    latency = [
+        f"  {name:<9} p50 {s['median']:>6.0f} ms  p95 {s['p95']:>6.0f} ms  p99 {s['p99']:>6.0f} ms"
+        f"  ({s['count']:,.0f} requests)"
+        for name, s in summary["endpoints"].items()
+    ]
+    if not scenario(summary["scenario"]).registers:
+        print(
+            "\n".join(
+                [
+                    "",
+                    f"  page reads {summary['http_requests']:,} from {summary['arrived']:,} readers, "
+                    f"peak {fmt(summary['peak_request_rate'])} requests/s (10-s periods)",
+                    *latency,
+                    "",
+                ]
+            ),
+            flush=True,
+        )
+        return
+    print(
+        "\n".join(
+            [
+                "",
+                f"  registrations completed       {summary['registrations_completed']:,}"
+                f"  (runners who got a place: {summary['held']:,}; success "
+                f"{fmt(summary['success_rate'] and summary['success_rate'] * 100, '.1f')}%)",
+                f"  first request -> last confirmation  {fmt(summary['first_to_last_s'], '.1f')} s",
+                f"  estimated hourly registrations      {fmt(summary['estimated_hourly_registrations'])}"
+                "   (RunSignUp, 45 web servers: 440,510)",
+                f"  peak confirmations per second       {summary['peak_confirmations_per_s']}",
+                *latency,
+                "",
+            ]
+        ),
+        flush=True,
+    )
+
+
+def _env_float(name: str, default: float) -> float:
+    return float(os.environ[name]) if os.environ.get(name) else default
+
+
+def parse_args(argv: list[str] | None = None) -> BurstConfig:
+    d = BurstConfig()
+    p = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenario", choices=sorted(SCENARIOS), default=os.environ.get("SCENARIO", d.scenario))
+    p.add_argument("--runners", type=int, default=int(_env_float("RUNNERS", d.runners)))
+    p.add_argument("--arrival", type=float, default=_env_float("ARRIVAL_S", d.arrival_s), help="seconds")
+    p.add_argument("--think-min", type=float, default=_env_float("THINK_MIN", d.think_min_s))
+    p.add_argument("--think-max", type=float, default=_env_float("THINK_MAX", d.think_max_s))
+    p.add_argument(
+        "--backoff-scale",
+        type=float,
+        default=_env_float("BACKOFF_SCALE", d.backoff_scale),
+        help="multiplies the waiting screen's 10/20/40/60 s (1 = real)",
+    )
+    p.add_argument("--cap", type=int, default=int(os.environ["CAP"]) if os.environ.get("CAP") else None)
+    p.add_argument("--target", default=os.environ.get("TARGET") or None, help="a deployed stage's URL")
+    p.add_argument("--race-id", default=os.environ.get("RACE_ID") or None)
+    p.add_argument("--gateway-workers", type=int, default=int(_env_float("GATEWAY_WORKERS", d.gateway_workers)))
+    p.add_argument("--gateway-threads", type=int, default=int(_env_float("GATEWAY_THREADS", d.gateway_threads)))
+    p.add_argument("--email-rate", type=float, default=_env_float("EMAIL_RATE", d.email_rate))
+    p.add_argument("--no-warm", action="store_true")
+    p.add_argument(
+        "--warm-registrations",
+        type=int,
+        default=int(_env_float("WARM_REGISTRATIONS", d.warm_registrations)),
+        help="full flows on a separate race first, to warm the local JVMs (0: none)",
+    )
+    p.add_argument(
+        "--p99-limit", type=int, default=int(_env_float("P99_LIMIT_MS", P99_LIMIT_MS)), help="ms (default 1000)"
+    )
+    p.add_argument("--out", type=Path, default=d.out_dir)
+    a = p.parse_args(argv)
+    return BurstConfig(
+        scenario=a.scenario,
+        runners=a.runners,
+        arrival_s=a.arrival,
+        think_min_s=a.think_min,
+        think_max_s=max(a.think_min, a.think_max),
+        backoff_scale=a.backoff_scale,
+        cap=a.cap,
+        target=a.target,
+        race_id=a.race_id,
+        gateway_workers=a.gateway_workers,
+        gateway_threads=a.gateway_threads,
+        email_rate=a.email_rate,
+        warm=not a.no_warm,
+        warm_registrations=a.warm_registrations,
+        p99_limit_ms=a.p99_limit,
+        out_dir=a.out,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    cfg = parse_args(argv)
+    result = run_burst(cfg)
+    print_figures(result.summary)
+    if result.problems:
+        print("[burst] FAILED:\n  " + "\n  ".join(result.problems), file=sys.stderr, flush=True)
+        sys.exit(1)
+    print("[burst] passed: every check and the audit", flush=True)

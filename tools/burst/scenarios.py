@@ -1,0 +1,38 @@
+"""The registry of burst scenarios: ``SCENARIO=<name> make burst`` picks one.
+
+To add one, write ``tools/burst/<name>.py`` building a ``Scenario`` (see ``config.py`` for
+its hooks) and register it below with one line.
+"""
+
+from __future__ import annotations
+
+from tools.burst.config import ARTILLERY_DIR, Scenario
+
+OPENING = Scenario(
+    name="opening",
+    artillery=ARTILLERY_DIR / "opening-burst.yml",
+    threshold_endpoints=("hold", "register"),
+)
+OVERSUBSCRIBED = Scenario(
+    name="oversubscribed",
+    artillery=ARTILLERY_DIR / "oversubscribed.yml",
+    threshold_endpoints=("hold",),
+    places=lambda cfg: max(1, cfg.runners // 5),  # 5x more runners than places
+)
+RACE_PAGE = Scenario(
+    name="race-page",
+    artillery=ARTILLERY_DIR / "race-page-burst.yml",
+    threshold_endpoints=("race", "races"),
+    phase="readers",
+    registers=False,
+    think_s=(1, 2),
+)
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (OPENING, OVERSUBSCRIBED, RACE_PAGE)}
+
+
+def scenario(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise SystemExit(f"unknown scenario {name!r}; one of {sorted(SCENARIOS)}") from None

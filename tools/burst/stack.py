@@ -1,0 +1,148 @@
+"""Driving the local stack around a burst: start it, seed a race, count what the tables
+and queues hold (the progress line, the drain, the audit, the confirmations).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+import blueprint
+from local.runtime import install_layer_path
+from local.stack import LocalStack, Ports
+
+install_layer_path()
+
+from racecap.dal.dynamo import from_item, query_all, to_item, values  # noqa: E402
+from racecap.dal.inventory import DynamoInventory  # noqa: E402
+from racecap.dal.races import DynamoRaceStore  # noqa: E402
+from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft  # noqa: E402
+
+from tools import audit as auditing  # noqa: E402
+from tools.audit import AuditReport  # noqa: E402
+from tools.burst.config import DIRECTOR, EVENT_SPLIT, BurstConfig  # noqa: E402
+from tools.burst.scenarios import scenario  # noqa: E402
+
+
+def start_stack(cfg: BurstConfig, work_dir: Path, extra_env: dict[str, str] | None = None) -> LocalStack:
+    """A dedicated stack on free ports; SES and the email sender sped up for a big burst."""
+    stack = LocalStack(
+        work_dir,
+        Ports.free(),
+        gateway_workers=cfg.gateway_workers,
+        gateway_threads=cfg.gateway_threads,
+        ses_max_rate=cfg.email_rate,
+        params={"EmailSendRatePerSecond": str(cfg.email_rate)},
+        extra_env=extra_env,
+        quiet=True,
+    )
+    return stack.start()
+
+
+@dataclass
+class Clients:
+    dynamodb: Any
+    sqs: Any
+
+    @classmethod
+    def for_stack(cls, stack: LocalStack) -> Clients:
+        env = stack.aws_env()
+        session = boto3.session.Session(
+            aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
+        )
+        return cls(
+            session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"]),
+            session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"]),
+        )
+
+
+def seed_race(clients: Clients, caps: list[tuple[str, int, int]], name: str = "Burst City Marathon") -> str:
+    """Create an open race with (name, cap, priceCents) events, straight through the layer."""
+    now = datetime.now(UTC)
+    draft = RaceDraft(
+        name=name,
+        location="Loopback Park",
+        raceDate=(now + timedelta(days=90)).date().isoformat(),
+        registrationOpensAt=now - timedelta(minutes=1),
+        registrationClosesAt=now + timedelta(days=1),
+        holdMinutes=15,
+        events=[EventDraft(name=n, cap=c, priceCents=p) for n, c, p in caps],
+    )
+    admin = RaceAdmin(
+        DynamoRaceStore(clients.dynamodb, blueprint.table("Races").local_name),
+        DynamoInventory(clients.dynamodb, blueprint.table("Inventory").local_name),
+    )
+    return admin.create_race(DIRECTOR, draft, open_now=True).raceId
+
+
+def event_caps(cfg: BurstConfig) -> list[tuple[str, int, int]]:
+    total = cfg.cap if cfg.cap is not None else scenario(cfg.scenario).places(cfg)
+    caps = [(n, max(1, round(total * share)), price) for n, share, price in EVENT_SPLIT]
+    return caps if total >= len(caps) else [("Marathon", total, 9500)]
+
+
+def confirmed_count(clients: Clients, race_id: str, event_ids: list[str]) -> int:
+    """The writer's running total (the STATS item per event): one read per event."""
+    table = blueprint.table("Inventory").local_name
+    total = 0
+    for eid in event_ids:
+        resp = clients.dynamodb.get_item(TableName=table, Key=to_item({"pk": f"STATS#{race_id}#{eid}", "sk": "STATS"}))
+        if "Item" in resp:
+            total += int(from_item(resp["Item"]).get("confirmed", 0))
+    return total
+
+
+def queue_depth(clients: Clients, queue_urls: dict[str, str]) -> int:
+    total = 0
+    for q in blueprint.QUEUES:
+        attrs = clients.sqs.get_queue_attributes(
+            QueueUrl=queue_urls[q.id],
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        total += int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+    return total
+
+
+def drain(stack: LocalStack, clients: Clients, timeout_s: float, say: Any) -> float:
+    """Wait for both queues to be empty, in flight included (emails are the slow part)."""
+    t0 = time.monotonic()
+    quiet_checks = 0
+    while time.monotonic() < t0 + timeout_s:
+        depth = queue_depth(clients, stack.queue_urls)
+        quiet_checks = quiet_checks + 1 if depth == 0 else 0
+        if quiet_checks >= 2:
+            break
+        time.sleep(1.0)
+    drained = time.monotonic() - t0
+    say(f"queues drained in {drained:.1f}s")
+    return drained
+
+
+def audit_until_clean(stack: LocalStack, clients: Clients, race_id: str, timeout_s: float) -> AuditReport:
+    return auditing.audit_until_clean(
+        stack, clients.dynamodb, clients.sqs, race_id, timeout_s=timeout_s, interval_s=2.0
+    )
+
+
+def confirmations(clients: Clients, race_id: str, event_ids: list[str]) -> list[dict[str, Any]]:
+    """Every confirmed registration of the race: id, event, bib, paidAt, confirmedAt."""
+    table = blueprint.table("Registrations").local_name
+    out: list[dict[str, Any]] = []
+    for eid in event_ids:
+        out += list(
+            query_all(
+                clients.dynamodb,
+                TableName=table,
+                IndexName="gsi1",
+                KeyConditionExpression="gsi1pk = :pk",
+                ExpressionAttributeValues=values({":pk": f"EVENT#{race_id}#{eid}"}),
+                ProjectionExpression="registrationId, eventId, bib, paidAt, confirmedAt, #s",
+                ExpressionAttributeNames={"#s": "status"},
+            )
+        )
+    return [r for r in out if r.get("status") == "CONFIRMED"]
