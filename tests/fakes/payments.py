@@ -1,182 +1,305 @@
-"""An in-memory ``PaymentProvider`` with the local provider's semantics.
+"""An in-memory ``PaymentProvider`` (the port in ``racecap.dal.payments``), in Stripe's terms.
 
-Same test tokens as ``local.payments`` (``tok_visa`` succeeds, ``tok_declined`` is
-declined, ``tok_slow`` succeeds — after ``slow_seconds``, 0 by default — and any other
-token raises ``InvalidPaymentToken``), and the same idempotency rules: a key replays its
-first outcome for the same parameters, raises ``IdempotencyKeyReused`` for different ones,
-and never makes a second charge. Faults, to prove callers recover:
+Payment methods: ``tok_visa`` / ``pm_card_visa`` succeed, ``tok_slow`` succeeds after
+``slow_seconds`` (0 by default), ``tok_declined`` / ``pm_card_chargeDeclined`` are declined
+(a result: ``requires_payment_method`` with ``decline_code``), ``pm_card_authenticationRequired``
+stops at ``requires_action`` (3-D Secure), anything else is ``PaymentRejected``.
 
-* ``fail_next = N`` — the next N charge calls raise ``PaymentUnavailable`` before doing
+Idempotency as Stripe keeps it: a key replays its first answer for the same parameters and
+is ``PaymentRejected("idempotency_key_reused")`` for others; a rejected request stores
+nothing. Faults, to prove callers recover:
+
+* ``fail_next = N`` — the next N mutating calls raise ``PaymentUnavailable`` before doing
   anything;
-* ``fail_after_charge_next = N`` — the next N new charges are recorded, then
-  ``PaymentUnavailable`` is raised (charged, but the caller did not hear).
+* ``fail_after_next = N`` — the next N mutating calls do their work, then raise
+  ``PaymentUnavailable`` (charged, but the caller did not hear);
+* ``rate_limit_next = N`` — the next N calls raise ``PaymentRateLimited``.
 
-Thread-safe (a per-key lock like the server), so concurrency tests can use it too.
+Webhooks are signed like Stripe's (``t=<unix>,v1=<HMAC-SHA256 of "t.payload">``); ``sign``
+makes a valid header. Thread-safe: one lock per key, as the provider serialises a key.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
+import json
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from racecap.dal.payments import (
-    Charge,
-    ChargeAlreadyRefunded,
-    IdempotencyKeyReused,
-    InvalidPaymentToken,
+    AlreadyRefunded,
+    IntentNotCancelable,
+    IntentStatus,
+    InvalidWebhookSignature,
+    PaymentIntent,
+    PaymentRateLimited,
     PaymentRejected,
     PaymentUnavailable,
+    ProviderEvent,
     Refund,
 )
 
-TOKENS = ("tok_visa", "tok_declined", "tok_slow")
-
-
-@dataclass
-class FakeCharge:
-    charge: Charge
-    description: str
-    metadata: dict[str, str]
-    token: str
-    refunded: bool = False
+SUCCEEDS = frozenset({"tok_visa", "pm_card_visa", "tok_slow"})
+DECLINES = {"tok_declined": "card_declined", "pm_card_chargeDeclined": "card_declined"}
+NEEDS_ACTION = frozenset({"pm_card_authenticationRequired"})
+TOKENS = ("tok_visa", "tok_declined", "tok_slow")  # the local server's test tokens, too
+WEBHOOK_SECRET = "whsec_fake"
+SIGNATURE_TOLERANCE_S = 300
 
 
 @dataclass
 class _Key:
     lock: threading.Lock = field(default_factory=threading.Lock)
     fingerprint: tuple[object, ...] | None = None
-    result: Charge | Refund | None = None
+    result: PaymentIntent | Refund | None = None
+
+
+@dataclass
+class FakeIntent:
+    intent: PaymentIntent
+    description: str
+    refunded: bool = False
 
 
 class FakePaymentProvider:
-    def __init__(self, slow_seconds: float = 0.0) -> None:
+    def __init__(self, slow_seconds: float = 0.0, clock: Callable[[], float] = time.time) -> None:
         self.slow_seconds = slow_seconds
+        self.clock = clock
         self.fail_next = 0
-        self.fail_after_charge_next = 0
-        self.charge_calls = 0
-        self.refund_calls = 0
+        self.fail_after_next = 0
+        self.rate_limit_next = 0
+        self.calls: list[str] = []
         self._lock = threading.Lock()
         self._keys: dict[str, _Key] = {}
-        self._charges: dict[str, FakeCharge] = {}
-        self._by_key: dict[str, str] = {}
+        self._intents: dict[str, FakeIntent] = {}
         self._refunds: dict[str, Refund] = {}
+        self._events: list[ProviderEvent] = []
         self._ids = itertools.count(1)
 
     # -- inspection, for assertions ---------------------------------------------------------
     @property
-    def charges(self) -> list[FakeCharge]:
+    def intents(self) -> list[PaymentIntent]:
         with self._lock:
-            return list(self._charges.values())
+            return [f.intent for f in self._intents.values()]
 
     @property
-    def succeeded(self) -> list[Charge]:
-        return [c.charge for c in self.charges if c.charge.status == "succeeded"]
+    def succeeded(self) -> list[PaymentIntent]:
+        return [i for i in self.intents if i.status == IntentStatus.SUCCEEDED]
 
     @property
     def refunds(self) -> list[Refund]:
         with self._lock:
             return list(self._refunds.values())
 
-    def is_refunded(self, charge_id: str) -> bool:
+    def is_refunded(self, intent_id: str) -> bool:
         with self._lock:
-            return self._charges[charge_id].refunded
+            return self._intents[intent_id].refunded
+
+    def put_intent(self, intent: PaymentIntent) -> None:
+        """Arrange a state (e.g. an intent stuck in ``processing``) as a test's Given."""
+        with self._lock:
+            self._intents[intent.id] = FakeIntent(intent, "arranged")
 
     # -- the port ---------------------------------------------------------------------------
-    def charge(
+    def create_intent(
         self,
         *,
         amount_cents: int,
         currency: str,
-        token: str,
         idempotency_key: str,
+        metadata: Mapping[str, str],
         description: str,
-        metadata: dict[str, str],
-    ) -> Charge:
-        with self._lock:
-            self.charge_calls += 1
-            if self.fail_next > 0:
-                self.fail_next -= 1
-                raise PaymentUnavailable("injected: provider unavailable (nothing charged)")
-        if not idempotency_key:
-            raise ValueError("an idempotency key is required")
+        payment_method: str | None = None,
+        confirm: bool = False,
+    ) -> PaymentIntent:
         if amount_cents <= 0:
-            raise ValueError("amount_cents must be positive")
-        fingerprint = ("charge", amount_cents, currency, token, description, tuple(sorted(metadata.items())))
-        state = self._state(idempotency_key)
-        with state.lock:
-            if state.result is not None:
-                if state.fingerprint != fingerprint:
-                    raise IdempotencyKeyReused("idempotency_key_reused", "key used with other parameters", 409)
-                assert isinstance(state.result, Charge)
-                return state.result
-            if token not in TOKENS:
-                raise InvalidPaymentToken("invalid_token", f"No such token: {token!r}", 400)
-            if token == "tok_slow" and self.slow_seconds:
-                time.sleep(self.slow_seconds)
-            declined = token == "tok_declined"
-            charge = Charge(
-                id=f"ch_fake_{next(self._ids):06d}",
-                status="declined" if declined else "succeeded",
+            raise PaymentRejected("parameter_invalid_integer", "amount must be positive", 400)
+        params = ("create", amount_cents, currency.lower(), tuple(sorted(metadata.items())), description)
+        fingerprint = (*params, payment_method, confirm)
+
+        def work() -> PaymentIntent:
+            n = next(self._ids)
+            intent = PaymentIntent(
+                id=f"pi_fake_{n:06d}",
+                status=IntentStatus.REQUIRES_CONFIRMATION if payment_method else IntentStatus.REQUIRES_PAYMENT_METHOD,
                 amount_cents=amount_cents,
-                currency=currency,
-                idempotency_key=idempotency_key,
-                decline_reason="card_declined" if declined else None,
+                currency=currency.lower(),
+                metadata=dict(metadata),
+                client_secret=f"pi_fake_{n:06d}_secret_fake",
             )
+            if confirm:
+                if payment_method is None:
+                    raise PaymentRejected("parameter_missing", "confirm needs a payment_method", 400)
+                intent = self._apply(intent, payment_method)
             with self._lock:
-                self._charges[charge.id] = FakeCharge(charge, description, dict(metadata), token)
-                self._by_key[idempotency_key] = charge.id
-                fail_after = self.fail_after_charge_next > 0
-                if fail_after:
-                    self.fail_after_charge_next -= 1
-            state.fingerprint, state.result = fingerprint, charge
-            if fail_after:
-                raise PaymentUnavailable("injected: charged, but the answer was lost")
-            return charge
+                self._intents[intent.id] = FakeIntent(intent, description)
+                self._event("payment_intent.created", intent)
+                self._record_outcome(intent)
+            return intent
 
-    def find_charge(self, idempotency_key: str) -> Charge | None:
-        with self._lock:
-            state = self._keys.get(idempotency_key)
-        if state is not None:
-            with state.lock:  # like the server: wait for an in-flight charge with this key
-                pass
-        with self._lock:
-            charge_id = self._by_key.get(idempotency_key)
-            return self._charges[charge_id].charge if charge_id else None
+        return self._keyed(idempotency_key, fingerprint, work)  # type: ignore[return-value]
 
-    def refund(self, *, charge_id: str, idempotency_key: str) -> Refund:
+    def retrieve_intent(self, intent_id: str) -> PaymentIntent:
+        self._enter("retrieve")
+        return self._get(intent_id)
+
+    def _get(self, intent_id: str) -> PaymentIntent:
         with self._lock:
-            self.refund_calls += 1
-        if not idempotency_key:
-            raise ValueError("an idempotency key is required")
-        fingerprint = ("refund", charge_id)
-        state = self._state(idempotency_key)
-        with state.lock:
-            if state.result is not None:
-                if state.fingerprint != fingerprint:
-                    raise IdempotencyKeyReused("idempotency_key_reused", "key used with other parameters", 409)
-                assert isinstance(state.result, Refund)
-                return state.result
+            found = self._intents.get(intent_id)
+        if found is None:
+            raise PaymentRejected("resource_missing", f"No such payment_intent: {intent_id!r}", 404)
+        return found.intent
+
+    def confirm_intent(self, intent_id: str, *, payment_method: str, idempotency_key: str) -> PaymentIntent:
+        def work() -> PaymentIntent:
+            current = self._get(intent_id)
+            if current.status not in (IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION):
+                raise PaymentRejected("payment_intent_unexpected_state", f"intent is {current.status}", 400)
+            intent = self._apply(current, payment_method)
             with self._lock:
-                record = self._charges.get(charge_id)
+                self._intents[intent_id].intent = intent
+                self._record_outcome(intent)
+            return intent
+
+        return self._keyed(idempotency_key, ("confirm", intent_id, payment_method), work)  # type: ignore[return-value]
+
+    def cancel_intent(self, intent_id: str, *, idempotency_key: str) -> PaymentIntent:
+        def work() -> PaymentIntent:
+            current = self._get(intent_id)
+            if current.status in (IntentStatus.SUCCEEDED, IntentStatus.PROCESSING):
+                raise IntentNotCancelable(current)
+            if current.status == IntentStatus.CANCELED:
+                return current
+            intent = replace(current, status=IntentStatus.CANCELED)
+            with self._lock:
+                self._intents[intent_id].intent = intent
+                self._event("payment_intent.canceled", intent)
+            return intent
+
+        return self._keyed(idempotency_key, ("cancel", intent_id), work)  # type: ignore[return-value]
+
+    def find_intents(self, *, hold_id: str) -> list[PaymentIntent]:
+        self._enter("find")
+        return [i for i in self.intents if i.metadata.get("holdId") == hold_id]
+
+    def refund(self, *, intent_id: str, idempotency_key: str, reason: str | None = None) -> Refund:
+        def work() -> Refund:
+            with self._lock:
+                record = self._intents.get(intent_id)
                 if record is None:
-                    raise PaymentRejected("resource_missing", f"No such charge: {charge_id!r}", 404)
-                if record.charge.status != "succeeded":
-                    raise PaymentRejected("charge_not_refundable", "Only succeeded charges can be refunded", 400)
+                    raise PaymentRejected("resource_missing", f"No such payment_intent: {intent_id!r}", 404)
+                if record.intent.status != IntentStatus.SUCCEEDED:
+                    raise PaymentRejected("charge_not_refundable", "Only a succeeded payment can be refunded", 400)
                 if record.refunded:
-                    raise ChargeAlreadyRefunded("charge_already_refunded", f"{charge_id} already refunded", 400)
+                    raise AlreadyRefunded("charge_already_refunded", f"{intent_id} was refunded already", 400)
                 record.refunded = True
                 refund = Refund(
                     id=f"re_fake_{next(self._ids):06d}",
-                    charge_id=charge_id,
-                    amount_cents=record.charge.amount_cents,
+                    intent_id=intent_id,
+                    amount_cents=record.intent.amount_cents,
                     status="succeeded",
                 )
                 self._refunds[refund.id] = refund
-            state.fingerprint, state.result = fingerprint, refund
+                self._event("charge.refunded", record.intent)
             return refund
 
-    def _state(self, key: str) -> _Key:
+        return self._keyed(idempotency_key, ("refund", intent_id, reason), work)  # type: ignore[return-value]
+
+    def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:
+        self._enter("events")
         with self._lock:
-            return self._keys.setdefault(key, _Key())
+            events = list(self._events)
+        return iter([e for e in events if e.type in types and e.created >= created_after])
+
+    def parse_webhook(self, payload: bytes, signature_header: str | None) -> ProviderEvent:
+        parts = dict(p.split("=", 1) for p in (signature_header or "").split(",") if "=" in p)
+        try:
+            stamp = int(parts["t"])
+        except (KeyError, ValueError):
+            raise InvalidWebhookSignature("no timestamp in the signature header") from None
+        expected = _signature(stamp, payload)
+        if not hmac.compare_digest(expected, parts.get("v1", "")):
+            raise InvalidWebhookSignature("signature does not match")
+        if abs(self.clock() - stamp) > SIGNATURE_TOLERANCE_S:
+            raise InvalidWebhookSignature("timestamp outside the tolerance")
+        body = json.loads(payload)
+        return ProviderEvent(
+            id=body["id"], type=body["type"], created=int(body["created"]), data=body["data"]["object"]
+        )
+
+    def sign(self, payload: bytes) -> str:
+        stamp = int(self.clock())
+        return f"t={stamp},v1={_signature(stamp, payload)}"
+
+    # -- how a payment method behaves ---------------------------------------------------------
+    def _apply(self, intent: PaymentIntent, payment_method: str) -> PaymentIntent:
+        if payment_method in SUCCEEDS:
+            if payment_method == "tok_slow" and self.slow_seconds:
+                time.sleep(self.slow_seconds)
+            return replace(
+                intent, status=IntentStatus.SUCCEEDED, latest_charge=f"ch_for_{intent.id}", decline_code=None
+            )
+        if payment_method in DECLINES:
+            return replace(intent, status=IntentStatus.REQUIRES_PAYMENT_METHOD, decline_code=DECLINES[payment_method])
+        if payment_method in NEEDS_ACTION:
+            return replace(intent, status=IntentStatus.REQUIRES_ACTION)
+        raise PaymentRejected("invalid_payment_method", f"No such payment method: {payment_method!r}", 400)
+
+    def _record_outcome(self, intent: PaymentIntent) -> None:
+        if intent.status == IntentStatus.SUCCEEDED:
+            self._event("payment_intent.succeeded", intent)
+        elif intent.decline_code:
+            self._event("payment_intent.payment_failed", intent)
+
+    def _event(self, kind: str, intent: PaymentIntent) -> None:
+        data = {
+            "id": intent.id,
+            "object": "payment_intent",
+            "status": str(intent.status),
+            "amount": intent.amount_cents,
+            "currency": intent.currency,
+            "metadata": dict(intent.metadata),
+        }
+        self._events.append(
+            ProviderEvent(id=f"evt_fake_{next(self._ids):06d}", type=kind, created=int(self.clock()), data=data)
+        )
+
+    # -- idempotency and faults ---------------------------------------------------------------
+    def _enter(self, call: str) -> None:
+        with self._lock:
+            self.calls.append(call)
+            if self.rate_limit_next > 0:
+                self.rate_limit_next -= 1
+                raise PaymentRateLimited("injected: rate limited", retry_after=1.0)
+
+    def _keyed(self, key: str, fingerprint: tuple[object, ...], work: Callable[[], PaymentIntent | Refund]) -> object:
+        if not key:
+            raise ValueError("an idempotency key is required")
+        self._enter(str(fingerprint[0]))
+        with self._lock:
+            if self.fail_next > 0:
+                self.fail_next -= 1
+                raise PaymentUnavailable("injected: provider unavailable (nothing done)")
+            state = self._keys.setdefault(key, _Key())
+        with state.lock:
+            if state.result is not None:
+                if state.fingerprint != fingerprint:
+                    raise PaymentRejected("idempotency_key_reused", "key used with other parameters", 400)
+                return state.result
+            result = work()  # a rejection raises here and stores nothing, as Stripe does
+            state.fingerprint, state.result = fingerprint, result
+            with self._lock:
+                lose_answer = self.fail_after_next > 0
+                if lose_answer:
+                    self.fail_after_next -= 1
+            if lose_answer:
+                raise PaymentUnavailable("injected: done, but the answer was lost")
+            return result
+
+
+def _signature(stamp: int, payload: bytes) -> str:
+    return hmac.new(WEBHOOK_SECRET.encode(), f"{stamp}.".encode() + payload, hashlib.sha256).hexdigest()

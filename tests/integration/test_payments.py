@@ -1,4 +1,4 @@
-"""``HttpPaymentProvider`` against the real local payment server (``python -m local.payments``):
+"""The Charges-style wire client (``ChargesClient``) against the real local payment server (``python -m local.payments``):
 declines are results, retries reuse the key, and no key ever charges twice."""
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 import urllib3
-from racecap.dal.payments import (
+from racecap.dal.http_payments import (
     Charge,
     ChargeAlreadyRefunded,
-    HttpPaymentProvider,
     IdempotencyKeyReused,
     InvalidPaymentToken,
-    PaymentUnavailable,
 )
+from racecap.dal.http_payments import ChargesClient as HttpPaymentProvider
+from racecap.dal.payments import PaymentUnavailable
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,9 @@ from racecap.cache import TieredCache
 from racecap.config import ConfigurationError, get_settings
 from racecap.dal.audit import DynamoAudit
 from racecap.dal.holds import DynamoHolds, live_counts
+from racecap.dal.http_payments import HttpPaymentProvider
 from racecap.dal.inventory import DynamoInventory
-from racecap.dal.payments import HttpPaymentProvider
+from racecap.dal.payments import PaymentProvider
 from racecap.dal.queues import SqsQueue
 from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
@@ -67,7 +68,7 @@ def registrations() -> DynamoRegistrations:
 
 
 @lru_cache(maxsize=1)
-def payments() -> HttpPaymentProvider:
+def payments() -> PaymentProvider:
     # Bounded so a charge (with retries) ends well inside API Gateway's 29 s limit.
     return HttpPaymentProvider(get_settings().payments_url, timeout_s=5.0, retries=2)
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from racecap.dal.holds import DynamoHolds
-from racecap.dal.payments import ChargeAlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
+from racecap.dal.payments import AlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
 from racecap.dal.queues import SqsQueue
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.dal.transactions import ConditionFailed, TransactItem
@@ -116,8 +116,8 @@ class Cancellations:
     def _refund_and_release(self, reg: dict[str, Any]) -> None:
         rid = reg["registrationId"]
         try:
-            refund_id = self._payments.refund(charge_id=reg["chargeId"], idempotency_key=refund_key(rid)).id
-        except ChargeAlreadyRefunded:
+            refund_id = self._payments.refund(intent_id=reg["chargeId"], idempotency_key=refund_key(rid)).id
+        except AlreadyRefunded:
             # Refunded under another key (by hand, in the provider's dashboard): the money
             # is back with the runner either way; finish the cancellation.
             refund_id = "refunded-elsewhere"

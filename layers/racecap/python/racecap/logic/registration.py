@@ -4,23 +4,31 @@ The order of steps is what makes the non-negotiables hold under crashes:
 
 1. claim the email for the race and mark the hold PAYING with this attempt — one
    transaction, so two runners can't both get one email, nor one hold pay twice;
-2. charge with an idempotency key derived from (hold, email, card): a retry of the same
-   attempt can never charge twice, the provider replays its first answer;
+2. create and confirm a payment intent with an idempotency key derived from (hold, email,
+   card): a retry of the same attempt can never charge twice, the provider replays its
+   first answer;
 3. put the paid registration on the queue, then mark the hold QUEUED.
 
 A crash after 2 or 3 leaves the hold PAYING; the runner's retry resumes it, and if the
-runner never comes back the sweeper asks the provider whether the attempt charged and
+runner never comes back the sweeper asks the provider for the hold's intents and
 finishes (or unwinds) it. So no paid registration is ever lost.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import UTC, datetime
 from typing import Any
 
 from racecap.dal.holds import Attempt, BeginOutcome, DynamoHolds, attempt_from
-from racecap.dal.payments import PaymentProvider, PaymentRejected, PaymentUnavailable
+from racecap.dal.payments import (
+    IntentStatus,
+    PaymentProvider,
+    PaymentRateLimited,
+    PaymentRejected,
+    PaymentUnavailable,
+)
 from racecap.dal.queues import SqsQueue
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.errors import (
@@ -56,6 +64,17 @@ def attempt_key(hold_id: str, email: str, token: str) -> str:
 
 def charge_key(attempt: Attempt) -> str:
     return f"charge-{attempt.key}"
+
+
+def payment_metadata(hold: dict[str, Any], attempt: Attempt) -> dict[str, str]:
+    """What the provider keeps with the payment: enough to find the hold again after a crash."""
+    return {
+        "holdId": hold["holdId"],
+        "registrationId": hold["registrationId"],
+        "raceId": hold["raceId"],
+        "eventId": hold["eventId"],
+        "email": attempt.email,
+    }
 
 
 def registration_message(hold: dict[str, Any], attempt: Attempt, charge_id: str, race: Race, event: Event) -> dict:
@@ -127,14 +146,20 @@ class RegistrationService:
             return self._explain_hold_gone(hold_id, request)
 
         try:
-            charge = self._payments.charge(
+            intent = self._payments.create_intent(
                 amount_cents=attempt.amountCents,
                 currency=attempt.currency,
-                token=request.paymentToken,
                 idempotency_key=charge_key(attempt),
+                metadata=payment_metadata(hold, attempt),
                 description=f"{race.name} — {event.name}",
-                metadata={"registrationId": hold["registrationId"], "holdId": hold_id, "raceId": race.raceId},
+                payment_method=request.paymentToken,
+                confirm=True,
             )
+        except PaymentRateLimited as exc:
+            logger.warning("payment provider rate limited", extra={"holdId": hold_id})
+            raise Busy(
+                "The payment service is busy; please retry in a moment.", retry_after=max(1, math.ceil(exc.retry_after))
+            ) from exc
         except PaymentUnavailable as exc:
             # Unknown outcome: keep PAYING. The runner's retry (same attempt) or the
             # sweeper will find out from the provider; never assume declined.
@@ -146,12 +171,17 @@ class RegistrationService:
             self._holds.payment_declined(hold, attempt)
             metrics.add_metric(name="PaymentRejected", unit="Count", value=1)
             raise PaymentDeclined("That card was not accepted. Your place is still held: try another card.") from exc
-        if charge.status != "succeeded":
+        if intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD:
             self._holds.payment_declined(hold, attempt)
             metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
             raise PaymentDeclined("Your card was declined. Your place is still held: try another card.")
+        if intent.status != IntentStatus.SUCCEEDED:
+            # Not decided yet (processing, or 3-D Secure the server cannot complete): keep
+            # PAYING, like an unknown outcome; the retry replays the intent and the sweeper
+            # cancels it if it never succeeds.
+            raise Busy("Your payment is still being processed; please retry in a moment.", retry_after=5)
 
-        self.enqueue_paid(hold, attempt, charge.id, race, event, now)
+        self.enqueue_paid(hold, attempt, intent.id, race, event, now)
         metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
         return RegistrationAccepted(registrationId=hold["registrationId"], status="QUEUED")
 

@@ -2,8 +2,9 @@
 
 A HELD hold past its expiry is released. A PAYING hold past its expiry plus a grace
 period is a payment whose runner never came back (a crash, a closed tab, a lost
-response): the provider is asked whether that attempt charged. Charged → the paid
-registration is queued (it is never lost); not charged → the email and place are freed.
+response): the provider is asked for the hold's payment intents. One succeeded → the paid
+registration is queued (it is never lost); one still able to complete is cancelled first;
+none paid → the email and place are freed.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from datetime import UTC, datetime, timedelta
 
 from racecap.cache import TieredCache
 from racecap.dal.holds import DynamoHolds, attempt_from
-from racecap.dal.payments import PaymentProvider, PaymentUnavailable
+from racecap.dal.payments import IntentNotCancelable, IntentStatus, PaymentIntent, PaymentProvider, PaymentUnavailable
 from racecap.logic.races import RaceCatalog, sold_out_flag
-from racecap.logic.registration import RegistrationService, charge_key
+from racecap.logic.registration import RegistrationService
 from racecap.observability import logger, metrics
 
 # Longer than a charge can take with the provider client's retries, so the sweeper
 # never races a payment that is still in flight.
 PAYING_GRACE = timedelta(minutes=2)
+# Statuses that may still turn into a payment without our server (3-D Secure completed in
+# a browser, a bank still processing). A declined intent needs a new confirmation.
+STILL_IN_FLIGHT = frozenset({IntentStatus.REQUIRES_CONFIRMATION, IntentStatus.REQUIRES_ACTION, IntentStatus.PROCESSING})
 
 
 class HoldSweeper:
@@ -65,11 +69,29 @@ class HoldSweeper:
         attempt = attempt_from(hold["attempt"])
         if now - datetime.fromisoformat(attempt.startedAt) < PAYING_GRACE:
             return "waiting"
-        charge = self._payments.find_charge(charge_key(attempt))
-        if charge is not None and charge.status == "succeeded":
+        paid = self._paid_intent(hold["holdId"])
+        if paid is not None:
             race, events = self._catalog.definition(hold["raceId"])
             event = next(e for e in events if e.eventId == hold["eventId"])
-            self._registration.enqueue_paid(hold, attempt, charge.id, race, event, now)
+            self._registration.enqueue_paid(hold, attempt, paid.id, race, event, now)
             logger.info("recovered a paid registration", extra={"registrationId": hold["registrationId"]})
             return "recovered"
         return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
+
+    def _paid_intent(self, hold_id: str) -> PaymentIntent | None:
+        """The hold's succeeded intent, if any. An intent that could still complete on its
+        own is cancelled first, so freeing the place can never race a late payment.
+        Raises ``PaymentUnavailable`` when the outcome cannot be known yet."""
+        intents = self._payments.find_intents(hold_id=hold_id)
+        for intent in intents:
+            if intent.status == IntentStatus.SUCCEEDED:
+                return intent
+        for intent in intents:
+            if intent.status in STILL_IN_FLIGHT:
+                try:
+                    self._payments.cancel_intent(intent.id, idempotency_key=f"cancel-{intent.id}")
+                except IntentNotCancelable as exc:
+                    if exc.intent.status == IntentStatus.SUCCEEDED:
+                        return exc.intent
+                    raise PaymentUnavailable(f"intent {intent.id} is {exc.intent.status}") from exc
+        return None

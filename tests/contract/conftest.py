@@ -1,0 +1,14 @@
+"""Contract fixtures: each port's cases run against the fake AND every real adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.contract.payments_ports import PROVIDERS, PortUnderTest
+
+
+@pytest.fixture(scope="session", params=sorted(PROVIDERS))
+def payment_port(request: pytest.FixtureRequest) -> Iterator[PortUnderTest]:
+    yield from PROVIDERS[request.param]()

@@ -1,0 +1,198 @@
+"""The payment port's contract: the same cases against the fake and every real adapter,
+so the fake the unit tests use cannot drift from the providers it stands for."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from racecap.dal.payments import (
+    AlreadyRefunded,
+    IntentNotCancelable,
+    IntentStatus,
+    InvalidWebhookSignature,
+    PaymentIntent,
+    PaymentRejected,
+    PaymentUnavailable,
+)
+
+from tests.contract.payments_ports import CANCEL, EVENTS, TWO_STEP, WEBHOOKS, PortUnderTest
+
+
+@pytest.fixture
+def hold_id() -> str:
+    return f"hold_{uuid.uuid4().hex}"
+
+
+def _needs(port: PortUnderTest, capability: str) -> None:
+    if capability not in port.supports:
+        pytest.skip(f"the {port.name} adapter has no {capability} (temporary adapter)")
+
+
+def _metadata(hold_id: str) -> dict[str, str]:
+    return {
+        "holdId": hold_id,
+        "registrationId": "reg_" + hold_id.removeprefix("hold_"),
+        "raceId": "race-1",
+        "eventId": "ev-1",
+        "email": "ann@example.com",
+    }
+
+
+def _pay(port: PortUnderTest, hold_id: str, card: str = "ok", *, key: str | None = None, amount: int = 2500):
+    return port.provider.create_intent(
+        amount_cents=amount,
+        currency="USD",
+        idempotency_key=key or f"charge-{hold_id}",
+        metadata=_metadata(hold_id),
+        description="Test Race — 10K",
+        payment_method=port.cards[card],
+        confirm=True,
+    )
+
+
+def test_a_good_card_succeeds_and_reads_back_the_same(payment_port, hold_id):
+    intent = _pay(payment_port, hold_id)
+    assert intent.status == IntentStatus.SUCCEEDED
+    assert (intent.amount_cents, intent.currency) == (2500, "usd")
+    assert dict(intent.metadata) == _metadata(hold_id)
+    assert intent.decline_code is None
+    assert payment_port.provider.retrieve_intent(intent.id) == intent
+
+
+def test_a_decline_is_a_result_not_an_exception(payment_port, hold_id):
+    intent = _pay(payment_port, hold_id, "declined")
+    assert intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD
+    assert intent.decline_code
+    assert not [i for i in payment_port.provider.find_intents(hold_id=hold_id) if i.status == IntentStatus.SUCCEEDED]
+
+
+def test_an_unknown_card_is_rejected_and_the_key_stays_usable(payment_port, hold_id):
+    with pytest.raises(PaymentRejected):
+        _pay(payment_port, hold_id, "invalid")
+    assert payment_port.provider.find_intents(hold_id=hold_id) == []
+    # Nothing was stored under the key: the runner fixes the card and retries with it.
+    assert _pay(payment_port, hold_id).status == IntentStatus.SUCCEEDED
+
+
+def test_the_same_key_replays_the_first_answer_and_charges_once(payment_port, hold_id):
+    first = _pay(payment_port, hold_id)
+    assert _pay(payment_port, hold_id) == first
+    assert [i.id for i in payment_port.provider.find_intents(hold_id=hold_id)] == [first.id]
+
+
+def test_the_same_key_with_other_parameters_is_rejected(payment_port, hold_id):
+    first = _pay(payment_port, hold_id)
+    with pytest.raises(PaymentRejected):
+        _pay(payment_port, hold_id, amount=9900)
+    assert [i.id for i in payment_port.provider.find_intents(hold_id=hold_id)] == [first.id]
+
+
+def test_unavailable_is_never_a_rejection():
+    # ``except PaymentRejected`` must never swallow "we don't know whether it charged".
+    assert not issubclass(PaymentUnavailable, PaymentRejected)
+
+
+def test_a_lost_answer_is_found_by_hold_and_replayed_by_key(payment_port, hold_id):
+    payment_port.lose_next_answer()
+    with pytest.raises(PaymentUnavailable):
+        _pay(payment_port, hold_id)
+    found = [i for i in payment_port.provider.find_intents(hold_id=hold_id) if i.status == IntentStatus.SUCCEEDED]
+    assert len(found) == 1
+    assert _pay(payment_port, hold_id) == found[0]
+
+
+def test_find_intents_names_only_this_holds_intents(payment_port, hold_id):
+    mine = [
+        _pay(payment_port, hold_id, "declined", key=f"a-{hold_id}"),
+        _pay(payment_port, hold_id, key=f"b-{hold_id}"),
+    ]
+    _pay(payment_port, hold_id + "x")
+    found = {i.id: i.status for i in payment_port.provider.find_intents(hold_id=hold_id)}
+    assert found == {i.id: i.status for i in mine}
+
+
+def test_a_refund_is_once_per_key_and_once_per_payment(payment_port, hold_id):
+    intent = _pay(payment_port, hold_id)
+    refund = payment_port.provider.refund(intent_id=intent.id, idempotency_key=f"refund-{hold_id}")
+    assert (refund.intent_id, refund.amount_cents, refund.status) == (intent.id, 2500, "succeeded")
+    assert payment_port.provider.refund(intent_id=intent.id, idempotency_key=f"refund-{hold_id}") == refund
+    with pytest.raises(AlreadyRefunded):
+        payment_port.provider.refund(intent_id=intent.id, idempotency_key=f"refund-{hold_id}-other")
+
+
+def test_a_declined_payment_cannot_be_refunded(payment_port, hold_id):
+    intent = _pay(payment_port, hold_id, "declined")
+    with pytest.raises(PaymentRejected) as err:
+        payment_port.provider.refund(intent_id=intent.id, idempotency_key=f"refund-{hold_id}")
+    assert not isinstance(err.value, AlreadyRefunded)
+
+
+def test_a_succeeded_payment_is_not_cancelable(payment_port, hold_id):
+    intent = _pay(payment_port, hold_id)
+    with pytest.raises(IntentNotCancelable) as err:
+        payment_port.provider.cancel_intent(intent.id, idempotency_key=f"cancel-{hold_id}")
+    assert err.value.intent.status == IntentStatus.SUCCEEDED
+
+
+def test_an_unknown_intent_is_rejected(payment_port):
+    with pytest.raises(PaymentRejected):
+        payment_port.provider.retrieve_intent("pi_does_not_exist")
+
+
+# -- what the Stripe flow adds (browser confirmation, cancel, events, webhooks) -----------------
+def _create(port: PortUnderTest, hold_id: str) -> PaymentIntent:
+    return port.provider.create_intent(
+        amount_cents=2500,
+        currency="usd",
+        idempotency_key=f"intent-{hold_id}",
+        metadata=_metadata(hold_id),
+        description="Test Race — 10K",
+    )
+
+
+def test_an_intent_confirmed_later_can_be_declined_then_paid(payment_port, hold_id):
+    _needs(payment_port, TWO_STEP)
+    intent = _create(payment_port, hold_id)
+    assert intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD
+    assert intent.client_secret
+    p = payment_port.provider
+    declined = p.confirm_intent(
+        intent.id, payment_method=payment_port.cards["declined"], idempotency_key=f"c1-{hold_id}"
+    )
+    assert (declined.status, bool(declined.decline_code)) == (IntentStatus.REQUIRES_PAYMENT_METHOD, True)
+    paid = p.confirm_intent(intent.id, payment_method=payment_port.cards["ok"], idempotency_key=f"c2-{hold_id}")
+    assert paid.status == IntentStatus.SUCCEEDED
+    assert p.retrieve_intent(intent.id).status == IntentStatus.SUCCEEDED
+
+
+def test_an_unpaid_intent_cancels_for_good(payment_port, hold_id):
+    _needs(payment_port, CANCEL)
+    intent = _create(payment_port, hold_id)
+    canceled = payment_port.provider.cancel_intent(intent.id, idempotency_key=f"cancel-{hold_id}")
+    assert canceled.status == IntentStatus.CANCELED
+    assert payment_port.provider.retrieve_intent(intent.id).status == IntentStatus.CANCELED
+
+
+def test_the_events_list_names_each_success_after_the_given_time(payment_port, hold_id):
+    _needs(payment_port, EVENTS)
+    since = int(time.time()) - 1
+    intent = _pay(payment_port, hold_id)
+    events = list(payment_port.provider.list_events(types=["payment_intent.succeeded"], created_after=since))
+    assert [e.data["id"] for e in events if e.data["id"] == intent.id] == [intent.id]
+    assert all(e.type == "payment_intent.succeeded" and e.created >= since for e in events)
+
+
+def test_a_webhook_is_accepted_only_with_a_valid_signature(payment_port):
+    _needs(payment_port, WEBHOOKS)
+    assert payment_port.sign is not None
+    body = {"id": "evt_1", "type": "payment_intent.succeeded", "created": int(time.time())}
+    payload = json.dumps({**body, "data": {"object": {"id": "pi_1", "status": "succeeded"}}}).encode()
+    event = payment_port.provider.parse_webhook(payload, payment_port.sign(payload))
+    assert (event.id, event.type, event.data["id"]) == ("evt_1", "payment_intent.succeeded", "pi_1")
+    with pytest.raises(InvalidWebhookSignature):
+        payment_port.provider.parse_webhook(payload + b" ", payment_port.sign(payload))
+    with pytest.raises(InvalidWebhookSignature):
+        payment_port.provider.parse_webhook(payload, None)
