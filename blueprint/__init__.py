@@ -45,6 +45,11 @@ class StateMachineArn:
 
 
 @dataclass(frozen=True)
+class BucketName:
+    bucket: str
+
+
+@dataclass(frozen=True)
 class CacheUrl:
     """The Redis/Valkey URL: ElastiCache Serverless (TLS) on AWS, redis-server locally."""
 
@@ -57,7 +62,7 @@ class Param:
     default: str
 
 
-Ref = TableName | QueueUrl | FunctionArn | StateMachineArn | CacheUrl | Param | str
+Ref = TableName | QueueUrl | BucketName | FunctionArn | StateMachineArn | CacheUrl | Param | str
 
 
 # ---------------------------------------------------------------------------
@@ -114,6 +119,19 @@ class Queue:
 
 
 # ---------------------------------------------------------------------------
+# Buckets (private; only presigned URLs and the functions' roles reach them)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Bucket:
+    id: str
+    expire_days: int  # objects are inputs to process, not records: they go after this
+
+    @property
+    def local_name(self) -> str:
+        return f"{APP_NAME}-{_kebab(self.id)}"
+
+
+# ---------------------------------------------------------------------------
 # Permissions: what each function may touch (one least-privilege role each)
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -145,7 +163,16 @@ class StopExecution:
     state_machine: str
 
 
-Grant = TableAccess | QueueAccess | SendEmail | StartExecution | StopExecution
+@dataclass(frozen=True)
+class BucketAccess:
+    """``put`` signs upload URLs (the URL carries the signer's rights); ``read`` reads objects."""
+
+    bucket: str
+    mode: Literal["put", "read"]
+    prefix: str = ""
+
+
+Grant = TableAccess | QueueAccess | SendEmail | StartExecution | StopExecution | BucketAccess
 
 
 # ---------------------------------------------------------------------------
@@ -196,6 +223,32 @@ class QueueTrigger:
     batch_size: int
     max_concurrency: int  # SQS event source maximum concurrency (>= 2 on AWS)
     max_batching_window_s: int = 0
+
+
+@dataclass(frozen=True)
+class ObjectTrigger:
+    """S3 ObjectCreated under ``prefix`` ending in ``suffix`` -> the function (an S3 event)."""
+
+    function: str
+    bucket: str
+    prefix: str
+    suffix: str = ""
+
+
+@dataclass(frozen=True)
+class CacheBehaviour:
+    """One CloudFront cache behaviour, in precedence order; locally the nginx stand-in
+    (``local/edge.py``) is generated from the same list.
+
+    ``cached``: the edge keeps responses for as long as the origin's Cache-Control says
+    (up to ``max_ttl_s``); otherwise every request goes to the origin. ``query_in_key``:
+    the whole query string is part of the cache key."""
+
+    path_pattern: str  # CloudFront syntax: '*' matches any characters, '/' included
+    origin: Literal["api", "site"]
+    cached: bool
+    query_in_key: bool = False
+    max_ttl_s: int = 31_536_000
 
 
 @dataclass(frozen=True)
@@ -253,7 +306,18 @@ TABLES: tuple[Table, ...] = (
     # alone, and a race definition load (every cache miss in a burst) must stay one
     # small query. Only AdminApi may write it.
     Table("Audit", PK, SK),
+    # Race results: per event a pointer to the current version, the uploads with their
+    # validation reports, and each version's rows in a few compressed chunks (a version
+    # is written in full before the pointer moves to it, so readers never see half).
+    Table("Results", PK, SK),
 )
+
+BUCKETS: tuple[Bucket, ...] = (
+    # Directors' results CSVs, uploaded straight here through presigned URLs (a 50,000-row
+    # file is more than a Lambda request carries comfortably), processed on arrival.
+    Bucket("ResultsUploads", expire_days=30),
+)
+RESULTS_UPLOAD_PREFIX = "results/"
 
 QUEUES: tuple[Queue, ...] = (
     # Paid registrations waiting to be persisted; visibility > 6x writer timeout (AWS advice).
@@ -365,6 +429,58 @@ FUNCTIONS: tuple[Function, ...] = (
     ),
 )
 
+_RESULTS_ENV: dict[str, Ref] = {
+    "RESULTS_TABLE": TableName("Results"),
+    "RESULTS_BUCKET": BucketName("ResultsUploads"),
+}
+FUNCTIONS += (
+    Function(
+        "ResultsApi",
+        "functions/results_api",
+        "Runners: published results pages, a runner's result, name/bib autocomplete",
+        grants=(TableAccess("Races", "read"), TableAccess("Results", "read")),
+        memory_mb=1024,
+        extra_env=_RESULTS_ENV,
+    ),
+    Function(
+        "ResultsAdmin",
+        "functions/results_admin",
+        "Race directors: results upload URLs, upload reports, publish and unpublish",
+        grants=(
+            TableAccess("Races", "read"),
+            TableAccess("Results", "readwrite"),
+            TableAccess("Audit", "readwrite"),
+            BucketAccess("ResultsUploads", "put", RESULTS_UPLOAD_PREFIX),
+        ),
+        extra_env=_RESULTS_ENV,
+    ),
+    Function(
+        "ResultsProcessor",
+        "functions/results_processor",
+        "Validates an uploaded results CSV line by line and installs it as a new version",
+        grants=(
+            TableAccess("Races", "read"),
+            TableAccess("Registrations", "read"),
+            TableAccess("Results", "readwrite"),
+            TableAccess("Audit", "readwrite"),
+            BucketAccess("ResultsUploads", "read", RESULTS_UPLOAD_PREFIX),
+        ),
+        memory_mb=1769,  # one full vCPU: 50,000 rows are parsed, checked and ranked in one go
+        timeout_s=300,
+        # One file at a time per event is what directors do; a few at once is plenty.
+        reserved_concurrency=4,
+        extra_env=_RESULTS_ENV,
+    ),
+)
+
+_RESULTS_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST"], str], ...] = (
+    ("GET", ""),
+    ("POST", "/uploads"),
+    ("GET", "/uploads/{uploadId}"),
+    ("POST", "/publish"),
+    ("POST", "/unpublish"),
+)
+
 # The race directors' admin API: every route behind the JWT authorizer.
 _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("GET", "/races"),
@@ -394,6 +510,30 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/registrations/{registrationId}", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
+    # Results: the short-cached pointer per race, then immutable versioned answers.
+    Route("GET", "/api/races/{raceId}/results", "ResultsApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}", "ResultsApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/search", "ResultsApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/bibs/{bib}", "ResultsApi"),
+    *(
+        Route(method, f"/api/admin/races/{{raceId}}/events/{{eventId}}/results{path}", "ResultsAdmin", auth="director")
+        for method, path in _RESULTS_ADMIN_ROUTES
+    ),
+)
+
+OBJECT_TRIGGERS: tuple[ObjectTrigger, ...] = (
+    ObjectTrigger("ResultsProcessor", "ResultsUploads", prefix=RESULTS_UPLOAD_PREFIX, suffix=".csv"),
+)
+
+# What the edge caches (CloudFront on AWS, nginx locally), most specific first.
+CACHE_BEHAVIOURS: tuple[CacheBehaviour, ...] = (
+    # Results: versioned answers carry long lifetimes, the pointer a few seconds; the
+    # query string (page, size, filters, the typed prefix) is part of the key.
+    CacheBehaviour("/api/races/*/results*", "api", cached=True, query_in_key=True),
+    # Everything else under /api is per runner or live: never cached at the edge.
+    CacheBehaviour("/api/*", "api", cached=False),
+    # The site: fingerprinted assets forever, index.html briefly (its own headers).
+    CacheBehaviour("*", "site", cached=True),
 )
 
 QUEUE_TRIGGERS: tuple[QueueTrigger, ...] = (
@@ -421,6 +561,10 @@ def table(table_id: str) -> Table:
 
 def queue(queue_id: str) -> Queue:
     return _one(QUEUES, queue_id)
+
+
+def bucket(bucket_id: str) -> Bucket:
+    return _one(BUCKETS, bucket_id)
 
 
 def function(function_id: str) -> Function:

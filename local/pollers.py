@@ -28,6 +28,7 @@ from typing import Any
 import boto3
 
 import blueprint
+from local.provision import object_event
 from local.runtime import ACCOUNT, REGION, FunctionHost
 
 
@@ -118,6 +119,46 @@ class QueuePoller(threading.Thread):
         return len(messages)
 
 
+class ObjectWatcher(threading.Thread):
+    """S3 event notifications: moto stores objects but notifies no Lambda, so this lists
+    the bucket's prefix a few times a second and invokes the function with the same
+    ObjectCreated event S3 sends, once per new object (or new version of a key)."""
+
+    INTERVAL_S = 0.25
+
+    def __init__(self, host: FunctionHost, trigger: blueprint.ObjectTrigger, stop: threading.Event) -> None:
+        super().__init__(name=f"{trigger.function}-{trigger.bucket}", daemon=True)
+        self.host, self.trigger, self.stop = host, trigger, stop
+        self.s3 = boto3.session.Session().client("s3")
+        self.bucket = blueprint.bucket(trigger.bucket).local_name
+        self.seen: dict[str, str] = {}
+
+    def run(self) -> None:
+        while not self.stop.wait(self.INTERVAL_S):
+            try:
+                self.poll_once()
+            except Exception:
+                traceback.print_exc()
+                self.stop.wait(1.0)
+
+    def poll_once(self) -> int:
+        new = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.trigger.prefix):
+            for obj in page.get("Contents", []):
+                key, etag = obj["Key"], obj["ETag"]
+                if key.endswith(self.trigger.suffix) and self.seen.get(key) != etag:
+                    new.append((obj["LastModified"], key, int(obj["Size"]), etag))
+        for _, key, size, etag in sorted(new):
+            self.seen[key] = etag
+            try:
+                self.host.invoke(self.trigger.function, object_event(self.trigger, key, size, etag))
+            except Exception as exc:
+                # Lambda retries an asynchronous invocation twice; the function's own
+                # state (the upload's status) decides what a retry would do.
+                print(f"[pollers] {self.trigger.function} failed on {key}: {type(exc).__name__}: {exc}", flush=True)
+        return len(new)
+
+
 class Scheduler(threading.Thread):
     """EventBridge rate() schedules: invoke the function with a Scheduled Event."""
 
@@ -154,6 +195,10 @@ def _run_poller(trigger: blueprint.QueueTrigger, queue_url: str, n: int) -> None
     _serve([QueuePoller(FunctionHost(), trigger, queue_url, _stop_event(), n)])
 
 
+def _run_watcher(trigger: blueprint.ObjectTrigger) -> None:
+    _serve([ObjectWatcher(FunctionHost(), trigger, _stop_event())])
+
+
 def _run_schedule(schedule: blueprint.Schedule, scale: float) -> None:
     _serve([Scheduler(FunctionHost(), schedule, _stop_event(), scale)])
 
@@ -183,14 +228,21 @@ def main() -> None:
     # state (Powertools' metrics, the idempotency layer) is never shared between two
     # invocations in flight. Processes are forked before any AWS client exists.
     ctx = multiprocessing.get_context("fork")
-    procs = [
-        ctx.Process(target=_run_poller, args=(t, urls[t.queue], n), name=f"{t.function}-{n}", daemon=True)
-        for t in blueprint.QUEUE_TRIGGERS
-        for n in range(concurrency(t))
-    ] + [
-        ctx.Process(target=_run_schedule, args=(s, args.schedule_scale), name=f"schedule-{s.id}", daemon=True)
-        for s in blueprint.SCHEDULES
-    ]
+    procs = (
+        [
+            ctx.Process(target=_run_poller, args=(t, urls[t.queue], n), name=f"{t.function}-{n}", daemon=True)
+            for t in blueprint.QUEUE_TRIGGERS
+            for n in range(concurrency(t))
+        ]
+        + [
+            ctx.Process(target=_run_schedule, args=(s, args.schedule_scale), name=f"schedule-{s.id}", daemon=True)
+            for s in blueprint.SCHEDULES
+        ]
+        + [
+            ctx.Process(target=_run_watcher, args=(t,), name=f"objects-{t.function}", daemon=True)
+            for t in blueprint.OBJECT_TRIGGERS
+        ]
+    )
     for p in procs:
         p.start()
     print(f"[pollers] {len(procs)} pollers and schedules running, one process each", flush=True)

@@ -104,6 +104,50 @@ def create_queue_requests(queue: blueprint.Queue, account: str = ACCOUNT, region
 
 
 # ---------------------------------------------------------------------------
+# Buckets
+# ---------------------------------------------------------------------------
+def lifecycle_rules(bucket: blueprint.Bucket) -> list[dict[str, Any]]:
+    """The bucket's lifecycle rules, as ``put_bucket_lifecycle_configuration`` takes them."""
+    return [
+        {
+            "ID": "expire",
+            "Status": "Enabled",
+            "Filter": {"Prefix": ""},
+            "Expiration": {"Days": bucket.expire_days},
+            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+        }
+    ]
+
+
+def object_event(trigger: blueprint.ObjectTrigger, key: str, size: int, etag: str) -> dict[str, Any]:
+    """The S3 ObjectCreated notification Lambda receives (one record; the key URL-encoded)."""
+    from datetime import UTC, datetime
+    from urllib.parse import quote_plus
+
+    name = blueprint.bucket(trigger.bucket).local_name
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": REGION,
+                "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+                "eventName": "ObjectCreated:Put",
+                "userIdentity": {"principalId": "local"},
+                "requestParameters": {"sourceIPAddress": "127.0.0.1"},
+                "responseElements": {"x-amz-request-id": "local", "x-amz-id-2": "local"},
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": f"{trigger.function}-{trigger.bucket}",
+                    "bucket": {"name": name, "ownerIdentity": {"principalId": "local"}, "arn": f"arn:aws:s3:::{name}"},
+                    "object": {"key": quote_plus(key, safe="/"), "size": size, "eTag": etag, "sequencer": "0"},
+                },
+            }
+        ]
+    }
+
+
+# ---------------------------------------------------------------------------
 # References, environments, state machines
 # ---------------------------------------------------------------------------
 def function_arn(function_id: str, account: str = ACCOUNT, region: str = REGION) -> str:
@@ -128,6 +172,8 @@ def local_resolver(queue_urls: Mapping[str, str], cache_url: str, params: Mappin
                 return blueprint.table(table_id).local_name
             case blueprint.QueueUrl(queue=queue_id):
                 return queue_urls[queue_id]
+            case blueprint.BucketName(bucket=bucket_id):
+                return blueprint.bucket(bucket_id).local_name
             case blueprint.CacheUrl():
                 return cache_url
             case blueprint.FunctionArn(function=function_id):
@@ -173,6 +219,18 @@ def provision(dynamodb_client: DynamoDBClient, sqs_client: SQSClient) -> dict[st
     for queue in blueprint.QUEUES:
         urls.update(_ensure_queue(sqs_client, queue))
     return urls
+
+
+def provision_buckets(client: Any) -> None:
+    """Create every blueprint bucket that is missing, with its lifecycle rules."""
+    existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
+    for bucket in blueprint.BUCKETS:
+        if bucket.local_name not in existing:
+            client.create_bucket(Bucket=bucket.local_name)
+        client.put_bucket_lifecycle_configuration(
+            Bucket=bucket.local_name,
+            LifecycleConfiguration={"Rules": lifecycle_rules(bucket)},
+        )
 
 
 def _ensure_table(client: DynamoDBClient, table: blueprint.Table) -> None:

@@ -487,3 +487,31 @@ def start_redis(port: int, log_dir: Path, *, timeout: float = REDIS_START_TIMEOU
             return sock.recv(64).startswith(b"+PONG")
 
     return spawn("redis", cmd, port, log_dir, cwd=log_dir, ready=ready, timeout=timeout)
+
+
+# -- S3 (moto) and the edge cache (nginx) --------------------------------------------------------
+
+
+def start_moto(port: int, log_dir: Path, *, timeout: float = 30.0) -> ServerProcess:
+    """moto's standalone server on 127.0.0.1:``port``: the local S3 (presigned URLs included)."""
+    binary = Path(sys.executable).parent / "moto_server"
+    if not binary.exists():
+        raise ServerStartError("moto_server is not installed (requirements-dev.txt: moto[server])")
+
+    def ready(s: ServerProcess) -> bool:
+        status, body = _http(s.port, "GET", "/")
+        return status == 200 and b"ListAllMyBucketsResult" in body
+
+    return spawn("s3", [str(binary), "-H", HOST, "-p", str(port)], port, log_dir, ready=ready, timeout=timeout)
+
+
+NGINX = "/usr/sbin/nginx"
+
+
+def start_nginx(port: int, conf: Path, work_dir: Path, log_dir: Path, *, timeout: float = 15.0) -> ServerProcess:
+    """nginx (Debian's) in the foreground with ``conf``; its prefix, pid and temp files in ``work_dir``."""
+    binary = shutil.which("nginx") or (NGINX if Path(NGINX).exists() else None)
+    if binary is None:
+        raise ServerStartError("nginx is not installed: run `local/install.sh apt`")
+    cmd = [binary, "-p", str(work_dir), "-c", str(conf), "-e", str(log_dir / "edge-error.log")]
+    return spawn("edge", cmd, port, log_dir, cwd=work_dir, timeout=timeout, port_var="RACECAP_EDGE_PORT")

@@ -39,6 +39,8 @@ class Ports:
     sfn: int = 8083
     payments: int = 8006
     stripe: int = 8007
+    s3: int = 8008
+    edge: int = 8090  # nginx, the local CloudFront in front of the gateway
 
     @classmethod
     def from_env(cls) -> Ports:
@@ -104,6 +106,11 @@ class LocalStack:
         return f"http://127.0.0.1:{self.ports.gateway}"
 
     @property
+    def edge_url(self) -> str:
+        """Through the cache stand-in (nginx configured from blueprint.CACHE_BEHAVIOURS)."""
+        return f"http://127.0.0.1:{self.ports.edge}"
+
+    @property
     def mailbox_url(self) -> str:
         return f"http://127.0.0.1:{self.ports.ses}"
 
@@ -140,6 +147,7 @@ class LocalStack:
             "AWS_ENDPOINT_URL_SQS": f"http://127.0.0.1:{self.ports.sqs}",
             "AWS_ENDPOINT_URL_SESV2": f"http://127.0.0.1:{self.ports.ses}",
             "AWS_ENDPOINT_URL_SFN": f"http://127.0.0.1:{self.ports.sfn}",
+            "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{self.ports.s3}",
             "AWS_ENDPOINT_URL_LAMBDA": self.url,
         }
 
@@ -180,6 +188,7 @@ class LocalStack:
                 lambda: servers.start_elasticmq(self.ports.sqs, self.log_dir, self.work_dir),
             )
             self._step("redis-server", lambda: servers.start_redis(self.ports.redis, self.log_dir))
+            self._step("S3 (moto)", lambda: servers.start_moto(self.ports.s3, self.log_dir))
             self._step("local SES", self._start_ses)
             self._step("payments (test tokens)", self._start_payments)
             self._step("Stripe stand-in", self._start_stripe)
@@ -189,6 +198,7 @@ class LocalStack:
             # The local Cognito: a key pair whose JWKS the gateway checks director tokens with.
             self.issuer = auth.ensure_issuer(self.work_dir / "auth")
             self._step("gateway", self._start_gateway)
+            self._step("edge cache (nginx)", self._start_edge)
             self._step("SQS pollers + schedules", self._start_pollers)
         except BaseException:
             self.stop()
@@ -200,6 +210,7 @@ class LocalStack:
         return {
             "pid": os.getpid(),
             "url": self.url,
+            "edge": self.edge_url,
             "mailbox": self.mailbox_url,
             "ports": asdict(self.ports),
             "queueUrls": self.queue_urls,
@@ -281,7 +292,9 @@ class LocalStack:
         ddb = session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"])
         sqs = session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"])
         sfn = session.client("stepfunctions", endpoint_url=env["AWS_ENDPOINT_URL_SFN"])
+        s3 = session.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"])
         self.queue_urls = provision.provision(ddb, sqs)
+        provision.provision_buckets(s3)
         for sm in blueprint.STATE_MACHINES:
             sfn.create_state_machine(
                 name=sm.local_name,
@@ -302,6 +315,13 @@ class LocalStack:
             "--timeout", "60", "--graceful-timeout", "3", "--log-level", "warning", "local.gateway:app",
         ]  # fmt: skip
         return self._spawn("gateway", cmd, self.ports.gateway, self.function_env() | self.issuer.gateway_env())
+
+    def _start_edge(self) -> servers.ServerProcess:
+        from local import edge
+
+        work = self.work_dir / "edge"
+        conf = edge.write_config(self.ports.edge, self.ports.gateway, work, self.log_dir)
+        return servers.start_nginx(self.ports.edge, conf, work, self.log_dir)
 
     def _start_pollers(self) -> servers.ServerProcess:
         cmd = [
@@ -365,6 +385,7 @@ def main() -> None:
             print(f"[stack] demo race seeded: {stack.url}/#/races/{race_id}", flush=True)
         print(
             f"\n  Racecap is running at   {stack.url}\n"
+            f"  Through the edge cache  {stack.edge_url}   (nginx, as CloudFront caches)\n"
             f"  API docs (Swagger UI)   {stack.url}/api/docs\n"
             f"  Local mailbox (SES)     {stack.mailbox_url}\n"
             f"  Payments (test tokens)  tok_visa succeeds, tok_declined is declined, tok_slow takes 3 s\n"

@@ -30,6 +30,7 @@ NETWORK_ID = "Network"
 CACHE_ID = "Cache"
 TABLES_ID = "Tables"
 QUEUES_ID = "Queues"
+BUCKETS_ID = "Buckets"
 FUNCTIONS_ID = "Functions"
 TRIGGERS_ID = "QueueTriggers"
 STATE_MACHINES_ID = "StateMachines"
@@ -67,6 +68,7 @@ API_THROTTLE_BURST = 5000
 SITE_BUILD_DIR: Path = blueprint.ROOT / ".build" / "site"
 SITE_SOURCE_DIR: Path = blueprint.ROOT / "site"
 API_PATH_PATTERN = "/api/*"
+RESULTS_CACHE_POLICY_ID = "ApiCachePolicy"
 SITE_INDEX = "index.html"
 ACCESS_LOG_EXPIRY_DAYS = 90
 

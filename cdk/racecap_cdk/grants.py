@@ -17,6 +17,8 @@ from .refs import Registry
 
 SES_SEND_ACTIONS = ["ses:SendEmail", "ses:SendRawEmail"]
 STOP_EXECUTION_ACTIONS = ["states:StopExecution", "states:DescribeExecution"]
+# A presigned PUT carries the signer's rights: exactly PutObject. Reading: exactly GetObject.
+BUCKET_ACTIONS = {"put": ["s3:PutObject"], "read": ["s3:GetObject"]}
 
 
 def apply_grants(registry: Registry) -> None:
@@ -47,5 +49,10 @@ def _apply(registry: Registry, fn: lambda_.Function, grant: blueprint.Grant) -> 
         case blueprint.StopExecution(state_machine=sm_id):
             # On this state machine's executions only (execution:<name>:*).
             registry.state_machines[sm_id].grant_execution(fn, *STOP_EXECUTION_ACTIONS)
+        case blueprint.BucketAccess(bucket=bucket_id, mode=mode, prefix=prefix):
+            bucket = registry.buckets[bucket_id]
+            fn.add_to_role_policy(
+                iam.PolicyStatement(actions=BUCKET_ACTIONS[mode], resources=[bucket.arn_for_objects(f"{prefix}*")])
+            )
         case _:
             raise TypeError(f"unknown blueprint grant: {grant!r}")

@@ -67,6 +67,21 @@ WHY_DEPLOYMENT_ROLE = (
     "and scoped to the CDK asset bucket and this site's bucket (plus CloudFront invalidation, which "
     "has no resource-level scoping); it runs only during deployments."
 )
+WHY_UPLOAD_LOGS = (
+    "Upload buckets hold transient inputs (expired by a lifecycle rule); each object is reachable only "
+    "through a presigned URL whose issue is recorded in the race's audit trail with the director who "
+    "asked for it, and the processing outcome is kept on the upload record."
+)
+WHY_BUCKET_PREFIX = (
+    "Objects under the one key prefix the blueprint grants (BucketAccess), with one action "
+    "(s3:PutObject to sign upload URLs, or s3:GetObject to read them): object keys carry upload ids "
+    "chosen at run time, so they cannot be listed at deploy time."
+)
+WHY_NOTIFICATIONS_HANDLER = (
+    "CDK's BucketNotificationsHandler custom resource, which sets the S3 event notifications the "
+    "blueprint declares; aws-cdk-lib generates its role with the basic execution policy and it runs "
+    "only during deployments."
+)
 WHY_DEPLOYMENT_RUNTIME = "CDK's BucketDeployment handler; its runtime is chosen by aws-cdk-lib, not by us."
 
 
@@ -75,6 +90,7 @@ def add_acknowledgments(stack: RacecapStack) -> None:
     _state_machines(stack)
     _routes(stack)
     _site(stack)
+    _buckets(stack)
 
 
 def _ack(scope: IConstruct, finding: str, reason: str) -> None:
@@ -105,6 +121,9 @@ def _functions(stack: RacecapStack) -> None:
             elif isinstance(grant, blueprint.SendEmail):
                 identities = f"arn:<AWS::Partition>:ses:{region}:{account}:identity/*"
                 _ack(role, f"IAM5[Resource::{identities}]", WHY_SES_IDENTITIES)
+            elif isinstance(grant, blueprint.BucketAccess):
+                bucket = stack.buckets.by_id[grant.bucket]
+                _ack(role, f"IAM5[Resource::<{_logical_id(bucket)}.Arn>/{grant.prefix}*]", WHY_BUCKET_PREFIX)
             elif isinstance(grant, blueprint.StopExecution):
                 machine = stack.state_machines.by_id[grant.state_machine]
                 # How CDK names the state machine inside an execution ARN, as cdk-nag prints it.
@@ -152,3 +171,13 @@ def _site(stack: RacecapStack) -> None:
             for finding in findings:
                 _ack(handler, finding, WHY_DEPLOYMENT_ROLE)
             _ack(handler, "L1", WHY_DEPLOYMENT_RUNTIME)
+
+
+def _buckets(stack: RacecapStack) -> None:
+    for bucket in stack.buckets.by_id.values():
+        _ack(bucket, "S1", WHY_UPLOAD_LOGS)
+    basic = "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
+    for child in stack.node.children:
+        if child.node.id.startswith("BucketNotificationsHandler"):
+            _ack(child, basic, WHY_NOTIFICATIONS_HANDLER)
+            _ack(child, "IAM5[Resource::*]", WHY_NOTIFICATIONS_HANDLER)

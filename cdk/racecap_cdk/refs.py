@@ -14,6 +14,7 @@ import jsii
 from aws_cdk import CfnParameter, IStableStringProducer, Lazy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -37,6 +38,7 @@ class Registry:
     tables: dict[str, dynamodb.Table] = field(default_factory=dict)
     queues: dict[str, sqs.Queue] = field(default_factory=dict)
     dead_letter_queues: dict[str, sqs.Queue] = field(default_factory=dict)
+    buckets: dict[str, s3.Bucket] = field(default_factory=dict)
     functions: dict[str, lambda_.Function] = field(default_factory=dict)
     state_machines: dict[str, sfn.StateMachine] = field(default_factory=dict)
     cache_url: str | None = None
@@ -59,6 +61,8 @@ class RefResolver:
                 return reg.tables[table_id].table_name
             case blueprint.QueueUrl(queue=queue_id):
                 return reg.queues[queue_id].queue_url
+            case blueprint.BucketName(bucket=bucket_id):
+                return reg.buckets[bucket_id].bucket_name
             case blueprint.CacheUrl():
                 if reg.cache_url is None:
                     raise KeyError("the cache must be built before anything refers to it")

@@ -12,6 +12,7 @@ import blueprint
 
 from . import constants as c
 from .constructs.auth import DirectorAuth
+from .constructs.buckets import Buckets
 from .constructs.cache import Cache
 from .constructs.functions import Functions
 from .constructs.http_api import HttpApi
@@ -41,6 +42,8 @@ class RacecapStack(Stack):
         self.queues = Queues(self, c.QUEUES_ID)
         reg.queues.update(self.queues.by_id)
         reg.dead_letter_queues.update(self.queues.dead_letters)
+        self.buckets = Buckets(self, c.BUCKETS_ID)
+        reg.buckets.update(self.buckets.by_id)
         self.functions = Functions(self, c.FUNCTIONS_ID, network=self.network, resolve=resolve)
         reg.functions.update(self.functions.by_id)
         self.state_machines = StateMachines(self, c.STATE_MACHINES_ID, resolve=resolve, registry=reg)
@@ -48,6 +51,7 @@ class RacecapStack(Stack):
 
         apply_grants(reg)
         self.triggers = QueueTriggers(self, c.TRIGGERS_ID, registry=reg)
+        self.buckets.add_triggers(reg.functions)
         self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
         self.auth = DirectorAuth(self, c.AUTH_ID)
         self.http_api = HttpApi(self, c.HTTP_API_ID, functions=reg.functions, director_authorizer=self.auth.authorizer)

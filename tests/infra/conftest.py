@@ -84,6 +84,8 @@ class TemplateView:
                 return f"TableName:{bp_id}"
             case "AWS::SQS::Queue", True, None:
                 return f"QueueUrl:{bp_id}"
+            case "AWS::S3::Bucket", True, None:
+                return f"BucketName:{bp_id}"
             case "AWS::Lambda::Function", False, "Arn":
                 return f"FunctionArn:{bp_id}"
             case "AWS::StepFunctions::StateMachine", True, None:
@@ -101,6 +103,8 @@ def blueprint_label(ref: blueprint.Ref) -> str:
             return f"TableName:{t}"
         case blueprint.QueueUrl(queue=q):
             return f"QueueUrl:{q}"
+        case blueprint.BucketName(bucket=b):
+            return f"BucketName:{b}"
         case blueprint.FunctionArn(function=f):
             return f"FunctionArn:{f}"
         case blueprint.StateMachineArn(state_machine=s):

@@ -33,6 +33,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
+import blueprint
+
 from .. import constants as c
 
 MANIFEST = "asset-manifest.json"
@@ -108,16 +110,9 @@ class Site(Construct):
                 cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
                 response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
             ),
-            additional_behaviors={
-                # Never cached, every viewer header but Host (API Gateway routes on its own host).
-                c.API_PATH_PATTERN: cloudfront.BehaviorOptions(
-                    origin=origins.HttpOrigin(api_domain, protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY),
-                    viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
-                    allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
-                    cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,
-                    origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
-                ),
-            },
+            additional_behaviors=self._api_behaviours(
+                origins.HttpOrigin(api_domain, protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY)
+            ),
             # No custom error pages: they would replace the API's JSON 403/404 bodies too.
             enable_logging=True,
             log_bucket=self.access_logs,
@@ -127,6 +122,41 @@ class Site(Construct):
         )
         self.assets_deployment, self.deployment = self._deploy(build_site())
         self.url = f"https://{self.distribution.distribution_domain_name}"
+
+    def _api_behaviours(self, api_origin: origins.HttpOrigin) -> dict[str, cloudfront.BehaviorOptions]:
+        """The API's cache behaviours from ``blueprint.CACHE_BEHAVIOURS`` (in precedence order;
+        the local nginx stand-in renders the same list, see ``local/edge.py``). Every viewer
+        header but Host goes to the API (API Gateway routes on its own host)."""
+        out: dict[str, cloudfront.BehaviorOptions] = {}
+        for b in blueprint.CACHE_BEHAVIOURS:
+            if b.origin != "api":
+                continue  # the site is the default behaviour above
+            if b.cached:
+                policy = cloudfront.CachePolicy(
+                    self,
+                    c.RESULTS_CACHE_POLICY_ID,
+                    comment=f"{b.path_pattern}: TTL from the origin's Cache-Control, query string in the key",
+                    min_ttl=Duration.seconds(0),
+                    default_ttl=Duration.seconds(0),
+                    max_ttl=Duration.seconds(b.max_ttl_s),
+                    query_string_behavior=cloudfront.CacheQueryStringBehavior.all()
+                    if b.query_in_key
+                    else cloudfront.CacheQueryStringBehavior.none(),
+                    header_behavior=cloudfront.CacheHeaderBehavior.none(),
+                    cookie_behavior=cloudfront.CacheCookieBehavior.none(),
+                    enable_accept_encoding_gzip=True,
+                    enable_accept_encoding_brotli=True,
+                )
+            out[b.path_pattern] = cloudfront.BehaviorOptions(
+                origin=api_origin,
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+                allowed_methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD_OPTIONS
+                if b.cached
+                else cloudfront.AllowedMethods.ALLOW_ALL,
+                cache_policy=policy if b.cached else cloudfront.CachePolicy.CACHING_DISABLED,
+                origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+            )
+        return out
 
     def _deploy(self, cache_control: dict[str, str]) -> tuple[s3deploy.BucketDeployment, s3deploy.BucketDeployment]:
         """Immutable assets first, then the short-cached pages that reference them."""

@@ -32,6 +32,9 @@ class Settings(BaseModel):
     window_state_machine_arn: str | None = Field(
         default=None, alias="WINDOW_STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:"
     )
+    # The results functions only (their ``extra_env``); None elsewhere.
+    results_table: str | None = Field(default=None, alias="RESULTS_TABLE", min_length=1)
+    results_bucket: str | None = Field(default=None, alias="RESULTS_BUCKET", min_length=3)
 
 
 class ConfigurationError(RuntimeError):

@@ -1,0 +1,47 @@
+"""One private S3 bucket per ``blueprint.BUCKETS`` entry, and its ``blueprint.OBJECT_TRIGGERS``:
+S3 ObjectCreated notifications (prefix/suffix filtered) invoking the declared function,
+as the local stack's object watcher (``local/pollers.py``) delivers them."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy, Tags
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_notifications as s3n
+from constructs import Construct
+
+import blueprint
+
+from .. import constants as c
+
+
+class Buckets(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.by_id: dict[str, s3.Bucket] = {}
+        for decl in blueprint.BUCKETS:
+            bucket = s3.Bucket(
+                self,
+                decl.id,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                enforce_ssl=True,
+                lifecycle_rules=[
+                    s3.LifecycleRule(
+                        id="expire",
+                        expiration=Duration.days(decl.expire_days),
+                        abort_incomplete_multipart_upload_after=Duration.days(1),
+                    )
+                ],
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            Tags.of(bucket).add(c.BLUEPRINT_TAG, decl.id)
+            self.by_id[decl.id] = bucket
+
+    def add_triggers(self, functions: dict[str, lambda_.Function]) -> None:
+        for trigger in blueprint.OBJECT_TRIGGERS:
+            self.by_id[trigger.bucket].add_event_notification(
+                s3.EventType.OBJECT_CREATED,
+                s3n.LambdaDestination(functions[trigger.function]),
+                s3.NotificationKeyFilter(prefix=trigger.prefix, suffix=trigger.suffix or None),
+            )

@@ -1,0 +1,485 @@
+"""Results use cases: directors upload and publish; the processor validates and installs;
+runners read through the caching hierarchy.
+
+Caching (paper §3 and §6.2). A version never changes once installed, so every answer
+about it is keyed by the version and kept long, at the edge (``Cache-Control`` set by
+the handler) and in the in-process → Redis tiers, rebuilt under a stampede lock. The
+one thing that changes is which version is current: that small answer is cached for at
+most a second here and two seconds at the edge, and the director's publish, unpublish or
+new upload deletes its shared copy at once.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from racecap.cache import TieredCache
+from racecap.dal.races import RaceStore
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.transactions import ConditionFailed, TransactItem
+from racecap.errors import Conflict, EventNotFound, NotFound, RaceNotFound
+from racecap.logic.audit import AuditTrail
+from racecap.logic.races import RaceCatalog
+from racecap.models import Director, Event, Race
+from racecap.observability import logger
+from racecap.results.dataset import Dataset, format_ms
+from racecap.results.models import (
+    EventResultsAdminView,
+    EventResultsPointer,
+    RaceResultsView,
+    ResultRow,
+    ResultsPage,
+    RunnerResult,
+    RunnerResultView,
+    Split,
+    Suggestion,
+    SuggestionList,
+    UploadRequest,
+    UploadTicket,
+    UploadView,
+)
+from racecap.results.ranking import Runner, rank
+from racecap.results.sheet import Entrant, SheetRules, read_sheet
+from racecap.results.store import DynamoResults, S3Files, upload_key
+
+MAX_FILE_BYTES = 50 * 1024 * 1024
+UPLOAD_URL_SECONDS = 900
+RECENT_UPLOADS = 5
+INSTALL_TRIES = 5
+POINTER_TTL = 1.0  # Redis; a director's change also deletes it
+POINTER_LOCAL_TTL = 0.5
+VERSIONED_TTL = 3600.0  # Redis: immutable, kept while it is read
+VERSIONED_LOCAL_TTL = 300.0
+DATASETS_PER_ENVIRONMENT = 3
+PAGE_SIZE_MAX = 100
+
+
+class ResultsNotFound(NotFound):
+    code = "RESULTS_NOT_FOUND"
+
+
+class RunnerNotFound(NotFound):
+    code = "RUNNER_NOT_FOUND"
+
+
+def pointer_cache_key(race_id: str) -> str:
+    return f"results:{race_id}:pointers"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ===========================================================================
+# Directors
+# ===========================================================================
+class ResultsAdmin:
+    def __init__(
+        self,
+        store: DynamoResults,
+        files: S3Files,
+        races: RaceStore,
+        transact: Callable[[list[TransactItem]], None],
+        audit: AuditTrail,
+        cache: TieredCache,
+    ) -> None:
+        self._store, self._files, self._races = store, files, races
+        self._transact, self._audit, self._cache = transact, audit, cache
+
+    def owned_event(self, director: Director, race_id: str, event_id: str) -> tuple[Race, Event]:
+        """The race and event if ``director`` owns the race; another director's is not found."""
+        found = self._races.get_race(race_id)
+        if found is None or found[0].ownerId != director.sub:
+            raise RaceNotFound(f"No race with id {race_id}.")
+        event = next((e for e in found[1] if e.eventId == event_id), None)
+        if event is None:
+            raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+        return found[0], event
+
+    def start_upload(self, director: Director, race_id: str, event_id: str, rules: UploadRequest) -> UploadTicket:
+        self.owned_event(director, race_id, event_id)
+        now = _now()
+        upload_id = f"upl_{now:%Y%m%d%H%M%S%f}_{secrets.token_hex(4)}"
+        key = f"{upload_key(race_id, event_id)}{upload_id}.csv"
+        clean = rules.model_copy(update={"categories": sorted({c.strip().upper() for c in rules.categories if c})})
+        doc = {
+            "uploadId": upload_id,
+            "raceId": race_id,
+            "eventId": event_id,
+            "status": "WAITING_FOR_FILE",
+            "createdAt": now.isoformat(),
+            "objectKey": key,
+            "rules": clean.model_dump(),
+            "actor": director.model_dump(),
+        }
+        self._transact(
+            [
+                self._store.new_upload_item(doc),
+                self._audit.item(
+                    director, race_id, "results.upload", event_id, uploadId=upload_id, **clean.model_dump()
+                ),
+            ]
+        )
+        return UploadTicket(
+            **_upload_view(doc).model_dump(),
+            uploadUrl=self._files.upload_url(key, "text/csv", UPLOAD_URL_SECONDS),
+            uploadHeaders={"Content-Type": "text/csv"},
+            expiresAt=now + timedelta(seconds=UPLOAD_URL_SECONDS),
+        )
+
+    def upload(self, director: Director, race_id: str, event_id: str, upload_id: str) -> UploadView:
+        self.owned_event(director, race_id, event_id)
+        doc = self._store.upload(race_id, event_id, upload_id)
+        if doc is None:
+            raise NotFound(f"No upload {upload_id} for this event.")
+        return _upload_view(doc)
+
+    def status(self, director: Director, race_id: str, event_id: str) -> EventResultsAdminView:
+        self.owned_event(director, race_id, event_id)
+        return self._status(race_id, event_id)
+
+    def _status(self, race_id: str, event_id: str) -> EventResultsAdminView:
+        pointer = self._store.pointer(race_id, event_id) or {}
+        return EventResultsAdminView(
+            raceId=race_id,
+            eventId=event_id,
+            version=pointer.get("version"),
+            published=bool(pointer.get("published")),
+            publishedAt=pointer.get("publishedAt"),
+            rows=pointer.get("rows"),
+            uploads=[_upload_view(d) for d in self._store.recent_uploads(race_id, event_id, RECENT_UPLOADS)],
+        )
+
+    def publish(self, director: Director, race_id: str, event_id: str, published: bool) -> EventResultsAdminView:
+        self.owned_event(director, race_id, event_id)
+        pointer = self._store.pointer(race_id, event_id)
+        if pointer is None:
+            raise Conflict("There are no valid results for this event yet: upload a file first.")
+        if bool(pointer.get("published")) != published:
+            action = "results.publish" if published else "results.unpublish"
+            try:
+                self._transact(
+                    [
+                        self._store.publish_item(race_id, event_id, published, _now().isoformat()),
+                        self._audit.item(director, race_id, action, event_id, version=pointer["version"]),
+                    ]
+                )
+            except ConditionFailed as exc:  # pragma: no cover - the pointer was just read
+                raise Conflict("The results changed meanwhile; try again.") from exc
+            self._cache.delete(pointer_cache_key(race_id))
+        return self._status(race_id, event_id)
+
+
+def _upload_view(doc: dict[str, Any]) -> UploadView:
+    message = {
+        "WAITING_FOR_FILE": "PUT the CSV file to the upload URL; it is processed as soon as it arrives.",
+        "PROCESSING": "The file arrived and is being checked.",
+        "READY": f"Valid: installed as version {doc.get('version')}. Publish to show it to runners.",
+        "REJECTED": "Nothing changed: fix the lines listed and upload the file again.",
+    }[doc["status"]]
+    return UploadView(
+        uploadId=doc["uploadId"],
+        raceId=doc["raceId"],
+        eventId=doc["eventId"],
+        status=doc["status"],
+        createdAt=doc["createdAt"],
+        finishedAt=doc.get("finishedAt"),
+        rows=doc.get("rows"),
+        version=doc.get("version"),
+        errorCount=int(doc.get("errorCount", 0)),
+        errors=doc.get("errors", []),
+        message=doc.get("message") or message,
+    )
+
+
+# ===========================================================================
+# The processor (S3 ObjectCreated)
+# ===========================================================================
+class ResultsProcessor:
+    def __init__(
+        self,
+        store: DynamoResults,
+        files: S3Files,
+        races: RaceStore,
+        registrations: DynamoRegistrations,
+        transact: Callable[[list[TransactItem]], None],
+        audit: AuditTrail,
+        cache: TieredCache,
+    ) -> None:
+        self._store, self._files, self._races, self._regs = store, files, races, registrations
+        self._transact, self._audit, self._cache = transact, audit, cache
+
+    def process(self, key: str, size: int) -> str:
+        """Check the uploaded file and install it as a new version; returns the outcome.
+
+        S3 delivers events at least once: only the delivery that moves the upload from
+        WAITING_FOR_FILE to PROCESSING does the work; any other is a no-op."""
+        parts = key.split("/")
+        if len(parts) != 4 or parts[0] != "results" or not parts[3].endswith(".csv"):
+            logger.warning("not a results upload key", extra={"key": key})
+            return "ignored"
+        _, race_id, event_id, name = parts
+        upload_id = name.removesuffix(".csv")
+        doc = self._store.upload(race_id, event_id, upload_id)
+        if doc is None:
+            logger.warning("no upload record for this object", extra={"key": key})
+            return "ignored"
+        if not self._store.claim_upload(race_id, event_id, upload_id, _now().isoformat()):
+            return "duplicate"
+        try:
+            return self._process(doc, key, size)
+        except Exception:
+            logger.exception("results upload failed", extra={"key": key})
+            self._reject(
+                doc, [(0, "The file could not be processed because of an error on our side; upload it again.")], 1
+            )
+            raise
+
+    def _process(self, doc: dict[str, Any], key: str, size: int) -> str:
+        race_id, event_id = doc["raceId"], doc["eventId"]
+        if size > MAX_FILE_BYTES:
+            self._reject(doc, [(0, f"The file is {size:,} bytes; at most {MAX_FILE_BYTES:,} are accepted.")], 1)
+            return "rejected"
+        found = self._races.get_race(race_id)
+        event = next((e for e in found[1] if e.eventId == event_id), None) if found else None
+        if found is None or event is None:
+            self._reject(doc, [(0, "The race or event no longer exists.")], 1)
+            return "rejected"
+        race = found[0]
+        started = time.monotonic()
+        entrants = self.entrants(race_id, event_id)
+        rules = SheetRules(
+            categories=tuple(doc["rules"]["categories"]),
+            age_group_years=int(doc["rules"]["ageGroupYears"]),
+            rank_by=doc["rules"]["rankBy"],
+        )
+        sheet = read_sheet(self._files.read(key), entrants, rules, date.fromisoformat(race.raceDate))
+        if sheet.error_count:
+            self._reject(doc, sheet.errors, sheet.error_count)
+            return "rejected"
+        runners = rank(sheet.runners, rules.rank_by)
+        dataset = Dataset(
+            {
+                "eventName": event.name,
+                "splitNames": sheet.split_names,
+                "rankBy": rules.rank_by,
+                "ageGroupYears": rules.age_group_years,
+                "uploadId": doc["uploadId"],
+            },
+            runners,
+        )
+        counts = {"rows": len(runners), "finishers": dataset.finishers}
+        blob = dataset.encode()
+        actor = Director.model_validate(doc["actor"])
+        for _ in range(INSTALL_TRIES):
+            current = self._store.pointer(race_id, event_id) or {}
+            version = int(current.get("version", 0)) + 1
+            self._store.write_version(race_id, event_id, version, blob)
+            now = _now().isoformat()
+            audit = self._audit.item(
+                actor, race_id, "results.version", event_id, version=version, uploadId=doc["uploadId"], **counts
+            )
+            try:
+                self._transact(
+                    [*self._store.install_items(race_id, event_id, version, doc["uploadId"], counts, now), audit]
+                )
+            except ConditionFailed:
+                continue  # another upload installed a version meanwhile: take the next number
+            self._cache.delete(pointer_cache_key(race_id))
+            logger.info(
+                "results version installed",
+                extra={"raceId": race_id, "eventId": event_id, "version": version, **counts,
+                       "seconds": round(time.monotonic() - started, 2), "bytes": len(blob)},
+            )  # fmt: skip
+            return "installed"
+        raise Conflict("Other uploads kept installing versions; upload again.")
+
+    def entrants(self, race_id: str, event_id: str) -> dict[int, Entrant]:
+        out: dict[int, Entrant] = {}
+        for row in self._regs.event_rows(race_id, event_id):
+            if row.get("status") != "CONFIRMED" or row.get("bib") is None:
+                continue
+            dob = row.get("dateOfBirth")
+            try:
+                born = date.fromisoformat(dob) if dob else None
+            except ValueError:
+                born = None
+            out[int(row["bib"])] = Entrant(row.get("firstName") or "", row.get("lastName") or "", born)
+        return out
+
+    def _reject(self, doc: dict[str, Any], errors: list[tuple[int, str]], count: int) -> None:
+        self._store.reject_upload(
+            doc["raceId"],
+            doc["eventId"],
+            doc["uploadId"],
+            [{"line": line, "reason": reason} for line, reason in errors],
+            count,
+            _now().isoformat(),
+        )
+
+
+# ===========================================================================
+# Runners
+# ===========================================================================
+class ResultsReader:
+    def __init__(self, store: DynamoResults, catalog: RaceCatalog, cache: TieredCache) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._cache = cache
+        self._datasets: OrderedDict[str, Dataset] = OrderedDict()
+        self._loading = threading.Lock()
+
+    # -- the short-cached pointer ----------------------------------------------------------
+    def _pointers(self, race_id: str) -> dict[str, dict[str, Any]]:
+        return self._cache.get_or_load(
+            pointer_cache_key(race_id),
+            lambda: self._store.pointers(race_id),
+            ttl=POINTER_TTL,
+            local_ttl=POINTER_LOCAL_TTL,
+        )
+
+    def race_results(self, race_id: str) -> RaceResultsView:
+        race, events = self._catalog.definition(race_id)
+        pointers = self._pointers(race_id)
+        shown = []
+        for e in events:
+            p = pointers.get(e.eventId) or {}
+            published = bool(p.get("published"))
+            shown.append(
+                EventResultsPointer(
+                    eventId=e.eventId,
+                    name=e.name,
+                    published=published,
+                    version=p.get("version") if published else None,
+                    finishers=p.get("finishers") if published else None,
+                )
+            )
+        return RaceResultsView(raceId=race_id, raceName=race.name, events=shown)
+
+    def _check(self, race_id: str, event_id: str, version: int) -> None:
+        _, events = self._catalog.definition(race_id)
+        if not any(e.eventId == event_id for e in events):
+            raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+        p = self._pointers(race_id).get(event_id) or {}
+        if not p.get("published") or not 1 <= version <= int(p.get("version", 0)):
+            raise ResultsNotFound(f"No published results version {version} for this event.")
+
+    # -- immutable, versioned answers --------------------------------------------------------
+    def page(
+        self, race_id: str, event_id: str, version: int, page: int, size: int, gender: str | None, group: str | None
+    ) -> dict[str, Any]:
+        self._check(race_id, event_id, version)
+        gender = gender.strip().upper() if gender else None
+        key = f"results:{race_id}:{event_id}:v{version}:page:{size}:{page}:{gender or ''}:{group or ''}"
+
+        def build() -> dict[str, Any]:
+            data = self.dataset(race_id, event_id, version)
+            ix = data.filtered(gender, group)
+            rows = [_row(data.runners[i]) for i in ix[(page - 1) * size : page * size]]
+            return ResultsPage(
+                raceId=race_id,
+                eventId=event_id,
+                eventName=data.meta["eventName"],
+                version=version,
+                page=page,
+                size=size,
+                total=len(ix),
+                pages=max(1, math.ceil(len(ix) / size)),
+                gender=gender,
+                ageGroup=group,
+                genders=data.categories,
+                ageGroups=data.age_groups,
+                results=rows,
+            ).model_dump(mode="json")
+
+        return self._cache.get_or_load(key, build, ttl=VERSIONED_TTL, local_ttl=VERSIONED_LOCAL_TTL)
+
+    def runner(self, race_id: str, event_id: str, version: int, bib: int) -> dict[str, Any]:
+        self._check(race_id, event_id, version)
+
+        def build() -> dict[str, Any] | None:
+            data = self.dataset(race_id, event_id, version)
+            i = data.by_bib.get(bib)
+            if i is None:
+                return None
+            r = data.runners[i]
+            names = data.meta.get("splitNames", [])
+            result = RunnerResult(
+                **_row(r).model_dump(),
+                splits=[Split(name=n, time=format_ms(t)) for n, t in zip(names, r.splits, strict=False)],
+                of=data.counts(r),
+            )
+            view = RunnerResultView(
+                raceId=race_id, eventId=event_id, eventName=data.meta["eventName"], version=version, result=result
+            )
+            return view.model_dump(mode="json")
+
+        found = self._cache.get_or_load(
+            f"results:{race_id}:{event_id}:v{version}:bib:{bib}",
+            build,
+            ttl=VERSIONED_TTL,
+            local_ttl=VERSIONED_LOCAL_TTL,
+        )
+        if found is None:
+            raise RunnerNotFound(f"Bib {bib} has no result in this event.")
+        return found
+
+    def suggest(self, race_id: str, event_id: str, version: int, q: str) -> dict[str, Any]:
+        self._check(race_id, event_id, version)
+        query = " ".join(q.split())
+
+        def build() -> dict[str, Any]:
+            data = self.dataset(race_id, event_id, version)
+            found = [
+                Suggestion(
+                    bib=r.bib, name=r.name, place=r.place, gender=r.category, ageGroup=r.age_group, status=r.status
+                )
+                for r in data.suggest(query)
+            ]
+            return SuggestionList(version=version, q=query, suggestions=found).model_dump(mode="json")
+
+        return self._cache.get_or_load(
+            f"results:{race_id}:{event_id}:v{version}:q:{query.casefold()}",
+            build,
+            ttl=VERSIONED_TTL,
+            local_ttl=VERSIONED_LOCAL_TTL,
+        )
+
+    # -- the version itself, once per execution environment -----------------------------------
+    def dataset(self, race_id: str, event_id: str, version: int) -> Dataset:
+        key = f"{race_id}:{event_id}:{version}"
+        with self._loading:  # one load per environment, however many requests wait for it
+            found = self._datasets.get(key)
+            if found is None:
+                blob = self._store.read_version(race_id, event_id, version)
+                if blob is None:
+                    raise ResultsNotFound(f"No results version {version} for this event.")
+                found = Dataset.decode(blob)
+                self._datasets[key] = found
+                while len(self._datasets) > DATASETS_PER_ENVIRONMENT:
+                    self._datasets.popitem(last=False)
+            self._datasets.move_to_end(key)
+            return found
+
+
+def _row(r: Runner) -> ResultRow:
+    return ResultRow(
+        place=r.place,
+        genderPlace=r.gender_place,
+        ageGroupPlace=r.age_group_place,
+        bib=r.bib,
+        name=r.name,
+        gender=r.category,
+        age=r.age,
+        ageGroup=r.age_group,
+        status=r.status,  # type: ignore[arg-type]
+        chipTime=format_ms(r.chip_ms),
+        gunTime=format_ms(r.gun_ms),
+    )

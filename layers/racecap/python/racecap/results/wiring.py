@@ -1,0 +1,46 @@
+"""The results capability's composition root (see ``racecap.wiring`` for the rest)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from racecap import clients
+from racecap.config import ConfigurationError, get_settings
+from racecap.results.service import ResultsAdmin, ResultsProcessor, ResultsReader
+from racecap.results.store import DynamoResults, S3Files
+from racecap.wiring import audit_trail, cache, catalog, race_store, registrations, transact
+
+
+def _table() -> str:
+    name = get_settings().results_table
+    if name is None:
+        raise ConfigurationError("RESULTS_TABLE is not set for this function")
+    return name
+
+
+@lru_cache(maxsize=1)
+def results_store() -> DynamoResults:
+    return DynamoResults(clients.dynamodb(), _table())
+
+
+@lru_cache(maxsize=1)
+def files() -> S3Files:
+    bucket = get_settings().results_bucket
+    if bucket is None:
+        raise ConfigurationError("RESULTS_BUCKET is not set for this function")
+    return S3Files(clients.aws("s3"), bucket)
+
+
+@lru_cache(maxsize=1)
+def results_admin() -> ResultsAdmin:
+    return ResultsAdmin(results_store(), files(), race_store(), transact, audit_trail(), cache())
+
+
+@lru_cache(maxsize=1)
+def results_processor() -> ResultsProcessor:
+    return ResultsProcessor(results_store(), files(), race_store(), registrations(), transact, audit_trail(), cache())
+
+
+@lru_cache(maxsize=1)
+def results_reader() -> ResultsReader:
+    return ResultsReader(results_store(), catalog(), cache())
