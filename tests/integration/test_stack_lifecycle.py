@@ -27,6 +27,8 @@ PORT_VARS = {
     "sfn": "RACECAP_SFN_PORT",
     "payments": "RACECAP_PAYMENTS_PORT",
     "stripe": "RACECAP_STRIPE_PORT",
+    "s3": "RACECAP_S3_PORT",
+    "edge": "RACECAP_EDGE_PORT",
 }
 
 
