@@ -80,16 +80,18 @@ OUTPUT_USER_POOL_CLIENT_ID = "DirectorUserPoolClientId"
 
 # --- inner construct ids -----------------------------------------------------------------
 VPC_ID = "Vpc"
-ISOLATED_SUBNET_NAME = "isolated"
+PRIVATE_SUBNET_NAME = "private"
+PUBLIC_SUBNET_NAME = "public"
+# One NAT instance (not a NAT gateway: ~$33 per AZ-month) carries the functions' calls to the
+# payment provider and to the AWS APIs that have no gateway endpoint. Set to 2 for one per AZ.
+NAT_INSTANCES = 1
+NAT_INSTANCE_TYPE = "t4g.nano"
+NAT_ROOT_VOLUME_GB = 8  # the AL2023 image's own size
 FLOW_LOG_GROUP_ID = "FlowLogs"
 FLOW_LOG_ID = "RejectedFlows"
 DYNAMODB_ENDPOINT_ID = "DynamoDbEndpoint"
-SQS_ENDPOINT_ID = "SqsEndpoint"
-SES_ENDPOINT_ID = "SesEndpoint"
-STEP_FUNCTIONS_ENDPOINT_ID = "StepFunctionsEndpoint"
 CACHE_CLIENTS_SG_ID = "CacheClients"
 FUNCTIONS_SG_ID = "Functions"
-ENDPOINTS_SG_ID = "Endpoints"
 CACHE_SG_ID = "CacheSecurityGroup"
 SERVERLESS_CACHE_ID = "ServerlessCache"
 ROLE_ID = "Role"

@@ -82,10 +82,19 @@ WHY_NOTIFICATIONS_HANDLER = (
     "blueprint declares; aws-cdk-lib generates its role with the basic execution policy and it runs "
     "only during deployments."
 )
+WHY_NAT_MONITORING = (
+    "Detailed (1-minute) monitoring would add ~$2/month to a stage whose idle budget is $30; the NAT instance's "
+    "5-minute metrics and EC2's automatic recovery are enough for one egress box."
+)
+WHY_NAT_TERMINATION = (
+    "Termination protection would make `cdk destroy` of a stage fail; the instance holds no state and "
+    "CloudFormation recreates it from the template."
+)
 WHY_DEPLOYMENT_RUNTIME = "CDK's BucketDeployment handler; its runtime is chosen by aws-cdk-lib, not by us."
 
 
 def add_acknowledgments(stack: RacecapStack) -> None:
+    _network(stack)
     _functions(stack)
     _state_machines(stack)
     _routes(stack)
@@ -106,6 +115,12 @@ def _logical_id(construct: IConstruct) -> str:
 def _pseudo(value: str, name: str) -> str:
     """How cdk-nag prints a region/account: the literal, or ``<AWS::Region>``."""
     return f"<AWS::{name}>" if Token.is_unresolved(value) else value
+
+
+def _network(stack: RacecapStack) -> None:
+    for instance in stack.network.nat_instances:
+        _ack(instance, "EC28", WHY_NAT_MONITORING)
+        _ack(instance, "EC29", WHY_NAT_TERMINATION)
 
 
 def _functions(stack: RacecapStack) -> None:

@@ -26,7 +26,7 @@ class Cache(Construct):
         for port in (c.CACHE_PORT, c.CACHE_READER_PORT):
             security_group.add_ingress_rule(network.cache_clients, ec2.Port.tcp(port), "Valkey from functions")
 
-        subnet_ids = network.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnet_ids
+        subnet_ids = network.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids
         self.cache = elasticache.CfnServerlessCache(
             self,
             c.SERVERLESS_CACHE_ID,

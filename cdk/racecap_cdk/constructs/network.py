@@ -1,5 +1,19 @@
-"""The private network: isolated subnets only (no NAT, nothing to pay for when idle
-except the interface endpoints), reaching AWS services through VPC endpoints."""
+"""The private network: private subnets whose one way out is a NAT *instance*.
+
+The functions call AWS APIs (SQS, SES, Step Functions, Secrets Manager) and the payment
+provider (Stripe), which is on the internet. The fixed-cost choices were:
+
+- a NAT gateway: ~$33 per AZ-month before any traffic, plus $0.045/GB;
+- interface endpoints for the AWS APIs: $7.30 per service per AZ-month (three services in
+  two AZs were ~$44 of the stage's ~$50 idle cost), and they still do not reach Stripe;
+- one NAT instance (t4g.nano, ~$3/month + disk + public IPv4 ~$7.40 in all) that carries
+  both, so the interface endpoints go away.
+
+DynamoDB, the hot path, keeps its gateway endpoint (free, never through the instance). The
+instance is one point of failure for egress (EC2 recovers it automatically on host failure);
+a lost egress is seen as "payment provider unavailable" (a 503 the runner retries, the
+place kept) and SQS/SES calls retried by the SDKs; set ``NAT_INSTANCES = 2`` for one per AZ.
+"""
 
 from __future__ import annotations
 
@@ -10,32 +24,48 @@ from constructs import Construct
 
 from .. import constants as c
 
-# Services the functions call that are not reached through the DynamoDB gateway endpoint.
-_INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
-    c.SQS_ENDPOINT_ID: ec2.InterfaceVpcEndpointAwsService.SQS,
-    # com.amazonaws.<region>.email: the SES API (v1 and v2), not the SMTP endpoint.
-    c.SES_ENDPOINT_ID: ec2.InterfaceVpcEndpointAwsService.EMAIL,
-    c.STEP_FUNCTIONS_ENDPOINT_ID: ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
-}
-
 
 class Network(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
+        self.nat = ec2.NatProvider.instance_v2(
+            instance_type=ec2.InstanceType(c.NAT_INSTANCE_TYPE),
+            machine_image=ec2.MachineImage.latest_amazon_linux2023(cpu_type=ec2.AmazonLinuxCpuType.ARM_64),
+            # Nothing may reach in from the internet; the functions' group is admitted below.
+            default_allowed_traffic=ec2.NatTrafficDirection.OUTBOUND_ONLY,
+            associate_public_ip_address=True,
+        )
         self.vpc = ec2.Vpc(
             self,
             c.VPC_ID,
             max_azs=2,
-            nat_gateways=0,
+            nat_gateway_provider=self.nat,
+            nat_gateways=c.NAT_INSTANCES,
             subnet_configuration=[
+                ec2.SubnetConfiguration(name=c.PUBLIC_SUBNET_NAME, subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=26),
                 ec2.SubnetConfiguration(
-                    name=c.ISOLATED_SUBNET_NAME, subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22
-                )
+                    name=c.PRIVATE_SUBNET_NAME, subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=22
+                ),
             ],
             # Nothing uses the default group; restricting it would add a Node.js custom resource.
             restrict_default_security_group=False,
         )
-        self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        self.nat_instances = [
+            child
+            for subnet in self.vpc.public_subnets
+            if isinstance(child := subnet.node.try_find_child("NatInstance"), ec2.Instance)
+        ]
+        for instance in self.nat_instances:
+            # The provider sizes no disk; give the root volume encryption (and the default size).
+            instance.instance.block_device_mappings = [
+                ec2.CfnInstance.BlockDeviceMappingProperty(
+                    device_name="/dev/xvda",
+                    ebs=ec2.CfnInstance.EbsProperty(
+                        volume_size=c.NAT_ROOT_VOLUME_GB, volume_type="gp3", encrypted=True, delete_on_termination=True
+                    ),
+                )
+            ]
         flow_logs = logs.LogGroup(
             self,
             c.FLOW_LOG_GROUP_ID,
@@ -53,26 +83,9 @@ class Network(Construct):
             service=ec2.GatewayVpcEndpointAwsService.DYNAMODB,
             subnets=[self.subnets],
         )
-        # Every function carries this group; the endpoints admit HTTPS from it alone.
-        # Isolated subnets: the only ways out are the endpoints, so egress stays open.
+        # Every function carries this group; the NAT instance admits HTTPS from it alone.
         self.functions = ec2.SecurityGroup(self, c.FUNCTIONS_SG_ID, vpc=self.vpc, description="Racecap functions")
-        endpoints = ec2.SecurityGroup(
-            self,
-            c.ENDPOINTS_SG_ID,
-            vpc=self.vpc,
-            description="Racecap interface endpoints: HTTPS from the functions",
-            allow_all_outbound=False,
-        )
-        endpoints.add_ingress_rule(self.functions, ec2.Port.tcp(443), "AWS APIs from functions")
-        for endpoint_id, service in _INTERFACE_ENDPOINTS.items():
-            self.vpc.add_interface_endpoint(
-                endpoint_id,
-                service=service,
-                subnets=self.subnets,
-                private_dns_enabled=True,
-                security_groups=[endpoints],
-                open=False,
-            )
+        self.nat.connections.allow_from(self.functions, ec2.Port.tcp(443), "HTTPS out from the functions")
         # Functions that use the cache also carry this group; the cache admits only it.
         self.cache_clients = ec2.SecurityGroup(
             self, c.CACHE_CLIENTS_SG_ID, vpc=self.vpc, description="Racecap functions that use the cache"
