@@ -90,6 +90,7 @@ NAT_ROOT_VOLUME_GB = 8  # the AL2023 image's own size
 FLOW_LOG_GROUP_ID = "FlowLogs"
 FLOW_LOG_ID = "RejectedFlows"
 DYNAMODB_ENDPOINT_ID = "DynamoDbEndpoint"
+S3_ENDPOINT_ID = "S3Endpoint"
 CACHE_CLIENTS_SG_ID = "CacheClients"
 FUNCTIONS_SG_ID = "Functions"
 CACHE_SG_ID = "CacheSecurityGroup"

@@ -49,7 +49,11 @@ def test_every_function_reaches_the_internet_through_a_nat_instance(view: Templa
     assert set(functions) == {f.id for f in blueprint.FUNCTIONS}
     for fn_id, (_, props) in functions.items():
         for subnet in props["VpcConfig"]["SubnetIds"]:
-            out = [r for r in _routes_of_subnet(view, view.ref_target(subnet)) if r.get("DestinationCidrBlock") == DEFAULT_ROUTE]
+            out = [
+                r
+                for r in _routes_of_subnet(view, view.ref_target(subnet))
+                if r.get("DestinationCidrBlock") == DEFAULT_ROUTE
+            ]
             assert len(out) == 1 and view.ref_target(out[0]["InstanceId"]) in nat_instances, f"{fn_id}: no route out"
 
 

@@ -17,6 +17,7 @@
 (d) AWS calls per registration by service and operation, COUNTED in the gateway and
     pollers processes (``tools/awscalls.py``), and the cost per 1,000 registrations at
     PRODUCT.md's prices;
+(f) the idle monthly cost of a stage, line by line from the synthesized template;
 plus CPU seconds per registration by process (what bounds the figure on two cores).
 
 The package, one room per job:
@@ -26,6 +27,7 @@ The package, one room per job:
     raw.py              (a)
     flow.py             (b), (b'), (c), CPU by process, what bounds it
     costs.py            (d) per registration, PRODUCT.md's prices
+    idle_cost.py        (f) fixed monthly costs of the synthesized template
     cpu.py              CPU seconds by process group (/proc)
     gateway_profile.py  cProfile of the gateway's share of a registration
     run.py              one run: the phases, the stack, the bursts, the report's assembly

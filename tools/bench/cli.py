@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         f"  (d) ${bench['d_aws_calls_and_cost']['cost_per_1000_registrations_usd']['total']} per 1,000 registrations\n"
         f"  (e) cold starts: "
         + ", ".join(f"{k} {v.get('median_ms')} ms" for k, v in bench["e_cold_start_import_ms"].items())
+        + f"\n  (f) idle cost of a stage ${bench['f_idle_monthly_cost']['idle_monthly_usd']}/month"
         + f"\n  target met: {t['met']}  {json.dumps({k: v for k, v in t.items() if k != 'met'})}",
         flush=True,
     )

@@ -52,9 +52,10 @@ class Section:
 
 def sections() -> list[Section]:
     """Every section, in the order each phase runs them."""
-    from tools.bench import coldstart, gateway_profile, raw
+    from tools.bench import coldstart, gateway_profile, idle_cost, raw
 
     return [
+        idle_cost.SECTION,
         coldstart.SECTION,
         raw.SECTION,
         gateway_profile.SECTION,

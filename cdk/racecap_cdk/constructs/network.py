@@ -9,7 +9,7 @@ provider (Stripe), which is on the internet. The fixed-cost choices were:
 - one NAT instance (t4g.nano, ~$3/month + disk + public IPv4 ~$7.40 in all) that carries
   both, so the interface endpoints go away.
 
-DynamoDB, the hot path, keeps its gateway endpoint (free, never through the instance). The
+DynamoDB, the hot path, and S3 keep gateway endpoints (free, never through the instance). The
 instance is one point of failure for egress (EC2 recovers it automatically on host failure);
 a lost egress is seen as "payment provider unavailable" (a 503 the runner retries, the
 place kept) and SQS/SES calls retried by the SDKs; set ``NAT_INSTANCES = 2`` for one per AZ.
@@ -78,10 +78,14 @@ class Network(Construct):
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
             traffic_type=ec2.FlowLogTrafficType.REJECT,
         )
+        # Gateway endpoints are free and keep DynamoDB (the hot path) and S3 off the instance.
         self.vpc.add_gateway_endpoint(
             c.DYNAMODB_ENDPOINT_ID,
             service=ec2.GatewayVpcEndpointAwsService.DYNAMODB,
             subnets=[self.subnets],
+        )
+        self.vpc.add_gateway_endpoint(
+            c.S3_ENDPOINT_ID, service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.subnets]
         )
         # Every function carries this group; the NAT instance admits HTTPS from it alone.
         self.functions = ec2.SecurityGroup(self, c.FUNCTIONS_SG_ID, vpc=self.vpc, description="Racecap functions")

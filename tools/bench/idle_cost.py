@@ -1,7 +1,7 @@
-"""What a deployed stage costs per month when nobody registers: computed from the template.
+"""(f) What a deployed stage costs per month when nobody registers: computed from the template.
 
-    python -m tools.costs            # synthesizes the CDK app, prints the budget line by line
-    python -m tools.costs --json
+    python -m tools.bench.idle_cost          # synthesizes the CDK app, prints the budget line by line
+    python -m tools.bench.idle_cost --json   # (``make bench`` records it as ``f_idle_monthly_cost``)
 
 Every resource of the synthesized template is either priced here (a fixed hourly or monthly
 charge: interface endpoints, NAT, instances and their disks and public IPv4 addresses, the
@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.bench.sections import Bench, Section
+
+ROOT = Path(__file__).resolve().parents[2]
 HOURS = 730
 TARGET_USD = 30.0
 
@@ -102,6 +104,11 @@ USAGE_ONLY = frozenset(
         "AWS::SNS::TopicPolicy",
         "AWS::CDK::Metadata",
         "AWS::Lambda::Url",
+        "AWS::CloudFront::CachePolicy",
+        "AWS::CloudFront::OriginRequestPolicy",
+        "AWS::CloudFront::ResponseHeadersPolicy",
+        "Custom::S3BucketNotifications",
+        "Custom::AWS",
     }
 )
 
@@ -132,7 +139,7 @@ def idle_budget(template: Mapping[str, Any]) -> list[Line]:
             continue
         lines.extend(priced)
     if unpriced:
-        raise UnpricedResource(f"no price for {sorted(unpriced)}: add them to tools/costs.py")
+        raise UnpricedResource(f"no price for {sorted(unpriced)}: add them to tools/bench/idle_cost.py")
     return lines
 
 
@@ -287,6 +294,20 @@ def report(template: Mapping[str, Any] | None = None) -> dict[str, Any]:
         "within_target": monthly <= TARGET_USD,
         "assumptions": f"us-east-1 on-demand, {HOURS} h/month, free tiers ignored; usage-billed resources at $0",
     }
+
+
+def _measure(bench: Bench) -> dict[str, Any]:
+    budget = report()
+    bench.say("(f) idle cost of a stage per month, from the synthesized template:\n" + render(budget))
+    return budget
+
+
+SECTION = Section(
+    "f_idle_monthly_cost",
+    "cold",
+    _measure,
+    targets=lambda r: {"idle_cost_within_30_usd_per_month": bool(r["f_idle_monthly_cost"]["within_target"])},
+)
 
 
 def render(budget: dict[str, Any]) -> str:
