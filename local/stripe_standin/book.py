@@ -203,6 +203,8 @@ class Book:
         if description is not None and len(str(description)) > 1000:
             raise invalid("Invalid description.", param="description")
         with self._lock:
+            # An unknown payment method is refused before anything exists, as Stripe does.
+            pm = self._payment_method(p["payment_method"], None) if p.get("payment_method") else None
             pi_id = _id("pi")
             intent = {
                 "id": pi_id,
@@ -228,8 +230,8 @@ class Book:
             }
             self.intents[pi_id] = intent
             self._emit("payment_intent.created", intent, request)
-            if p.get("payment_method"):
-                intent["payment_method"] = self._payment_method(p["payment_method"], None)["id"]
+            if pm is not None:
+                intent["payment_method"] = pm["id"]
                 intent["status"] = "requires_confirmation"
             if str(p.get("confirm", "false")).lower() == "true":
                 return self.confirm_intent(pi_id, {k: v for k, v in p.items() if k == "return_url"}, request)

@@ -315,7 +315,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 return self._static("stripe.js", "application/javascript; charset=utf-8")
             if path == "/elements/payment":
                 return self._static("payment.html", "text/html; charset=utf-8")
-            if re.fullmatch(r"/3ds/pi_[A-Za-z0-9]+", path):
+            if re.fullmatch(r"/3ds/pi_[A-Za-z0-9_]+", path):
                 return self._static("challenge.html", "text/html; charset=utf-8")
             if path in ("/", "/health"):
                 return _json(200, {"ok": True, "standIn": "stripe"})
@@ -327,7 +327,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
             limited = self._gate(path)
             if limited:
                 return limited
-            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9]+)", path):
+            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9_]+)", path):
                 self._publishable_or_secret(m.group(1), q)
                 return _json(200, app.book.intent(m.group(1)))
             self._need_secret()
@@ -337,7 +337,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 if not q.get("query"):
                     raise invalid("Missing required param: query.", param="query", code="parameter_missing")
                 return _json(200, _page(app.book.search_intents(str(q["query"])), q, path, "search_result"))
-            if m := re.fullmatch(r"/v1/refunds/(re_[A-Za-z0-9]+)", path):
+            if m := re.fullmatch(r"/v1/refunds/(re_[A-Za-z0-9_]+)", path):
                 return _json(200, app.book.refund_by_id(m.group(1)))
             if path == "/v1/events":
                 types = q.get("types") or ([q["type"]] if q.get("type") else None)
@@ -345,7 +345,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 if created is not None and not isinstance(created, dict):
                     created = {"gte": created, "lte": created}
                 return _json(200, _page(app.book.list_events(types, created), q, path))
-            if m := re.fullmatch(r"/v1/events/(evt_[A-Za-z0-9]+)", path):
+            if m := re.fullmatch(r"/v1/events/(evt_[A-Za-z0-9_]+)", path):
                 return _json(200, app.book.event(m.group(1)))
             raise invalid(f"Unrecognized request URL (GET: {path}).", status=404)
 
@@ -378,7 +378,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
             if path.startswith("/_standin/"):
                 self._need_secret()
                 return self._control_post(path, json.loads(raw or b"{}"))
-            if m := re.fullmatch(r"/3ds/(pi_[A-Za-z0-9]+)", path):
+            if m := re.fullmatch(r"/3ds/(pi_[A-Za-z0-9_]+)", path):
                 params = decode_form(parse_qsl(raw.decode(), keep_blank_values=True))
                 self._publishable_or_secret(m.group(1), params)
                 return _json(200, app.book.authenticate(m.group(1), params.get("outcome") == "approve"))
@@ -391,7 +391,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 return _error(ApiError(500, "api_error", "Injected fault before the request ran."))
             params = decode_form(parse_qsl(raw.decode(), keep_blank_values=True))
             browser = False
-            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9]+)/confirm", path):
+            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9_]+)/confirm", path):
                 browser = self._publishable_ok(m.group(1), params)
             if not browser:
                 self._need_secret()
@@ -423,9 +423,9 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
             book = app.book
             if path == "/v1/payment_intents":
                 return book.create_intent(p, request)
-            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9]+)/confirm", path):
+            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9_]+)/confirm", path):
                 return book.confirm_intent(m.group(1), p, request)
-            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9]+)/cancel", path):
+            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9_]+)/cancel", path):
                 return book.cancel_intent(m.group(1), p, request)
             if path == "/v1/refunds":
                 return book.refund(p, request)

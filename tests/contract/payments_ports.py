@@ -18,7 +18,10 @@ from pathlib import Path
 import urllib3
 from racecap.dal.http_payments import HttpPaymentProvider
 from racecap.dal.payments import PaymentProvider
+from racecap.dal.stripe_provider import StripeKeys, StripePaymentProvider
 
+from local.stripe_standin.server import Keys as StandInKeys
+from local.stripe_standin.webhooks import sign as stripe_sign
 from tests.fakes.payments import FakePaymentProvider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,5 +110,63 @@ def http_port() -> Iterator[PortUnderTest]:
         proc.wait(timeout=10)
 
 
+def stripe_port() -> Iterator[PortUnderTest]:
+    """The Stripe adapter (the official SDK) against the Stripe stand-in (its own process)."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "local.stripe_standin", "--port", str(port), "--rate-limit", "0"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    http = urllib3.PoolManager()
+    keys = StandInKeys()
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                http.request("GET", url + "/health", retries=False, timeout=1.0)
+                break
+            except urllib3.exceptions.HTTPError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("local.stripe_standin did not start") from None
+                time.sleep(0.05)
+        # No retries: a lost answer stays lost (the SDK would otherwise replay it by key).
+        provider = StripePaymentProvider(
+            lambda: StripeKeys(keys.secret, keys.webhook_secret), api_base=url, max_retries=0
+        )
+
+        def lose() -> None:
+            http.request(
+                "POST",
+                url + "/_standin/faults",
+                body=b'{"fail_after_next": 1}',
+                headers={"Authorization": f"Bearer {keys.secret}"},
+                retries=False,
+            )
+
+        yield PortUnderTest(
+            "stripe",
+            provider,
+            {
+                "ok": "pm_card_visa",
+                "declined": "pm_card_chargeDeclined",
+                "invalid": "pm_card_nope",
+                "action": "pm_card_authenticationRequired",
+            },
+            ALL,
+            lose,
+            sign=lambda payload: stripe_sign(payload, keys.webhook_secret),
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 # name -> a generator of one PortUnderTest, set up once per session
-PROVIDERS: dict[str, Callable[[], Iterator[PortUnderTest]]] = {"fake": fake_port, "http": http_port}
+PROVIDERS: dict[str, Callable[[], Iterator[PortUnderTest]]] = {
+    "fake": fake_port,
+    "http": http_port,
+    "stripe": stripe_port,
+}

@@ -1,0 +1,89 @@
+"""The Stripe adapter's own behaviour beyond the port's contract (tests/contract): the
+provider's rate limit, an unreachable provider, 3-D Secure, and a lazy SDK import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from racecap.dal.payments import IntentStatus, PaymentRateLimited, PaymentUnavailable
+from racecap.dal.stripe_provider import StripeKeys, StripePaymentProvider
+
+import blueprint
+from local import servers
+from local.stripe_standin.server import Keys
+
+pytestmark = pytest.mark.integration
+KEYS = Keys()
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = servers.free_port()
+    cmd = [sys.executable, "-m", "local.stripe_standin", "--port", str(port), "--rate-limit", "0"]
+    log_dir: Path = tmp_path_factory.mktemp("stripe-provider")
+    proc = servers.spawn("stripe", cmd, port, log_dir, env={"PYTHONPATH": str(blueprint.ROOT)}, cwd=blueprint.ROOT)
+    yield proc.endpoint
+    proc.stop()
+
+
+def provider(api_base: str, **kw: Any) -> StripePaymentProvider:
+    return StripePaymentProvider(lambda: StripeKeys(KEYS.secret, KEYS.webhook_secret), api_base=api_base, **kw)
+
+
+def create(p: StripePaymentProvider, **kw: Any) -> Any:
+    key = f"k-{time.monotonic_ns()}"
+    return p.create_intent(
+        amount_cents=2500, currency="usd", idempotency_key=key, metadata={"holdId": key}, description="t", **kw
+    )
+
+
+def test_the_providers_429_is_rate_limited_with_a_retry_after(standin: str) -> None:
+    p = provider(standin)
+    intent = create(p)
+    control = {"Authorization": f"Bearer {KEYS.secret}"}
+    requests.post(f"{standin}/_standin/ratelimit", json={"per_second": 1}, headers=control, timeout=5)
+    try:
+        time.sleep(1.0)
+        p.retrieve_intent(intent.id)  # the one call this second allows
+        with pytest.raises(PaymentRateLimited) as limited:
+            p.retrieve_intent(intent.id)
+        assert limited.value.retry_after > 0
+        assert isinstance(limited.value, PaymentUnavailable)  # the caller keeps the place and retries
+    finally:
+        requests.post(f"{standin}/_standin/ratelimit", json={"per_second": 0}, headers=control, timeout=5)
+
+
+def test_an_unreachable_provider_is_unavailable_not_declined() -> None:
+    p = provider(f"http://127.0.0.1:{servers.free_port()}", max_retries=1, connect_timeout_s=0.5, read_timeout_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(PaymentUnavailable):
+        create(p, payment_method="pm_card_visa", confirm=True)
+    assert time.monotonic() - started < 10
+
+
+def test_3d_secure_waits_for_the_runner_and_a_cancel_is_repeatable(standin: str) -> None:
+    p = provider(standin)
+    intent = create(p, payment_method="pm_card_authenticationRequired", confirm=True)
+    assert intent.status == IntentStatus.REQUIRES_ACTION
+    first = p.cancel_intent(intent.id, idempotency_key=f"cancel-{intent.id}")
+    again = p.cancel_intent(intent.id, idempotency_key=f"cancel-again-{intent.id}")
+    assert first.status == again.status == IntentStatus.CANCELED
+
+
+def test_importing_the_adapter_does_not_import_the_sdk() -> None:
+    code = "import sys, racecap.dal.stripe_provider; print('stripe' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(blueprint.ROOT / "layers" / "racecap" / "python")},
+    )
+    assert out.stdout.strip() == "False"
