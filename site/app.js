@@ -3,6 +3,7 @@
 //   #/races/{raceId}       events, places left, hold a place   races.js
 //   #/holds/{holdId}       runner details, then payment        hold.js
 //   #/registrations/{id}   waiting screen, then confirmation   wait.js
+//   #/races/{r}/events/{e}/results[/{bib}]  results, search, a runner's result  results.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
 import { errorBox, h, page } from './ui.js';
@@ -12,6 +13,8 @@ const ROUTES = [
   [/^\/races\/([^/]+)$/, () => import('./races.js'), 'racePage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
+  [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, () => import('./results.js'), 'resultsPage'],
+  [/^\/races\/([^/]+)\/events\/([^/]+)\/results\/(\d+)$/, () => import('./results.js'), 'runnerPage'],
 ];
 let rendered = false;
 let seq = 0;

@@ -80,6 +80,23 @@ function heldFor(raceId) {
   return null;
 }
 
+// Published results get a link on their event's card (the answer is cached for seconds).
+async function resultsLinks(raceId, rows, signal) {
+  let events;
+  try {
+    events = (await api('GET', `/races/${enc(raceId)}/results`, { signal })).data.events || [];
+  } catch {
+    return; // no link is the safe fallback: results stay reachable once they load
+  }
+  for (const ev of events) {
+    const r = rows.get(ev.eventId);
+    if (r && ev.published && !r.el.querySelector('[data-testid="results-link"]')) {
+      r.el.append(h('p', {}, h('a', { href: `#/races/${enc(raceId)}/events/${enc(ev.eventId)}/results`,
+        testid: 'results-link' }, `Results: ${ev.finishers} finishers`)));
+    }
+  }
+}
+
 export async function racePage(raceId) {
   const { h1, body, signal } = page('Loading race…');
   const info = h('p', { cls: 'muted', testid: 'race-info' });
@@ -163,6 +180,7 @@ export async function racePage(raceId) {
           h('a', { href: `#/holds/${enc(held.holdId)}` }, 'Continue your registration')) : '',
         list, note);
       import('./hold.js').catch(() => {}); // warm the next page while the runner reads
+      resultsLinks(raceId, rows, signal);
     }
     update();
   };
