@@ -52,11 +52,12 @@ class Section:
 
 def sections() -> list[Section]:
     """Every section, in the order each phase runs them."""
-    from tools.bench import coldstart, gateway_profile, idle_cost, raw
+    from tools.bench import coldstart, gateway_profile, idle_cost, raw, results
 
     return [
         idle_cost.SECTION,
         coldstart.SECTION,
         raw.SECTION,
         gateway_profile.SECTION,
+        results.SECTION,
     ]
