@@ -10,8 +10,9 @@ from typing import Any
 
 import boto3
 import pytest
-from racecap.dal.holds import Attempt, DynamoHolds
+from racecap.dal.holds import DynamoHolds
 from racecap.dal.registrations import DynamoRegistrations
+from racecap.domain import Attempt
 from racecap.errors import SoldOut
 from racecap.logic.holds import HoldService
 from racecap.logic.writer import RegistrationWriter

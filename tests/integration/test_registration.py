@@ -139,7 +139,7 @@ def test_given_a_paid_runner_who_never_came_back_then_the_sweeper_confirms_them(
     hold_id = hold(api, race_id, event_id).json()["holdId"]
     rid = "reg_" + hold_id.removeprefix("hold_")
     long_ago = (datetime.now(UTC) - timedelta(minutes=15)).isoformat()
-    from racecap.dal.holds import Attempt
+    from racecap.domain import Attempt
     from racecap.logic.registration import attempt_key, charge_key
 
     attempt = Attempt(

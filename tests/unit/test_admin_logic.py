@@ -12,18 +12,24 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from racecap.auth import director_from_claims
-from racecap.dal.inventory import CapBelowPlacesTaken, plan_cap_change, shard_sk
+from racecap.dal.keys import shard_sk
+from racecap.domain import Shard
 from racecap.errors import Unauthorized, ValidationFailed
 from racecap.logic import participants
 from racecap.logic.admin import RaceDraft, shards_for
+from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, shard_name
 from racecap.logic.participants import Position, build_export_page, decode_cursor, encode_cursor
 
 
-def _shards(*pairs: tuple[int, int]) -> list[dict[str, Any]]:
-    return [{"sk": shard_sk(n), "cap": cap, "taken": taken} for n, (cap, taken) in enumerate(pairs)]
+def _shards(*pairs: tuple[int, int]) -> list[Shard]:
+    return [Shard(sk=shard_sk(n), cap=cap, taken=taken) for n, (cap, taken) in enumerate(pairs)]
 
 
-def _apply(shards: list[dict[str, Any]], new_cap: int, min_shards: int = 1) -> dict[str, int]:
+def test_the_rules_name_shards_as_the_data_layer_does() -> None:
+    assert [shard_name(n) for n in (0, 7, 123)] == [shard_sk(n) for n in (0, 7, 123)]
+
+
+def _apply(shards: list[Shard], new_cap: int, min_shards: int = 1) -> dict[str, int]:
     caps = {s["sk"]: s["cap"] for s in shards}
     for change in plan_cap_change(shards, new_cap, min_shards):
         assert change.old_cap == caps.get(change.sk)

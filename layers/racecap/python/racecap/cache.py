@@ -21,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import redis
 
@@ -29,6 +29,16 @@ from racecap.observability import logger, metrics
 
 T = TypeVar("T")
 _MISSING = object()
+
+
+class Flags(Protocol):
+    """Short-lived shared flags (the logic's view of the cache, e.g. an event's "sold out")."""
+
+    def flag(self, key: str, ttl: float) -> None: ...
+
+    def has_flag(self, key: str, local_ttl: float = 1.0) -> bool: ...
+
+    def clear_flag(self, key: str) -> None: ...
 
 
 class LocalTier:

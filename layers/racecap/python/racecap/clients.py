@@ -17,7 +17,7 @@ from botocore.config import Config
 from racecap.config import get_settings
 
 # Adaptive retries absorb DynamoDB throttling during a burst; the SDK's own backoff is
-# the first line of defence, our explicit retries (racecap.retry) the second.
+# the first line of defence, our explicit retries (racecap.dal.retry) the second.
 _BOTO_CONFIG = Config(
     retries={"max_attempts": 8, "mode": "adaptive"},
     connect_timeout=2,

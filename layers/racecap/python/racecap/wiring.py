@@ -12,7 +12,7 @@ from racecap import clients
 from racecap.cache import TieredCache
 from racecap.config import ConfigurationError, get_settings
 from racecap.dal.audit import DynamoAudit
-from racecap.dal.holds import DynamoHolds, live_counts
+from racecap.dal.holds import DynamoHolds
 from racecap.dal.http_payments import HttpPaymentProvider
 from racecap.dal.inventory import DynamoInventory
 from racecap.dal.payments import PaymentProvider
@@ -142,10 +142,7 @@ def participants() -> Participants:
 
 @lru_cache(maxsize=1)
 def race_stats() -> RaceStats:
-    table = get_settings().inventory_table
-    return RaceStats(
-        inventory(), registrations(), lambda race_id: live_counts(clients.dynamodb(), table, race_id), cache()
-    )
+    return RaceStats(inventory(), registrations(), holds().live_counts, cache())
 
 
 @lru_cache(maxsize=1)

@@ -8,24 +8,11 @@ shard caps is the event cap, so no interleaving of claims can sell a place twice
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from racecap.dal.dynamo import query_all, to_item, values
-
-
-def cap_pk(race_id: str, event_id: str) -> str:
-    return f"CAP#{race_id}#{event_id}"
-
-
-def shard_sk(n: int) -> str:
-    return f"SHARD#{n:03d}"
-
-
-def split_cap(cap: int, shards: int) -> list[int]:
-    """Spread ``cap`` over ``shards`` as evenly as possible (first shards get the rest)."""
-    base, rest = divmod(cap, shards)
-    return [base + (1 if i < rest else 0) for i in range(shards)]
+from racecap.dal.keys import cap_pk, shard_sk
+from racecap.domain import Shard, ShardChange
 
 
 class Usage(Protocol):
@@ -36,7 +23,7 @@ class Usage(Protocol):
 class ShardUsage:
     __slots__ = ("cap", "shards", "taken")
 
-    def __init__(self, cap: int, taken: int, shards: list[dict[str, Any]]) -> None:
+    def __init__(self, cap: int, taken: int, shards: list[Shard]) -> None:
         self.cap = cap
         self.taken = taken
         self.shards = shards
@@ -55,8 +42,9 @@ class DynamoInventory:
     def table(self) -> str:
         return self._table
 
-    def create_event_shards(self, race_id: str, event_id: str, cap: int, shards: int) -> None:
-        for n, shard_cap in enumerate(split_cap(cap, shards)):
+    def create_event_shards(self, race_id: str, event_id: str, caps: list[int]) -> None:
+        """One shard per entry of ``caps`` (``logic.capacity.split_cap`` spreads a cap)."""
+        for n, shard_cap in enumerate(caps):
             self._db.put_item(
                 TableName=self._table,
                 Item=to_item({"pk": cap_pk(race_id, event_id), "sk": shard_sk(n), "cap": shard_cap, "taken": 0}),
@@ -64,7 +52,7 @@ class DynamoInventory:
             )
 
     def usage(self, race_id: str, event_id: str, *, consistent: bool = False) -> ShardUsage:
-        shards = list(
+        items = list(
             query_all(
                 self._db,
                 TableName=self._table,
@@ -73,59 +61,11 @@ class DynamoInventory:
                 ConsistentRead=consistent,
             )
         )
-        return ShardUsage(
-            cap=sum(int(s["cap"]) for s in shards),
-            taken=sum(int(s["taken"]) for s in shards),
-            shards=shards,
-        )
+        shards = [Shard(sk=str(i["sk"]), cap=int(i["cap"]), taken=int(i["taken"])) for i in items]
+        return ShardUsage(cap=sum(s.cap for s in shards), taken=sum(s.taken for s in shards), shards=shards)
 
 
-# -- changing a cap (directors) -------------------------------------------------------
-class CapBelowPlacesTaken(Exception):
-    def __init__(self, taken: int) -> None:
-        super().__init__(f"{taken} places are taken")
-        self.taken = taken
-
-
-@dataclass(frozen=True)
-class ShardChange:
-    sk: str
-    old_cap: int | None  # None: a new shard
-    new_cap: int
-
-
-def plan_cap_change(shards: list[dict[str, Any]], new_cap: int, min_shards: int) -> list[ShardChange]:
-    """How each shard's cap moves so the shards sum to ``new_cap``.
-
-    Raising spreads the new places over every shard, adding shards up to ``min_shards``
-    (a bigger event takes more holds per second). Lowering takes places from the shards
-    with the most room first and never below a shard's ``taken``: a place already held
-    or sold is never taken back.
-    """
-    current = sorted(shards, key=lambda s: str(s["sk"]))
-    cap = sum(int(s["cap"]) for s in current)
-    taken = sum(int(s["taken"]) for s in current)
-    if new_cap < taken:
-        raise CapBelowPlacesTaken(taken)
-    changes: list[ShardChange] = []
-    if new_cap >= cap:
-        count = max(len(current), min_shards)
-        extra = split_cap(new_cap - cap, count)
-        for n in range(count):
-            old = int(current[n]["cap"]) if n < len(current) else None
-            if old is None or extra[n]:
-                changes.append(ShardChange(shard_sk(n), old, (old or 0) + extra[n]))
-        return changes
-    cut = cap - new_cap
-    for shard in sorted(current, key=lambda s: int(s["taken"]) - int(s["cap"])):  # most room first
-        room = int(shard["cap"]) - int(shard["taken"])
-        take = min(room, cut)
-        if take > 0:
-            changes.append(ShardChange(str(shard["sk"]), int(shard["cap"]), int(shard["cap"]) - take))
-            cut -= take
-    return changes
-
-
+# -- changing a cap (directors; the plan is logic.capacity's) -----------------------
 def cap_change_items(table: str, race_id: str, event_id: str, changes: list[ShardChange]) -> list[dict[str, Any]]:
     """Each shard changes only if its cap is still the one planned from and its places
     taken still fit: a hold landing meanwhile fails the whole change, which is re-planned."""

@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from racecap.logic.emails import RenderedEmail
+from racecap.domain import RenderedEmail
 
 THROTTLING_CODES = frozenset(
     {"TooManyRequestsException", "Throttling", "ThrottlingException", "LimitExceededException"}

@@ -1,9 +1,11 @@
-"""SQS adapters: the paid-registration queue and the email queue."""
+"""SQS adapters (``MessageQueue``): the paid-registration queue and the email queue."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 
 class SqsQueue:
@@ -11,18 +13,16 @@ class SqsQueue:
         self._sqs = client
         self._url = url
 
-    def send(self, body: dict[str, Any]) -> str:
-        resp = self._sqs.send_message(QueueUrl=self._url, MessageBody=json.dumps(body, separators=(",", ":")))
+    def send(self, message: BaseModel) -> str:
+        resp = self._sqs.send_message(QueueUrl=self._url, MessageBody=message.model_dump_json())
         return str(resp["MessageId"])
 
-    def send_many(self, bodies: list[dict[str, Any]]) -> None:
-        for start in range(0, len(bodies), 10):
-            chunk = bodies[start : start + 10]
+    def send_many(self, messages: Sequence[BaseModel]) -> None:
+        for start in range(0, len(messages), 10):
+            chunk = messages[start : start + 10]
             resp = self._sqs.send_message_batch(
                 QueueUrl=self._url,
-                Entries=[
-                    {"Id": str(i), "MessageBody": json.dumps(b, separators=(",", ":"))} for i, b in enumerate(chunk)
-                ],
+                Entries=[{"Id": str(i), "MessageBody": m.model_dump_json()} for i, m in enumerate(chunk)],
             )
             if resp.get("Failed"):
                 # Surface it: the caller's batch fails and SQS redelivers, so nothing is lost.

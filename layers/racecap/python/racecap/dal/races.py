@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from racecap.dal.dynamo import from_item, is_conditional_failure, query_all, to_item, values
+from racecap.dal.dynamo import from_item, query_all, to_item, values
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact
 from racecap.errors import Conflict
 from racecap.models import Event, Race
@@ -134,14 +134,9 @@ class DynamoRaceStore:
                 }
             )
         try:
-            self._db.transact_write_items(TransactItems=items)
-        except self._db.exceptions.TransactionCanceledException as exc:
-            reasons = exc.response.get("CancellationReasons", [])
-            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
-                raise Conflict(f"race {race.raceId} already exists") from exc
-            raise
-        except Exception as exc:
-            if is_conditional_failure(exc):
+            transact(self._db, items)
+        except ConditionFailed as exc:
+            if exc.first == 0:
                 raise Conflict(f"race {race.raceId} already exists") from exc
             raise
 

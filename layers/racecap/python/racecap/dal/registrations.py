@@ -1,10 +1,5 @@
-"""Confirmed registrations (Registrations table) and the counters the writer keeps.
-
-Layout:
-  Registrations  REG#<registrationId> / REG     gsi1 = EVENT#<raceId>#<eventId> / BIB#<bib:08d>
-  Inventory      BIB#<raceId>#<eventId> / BIB   next bib to give (bibs start at 1)
-  Inventory      STATS#<raceId>#<eventId> / STATS  confirmed, revenueCents, cancelled, refundedCents
-  Inventory      STATS#<raceId>#<eventId> / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
+"""Confirmed registrations (Registrations table) and the counters the writer keeps (keys:
+``dal/keys.py``).
 
 The writer confirms a whole batch for one event in ONE transaction: the bib counter
 moves from n to n+k only together with the k registrations that take bibs n+1..n+k, so
@@ -14,28 +9,36 @@ bibs have no gaps and no duplicates whatever crashes or redeliveries happen.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from racecap.dal.dynamo import from_item, query_all, query_raw, to_item, values
-from racecap.dal.holds import email_key, hold_key, shard_key
-from racecap.dal.transactions import TransactItem
-from racecap.retry import cancellation_codes, retry_contention
+from racecap.dal.keys import (
+    bib_counter_key,
+    bib_sk,
+    email_key,
+    event_bib_pk,
+    hold_key,
+    key,
+    minute_sk,
+    reg_key,
+    reg_pk,
+    shard_key,
+    stats_key,
+    stats_pk,
+)
+from racecap.dal.transactions import ConditionFailed, TransactItem, transact
+from racecap.domain import (
+    ROW_FIELDS,
+    EmailClaimPhase,
+    Hold,
+    HoldPhase,
+    PaidRegistration,
+    Registration,
+    RegistrationPhase,
+    RegistrationRowData,
+)
 
 MAX_PER_TRANSACTION = 30  # 3 items per registration + counter + stats + minute stays under 100
-
-
-def stats_pk(race_id: str, event_id: str) -> str:
-    return f"STATS#{race_id}#{event_id}"
-
-
-def minute_sk(at_iso: str) -> str:
-    """``MIN#YYYY-MM-DDTHH:MM`` (UTC) of an ISO timestamp."""
-    return "MIN#" + datetime.fromisoformat(at_iso).astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
-
-
-def reg_key(registration_id: str) -> dict[str, Any]:
-    return to_item({"pk": f"REG#{registration_id}", "sk": "REG"})
 
 
 class CounterMoved(Exception):
@@ -52,42 +55,48 @@ class DynamoRegistrations:
         self._regs = registrations_table
         self._inv = inventory_table
 
-    def get(self, registration_id: str, consistent: bool = True) -> dict[str, Any] | None:
+    def get(self, registration_id: str, consistent: bool = True) -> Registration | None:
         resp = self._db.get_item(TableName=self._regs, Key=reg_key(registration_id), ConsistentRead=consistent)
-        return from_item(resp["Item"]) if "Item" in resp else None
+        return Registration.model_validate(from_item(resp["Item"])) if "Item" in resp else None
 
-    def existing(self, registration_ids: list[str]) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    def existing(self, registration_ids: list[str]) -> dict[str, Registration]:
+        found: dict[str, Registration] = {}
         for start in range(0, len(registration_ids), 100):
             keys = [reg_key(r) for r in registration_ids[start : start + 100]]
             request: dict[str, Any] = {self._regs: {"Keys": keys, "ConsistentRead": True}}
             while request:
                 resp = self._db.batch_get_item(RequestItems=request)
                 for item in resp["Responses"].get(self._regs, []):
-                    doc = from_item(item)
-                    found[doc["registrationId"]] = doc
+                    reg = Registration.model_validate(from_item(item))
+                    found[reg.registrationId] = reg
                 request = resp.get("UnprocessedKeys") or {}
         return found
 
     def next_bib(self, race_id: str, event_id: str) -> int:
-        resp = self._db.get_item(
-            TableName=self._inv,
-            Key=to_item({"pk": f"BIB#{race_id}#{event_id}", "sk": "BIB"}),
-            ConsistentRead=True,
-        )
+        resp = self._db.get_item(TableName=self._inv, Key=bib_counter_key(race_id, event_id), ConsistentRead=True)
         return int(from_item(resp["Item"])["next"]) if "Item" in resp else 1
 
-    def confirm_batch(self, race_id: str, event_id: str, first_bib: int, regs: list[dict[str, Any]]) -> None:
-        """Write ``regs`` with bibs first_bib.. in one transaction (see module doc)."""
-        k = len(regs)
-        counter_key = to_item({"pk": f"BIB#{race_id}#{event_id}", "sk": "BIB"})
+    def confirm_batch(
+        self, race_id: str, event_id: str, first_bib: int, paid: list[PaidRegistration], confirmed_at: str
+    ) -> list[Registration]:
+        """Write ``paid`` with bibs first_bib.. in one transaction (see module doc).
+
+        Raises ``CounterMoved`` when another writer took those bibs first, and
+        ``DuplicateRegistration`` when one of them was confirmed meanwhile."""
+        k = len(paid)
+        regs = [
+            Registration(
+                **p.model_dump(), bib=first_bib + i, status=RegistrationPhase.CONFIRMED, confirmedAt=confirmed_at
+            )
+            for i, p in enumerate(paid)
+        ]
         counter_cond = "attribute_not_exists(pk)" if first_bib == 1 else "#n = :cur"
         counter_vals = {":next": first_bib + k} | ({} if first_bib == 1 else {":cur": first_bib})
-        items: list[dict[str, Any]] = [
+        items: list[TransactItem] = [
             {
                 "Update": {
                     "TableName": self._inv,
-                    "Key": counter_key,
+                    "Key": bib_counter_key(race_id, event_id),
                     "UpdateExpression": "SET #n = :next",
                     "ConditionExpression": counter_cond,
                     "ExpressionAttributeNames": {"#n": "next"},
@@ -99,7 +108,7 @@ class DynamoRegistrations:
             {
                 "Update": {
                     "TableName": self._inv,
-                    "Key": to_item({"pk": stats_pk(race_id, event_id), "sk": minute_sk(regs[0]["confirmedAt"])}),
+                    "Key": key(stats_pk(race_id, event_id), minute_sk(confirmed_at)),
                     "UpdateExpression": "ADD confirmed :k",
                     "ExpressionAttributeValues": values({":k": k}),
                 }
@@ -107,28 +116,25 @@ class DynamoRegistrations:
             {
                 "Update": {
                     "TableName": self._inv,
-                    "Key": to_item({"pk": f"STATS#{race_id}#{event_id}", "sk": "STATS"}),
+                    "Key": stats_key(race_id, event_id),
                     "UpdateExpression": "ADD confirmed :k, revenueCents :r",
-                    "ExpressionAttributeValues": values({":k": k, ":r": sum(int(r["amountCents"]) for r in regs)}),
+                    "ExpressionAttributeValues": values({":k": k, ":r": sum(r.amountCents for r in regs)}),
                 }
             },
         ]
-        for offset, reg in enumerate(regs):
-            bib = first_bib + offset
-            rid = reg["registrationId"]
+        for reg in regs:
+            rid = reg.registrationId
             items += [
                 {
                     "Put": {
                         "TableName": self._regs,
                         "Item": to_item(
                             {
-                                **reg,
-                                "pk": f"REG#{rid}",
+                                **reg.model_dump(mode="json"),
+                                "pk": reg_pk(rid),
                                 "sk": "REG",
-                                "bib": bib,
-                                "status": "CONFIRMED",
-                                "gsi1pk": f"EVENT#{race_id}#{event_id}",
-                                "gsi1sk": f"BIB#{bib:08d}",
+                                "gsi1pk": event_bib_pk(race_id, event_id),
+                                "gsi1sk": bib_sk(reg.bib),
                             }
                         ),
                         "ConditionExpression": "attribute_not_exists(pk)",
@@ -137,46 +143,44 @@ class DynamoRegistrations:
                 {
                     "Update": {
                         "TableName": self._inv,
-                        "Key": hold_key(reg["holdId"]),
+                        "Key": hold_key(reg.holdId),
                         "UpdateExpression": "SET #s = :confirmed, bib = :bib REMOVE gsi1pk, gsi1sk",
                         "ConditionExpression": "registrationId = :rid",
                         "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": values({":confirmed": "CONFIRMED", ":bib": bib, ":rid": rid}),
+                        "ExpressionAttributeValues": values(
+                            {":confirmed": HoldPhase.CONFIRMED, ":bib": reg.bib, ":rid": rid}
+                        ),
                     }
                 },
                 {
                     "Update": {
                         "TableName": self._inv,
-                        "Key": email_key(race_id, reg["email"]),
+                        "Key": email_key(race_id, reg.email),
                         "UpdateExpression": "SET #s = :confirmed",
                         "ConditionExpression": "registrationId = :rid",
                         "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": values({":confirmed": "CONFIRMED", ":rid": rid}),
+                        "ExpressionAttributeValues": values({":confirmed": EmailClaimPhase.CONFIRMED, ":rid": rid}),
                     }
                 },
             ]
-
-        def attempt() -> None:
-            try:
-                self._db.transact_write_items(TransactItems=items)
-            except self._db.exceptions.TransactionCanceledException as exc:
-                codes = cancellation_codes(exc)
-                if codes and codes[0] == "ConditionalCheckFailed":
-                    raise CounterMoved() from exc
-                if "ConditionalCheckFailed" in codes:
-                    raise DuplicateRegistration() from exc
-                raise
-
-        retry_contention(attempt)
+        try:
+            transact(self._db, items)
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                raise CounterMoved() from exc
+            raise DuplicateRegistration() from exc
+        return regs
 
     # -- directors: reading -------------------------------------------------------------------
-    def event_page(self, race_id: str, event_id: str, after_bib: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    def event_page(
+        self, race_id: str, event_id: str, after_bib: int, limit: int
+    ) -> tuple[list[RegistrationRowData], bool]:
         """Up to ``limit`` registrations of one event in bib order after ``after_bib``
         (flat dicts of ``ROW_FIELDS``); and whether the event has more."""
         resp = self._db.query(**self._after_bib(race_id, event_id, after_bib), Limit=limit)
         return [flat(i) for i in resp.get("Items", [])], bool(resp.get("LastEvaluatedKey"))
 
-    def event_rows(self, race_id: str, event_id: str, after_bib: int = 0) -> Iterator[dict[str, Any]]:
+    def event_rows(self, race_id: str, event_id: str, after_bib: int = 0) -> Iterator[RegistrationRowData]:
         """Every registration of one event after ``after_bib``, in bib order, page by page."""
         yield from (flat(i) for i in query_raw(self._db, **self._after_bib(race_id, event_id, after_bib)))
 
@@ -186,37 +190,33 @@ class DynamoRegistrations:
             "TableName": self._regs,
             "IndexName": "gsi1",
             "KeyConditionExpression": "gsi1pk = :pk AND gsi1sk > :after",
-            "ExpressionAttributeValues": values(
-                {":pk": f"EVENT#{race_id}#{event_id}", ":after": f"BIB#{after_bib:08d}"}
-            ),
+            "ExpressionAttributeValues": values({":pk": event_bib_pk(race_id, event_id), ":after": bib_sk(after_bib)}),
             "ProjectionExpression": _PROJECTION,
             "ExpressionAttributeNames": _PROJECTION_NAMES,
         }
 
-    def by_bib(self, race_id: str, event_id: str, bib: int) -> dict[str, Any] | None:
+    def by_bib(self, race_id: str, event_id: str, bib: int) -> RegistrationRowData | None:
         resp = self._db.query(
             TableName=self._regs,
             IndexName="gsi1",
             KeyConditionExpression="gsi1pk = :pk AND gsi1sk = :bib",
-            ExpressionAttributeValues=values({":pk": f"EVENT#{race_id}#{event_id}", ":bib": f"BIB#{bib:08d}"}),
+            ExpressionAttributeValues=values({":pk": event_bib_pk(race_id, event_id), ":bib": bib_sk(bib)}),
             ProjectionExpression=_PROJECTION,
             ExpressionAttributeNames=_PROJECTION_NAMES,
         )
         items = resp.get("Items", [])
         return flat(items[0]) if items else None
 
-    def by_email(self, race_id: str, email: str) -> dict[str, Any] | None:
+    def by_email(self, race_id: str, email: str) -> Registration | None:
         """The race's registration for an email, through the email's claim (one read each)."""
         resp = self._db.get_item(TableName=self._inv, Key=email_key(race_id, email), ConsistentRead=True)
         claim = from_item(resp["Item"]) if "Item" in resp else None
-        if claim is None or claim.get("status") != "CONFIRMED":
+        if claim is None or claim.get("status") != EmailClaimPhase.CONFIRMED:
             return None
         return self.get(claim["registrationId"])
 
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
-        resp = self._db.get_item(
-            TableName=self._inv, Key=to_item({"pk": stats_pk(race_id, event_id), "sk": "STATS"}), ConsistentRead=True
-        )
+        resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)
         item = from_item(resp["Item"]) if "Item" in resp else {}
         return {k: int(item.get(k, 0)) for k in ("confirmed", "revenueCents", "cancelled", "refundedCents")}
 
@@ -241,7 +241,12 @@ class DynamoRegistrations:
                 "ConditionExpression": "#s = :confirmed",
                 "ExpressionAttributeNames": {"#s": "status"},
                 "ExpressionAttributeValues": values(
-                    {":cancelling": "CANCELLING", ":confirmed": "CONFIRMED", ":now": now, ":by": by}
+                    {
+                        ":cancelling": RegistrationPhase.CANCELLING,
+                        ":confirmed": RegistrationPhase.CONFIRMED,
+                        ":now": now,
+                        ":by": by,
+                    }
                 ),
             }
         }
@@ -254,18 +259,18 @@ class DynamoRegistrations:
                 "UpdateExpression": "SET #s = :confirmed REMOVE cancelRequestedAt, cancelledBy",
                 "ConditionExpression": "#s = :cancelling",
                 "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": values({":cancelling": "CANCELLING", ":confirmed": "CONFIRMED"}),
+                "ExpressionAttributeValues": values(
+                    {":cancelling": RegistrationPhase.CANCELLING, ":confirmed": RegistrationPhase.CONFIRMED}
+                ),
             }
         }
 
-    def finish_cancel_items(
-        self, reg: dict[str, Any], hold: dict[str, Any], refund_id: str, now: str
-    ) -> list[TransactItem]:
+    def finish_cancel_items(self, reg: Registration, hold: Hold, refund_id: str, now: str) -> list[TransactItem]:
         """Refunded: the registration is CANCELLED, its place goes back to its shard, its
         email may register again, and the counters move — all or nothing, exactly once
         (the registration's CANCELLING state is the condition)."""
-        rid, race_id, event_id = reg["registrationId"], reg["raceId"], reg["eventId"]
-        amount = int(reg["amountCents"])
+        rid, race_id, event_id = reg.registrationId, reg.raceId, reg.eventId
+        amount = reg.amountCents
         return [
             {
                 "Update": {
@@ -275,26 +280,31 @@ class DynamoRegistrations:
                     "ConditionExpression": "#s = :cancelling",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": values(
-                        {":cancelled": "CANCELLED", ":cancelling": "CANCELLING", ":now": now, ":refund": refund_id}
+                        {
+                            ":cancelled": RegistrationPhase.CANCELLED,
+                            ":cancelling": RegistrationPhase.CANCELLING,
+                            ":now": now,
+                            ":refund": refund_id,
+                        }
                     ),
                 }
             },
             {
                 "Update": {
                     "TableName": self._inv,
-                    "Key": hold_key(hold["holdId"]),
+                    "Key": hold_key(hold.holdId),
                     "UpdateExpression": "SET #s = :cancelled",
                     "ConditionExpression": "registrationId = :rid AND #s = :confirmed",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": values(
-                        {":cancelled": "CANCELLED", ":confirmed": "CONFIRMED", ":rid": rid}
+                        {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid}
                     ),
                 }
             },
             {
                 "Update": {
                     "TableName": self._inv,
-                    "Key": shard_key(race_id, event_id, hold["shard"]),
+                    "Key": shard_key(race_id, event_id, hold.shard),
                     "UpdateExpression": "SET taken = taken - :one",
                     "ConditionExpression": "taken >= :one",
                     "ExpressionAttributeValues": values({":one": 1}),
@@ -303,7 +313,7 @@ class DynamoRegistrations:
             {
                 "Delete": {
                     "TableName": self._inv,
-                    "Key": email_key(race_id, reg["email"]),
+                    "Key": email_key(race_id, reg.email),
                     "ConditionExpression": "attribute_not_exists(pk) OR registrationId = :rid",
                     "ExpressionAttributeValues": values({":rid": rid}),
                 }
@@ -311,7 +321,7 @@ class DynamoRegistrations:
             {
                 "Update": {
                     "TableName": self._inv,
-                    "Key": to_item({"pk": stats_pk(race_id, event_id), "sk": "STATS"}),
+                    "Key": stats_key(race_id, event_id),
                     "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, refundedCents :amt",
                     "ExpressionAttributeValues": values({":minus": -1, ":lost": -amount, ":one": 1, ":amt": amount}),
                 }
@@ -319,37 +329,20 @@ class DynamoRegistrations:
         ]
 
 
-# What directors see of a registration (lists, search, CSV): a projection keeps 50,000
-# rows to a few MB of reads and skips the slow generic deserializer.
-ROW_FIELDS = (
-    "registrationId",
-    "eventId",
-    "eventName",
-    "bib",
-    "status",
-    "firstName",
-    "lastName",
-    "email",
-    "dateOfBirth",
-    "amountCents",
-    "currency",
-    "confirmedAt",
-    "cancelledAt",
-    "refundId",
-)
+# A projection keeps 50,000 rows to a few MB of reads and skips the slow generic deserializer.
 _PROJECTION_NAMES = {f"#f{i}": name for i, name in enumerate(ROW_FIELDS)}
 _PROJECTION = ", ".join(_PROJECTION_NAMES)
 
 
-def flat(item: dict[str, Any]) -> dict[str, Any]:
+def flat(item: dict[str, Any]) -> RegistrationRowData:
     """A DynamoDB item as plain values: strings and numbers directly, the rest generically."""
     out: dict[str, Any] = {}
-    for key, typed in item.items():
+    for name, typed in item.items():
         if "S" in typed:
-            out[key] = typed["S"]
+            out[name] = typed["S"]
         elif "N" in typed:
             number = typed["N"]
-            out[key] = int(number) if number.lstrip("-").isdigit() else float(number)
+            out[name] = int(number) if number.lstrip("-").isdigit() else float(number)
         else:
-            out[key] = from_item({key: typed})[key]
-    return out
+            out[name] = from_item({name: typed})[name]
+    return cast(RegistrationRowData, out)

@@ -1,16 +1,18 @@
-"""One DynamoDB transaction made of items from several adapters.
+"""The one transaction runner: every ``TransactWriteItems`` in the data layer goes through it.
 
-An admin change and its audit entry, a cap change across shards and the event, a
-cancellation that moves a place, an email claim and the counters: each is one
-``TransactWriteItems`` so no crash can leave half of it. Adapters build their items
-(``*_item`` methods); this module runs them and says which condition failed.
+An admin change and its audit entry, a claim on a cap shard and the hold, a cancellation
+that moves a place, a batch of confirmations and the bib counter: each is one transaction
+so no crash can leave half of it. Adapters build their items; ``transact`` runs them,
+retries contention (``TransactionConflict`` and throttling, with jitter, see
+``dal/retry.py``) and turns the cancellation reasons into ``ConditionFailed`` naming the
+items whose condition did not hold, for the adapter to map to its domain outcome.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from racecap.retry import cancellation_codes, retry_contention
+from racecap.dal.retry import cancellation_codes, retry_contention
 
 TransactItem = dict[str, Any]
 
@@ -21,6 +23,10 @@ class ConditionFailed(Exception):
     def __init__(self, indexes: list[int]) -> None:
         super().__init__(f"condition failed on items {indexes}")
         self.indexes = indexes
+
+    @property
+    def first(self) -> int:
+        return self.indexes[0]
 
 
 def transact(client: Any, items: list[TransactItem]) -> None:

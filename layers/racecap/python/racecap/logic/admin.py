@@ -16,10 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from racecap.dal.inventory import CapBelowPlacesTaken, DynamoInventory, cap_change_items, plan_cap_change
+from racecap.dal.inventory import DynamoInventory, cap_change_items
 from racecap.dal.races import RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
+from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
 from racecap.logic.races import race_status
 from racecap.models import AdminEventView, AdminRaceList, AdminRaceSummary, AdminRaceView, Director, Event, Race
 
@@ -231,7 +232,7 @@ class RaceAdmin:
         ]
         # Shards first: a race is only visible once every place it advertises exists.
         for e in events:
-            self._inventory.create_event_shards(race.raceId, e.eventId, e.cap, e.shards)
+            self._inventory.create_event_shards(race.raceId, e.eventId, split_cap(e.cap, e.shards))
         also = []
         if director is not None and self._audit is not None:
             also.append(
@@ -256,7 +257,7 @@ class RaceAdmin:
             shards=shards_for(draft.cap),
             position=max((e.position for e in events), default=-1) + 1,
         )
-        self._inventory.create_event_shards(race_id, event.eventId, event.cap, event.shards)
+        self._inventory.create_event_shards(race_id, event.eventId, split_cap(event.cap, event.shards))
         try:
             self._run(
                 [

@@ -14,7 +14,6 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from string import Template
@@ -22,27 +21,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from racecap.domain import EmailMessage, RenderedEmail
+
+__all__ = ["EmailMessage", "PoisonMessage", "RenderedEmail", "parse_message", "render", "tags_for"]
+
 
 class PoisonMessage(Exception):
     """A message that would never succeed; it goes to the DLQ without retries."""
 
 
-# -- the contract --------------------------------------------------------------------
-class EmailMessage(BaseModel):
-    """The body of one message on the Emails queue.
-
-    ``kind`` stays an open string so a producer deployed ahead of this consumer yields a
-    ``PoisonMessage`` in the DLQ (redrivable after the deploy), not a parse failure.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    kind: str = Field(min_length=1, max_length=64)
-    dedupKey: str = Field(min_length=1, max_length=512)
-    to: str = Field(max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-    data: dict[str, Any]
-
-
+# -- the contract (the envelope, EmailMessage, is in racecap.domain) -----------------
 class _Data(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
 
@@ -67,13 +55,6 @@ class ConfirmationData(_Data):
 
 class RefundData(_Data):
     pass
-
-
-@dataclass(frozen=True)
-class RenderedEmail:
-    subject: str
-    text: str
-    html: str
 
 
 def parse_message(body: str) -> EmailMessage:

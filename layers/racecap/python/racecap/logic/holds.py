@@ -12,11 +12,12 @@ import secrets
 import time
 from datetime import UTC, datetime, timedelta
 
-from racecap.cache import TieredCache
-from racecap.dal.holds import DynamoHolds
-from racecap.dal.inventory import shard_sk
+from racecap.cache import Flags
+from racecap.dal.ports import HoldStore
+from racecap.domain import PAID_PHASES, Hold, HoldPhase
 from racecap.errors import Conflict, EventNotFound, HoldNotFound, RegistrationClosed, SoldOut
-from racecap.logic.races import RaceCatalog, race_status, sold_out_flag
+from racecap.logic.capacity import shard_name
+from racecap.logic.races import RaceDefinitions, race_status, sold_out_flag
 from racecap.models import HoldCreated
 from racecap.observability import metrics
 
@@ -35,7 +36,7 @@ def hold_id_for(registration_id: str) -> str:
 
 
 class HoldService:
-    def __init__(self, catalog: RaceCatalog, holds: DynamoHolds, cache: TieredCache) -> None:
+    def __init__(self, catalog: RaceDefinitions, holds: HoldStore, cache: Flags) -> None:
         self._catalog = catalog
         self._holds = holds
         self._cache = cache
@@ -59,26 +60,21 @@ class HoldService:
 
         hold_id, registration_id = new_hold_ids()
         expires = now + timedelta(minutes=race.holdMinutes)
-        shards = [shard_sk(n) for n in range(event.shards)]
+        shards = [shard_name(n) for n in range(event.shards)]
         key = f"{race_id}#{event_id}"
         seen, full = self._full.get(key, (0.0, set()))
         if time.monotonic() - seen > FULL_SHARD_MEMORY_S:
             full = set()
-        got = self._holds.claim(
-            race_id,
-            event_id,
-            shards,
-            {
-                "holdId": hold_id,
-                "registrationId": registration_id,
-                "raceId": race_id,
-                "eventId": event_id,
-                "status": "HELD",
-                "createdAt": now.isoformat(),
-                "expiresAt": expires.isoformat(),
-            },
-            avoid=full,
+        hold = Hold(
+            holdId=hold_id,
+            registrationId=registration_id,
+            raceId=race_id,
+            eventId=event_id,
+            status=HoldPhase.HELD,
+            createdAt=now,
+            expiresAt=expires,
         )
+        got = self._holds.claim(hold, shards, avoid=full)
         self._full[key] = (time.monotonic(), full)
         if got is None:
             self._cache.flag(flag, SOLD_OUT_FLAG_TTL)
@@ -92,8 +88,8 @@ class HoldService:
         hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
-        if hold["status"] in ("PAYING", "QUEUED", "CONFIRMED"):
+        if hold.status in PAID_PHASES:
             raise Conflict("This place is paid for; ask the race director to cancel the registration.")
-        if hold["status"] == "HELD" and self._holds.release(hold, "RELEASED"):
-            self._cache.clear_flag(sold_out_flag(hold["raceId"], hold["eventId"]))
+        if hold.status == HoldPhase.HELD and self._holds.release(hold, HoldPhase.RELEASED):
+            self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
             metrics.add_metric(name="HoldReleased", unit="Count", value=1)

@@ -30,9 +30,10 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.ports import RegistrationStore
+from racecap.domain import ROW_FIELDS, Registration, RegistrationPhase, RegistrationRowData
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.logic.validation import EMAIL_RE, normalize_email
 from racecap.models import Event, Race, RegistrationPage, RegistrationRow
@@ -96,7 +97,7 @@ class ExportPage:
 
 
 class Participants:
-    def __init__(self, registrations: DynamoRegistrations) -> None:
+    def __init__(self, registrations: RegistrationStore) -> None:
         self._regs = registrations
 
     # -- the list ----------------------------------------------------------------------------
@@ -118,10 +119,11 @@ class Participants:
             return _page([r for r in found if r and _wanted(r, status)], None)
         if EMAIL_RE.match(normalize_email(query)):
             reg = self._regs.by_email(race.raceId, normalize_email(query))
-            keep = reg is not None and reg["eventId"] in {e.eventId for e in chosen} and _wanted(reg, status)
-            return _page([reg] if reg is not None and keep else [], None)
+            row = _row(reg) if reg is not None else None
+            keep = row is not None and row["eventId"] in {e.eventId for e in chosen} and _wanted(row, status)
+            return _page([row] if row is not None and keep else [], None)
         words = query.lower().split()
-        rows: list[dict[str, Any]] = []
+        rows: list[RegistrationRowData] = []
         pos = decode_cursor(cursor)
         read = 0
         while pos.event < len(chosen) and len(rows) < limit and read < SEARCH_READ_BUDGET:
@@ -151,7 +153,7 @@ class Participants:
         for index in range(pos.event, len(events)):
             after = pos.after_bib if index == pos.event else 0
             for item in self._regs.event_rows(race.raceId, events[index].eventId, after):
-                if item.get("status") != "CONFIRMED" and not include_cancelled:
+                if item.get("status") != RegistrationPhase.CONFIRMED and not include_cancelled:
                     continue
                 row = (
                     names.get(item["eventId"], item.get("eventName", "")),
@@ -222,18 +224,22 @@ def _chosen(race: Race, events: list[Event], event_id: str | None) -> list[Event
     return chosen
 
 
-def _matches(item: dict[str, Any], words: list[str]) -> bool:
+def _row(reg: Registration) -> RegistrationRowData:
+    return cast(RegistrationRowData, reg.model_dump(mode="json", include=set(ROW_FIELDS), exclude_none=True))
+
+
+def _matches(item: RegistrationRowData, words: list[str]) -> bool:
     if not words:
         return True
     haystack = f"{item.get('firstName', '')} {item.get('lastName', '')} {item.get('email', '')}".lower()
     return all(w in haystack for w in words)
 
 
-def _wanted(item: dict[str, Any], status: str | None) -> bool:
+def _wanted(item: RegistrationRowData, status: str | None) -> bool:
     return status is None or item.get("status") == status
 
 
-def _page(items: list[dict[str, Any]], cursor: str | None) -> RegistrationPage:
+def _page(items: list[RegistrationRowData], cursor: str | None) -> RegistrationPage:
     rows = [RegistrationRow.model_validate({k: v for k, v in item.items() if v is not None}) for item in items]
     return RegistrationPage(registrations=rows, nextCursor=cursor)
 

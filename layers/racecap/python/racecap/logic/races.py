@@ -10,7 +10,7 @@ Two kinds of data, cached differently (the paper, §3.2):
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from racecap.cache import TieredCache
 from racecap.dal.inventory import DynamoInventory
@@ -50,6 +50,14 @@ def event_status(race_state: PublicRaceStatus, spots_left: int) -> PublicEventSt
 
 def sold_out_flag(race_id: str, event_id: str) -> str:
     return f"soldout:{race_id}:{event_id}"
+
+
+class RaceDefinitions(Protocol):
+    """What the registration core reads of a race (``RaceCatalog`` is the cached one)."""
+
+    def definition(self, race_id: str) -> tuple[Race, list[Event]]: ...
+
+    def places_came_back(self, race_id: str, event_id: str) -> None: ...
 
 
 class RaceCatalog:

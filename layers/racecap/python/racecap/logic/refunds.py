@@ -21,15 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
-from racecap.dal.holds import DynamoHolds
 from racecap.dal.payments import AlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
-from racecap.dal.queues import SqsQueue
-from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
+from racecap.domain import EmailMessage, Registration, RegistrationPhase
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
-from racecap.logic.races import RaceCatalog
+from racecap.logic.audit import AuditTrail
+from racecap.logic.races import RaceDefinitions
 from racecap.models import CancellationView, Director, Race
 from racecap.observability import logger, metrics
 
@@ -40,27 +39,32 @@ def refund_key(registration_id: str) -> str:
     return f"refund-{registration_id}"
 
 
-def refund_email(reg: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": "refund",
-        "dedupKey": f"refund:{reg['registrationId']}",
-        "to": reg["email"],
-        "data": {
-            k: reg[k] for k in ("firstName", "raceName", "eventName", "registrationId", "amountCents", "currency")
+def refund_email(reg: Registration) -> EmailMessage:
+    return EmailMessage(
+        kind="refund",
+        dedupKey=f"refund:{reg.registrationId}",
+        to=reg.email,
+        data={
+            "firstName": reg.firstName,
+            "raceName": reg.raceName,
+            "eventName": reg.eventName,
+            "registrationId": reg.registrationId,
+            "amountCents": reg.amountCents,
+            "currency": reg.currency,
         },
-    }
+    )
 
 
 class Cancellations:
     def __init__(
         self,
-        registrations: DynamoRegistrations,
-        holds: DynamoHolds,
+        registrations: RegistrationStore,
+        holds: HoldStore,
         payments: PaymentProvider,
-        emails: SqsQueue,
+        emails: MessageQueue,
         transact: Callable[[list[TransactItem]], None],
-        audit: Any,  # racecap.logic.audit.AuditTrail
-        catalog: RaceCatalog,
+        audit: AuditTrail,
+        catalog: RaceDefinitions,
     ) -> None:
         self._regs = registrations
         self._holds = holds
@@ -74,49 +78,49 @@ class Cancellations:
         changed = False
         for _ in range(MAX_STEPS):
             reg = self._regs.get(registration_id)
-            if reg is None or reg["raceId"] != race.raceId:
+            if reg is None or reg.raceId != race.raceId:
                 raise RegistrationNotFound(f"No registration {registration_id} in race {race.raceId}.")
-            status = reg.get("status")
-            if status == "CANCELLED":
+            status = reg.status
+            if status == RegistrationPhase.CANCELLED:
                 # Done (now or before): make sure the runner hears of it; the sender deduplicates.
                 self._emails.send(refund_email(reg))
                 return _view(reg, changed)
-            if status == "CONFIRMED":
+            if status == RegistrationPhase.CONFIRMED:
                 self._begin(director, reg, reason)
                 changed = True
                 continue
-            if status == "CANCELLING":
+            if status == RegistrationPhase.CANCELLING:
                 self._refund_and_release(reg)
                 changed = True
                 continue
             raise Conflict(f"Registration {registration_id} is {status} and cannot be cancelled.")
         raise Conflict("The registration kept changing while we cancelled it; please retry.")
 
-    def _begin(self, director: Director, reg: dict[str, Any], reason: str) -> None:
-        rid = reg["registrationId"]
+    def _begin(self, director: Director, reg: Registration, reason: str) -> None:
+        rid = reg.registrationId
         now = datetime.now(UTC).isoformat()
         details = {
-            "eventId": reg["eventId"],
-            "bib": reg["bib"],
-            "email": reg["email"],
-            "amountCents": reg["amountCents"],
-            "currency": reg["currency"],
+            "eventId": reg.eventId,
+            "bib": reg.bib,
+            "email": reg.email,
+            "amountCents": reg.amountCents,
+            "currency": reg.currency,
             **({"reason": reason} if reason else {}),
         }
         try:
             self._transact(
                 [
                     self._regs.begin_cancel_item(rid, now, director.sub),
-                    self._audit.item(director, reg["raceId"], "registration.cancel", rid, **details),
+                    self._audit.item(director, reg.raceId, "registration.cancel", rid, **details),
                 ]
             )
         except ConditionFailed:
             pass  # a concurrent call got there first: the loop reads the new state
 
-    def _refund_and_release(self, reg: dict[str, Any]) -> None:
-        rid = reg["registrationId"]
+    def _refund_and_release(self, reg: Registration) -> None:
+        rid = reg.registrationId
         try:
-            refund_id = self._payments.refund(intent_id=reg["chargeId"], idempotency_key=refund_key(rid)).id
+            refund_id = self._payments.refund(intent_id=reg.chargeId, idempotency_key=refund_key(rid)).id
         except AlreadyRefunded:
             # Refunded under another key (by hand, in the provider's dashboard): the money
             # is back with the runner either way; finish the cancellation.
@@ -133,25 +137,25 @@ class Cancellations:
             except ConditionFailed:
                 pass
             raise RefundFailed(f"The payment provider refused the refund ({exc.code}); nothing was changed.") from exc
-        hold = self._holds.get(reg["holdId"])
+        hold = self._holds.get(reg.holdId)
         if hold is None:
-            raise RuntimeError(f"registration {rid} has no hold {reg['holdId']}")
+            raise RuntimeError(f"registration {rid} has no hold {reg.holdId}")
         try:
             self._transact(self._regs.finish_cancel_items(reg, hold, refund_id, datetime.now(UTC).isoformat()))
         except ConditionFailed:
             return  # finished by a concurrent call: the loop reads CANCELLED
-        self._catalog.places_came_back(reg["raceId"], reg["eventId"])
+        self._catalog.places_came_back(reg.raceId, reg.eventId)
         metrics.add_metric(name="RegistrationCancelled", unit="Count", value=1)
         logger.info("registration cancelled and refunded", extra={"registrationId": rid, "refundId": refund_id})
 
 
-def _view(reg: dict[str, Any], changed: bool) -> CancellationView:
+def _view(reg: Registration, changed: bool) -> CancellationView:
     return CancellationView(
-        registrationId=reg["registrationId"],
+        registrationId=reg.registrationId,
         status="CANCELLED",
-        refundId=reg["refundId"],
-        amountCents=int(reg["amountCents"]),
-        currency=reg["currency"],
-        cancelledAt=reg["cancelledAt"],
+        refundId=reg.refundId or "",
+        amountCents=reg.amountCents,
+        currency=reg.currency,
+        cancelledAt=reg.cancelledAt or "",
         changed=changed,
     )

@@ -19,9 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 from datetime import UTC, datetime
-from typing import Any
 
-from racecap.dal.holds import Attempt, BeginOutcome, DynamoHolds, attempt_from
 from racecap.dal.payments import (
     IntentStatus,
     PaymentProvider,
@@ -29,8 +27,17 @@ from racecap.dal.payments import (
     PaymentRejected,
     PaymentUnavailable,
 )
-from racecap.dal.queues import SqsQueue
-from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
+from racecap.domain import (
+    DONE_PHASES,
+    GONE_PHASES,
+    PAID_PHASES,
+    Attempt,
+    BeginOutcome,
+    Hold,
+    HoldPhase,
+    PaidRegistration,
+)
 from racecap.errors import (
     Busy,
     Conflict,
@@ -41,7 +48,7 @@ from racecap.errors import (
     RegistrationNotFound,
 )
 from racecap.logic.holds import hold_id_for
-from racecap.logic.races import RaceCatalog
+from racecap.logic.races import RaceDefinitions
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import Event, Race, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics
@@ -66,46 +73,48 @@ def charge_key(attempt: Attempt) -> str:
     return f"charge-{attempt.key}"
 
 
-def payment_metadata(hold: dict[str, Any], attempt: Attempt) -> dict[str, str]:
+def payment_metadata(hold: Hold, attempt: Attempt) -> dict[str, str]:
     """What the provider keeps with the payment: enough to find the hold again after a crash."""
     return {
-        "holdId": hold["holdId"],
-        "registrationId": hold["registrationId"],
-        "raceId": hold["raceId"],
-        "eventId": hold["eventId"],
+        "holdId": hold.holdId,
+        "registrationId": hold.registrationId,
+        "raceId": hold.raceId,
+        "eventId": hold.eventId,
         "email": attempt.email,
     }
 
 
-def registration_message(hold: dict[str, Any], attempt: Attempt, charge_id: str, race: Race, event: Event) -> dict:
+def registration_message(
+    hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
+) -> PaidRegistration:
     """What the writer needs to persist a registration without reading anything else."""
-    return {
-        "registrationId": hold["registrationId"],
-        "holdId": hold["holdId"],
-        "raceId": hold["raceId"],
-        "eventId": hold["eventId"],
-        "email": attempt.email,
-        "firstName": attempt.firstName,
-        "lastName": attempt.lastName,
-        "dateOfBirth": attempt.dateOfBirth,
-        "amountCents": attempt.amountCents,
-        "currency": attempt.currency,
-        "chargeId": charge_id,
-        "raceName": race.name,
-        "raceDate": race.raceDate,
-        "eventName": event.name,
-        "paidAt": datetime.now(UTC).isoformat(),
-    }
+    return PaidRegistration(
+        registrationId=hold.registrationId,
+        holdId=hold.holdId,
+        raceId=hold.raceId,
+        eventId=hold.eventId,
+        email=attempt.email,
+        firstName=attempt.firstName,
+        lastName=attempt.lastName,
+        dateOfBirth=attempt.dateOfBirth,
+        amountCents=attempt.amountCents,
+        currency=attempt.currency,
+        chargeId=payment_id,
+        raceName=race.name,
+        raceDate=race.raceDate,
+        eventName=event.name,
+        paidAt=now.isoformat(),
+    )
 
 
 class RegistrationService:
     def __init__(
         self,
-        catalog: RaceCatalog,
-        holds: DynamoHolds,
-        registrations: DynamoRegistrations,
+        catalog: RaceDefinitions,
+        holds: HoldStore,
+        registrations: RegistrationStore,
         payments: PaymentProvider,
-        queue: SqsQueue,
+        queue: MessageQueue,
     ) -> None:
         self._catalog = catalog
         self._holds = holds
@@ -121,13 +130,11 @@ class RegistrationService:
         already = self._already_registered(hold, request)
         if already is not None:
             return already
-        if hold["status"] in ("RELEASED", "EXPIRED") or (
-            hold["status"] == "HELD" and datetime.fromisoformat(hold["expiresAt"]) <= now
-        ):
+        if hold.status in GONE_PHASES or (hold.status == HoldPhase.HELD and hold.expired(now)):
             raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
-        race, events = self._catalog.definition(hold["raceId"])
-        event = next(e for e in events if e.eventId == hold["eventId"])
+        race, events = self._catalog.definition(hold.raceId)
+        event = next(e for e in events if e.eventId == hold.eventId)
         attempt = Attempt(
             key=attempt_key(hold_id, request.email, request.paymentToken),
             email=request.email,
@@ -183,29 +190,29 @@ class RegistrationService:
 
         self.enqueue_paid(hold, attempt, intent.id, race, event, now)
         metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
-        return RegistrationAccepted(registrationId=hold["registrationId"], status="QUEUED")
+        return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
 
     def enqueue_paid(
-        self, hold: dict[str, Any], attempt: Attempt, charge_id: str, race: Race, event: Event, now: datetime
+        self, hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
     ) -> None:
-        self._queue.send(registration_message(hold, attempt, charge_id, race, event))
-        self._holds.mark_queued(hold, attempt, charge_id, now)
+        self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
+        self._holds.mark_queued(hold, attempt, payment_id, now)
 
-    def _already_registered(self, hold: dict[str, Any], request: RegistrationRequest) -> RegistrationAccepted | None:
-        if hold["status"] not in ("QUEUED", "CONFIRMED"):
+    def _already_registered(self, hold: Hold, request: RegistrationRequest) -> RegistrationAccepted | None:
+        if hold.status not in DONE_PHASES:
             return None
-        if attempt_from(hold["attempt"]).email != request.email:
+        if hold.attempt is None or hold.attempt.email != request.email:
             raise Conflict("This hold has already been used for another registration.")
-        if hold["status"] == "CONFIRMED":
-            return RegistrationAccepted(registrationId=hold["registrationId"], status="CONFIRMED")
-        return RegistrationAccepted(registrationId=hold["registrationId"], status="QUEUED")
+        if hold.status == HoldPhase.CONFIRMED:
+            return RegistrationAccepted(registrationId=hold.registrationId, status="CONFIRMED")
+        return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
 
     def _explain_hold_gone(self, hold_id: str, request: RegistrationRequest) -> RegistrationAccepted:
-        hold = self._holds.get(hold_id) or {}
+        hold = self._holds.get(hold_id)
         done = self._already_registered(hold, request) if hold else None
         if done is not None:
             return done
-        if hold.get("status") == "PAYING":
+        if hold is not None and hold.status == HoldPhase.PAYING:
             raise Conflict("A payment for this hold is already in progress.", retry_after=2)
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
@@ -217,23 +224,23 @@ class RegistrationService:
             return RegistrationStatus(
                 registrationId=registration_id,
                 status="CONFIRMED",
-                raceId=reg["raceId"],
-                eventId=reg["eventId"],
-                bib=reg["bib"],
-                firstName=reg["firstName"],
-                lastName=reg["lastName"],
-                eventName=reg.get("eventName"),
-                raceName=reg.get("raceName"),
-                confirmedAt=reg["confirmedAt"],
+                raceId=reg.raceId,
+                eventId=reg.eventId,
+                bib=reg.bib,
+                firstName=reg.firstName,
+                lastName=reg.lastName,
+                eventName=reg.eventName,
+                raceName=reg.raceName,
+                confirmedAt=datetime.fromisoformat(reg.confirmedAt),
             ), None
         hold = self._holds.get(hold_id_for(registration_id)) if registration_id.startswith("reg_") else None
-        if hold is None or hold["registrationId"] != registration_id or "attempt" not in hold:
+        if hold is None or hold.registrationId != registration_id or hold.attempt is None:
             raise RegistrationNotFound(f"No registration with id {registration_id}.")
         base = RegistrationStatus(
-            registrationId=registration_id, status="QUEUED", raceId=hold["raceId"], eventId=hold["eventId"]
+            registrationId=registration_id, status="QUEUED", raceId=hold.raceId, eventId=hold.eventId
         )
-        if hold["status"] in ("PAYING", "QUEUED", "CONFIRMED"):
-            since = datetime.fromisoformat(hold.get("queuedAt") or hold["attempt"]["startedAt"])
+        if hold.status in PAID_PHASES:
+            since = hold.queuedAt or datetime.fromisoformat(hold.attempt.startedAt)
             return base, retry_after((now - since).total_seconds())
         base.status = "FAILED"
         base.message = "The registration could not be completed and no payment was kept."

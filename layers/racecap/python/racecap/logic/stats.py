@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from racecap.cache import TieredCache
 from racecap.dal.inventory import DynamoInventory
-from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.ports import RegistrationStore
 from racecap.logic.races import race_status
 from racecap.models import Event, EventStats, MinuteCount, Race, RaceStatsView
 
@@ -29,7 +29,7 @@ class RaceStats:
     def __init__(
         self,
         inventory: DynamoInventory,
-        registrations: DynamoRegistrations,
+        registrations: RegistrationStore,
         live_holds: Callable[[str], dict[str, int]],
         cache: TieredCache,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),

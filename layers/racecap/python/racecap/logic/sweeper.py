@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from racecap.cache import TieredCache
-from racecap.dal.holds import DynamoHolds, attempt_from
+from racecap.cache import Flags
 from racecap.dal.payments import IntentNotCancelable, IntentStatus, PaymentIntent, PaymentProvider, PaymentUnavailable
-from racecap.logic.races import RaceCatalog, sold_out_flag
+from racecap.dal.ports import HoldStore
+from racecap.domain import Hold, HoldPhase
+from racecap.logic.races import RaceDefinitions, sold_out_flag
 from racecap.logic.registration import RegistrationService
 from racecap.observability import logger, metrics
 
@@ -29,11 +30,11 @@ STILL_IN_FLIGHT = frozenset({IntentStatus.REQUIRES_CONFIRMATION, IntentStatus.RE
 class HoldSweeper:
     def __init__(
         self,
-        holds: DynamoHolds,
+        holds: HoldStore,
         payments: PaymentProvider,
         registration: RegistrationService,
-        catalog: RaceCatalog,
-        cache: TieredCache,
+        catalog: RaceDefinitions,
+        cache: Flags,
     ) -> None:
         self._holds = holds
         self._payments = payments
@@ -50,31 +51,31 @@ class HoldSweeper:
             except PaymentUnavailable:
                 outcome = "waiting"  # ask again next minute; never guess
             except Exception:
-                logger.exception("could not settle hold", extra={"holdId": hold.get("holdId")})
+                logger.exception("could not settle hold", extra={"holdId": hold.holdId})
                 continue
             if outcome:
                 counts[outcome] += 1
             if outcome in ("released", "abandoned"):
-                self._cache.clear_flag(sold_out_flag(hold["raceId"], hold["eventId"]))
+                self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
         for name, value in counts.items():
             if value:
                 metrics.add_metric(name=f"Sweep{name.title()}", unit="Count", value=value)
         return counts
 
-    def _settle(self, hold: dict, now: datetime) -> str | None:
-        if hold["status"] == "HELD":
-            return "released" if self._holds.release(hold, "EXPIRED", now=now) else None
-        if hold["status"] != "PAYING":
+    def _settle(self, hold: Hold, now: datetime) -> str | None:
+        if hold.status == HoldPhase.HELD:
+            return "released" if self._holds.release(hold, HoldPhase.EXPIRED, now=now) else None
+        if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return None
-        attempt = attempt_from(hold["attempt"])
+        attempt = hold.attempt
         if now - datetime.fromisoformat(attempt.startedAt) < PAYING_GRACE:
             return "waiting"
-        paid = self._paid_intent(hold["holdId"])
+        paid = self._paid_intent(hold.holdId)
         if paid is not None:
-            race, events = self._catalog.definition(hold["raceId"])
-            event = next(e for e in events if e.eventId == hold["eventId"])
+            race, events = self._catalog.definition(hold.raceId)
+            event = next(e for e in events if e.eventId == hold.eventId)
             self._registration.enqueue_paid(hold, attempt, paid.id, race, event, now)
-            logger.info("recovered a paid registration", extra={"registrationId": hold["registrationId"]})
+            logger.info("recovered a paid registration", extra={"registrationId": hold.registrationId})
             return "recovered"
         return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
 

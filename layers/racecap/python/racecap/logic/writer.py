@@ -15,62 +15,37 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from racecap.dal.queues import SqsQueue
-from racecap.dal.registrations import (
-    MAX_PER_TRANSACTION,
-    CounterMoved,
-    DuplicateRegistration,
-    DynamoRegistrations,
-)
+from racecap.dal.ports import MessageQueue, RegistrationStore
+from racecap.dal.registrations import MAX_PER_TRANSACTION, CounterMoved, DuplicateRegistration
+from racecap.domain import EmailMessage, PaidRegistration, Registration
 from racecap.observability import logger, metrics
 
 MAX_TRIES = 12
 
 
-class PaidRegistration(BaseModel):
-    registrationId: str
-    holdId: str
-    raceId: str
-    eventId: str
-    email: str
-    firstName: str
-    lastName: str
-    dateOfBirth: str
-    amountCents: int
-    currency: str
-    chargeId: str
-    raceName: str
-    raceDate: str
-    eventName: str
-    paidAt: str
-
-
-def confirmation_email(reg: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": "confirmation",
-        "dedupKey": f"confirmation:{reg['registrationId']}",
-        "to": reg["email"],
-        "data": {
-            k: reg[k]
-            for k in (
-                "firstName",
-                "lastName",
-                "raceName",
-                "eventName",
-                "bib",
-                "registrationId",
-                "amountCents",
-                "currency",
-                "raceDate",
-            )
+def confirmation_email(reg: Registration) -> EmailMessage:
+    return EmailMessage(
+        kind="confirmation",
+        dedupKey=f"confirmation:{reg.registrationId}",
+        to=reg.email,
+        data={
+            "firstName": reg.firstName,
+            "lastName": reg.lastName,
+            "raceName": reg.raceName,
+            "eventName": reg.eventName,
+            "bib": reg.bib,
+            "registrationId": reg.registrationId,
+            "amountCents": reg.amountCents,
+            "currency": reg.currency,
+            "raceDate": reg.raceDate,
         },
-    }
+    )
 
 
 class RegistrationWriter:
-    def __init__(self, registrations: DynamoRegistrations, emails: SqsQueue) -> None:
+    def __init__(self, registrations: RegistrationStore, emails: MessageQueue) -> None:
         self._regs = registrations
         self._emails = emails
 
@@ -99,7 +74,7 @@ class RegistrationWriter:
         unique = {p.registrationId: p for p in paid}
         done = self._regs.existing(list(unique))
         todo = [p for rid, p in unique.items() if rid not in done]
-        confirmed: list[dict[str, Any]] = []
+        confirmed: list[Registration] = []
         for start in range(0, len(todo), MAX_PER_TRANSACTION):
             confirmed += self._confirm_chunk(race_id, event_id, todo[start : start + MAX_PER_TRANSACTION])
         if done:
@@ -108,22 +83,20 @@ class RegistrationWriter:
         # between its commit and its email; the sender deduplicates.
         self._emails.send_many([confirmation_email(r) for r in [*confirmed, *done.values()]])
 
-    def _confirm_chunk(self, race_id: str, event_id: str, chunk: list[PaidRegistration]) -> list[dict[str, Any]]:
+    def _confirm_chunk(self, race_id: str, event_id: str, chunk: list[PaidRegistration]) -> list[Registration]:
         pending = list(chunk)
         for _ in range(MAX_TRIES):
             if not pending:
                 return []
             first = self._regs.next_bib(race_id, event_id)
-            now = datetime.now(UTC).isoformat()
-            docs = [{**p.model_dump(), "confirmedAt": now} for p in pending]
             try:
-                self._regs.confirm_batch(race_id, event_id, first, docs)
+                confirmed = self._regs.confirm_batch(race_id, event_id, first, pending, datetime.now(UTC).isoformat())
             except CounterMoved:
                 continue
             except DuplicateRegistration:
                 done = self._regs.existing([p.registrationId for p in pending])
                 pending = [p for p in pending if p.registrationId not in done]
                 continue
-            metrics.add_metric(name="RegistrationConfirmed", unit="Count", value=len(docs))
-            return [{**d, "bib": first + i} for i, d in enumerate(docs)]
+            metrics.add_metric(name="RegistrationConfirmed", unit="Count", value=len(confirmed))
+            return confirmed
         raise RuntimeError(f"bib counter for {race_id}/{event_id} kept moving; will retry the batch")

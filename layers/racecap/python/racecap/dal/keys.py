@@ -1,0 +1,93 @@
+"""The key schema of the Inventory and Registrations tables, in one place.
+
+Inventory (pk / sk):
+  HOLD#<holdId>              / HOLD         a held place; gsi1 = LIVE#<n> / <expiresAt> while
+                                            it can still expire (sparse: removed once queued)
+  EMAIL#<raceId>#<email>     / EMAIL        at most one per race: the email's claim
+  CAP#<raceId>#<eventId>     / SHARD#<nnn>  the cap counter shards
+  BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
+  STATS#<raceId>#<eventId>   / STATS        confirmed, revenueCents, cancelled, refundedCents
+  STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
+Registrations:
+  REG#<registrationId>       / REG          gsi1 = EVENT#<raceId>#<eventId> / BIB#<bib:08d>
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from racecap.dal.dynamo import to_item
+
+LIVE_PARTITIONS = 8  # spreads the sweeper's index over 8 GSI partitions
+
+
+def key(pk: str, sk: str) -> dict[str, Any]:
+    return to_item({"pk": pk, "sk": sk})
+
+
+def hold_pk(hold_id: str) -> str:
+    return f"HOLD#{hold_id}"
+
+
+def hold_key(hold_id: str) -> dict[str, Any]:
+    return key(hold_pk(hold_id), "HOLD")
+
+
+def email_pk(race_id: str, email: str) -> str:
+    return f"EMAIL#{race_id}#{email}"
+
+
+def email_key(race_id: str, email: str) -> dict[str, Any]:
+    return key(email_pk(race_id, email), "EMAIL")
+
+
+def cap_pk(race_id: str, event_id: str) -> str:
+    return f"CAP#{race_id}#{event_id}"
+
+
+def shard_sk(n: int) -> str:
+    return f"SHARD#{n:03d}"
+
+
+def shard_key(race_id: str, event_id: str, shard: str) -> dict[str, Any]:
+    return key(cap_pk(race_id, event_id), shard)
+
+
+def live_partition(hold_id: str) -> str:
+    n = int(hashlib.sha256(hold_id.encode()).hexdigest()[:8], 16) % LIVE_PARTITIONS
+    return f"LIVE#{n}"
+
+
+def bib_counter_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(f"BIB#{race_id}#{event_id}", "BIB")
+
+
+def stats_pk(race_id: str, event_id: str) -> str:
+    return f"STATS#{race_id}#{event_id}"
+
+
+def stats_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(stats_pk(race_id, event_id), "STATS")
+
+
+def minute_sk(at_iso: str) -> str:
+    """``MIN#YYYY-MM-DDTHH:MM`` (UTC) of an ISO timestamp."""
+    return "MIN#" + datetime.fromisoformat(at_iso).astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def reg_pk(registration_id: str) -> str:
+    return f"REG#{registration_id}"
+
+
+def reg_key(registration_id: str) -> dict[str, Any]:
+    return key(reg_pk(registration_id), "REG")
+
+
+def event_bib_pk(race_id: str, event_id: str) -> str:
+    return f"EVENT#{race_id}#{event_id}"
+
+
+def bib_sk(bib: int) -> str:
+    return f"BIB#{bib:08d}"

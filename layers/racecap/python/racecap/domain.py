@@ -1,0 +1,189 @@
+"""The records the logic and the data layer pass each other: holds, registrations, the
+queue messages. Typed, so a misspelt field or status fails at the boundary (or in mypy),
+not deep inside a transaction.
+
+The public API's response models stay in ``models.py`` (their names are the OpenAPI
+document's); the statuses here are called *phases* so they never collide with them.
+Field names are camelCase because they are the stored attribute names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HoldPhase(StrEnum):
+    """HELD → PAYING → QUEUED → CONFIRMED (→ CANCELLED by a director), or HELD/PAYING →
+    RELEASED | EXPIRED, and PAYING → HELD on a declined card (the runner may try another)."""
+
+    HELD = "HELD"
+    PAYING = "PAYING"
+    QUEUED = "QUEUED"
+    CONFIRMED = "CONFIRMED"
+    RELEASED = "RELEASED"
+    EXPIRED = "EXPIRED"
+    CANCELLED = "CANCELLED"
+
+
+PAID_PHASES = frozenset({HoldPhase.PAYING, HoldPhase.QUEUED, HoldPhase.CONFIRMED})
+DONE_PHASES = frozenset({HoldPhase.QUEUED, HoldPhase.CONFIRMED})
+GONE_PHASES = frozenset({HoldPhase.RELEASED, HoldPhase.EXPIRED})
+
+
+class RegistrationPhase(StrEnum):
+    CONFIRMED = "CONFIRMED"
+    CANCELLING = "CANCELLING"  # the director's decision is recorded; the refund may be in flight
+    CANCELLED = "CANCELLED"
+
+
+class EmailClaimPhase(StrEnum):
+    """An email's claim on one race: CLAIMED while paying, CONFIRMED once registered."""
+
+    CLAIMED = "CLAIMED"
+    CONFIRMED = "CONFIRMED"
+
+
+class BeginOutcome(StrEnum):
+    STARTED = "STARTED"
+    HOLD_GONE = "HOLD_GONE"
+    EMAIL_TAKEN = "EMAIL_TAKEN"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    def __getitem__(self, name: str) -> Any:
+        """Read a field by its stored attribute name (for audits and tests that read tables)."""
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try at paying for a hold: same runner + same card = same attempt (same key)."""
+
+    key: str
+    email: str
+    firstName: str
+    lastName: str
+    dateOfBirth: str
+    amountCents: int
+    currency: str
+    startedAt: str
+
+
+class Hold(_Record):
+    """A held place (Inventory ``HOLD#<holdId>``)."""
+
+    holdId: str
+    registrationId: str
+    raceId: str
+    eventId: str
+    status: HoldPhase
+    createdAt: datetime
+    expiresAt: datetime
+    shard: str = ""  # the cap shard its place came from; set when claimed
+    attempt: Attempt | None = None  # while PAYING and after
+    chargeId: str | None = None  # the provider's payment (intent) id, once paid
+    queuedAt: datetime | None = None
+    bib: int | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expiresAt <= now
+
+
+class PaidRegistration(_Record):
+    """The message on the Registrations queue: what the writer needs, without reading anything."""
+
+    registrationId: str
+    holdId: str
+    raceId: str
+    eventId: str
+    email: str
+    firstName: str
+    lastName: str
+    dateOfBirth: str
+    amountCents: int
+    currency: str
+    chargeId: str  # the provider's payment (intent) id
+    raceName: str
+    raceDate: str
+    eventName: str
+    paidAt: str
+
+
+class Registration(PaidRegistration):
+    """A confirmed registration (Registrations ``REG#<registrationId>``)."""
+
+    bib: int
+    status: RegistrationPhase
+    confirmedAt: str
+    cancelRequestedAt: str | None = None
+    cancelledBy: str | None = None
+    cancelledAt: str | None = None
+    refundId: str | None = None
+
+
+class Shard(_Record):
+    """One cap shard of an event: ``taken`` of its ``cap`` places are held, paid or sold."""
+
+    sk: str
+    cap: int
+    taken: int
+
+
+class EmailMessage(_Record):
+    """The body of one message on the Emails queue.
+
+    ``kind`` stays an open string so a producer deployed ahead of this consumer yields a
+    ``PoisonMessage`` in the DLQ (redrivable after the deploy), not a parse failure.
+    """
+
+    kind: str = Field(min_length=1, max_length=64)
+    dedupKey: str = Field(min_length=1, max_length=512)
+    to: str = Field(max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RenderedEmail:
+    subject: str
+    text: str
+    html: str
+
+
+@dataclass(frozen=True)
+class ShardChange:
+    """One step of a cap change: a shard's cap moves from ``old_cap`` (None: a new shard)."""
+
+    sk: str
+    old_cap: int | None
+    new_cap: int
+
+
+class RegistrationRowData(TypedDict, total=False):
+    """What directors see of a registration (lists, search, CSV): read by projection, as
+    plain values, because 50,000 of them must stream fast; ``RegistrationRow`` validates
+    the ones an API page returns."""
+
+    registrationId: str
+    eventId: str
+    eventName: str
+    bib: int
+    status: str
+    firstName: str
+    lastName: str
+    email: str
+    dateOfBirth: str
+    amountCents: int
+    currency: str
+    confirmedAt: str
+    cancelledAt: str
+    refundId: str
+
+
+ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)
