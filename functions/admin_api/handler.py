@@ -16,12 +16,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
 from racecap.auth import director_from_claims
 from racecap.config import get_settings
-from racecap.http import make_resolver
+from racecap.http import NO_STORE, make_resolver
 from racecap.logic.admin import EventDraft, EventPatch, RaceDraft, RacePatch
 from racecap.logic.participants import PAGE_MAX, build_export_page
+from racecap.logic.validation import CancelRequest
 from racecap.models import (
     AdminRaceList,
     AdminRaceView,
@@ -39,15 +39,8 @@ from racecap.wiring import audit_trail, cancellations, participants, race_admin,
 
 get_settings()  # validate the environment at cold start
 app = make_resolver()
-NO_STORE = {"Cache-Control": "no-store"}
 SECURITY: list[dict[str, list[str]]] = [{"director": []}]
 NOT_YOURS: dict[int, OpenAPIResponse] = {404: {"description": "RACE_NOT_FOUND: no such race, or not yours"}}
-
-
-class CancelRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-    reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")
 
 
 def _director() -> Director:

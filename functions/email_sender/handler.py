@@ -12,26 +12,17 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from racecap import clients
 from racecap.config import get_settings
-from racecap.dal.mailer import SesMailer, ses_client
-from racecap.logic.notify import Notifier
 from racecap.observability import logger, metrics, tracer
-from racecap.ratelimit import SendRateLimiter
+from racecap.wiring import notifier
 
-settings = get_settings()  # validate the environment at cold start, not mid-burst
-
-notifier = Notifier(
-    SesMailer(ses_client(), settings.email_from),
-    SendRateLimiter(clients.cache, settings.email_send_rate_per_second),
-    DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=clients.dynamodb()),
-)
+get_settings()  # validate the environment at cold start, not mid-burst
+notifier()  # and build the sender once, at cold start too
 
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> str:
-    return notifier.handle_record(record, lambda_context)
+    return notifier().handle_record(record, lambda_context)
 
 
 @logger.inject_lambda_context

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.errors import Conflict
-from racecap.http import make_resolver
+from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics, tracer
@@ -22,7 +22,6 @@ from racecap.wiring import hold_service, registration_service
 
 settings = get_settings()  # validate the environment at cold start, not mid-burst
 app = make_resolver()
-NO_STORE = {"Cache-Control": "no-store"}
 
 # The same call repeated (a double click, a retry after a lost response) returns the
 # first answer without running again; the hold's state machine is the second guard.

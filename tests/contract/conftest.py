@@ -7,8 +7,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.contract.payments_ports import PROVIDERS, PortUnderTest
+from tests.contract.stores_under_test import STORES, StoresUnderTest
 
 
 @pytest.fixture(scope="session", params=sorted(PROVIDERS))
 def payment_port(request: pytest.FixtureRequest) -> Iterator[PortUnderTest]:
     yield from PROVIDERS[request.param]()
+
+
+@pytest.fixture(scope="session", params=sorted(STORES))
+def stores(request: pytest.FixtureRequest) -> Iterator[StoresUnderTest]:
+    yield from STORES[request.param]()

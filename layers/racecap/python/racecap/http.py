@@ -19,11 +19,14 @@ from racecap.observability import logger, metrics
 MAX_BODY_BYTES = 16 * 1024
 
 
+NO_STORE = {"Cache-Control": "no-store"}  # every answer about one runner or one director
+
+
 def error_response(
     status: int, code: str, message: str, *, fields: dict[str, str] | None = None, retry_after: int | None = None
 ) -> Response:
     """The one shape of every error a client sees."""
-    headers = {"Cache-Control": "no-store"}
+    headers = dict(NO_STORE)
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
     body: dict[str, Any] = {"error": code, "message": message}

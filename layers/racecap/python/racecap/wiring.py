@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
 from racecap import clients
 from racecap.cache import TieredCache
 from racecap.config import ConfigurationError, get_settings
@@ -15,6 +17,7 @@ from racecap.dal.audit import DynamoAudit
 from racecap.dal.holds import DynamoHolds
 from racecap.dal.http_payments import HttpPaymentProvider
 from racecap.dal.inventory import DynamoInventory
+from racecap.dal.mailer import SesMailer, ses_client
 from racecap.dal.payments import PaymentProvider
 from racecap.dal.queues import SqsQueue
 from racecap.dal.races import DynamoRaceStore
@@ -26,6 +29,7 @@ from racecap.dal.workflows import StepFunctionsWorkflow
 from racecap.logic.admin import RaceAdmin
 from racecap.logic.audit import AuditTrail
 from racecap.logic.holds import HoldService
+from racecap.logic.notify import Notifier
 from racecap.logic.participants import Participants
 from racecap.logic.races import RaceCatalog
 from racecap.logic.refunds import Cancellations
@@ -34,6 +38,7 @@ from racecap.logic.stats import RaceStats
 from racecap.logic.sweeper import HoldSweeper
 from racecap.logic.window import WindowControl, WindowTasks
 from racecap.logic.writer import RegistrationWriter
+from racecap.ratelimit import SendRateLimiter
 
 
 @lru_cache(maxsize=1)
@@ -149,3 +154,14 @@ def race_stats() -> RaceStats:
 def cancellations() -> Cancellations:
     emails = SqsQueue(clients.sqs(), get_settings().emails_queue_url)
     return Cancellations(registrations(), holds(), payments(), emails, transact, audit_trail(), catalog())
+
+
+# -- the email sender ---------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def notifier() -> Notifier:
+    settings = get_settings()
+    return Notifier(
+        SesMailer(ses_client(), settings.email_from),
+        SendRateLimiter(clients.cache, settings.email_send_rate_per_second),
+        DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=clients.dynamodb()),
+    )

@@ -55,3 +55,10 @@ class RegistrationRequest(BaseModel):
         if age > MAX_AGE_YEARS:
             raise ValueError("Please check the year of birth.")
         return v
+
+
+# A director's cancellation of one registration (no docstring: it would enter the OpenAPI document).
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")

@@ -1,0 +1,65 @@
+"""The stores the contract suite runs against: the in-memory fakes and the DynamoDB
+adapters on a real DynamoDB Local (tables created from the blueprint)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from racecap.dal.holds import DynamoHolds
+from racecap.dal.inventory import DynamoInventory
+from racecap.dal.ports import HoldStore, RegistrationStore
+from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.transactions import TransactItem, transact
+
+import blueprint
+from local import servers
+from local.provision import create_table_params
+from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
+
+
+@dataclass
+class StoresUnderTest:
+    name: str
+    holds: HoldStore
+    regs: RegistrationStore
+    add_event: Callable[[str, str, list[int]], None]
+    taken: Callable[[str, str], int]
+    transact: Callable[[list[TransactItem]], None]
+
+
+def fake_stores() -> Iterator[StoresUnderTest]:
+    tables = FakeTables()
+    yield StoresUnderTest(
+        "fake", FakeHolds(tables), FakeRegistrations(tables), tables.add_event, tables.taken, tables.transact
+    )
+
+
+def dynamo_stores() -> Iterator[StoresUnderTest]:
+    with tempfile.TemporaryDirectory(prefix="racecap-contract-") as work:
+        server = servers.start_dynamodb(servers.free_port(), Path(work))
+        try:
+            client: Any = boto3.session.Session(
+                aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
+            ).client("dynamodb", endpoint_url=f"http://127.0.0.1:{server.port}")
+            for table_id in ("Inventory", "Registrations"):
+                client.create_table(**create_table_params(blueprint.table(table_id)))
+            inv, regs = blueprint.table("Inventory").local_name, blueprint.table("Registrations").local_name
+            inventory = DynamoInventory(client, inv)
+            yield StoresUnderTest(
+                "dynamodb-local",
+                DynamoHolds(client, inv),
+                DynamoRegistrations(client, regs, inv),
+                inventory.create_event_shards,
+                lambda race_id, event_id: inventory.usage(race_id, event_id, consistent=True).taken,
+                lambda items: transact(client, items),
+            )
+        finally:
+            server.stop()
+
+
+STORES: dict[str, Callable[[], Iterator[StoresUnderTest]]] = {"fake": fake_stores, "dynamodb-local": dynamo_stores}

@@ -1,0 +1,249 @@
+"""The hold and registration stores' contract: the same cases against the in-memory fakes
+and the DynamoDB adapters on DynamoDB Local, so the fakes the unit tests use cannot drift."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from racecap.dal.registrations import CounterMoved, DuplicateRegistration
+from racecap.dal.transactions import ConditionFailed
+from racecap.domain import (
+    Attempt,
+    BeginOutcome,
+    Hold,
+    HoldPhase,
+    PaidRegistration,
+    RegistrationPhase,
+)
+
+from tests.contract.stores_under_test import StoresUnderTest
+
+SHARDS = ["SHARD#000", "SHARD#001"]
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+@pytest.fixture
+def race() -> str:
+    return f"race-{uuid.uuid4().hex[:10]}"
+
+
+def _hold(race: str, *, minutes: int = 10, event: str = "ev") -> Hold:
+    token = uuid.uuid4().hex
+    return Hold(
+        holdId=f"hold_{token}",
+        registrationId=f"reg_{token}",
+        raceId=race,
+        eventId=event,
+        status=HoldPhase.HELD,
+        createdAt=NOW,
+        expiresAt=NOW + timedelta(minutes=minutes),
+    )
+
+
+def _attempt(email: str, key: str | None = None) -> Attempt:
+    return Attempt(key or uuid.uuid4().hex, email, "Ann", "Lee", "1990-01-01", 2500, "USD", NOW.isoformat())
+
+
+_EVENTS: set[tuple[str, str]] = set()
+
+
+def _held(s: StoresUnderTest, race: str, **kw) -> Hold:
+    if (s.name, race) not in _EVENTS:  # each test's race gets its event once
+        _EVENTS.add((s.name, race))
+        s.add_event(race, "ev", [5, 5])
+    got = s.holds.claim(_hold(race, **kw), SHARDS)
+    assert got is not None
+    return got
+
+
+def _paid(hold: Hold, attempt: Attempt) -> PaidRegistration:
+    return PaidRegistration(
+        registrationId=hold.registrationId,
+        holdId=hold.holdId,
+        raceId=hold.raceId,
+        eventId=hold.eventId,
+        email=attempt.email,
+        firstName=attempt.firstName,
+        lastName=attempt.lastName,
+        dateOfBirth=attempt.dateOfBirth,
+        amountCents=attempt.amountCents,
+        currency=attempt.currency,
+        chargeId="pi_1",
+        raceName="Race",
+        raceDate="2027-01-01",
+        eventName="10K",
+        paidAt=NOW.isoformat(),
+    )
+
+
+def _paying(s: StoresUnderTest, race: str, email: str) -> tuple[Hold, Attempt]:
+    hold = _held(s, race)
+    attempt = _attempt(email)
+    assert s.holds.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED
+    return hold, attempt
+
+
+# -- holds ----------------------------------------------------------------------------------------
+def test_claims_fill_the_shards_exactly_then_refuse(stores, race):
+    stores.add_event(race, "ev", [2, 1])
+    held = [stores.holds.claim(_hold(race), SHARDS) for _ in range(3)]
+    assert all(h is not None and h.shard in SHARDS for h in held)
+    assert stores.holds.claim(_hold(race), SHARDS) is None
+    assert stores.taken(race, "ev") == 3
+    first = held[0]
+    assert first is not None
+    assert stores.holds.get(first.holdId) == first
+
+
+def test_a_full_shard_is_remembered_in_avoid(stores, race):
+    stores.add_event(race, "ev", [0, 1])
+    avoid: set[str] = set()
+    got = stores.holds.claim(_hold(race), SHARDS, avoid=avoid)
+    assert got is not None and got.shard == "SHARD#001"
+    assert stores.holds.claim(_hold(race), SHARDS, avoid=avoid) is None
+    assert avoid == set(SHARDS)
+
+
+def test_a_release_gives_the_place_back_once(stores, race):
+    hold = _held(stores, race)
+    assert stores.holds.release(hold, HoldPhase.RELEASED)
+    assert not stores.holds.release(hold, HoldPhase.RELEASED)
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and found.status == HoldPhase.RELEASED
+    assert stores.taken(race, "ev") == 0
+
+
+def test_a_hold_expires_only_once_its_time_is_up(stores, race):
+    hold = _held(stores, race)
+    assert not stores.holds.release(hold, HoldPhase.EXPIRED, now=NOW)
+    assert stores.holds.release(hold, HoldPhase.EXPIRED, now=NOW + timedelta(minutes=11))
+    assert stores.taken(race, "ev") == 0
+
+
+def test_begin_payment_claims_the_email_once_per_race(stores, race):
+    hold, attempt = _paying(stores, race, "ann@example.com")
+    assert stores.holds.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED  # the same attempt again
+    assert stores.holds.begin_payment(hold, _attempt("ann@example.com"), NOW) == BeginOutcome.HOLD_GONE
+    other = _held(stores, race)
+    assert stores.holds.begin_payment(other, _attempt("ann@example.com"), NOW) == BeginOutcome.EMAIL_TAKEN
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and found.status == HoldPhase.PAYING and found.attempt == attempt
+
+
+def test_an_expired_hold_cannot_begin_paying(stores, race):
+    hold = _held(stores, race)
+    late = NOW + timedelta(minutes=11)
+    assert stores.holds.begin_payment(hold, _attempt("late@example.com"), late) == BeginOutcome.HOLD_GONE
+
+
+def test_a_decline_keeps_the_place_and_frees_the_email(stores, race):
+    hold, attempt = _paying(stores, race, "bo@example.com")
+    stores.holds.payment_declined(hold, attempt)
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and (found.status, found.attempt) == (HoldPhase.HELD, None)
+    assert stores.taken(race, "ev") == 1
+    other = _held(stores, race)
+    assert stores.holds.begin_payment(other, _attempt("bo@example.com"), NOW) == BeginOutcome.STARTED
+    with pytest.raises(ConditionFailed):
+        stores.holds.payment_declined(hold, attempt)  # no longer paying
+
+
+def test_an_abandoned_payment_frees_place_and_email(stores, race):
+    hold, attempt = _paying(stores, race, "cy@example.com")
+    assert stores.holds.abandon_payment(hold, attempt)
+    assert not stores.holds.abandon_payment(hold, attempt)
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and found.status == HoldPhase.EXPIRED
+    assert stores.taken(race, "ev") == 0
+    assert stores.holds.begin_payment(_held(stores, race), _attempt("cy@example.com"), NOW) == BeginOutcome.STARTED
+
+
+def test_a_queued_hold_leaves_the_sweepers_view(stores, race):
+    hold, attempt = _paying(stores, race, "di@example.com")
+    held = _held(stores, race, minutes=1)
+    later = NOW + timedelta(minutes=30)
+    assert {h.holdId for h in stores.holds.expired(later)} >= {hold.holdId, held.holdId}
+    stores.holds.mark_queued(hold, attempt, "pi_9", NOW)
+    stores.holds.mark_queued(hold, attempt, "pi_9", NOW)  # a repeat is harmless
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and (found.status, found.chargeId, found.queuedAt) == (HoldPhase.QUEUED, "pi_9", NOW)
+    expired = {h.holdId for h in stores.holds.expired(later)}
+    assert hold.holdId not in expired and held.holdId in expired
+    assert held.holdId not in {h.holdId for h in stores.holds.expired(NOW)}
+    assert stores.holds.live_counts(race) == {"ev": 1}
+
+
+# -- registrations ----------------------------------------------------------------------------------
+def _confirm(stores: StoresUnderTest, race: str, n: int) -> list:
+    paid = [_paid(*_paying(stores, race, f"r{uuid.uuid4().hex[:8]}@example.com")) for _ in range(n)]
+    first = stores.regs.next_bib(race, "ev")
+    return stores.regs.confirm_batch(race, "ev", first, paid, NOW.isoformat())
+
+
+def test_a_batch_takes_consecutive_bibs_and_confirms_holds_and_emails(stores, race):
+    regs = _confirm(stores, race, 3)
+    assert [r.bib for r in regs] == [1, 2, 3]
+    assert stores.regs.next_bib(race, "ev") == 4
+    assert [r.bib for r in _confirm(stores, race, 2)] == [4, 5]
+    assert stores.regs.existing([r.registrationId for r in regs] + ["reg_none"]) == {r.registrationId: r for r in regs}
+    assert stores.regs.get(regs[0].registrationId) == regs[0]
+    hold = stores.holds.get(regs[0].holdId)
+    assert hold is not None and (hold.status, hold.bib) == (HoldPhase.CONFIRMED, 1)
+    assert stores.regs.by_email(race, regs[1].email) == regs[1]
+    assert stores.regs.stats(race, "ev") == {"confirmed": 5, "revenueCents": 12500, "cancelled": 0, "refundedCents": 0}
+    assert sum(stores.regs.per_minute(race, "ev", NOW.strftime("%Y-%m-%dT%H:%M")).values()) == 5
+
+
+def test_a_stale_counter_or_a_duplicate_writes_nothing(stores, race):
+    (done,) = _confirm(stores, race, 1)
+    fresh = _paid(*_paying(stores, race, f"new-{race}@example.com"))
+    with pytest.raises(CounterMoved):
+        stores.regs.confirm_batch(race, "ev", 1, [fresh], NOW.isoformat())
+    again = PaidRegistration.model_validate(done.model_dump())
+    with pytest.raises(DuplicateRegistration):
+        stores.regs.confirm_batch(race, "ev", 2, [fresh, again], NOW.isoformat())
+    assert stores.regs.get(fresh.registrationId) is None
+    assert stores.regs.next_bib(race, "ev") == 2
+
+
+def test_directors_read_an_event_in_bib_order(stores, race):
+    regs = _confirm(stores, race, 5)
+    page, more = stores.regs.event_page(race, "ev", 0, 2)
+    assert ([r["bib"] for r in page], more) == ([1, 2], True)
+    page, more = stores.regs.event_page(race, "ev", 3, 5)
+    assert ([r["bib"] for r in page], more) == ([4, 5], False)
+    assert [r["registrationId"] for r in stores.regs.event_rows(race, "ev", 1)] == [r.registrationId for r in regs[1:]]
+    row = stores.regs.by_bib(race, "ev", 3)
+    assert row is not None and (row["email"], row["status"], row["amountCents"]) == (regs[2].email, "CONFIRMED", 2500)
+    assert stores.regs.by_bib(race, "ev", 9) is None
+
+
+def test_a_cancellation_moves_place_email_and_counters_once(stores, race):
+    (reg,) = _confirm(stores, race, 1)
+    stores.transact([stores.regs.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
+    with pytest.raises(ConditionFailed):
+        stores.transact([stores.regs.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
+    cancelling = stores.regs.get(reg.registrationId)
+    assert cancelling is not None and cancelling.status == RegistrationPhase.CANCELLING
+    hold = stores.holds.get(reg.holdId)
+    assert hold is not None
+    stores.transact(stores.regs.finish_cancel_items(cancelling, hold, "re_1", NOW.isoformat()))
+    with pytest.raises(ConditionFailed):
+        stores.transact(stores.regs.finish_cancel_items(cancelling, hold, "re_1", NOW.isoformat()))
+    done = stores.regs.get(reg.registrationId)
+    assert done is not None and (done.status, done.refundId) == (RegistrationPhase.CANCELLED, "re_1")
+    assert stores.taken(race, "ev") == 0
+    assert stores.regs.by_email(race, reg.email) is None
+    assert stores.regs.stats(race, "ev") == {"confirmed": 0, "revenueCents": 0, "cancelled": 1, "refundedCents": 2500}
+    again = _held(stores, race)
+    assert stores.holds.begin_payment(again, _attempt(reg.email), NOW) == BeginOutcome.STARTED
+
+
+def test_an_undone_cancellation_is_confirmed_again(stores, race):
+    (reg,) = _confirm(stores, race, 1)
+    stores.transact([stores.regs.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
+    stores.transact([stores.regs.undo_cancel_item(reg.registrationId)])
+    back = stores.regs.get(reg.registrationId)
+    assert back is not None and (back.status, back.cancelledBy) == (RegistrationPhase.CONFIRMED, None)

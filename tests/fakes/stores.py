@@ -1,0 +1,413 @@
+"""In-memory stores: ``HoldStore``, ``RegistrationStore`` and ``MessageQueue`` (``racecap.dal.ports``).
+
+One ``FakeTables`` holds what the Inventory and Registrations tables hold (cap shards,
+holds, email claims, registrations, counters); ``FakeHolds`` and ``FakeRegistrations`` are
+views on it, as the DynamoDB adapters are views on the tables. Every change that the real
+adapters make in one transaction is checked whole, then applied whole, under one lock;
+a failed condition raises the same outcome (``ConditionFailed`` with the same item
+positions, ``CounterMoved``, ...). ``tests/contract`` runs the same cases against these and
+the DynamoDB adapters.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from pydantic import BaseModel
+from racecap.dal.registrations import CounterMoved, DuplicateRegistration
+from racecap.dal.transactions import ConditionFailed, TransactItem
+from racecap.domain import (
+    ROW_FIELDS,
+    Attempt,
+    BeginOutcome,
+    EmailClaimPhase,
+    Hold,
+    HoldPhase,
+    PaidRegistration,
+    Registration,
+    RegistrationPhase,
+    RegistrationRowData,
+)
+
+Check = Callable[[], bool]
+Apply = Callable[[], None]
+
+
+def fake_item(check: Check, apply: Apply) -> TransactItem:
+    """A transaction item for ``FakeTables.transact``: a condition and a change."""
+    return {"Fake": (check, apply)}
+
+
+@dataclass
+class Claim:
+    registrationId: str
+    holdId: str
+    eventId: str
+    status: EmailClaimPhase
+
+
+@dataclass
+class FakeTables:
+    shards: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)  # sk -> [cap, taken]
+    holds: dict[str, Hold] = field(default_factory=dict)
+    live: set[str] = field(default_factory=set)  # the sweeper's sparse index
+    emails: dict[tuple[str, str], Claim] = field(default_factory=dict)
+    regs: dict[str, Registration] = field(default_factory=dict)
+    bibs: dict[tuple[str, str], int] = field(default_factory=dict)
+    stats: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    minutes: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    transactions: int = 0
+
+    def add_event(self, race_id: str, event_id: str, caps: list[int]) -> None:
+        self.shards[(race_id, event_id)] = {f"SHARD#{n:03d}": [cap, 0] for n, cap in enumerate(caps)}
+
+    def taken(self, race_id: str, event_id: str) -> int:
+        return sum(t for _, t in self.shards[(race_id, event_id)].values())
+
+    def transact(self, items: Sequence[TransactItem]) -> None:
+        """Check every item's condition, then apply them all: one transaction."""
+        with self.lock:
+            self.transactions += 1
+            steps = [cast(tuple[Check, Apply], item["Fake"]) for item in items]
+            failed = [i for i, (check, _) in enumerate(steps) if not check()]
+            if failed:
+                raise ConditionFailed(failed)
+            for _, apply in steps:
+                apply()
+
+    # -- items shared by both views ---------------------------------------------------------
+    def hold_item(self, hold_id: str, check: Callable[[Hold], bool], **changes: Any) -> TransactItem:
+        def ok() -> bool:
+            found = self.holds.get(hold_id)
+            return found is not None and check(found)
+
+        def apply() -> None:
+            self.holds[hold_id] = self.holds[hold_id].model_copy(update=changes)
+            if changes.get("status") not in (None, HoldPhase.HELD, HoldPhase.PAYING):
+                self.live.discard(hold_id)
+
+        return fake_item(ok, apply)
+
+    def shard_item(self, hold: Hold, delta: int, *, guard: bool = False) -> TransactItem:
+        def ok() -> bool:
+            taken = self.shards[(hold.raceId, hold.eventId)][hold.shard][1]
+            return not guard or taken >= 1
+
+        def apply() -> None:
+            self.shards[(hold.raceId, hold.eventId)][hold.shard][1] += delta
+
+        return fake_item(ok, apply)
+
+    def release_email_item(self, race_id: str, email: str, rid: str, *, only_claimed: bool) -> TransactItem:
+        def ok() -> bool:
+            claim = self.emails.get((race_id, email))
+            if only_claimed:
+                return claim is not None and claim.registrationId == rid and claim.status == EmailClaimPhase.CLAIMED
+            return claim is None or claim.registrationId == rid
+
+        return fake_item(ok, lambda: self.emails.pop((race_id, email), None) and None)
+
+
+class FakeHolds:
+    def __init__(self, tables: FakeTables | None = None) -> None:
+        self.tables = tables or FakeTables()
+
+    def claim(self, hold: Hold, shards: list[str], avoid: set[str] | None = None) -> Hold | None:
+        order = sorted(shards, key=lambda s: bool(avoid) and s in (avoid or set()))
+        t = self.tables
+        for shard in order:
+            with t.lock:
+                if hold.holdId in t.holds:
+                    raise ConditionFailed([1])
+                cap, taken = t.shards[(hold.raceId, hold.eventId)][shard]
+                if taken < cap:
+                    t.shards[(hold.raceId, hold.eventId)][shard][1] += 1
+                    placed = hold.model_copy(update={"shard": shard})
+                    t.holds[hold.holdId] = placed
+                    t.live.add(hold.holdId)
+                    return placed
+            if avoid is not None:
+                avoid.add(shard)
+        return None
+
+    def get(self, hold_id: str) -> Hold | None:
+        with self.tables.lock:
+            return self.tables.holds.get(hold_id)
+
+    def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
+        moment = now or datetime.now(UTC)
+
+        def releasable(h: Hold) -> bool:
+            return h.status == HoldPhase.HELD and (new_phase != HoldPhase.EXPIRED or h.expired(moment))
+
+        return self._move_place(hold, releasable, new_phase)
+
+    def _move_place(
+        self, hold: Hold, check: Callable[[Hold], bool], phase: HoldPhase, extra: list[TransactItem] | None = None
+    ) -> bool:
+        try:
+            self.tables.transact(
+                [
+                    self.tables.hold_item(hold.holdId, check, status=phase),
+                    self.tables.shard_item(hold, -1),
+                    *(extra or []),
+                ]
+            )
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                return False
+            raise
+        return True
+
+    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime) -> BeginOutcome:
+        t = self.tables
+
+        def hold_ok(h: Hold) -> bool:
+            fresh = h.status == HoldPhase.HELD and h.expiresAt > now
+            same = h.status == HoldPhase.PAYING and h.attempt is not None and h.attempt.key == attempt.key
+            return fresh or same
+
+        def email_ok() -> bool:
+            claim = t.emails.get((hold.raceId, attempt.email))
+            return claim is None or claim.registrationId == hold.registrationId
+
+        def claim_email() -> None:
+            t.emails[(hold.raceId, attempt.email)] = Claim(
+                hold.registrationId, hold.holdId, hold.eventId, EmailClaimPhase.CLAIMED
+            )
+
+        try:
+            t.transact(
+                [
+                    t.hold_item(hold.holdId, hold_ok, status=HoldPhase.PAYING, attempt=attempt),
+                    fake_item(email_ok, claim_email),
+                ]
+            )
+        except ConditionFailed as exc:
+            return BeginOutcome.HOLD_GONE if exc.first == 0 else BeginOutcome.EMAIL_TAKEN
+        return BeginOutcome.STARTED
+
+    def _paying_with(self, attempt: Attempt) -> Callable[[Hold], bool]:
+        return lambda h: h.status == HoldPhase.PAYING and h.attempt is not None and h.attempt.key == attempt.key
+
+    def payment_declined(self, hold: Hold, attempt: Attempt) -> None:
+        t = self.tables
+        t.transact(
+            [
+                t.hold_item(hold.holdId, self._paying_with(attempt), status=HoldPhase.HELD, attempt=None),
+                t.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True),
+            ]
+        )
+
+    def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool:
+        email = self.tables.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True)
+        return self._move_place(hold, self._paying_with(attempt), HoldPhase.EXPIRED, [email])
+
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None:
+        t = self.tables
+        try:
+            t.transact(
+                [
+                    t.hold_item(
+                        hold.holdId,
+                        self._paying_with(attempt),
+                        status=HoldPhase.QUEUED,
+                        chargeId=payment_id,
+                        queuedAt=now,
+                    )
+                ]
+            )
+        except ConditionFailed:
+            pass  # already moved on: the same outcome
+
+    def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
+        with self.tables.lock:
+            return [self.tables.holds[h] for h in self.tables.live if self.tables.holds[h].expired(now)]
+
+    def live_counts(self, race_id: str) -> dict[str, int]:
+        with self.tables.lock:
+            live = [self.tables.holds[h] for h in self.tables.live]
+        return dict(Counter(h.eventId for h in live if h.raceId == race_id))
+
+
+class FakeRegistrations:
+    def __init__(self, tables: FakeTables | None = None) -> None:
+        self.tables = tables or FakeTables()
+
+    def get(self, registration_id: str, consistent: bool = True) -> Registration | None:
+        with self.tables.lock:
+            return self.tables.regs.get(registration_id)
+
+    def existing(self, registration_ids: list[str]) -> dict[str, Registration]:
+        with self.tables.lock:
+            return {r: self.tables.regs[r] for r in registration_ids if r in self.tables.regs}
+
+    def next_bib(self, race_id: str, event_id: str) -> int:
+        with self.tables.lock:
+            return self.tables.bibs.get((race_id, event_id), 1)
+
+    def confirm_batch(
+        self, race_id: str, event_id: str, first_bib: int, paid: list[PaidRegistration], confirmed_at: str
+    ) -> list[Registration]:
+        t = self.tables
+        key = (race_id, event_id)
+        regs = [
+            Registration(
+                **p.model_dump(), bib=first_bib + i, status=RegistrationPhase.CONFIRMED, confirmedAt=confirmed_at
+            )
+            for i, p in enumerate(paid)
+        ]
+
+        def counter_ok() -> bool:
+            return key not in t.bibs if first_bib == 1 else t.bibs.get(key) == first_bib
+
+        def counters() -> None:
+            t.bibs[key] = first_bib + len(regs)
+            t.stats[key].update(confirmed=len(regs), revenueCents=sum(r.amountCents for r in regs))
+            t.minutes[key][confirmed_at[:16]] += len(regs)
+
+        items = [fake_item(counter_ok, counters)]
+        for reg in regs:
+            items += [
+                fake_item(
+                    lambda r=reg: r.registrationId not in t.regs, lambda r=reg: t.regs.__setitem__(r.registrationId, r)
+                ),
+                t.hold_item(
+                    reg.holdId,
+                    lambda h, r=reg: h.registrationId == r.registrationId,
+                    status=HoldPhase.CONFIRMED,
+                    bib=reg.bib,
+                ),
+                fake_item(
+                    lambda r=reg: (
+                        (c := t.emails.get((race_id, r.email))) is not None and c.registrationId == r.registrationId
+                    ),
+                    lambda r=reg: setattr(t.emails[(race_id, r.email)], "status", EmailClaimPhase.CONFIRMED),
+                ),
+            ]
+        try:
+            t.transact(items)
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                raise CounterMoved() from exc
+            raise DuplicateRegistration() from exc
+        with t.lock:
+            t.live.difference_update(r.holdId for r in regs)
+        return regs
+
+    # -- directors: reading ---------------------------------------------------------------------
+    def _event(self, race_id: str, event_id: str, after_bib: int) -> list[RegistrationRowData]:
+        with self.tables.lock:
+            regs = [r for r in self.tables.regs.values() if (r.raceId, r.eventId) == (race_id, event_id)]
+        return [_row(r) for r in sorted(regs, key=lambda r: r.bib) if r.bib > after_bib]
+
+    def event_page(
+        self, race_id: str, event_id: str, after_bib: int, limit: int
+    ) -> tuple[list[RegistrationRowData], bool]:
+        rows = self._event(race_id, event_id, after_bib)
+        return rows[:limit], len(rows) > limit
+
+    def event_rows(self, race_id: str, event_id: str, after_bib: int = 0) -> Iterator[RegistrationRowData]:
+        return iter(self._event(race_id, event_id, after_bib))
+
+    def by_bib(self, race_id: str, event_id: str, bib: int) -> RegistrationRowData | None:
+        return next((r for r in self._event(race_id, event_id, bib - 1) if r["bib"] == bib), None)
+
+    def by_email(self, race_id: str, email: str) -> Registration | None:
+        with self.tables.lock:
+            claim = self.tables.emails.get((race_id, email))
+            if claim is None or claim.status != EmailClaimPhase.CONFIRMED:
+                return None
+            return self.tables.regs.get(claim.registrationId)
+
+    def stats(self, race_id: str, event_id: str) -> dict[str, int]:
+        with self.tables.lock:
+            counts = self.tables.stats[(race_id, event_id)]
+            return {k: counts[k] for k in ("confirmed", "revenueCents", "cancelled", "refundedCents")}
+
+    def per_minute(self, race_id: str, event_id: str, since: str) -> dict[str, int]:
+        with self.tables.lock:
+            return {m: n for m, n in self.tables.minutes[(race_id, event_id)].items() if m >= since}
+
+    # -- directors: cancelling -------------------------------------------------------------------
+    def _reg_item(self, rid: str, phase: RegistrationPhase, **changes: Any) -> TransactItem:
+        t = self.tables
+        return fake_item(
+            lambda: rid in t.regs and t.regs[rid].status == phase,
+            lambda: t.regs.__setitem__(rid, t.regs[rid].model_copy(update=changes)),
+        )
+
+    def begin_cancel_item(self, registration_id: str, now: str, by: str) -> TransactItem:
+        return self._reg_item(
+            registration_id,
+            RegistrationPhase.CONFIRMED,
+            status=RegistrationPhase.CANCELLING,
+            cancelRequestedAt=now,
+            cancelledBy=by,
+        )
+
+    def undo_cancel_item(self, registration_id: str) -> TransactItem:
+        return self._reg_item(
+            registration_id,
+            RegistrationPhase.CANCELLING,
+            status=RegistrationPhase.CONFIRMED,
+            cancelRequestedAt=None,
+            cancelledBy=None,
+        )
+
+    def finish_cancel_items(self, reg: Registration, hold: Hold, refund_id: str, now: str) -> list[TransactItem]:
+        t = self.tables
+        rid = reg.registrationId
+
+        def count() -> None:
+            t.stats[(reg.raceId, reg.eventId)].update(
+                confirmed=-1, revenueCents=-reg.amountCents, cancelled=1, refundedCents=reg.amountCents
+            )
+
+        return [
+            self._reg_item(
+                rid,
+                RegistrationPhase.CANCELLING,
+                status=RegistrationPhase.CANCELLED,
+                cancelledAt=now,
+                refundId=refund_id,
+            ),
+            t.hold_item(
+                hold.holdId,
+                lambda h: h.registrationId == rid and h.status == HoldPhase.CONFIRMED,
+                status=HoldPhase.CANCELLED,
+            ),
+            t.shard_item(hold, -1, guard=True),
+            t.release_email_item(reg.raceId, reg.email, rid, only_claimed=False),
+            fake_item(lambda: True, count),
+        ]
+
+
+def _row(reg: Registration) -> RegistrationRowData:
+    return cast(RegistrationRowData, reg.model_dump(mode="json", include=set(ROW_FIELDS), exclude_none=True))
+
+
+class FakeQueue:
+    """``MessageQueue`` as a list; ``fail_next`` makes the next send raise (SQS refused it)."""
+
+    def __init__(self) -> None:
+        self.sent: list[BaseModel] = []
+        self.fail_next = 0
+
+    def send(self, message: BaseModel) -> str:
+        if self.fail_next:
+            self.fail_next -= 1
+            raise RuntimeError("injected: the queue refused the message")
+        self.sent.append(message)
+        return f"m-{len(self.sent)}"
+
+    def send_many(self, messages: Sequence[BaseModel]) -> None:
+        for m in messages:
+            self.send(m)

@@ -1,0 +1,63 @@
+"""A registration core on in-memory fakes: the services as wiring builds them, around
+fakes of every port (stores, queues, payments, races, flags, audit)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from racecap.logic.holds import HoldService
+from racecap.logic.refunds import Cancellations
+from racecap.logic.registration import RegistrationService
+from racecap.logic.sweeper import HoldSweeper
+from racecap.logic.validation import RegistrationRequest
+from racecap.logic.writer import RegistrationWriter
+from racecap.models import Director
+
+from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
+from tests.fakes.payments import FakePaymentProvider
+from tests.fakes.stores import FakeHolds, FakeQueue, FakeRegistrations, FakeTables
+
+DIRECTOR = Director(sub="dir-1", username="dana")
+
+
+@dataclass
+class World:
+    tables: FakeTables = field(default_factory=FakeTables)
+    payments: FakePaymentProvider = field(default_factory=FakePaymentProvider)
+    queue: FakeQueue = field(default_factory=FakeQueue)
+    emails: FakeQueue = field(default_factory=FakeQueue)
+    flags: FakeFlags = field(default_factory=FakeFlags)
+
+    def __post_init__(self) -> None:
+        self.catalog = FakeCatalog(self.tables)
+        self.holds = FakeHolds(self.tables)
+        self.regs = FakeRegistrations(self.tables)
+        self.hold_service = HoldService(self.catalog, self.holds, self.flags)  # type: ignore[arg-type]
+        self.registration = RegistrationService(self.catalog, self.holds, self.regs, self.payments, self.queue)  # type: ignore[arg-type]
+        self.sweeper = HoldSweeper(self.holds, self.payments, self.registration, self.catalog, self.flags)  # type: ignore[arg-type]
+        self.writer = RegistrationWriter(self.regs, self.emails)  # type: ignore[arg-type]
+        self.cancellations = Cancellations(
+            self.regs,
+            self.holds,
+            self.payments,
+            self.emails,
+            self.tables.transact,
+            FakeAudit(self.tables),
+            self.catalog,  # type: ignore[arg-type]
+        )
+
+    def race(self, race_id: str = "race-1", caps: tuple[int, ...] = (2,), **over: object) -> str:
+        self.catalog.add(*open_race(race_id, caps=caps, **over))  # type: ignore[arg-type]
+        return race_id
+
+    def write_queued(self) -> list[str]:
+        """Deliver what the API queued to the writer, as SQS would; returns failed message ids."""
+        records = [{"messageId": f"m{i}", "body": m.model_dump_json()} for i, m in enumerate(self.queue.sent)]
+        self.queue.sent.clear()
+        return self.writer.process(records)
+
+
+def request(email: str = "ann@example.com", card: str = "tok_visa") -> RegistrationRequest:
+    return RegistrationRequest(
+        email=email, firstName="Ann", lastName="Lee", dateOfBirth="1990-01-01", paymentToken=card
+    )

@@ -1,0 +1,100 @@
+"""HoldService on fakes: every branch of hold and release, in milliseconds."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from racecap.domain import HoldPhase
+from racecap.errors import Conflict, EventNotFound, HoldNotFound, RegistrationClosed, SoldOut
+from racecap.logic.races import sold_out_flag
+
+from tests.unit.core_world import World, request
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def test_given_room_when_holding_then_a_place_is_held_until_the_hold_time(world):
+    world.race(caps=(2,))
+    now = datetime.now(UTC)
+    created = world.hold_service.hold("race-1", "ev0", now)
+    assert created.expiresAt == now + timedelta(minutes=10)
+    hold = world.holds.get(created.holdId)
+    assert hold is not None and hold.status == HoldPhase.HELD
+    assert hold.registrationId == "reg_" + created.holdId.removeprefix("hold_")
+    assert world.tables.taken("race-1", "ev0") == 1
+
+
+def test_given_a_full_event_then_sold_out_and_the_flag_answers_the_rest(world):
+    world.race(caps=(1,))
+    world.hold_service.hold("race-1", "ev0")
+    with pytest.raises(SoldOut):
+        world.hold_service.hold("race-1", "ev0")
+    assert sold_out_flag("race-1", "ev0") in world.flags.flags
+    transactions = world.tables.transactions
+    with pytest.raises(SoldOut):
+        world.hold_service.hold("race-1", "ev0")
+    assert world.tables.transactions == transactions  # answered from the flag: no write tried
+
+
+def test_an_unknown_event_is_not_found(world):
+    world.race()
+    with pytest.raises(EventNotFound):
+        world.hold_service.hold("race-1", "nope")
+
+
+@pytest.mark.parametrize(
+    ("state", "opens_in", "closes_in", "words"),
+    [
+        ("SCHEDULED", timedelta(hours=1), timedelta(days=1), "has not opened yet"),
+        ("CLOSED", -timedelta(hours=2), timedelta(days=1), "is closed"),
+        ("OPEN", -timedelta(hours=2), -timedelta(hours=1), "is closed"),
+    ],
+)
+def test_registration_outside_its_window_is_closed(world, state, opens_in, closes_in, words):
+    now = datetime.now(UTC)
+    world.race(registrationState=state, registrationOpensAt=now + opens_in, registrationClosesAt=now + closes_in)
+    with pytest.raises(RegistrationClosed, match=words):
+        world.hold_service.hold("race-1", "ev0")
+    assert world.tables.taken("race-1", "ev0") == 0
+
+
+def test_a_full_shard_is_tried_last_by_the_next_hold(world):
+    world.tables.add_event("race-1", "ev0", [1])
+    world.race(caps=(1,))
+    world.tables.shards[("race-1", "ev0")] = {"SHARD#000": [0, 0], "SHARD#001": [3, 0]}
+    race, events = world.catalog.definition("race-1")
+    world.catalog.races["race-1"] = (race, [events[0].model_copy(update={"shards": 2})])
+    first = world.hold_service.hold("race-1", "ev0")
+    second = world.hold_service.hold("race-1", "ev0")
+    assert {world.holds.get(h.holdId).shard for h in (first, second)} == {"SHARD#001"}
+
+
+def test_releasing_gives_the_place_back_and_clears_sold_out(world):
+    world.race(caps=(1,))
+    created = world.hold_service.hold("race-1", "ev0")
+    world.flags.flag(sold_out_flag("race-1", "ev0"), 5)
+    world.hold_service.release(created.holdId)
+    assert world.holds.get(created.holdId).status == HoldPhase.RELEASED
+    assert world.tables.taken("race-1", "ev0") == 0
+    assert not world.flags.flags
+    world.flags.flag(sold_out_flag("race-1", "ev0"), 5)
+    world.hold_service.release(created.holdId)  # a repeat changes nothing
+    assert world.flags.flags
+
+
+def test_releasing_an_unknown_hold_is_not_found(world):
+    with pytest.raises(HoldNotFound):
+        world.hold_service.release("hold_nope")
+
+
+def test_a_paid_place_cannot_be_released(world):
+    world.race()
+    created = world.hold_service.hold("race-1", "ev0")
+    world.registration.register(created.holdId, request())
+    with pytest.raises(Conflict):
+        world.hold_service.release(created.holdId)
+    assert world.tables.taken("race-1", "ev0") == 1

@@ -1,0 +1,205 @@
+"""RegistrationService on fakes: every branch of register and of the waiting screen."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from racecap.dal.payments import IntentStatus
+from racecap.domain import HoldPhase, PaidRegistration
+from racecap.errors import (
+    Busy,
+    Conflict,
+    EmailAlreadyRegistered,
+    HoldExpired,
+    HoldNotFound,
+    PaymentDeclined,
+    RegistrationNotFound,
+)
+from racecap.logic.registration import retry_after
+
+from tests.unit.core_world import World, request
+
+
+@pytest.fixture
+def world() -> World:
+    w = World()
+    w.race(caps=(3,))
+    return w
+
+
+def _hold(world: World) -> str:
+    return world.hold_service.hold("race-1", "ev0").holdId
+
+
+def test_given_a_good_card_then_paid_queued_and_charged_once(world):
+    hold_id = _hold(world)
+    accepted = world.registration.register(hold_id, request())
+    assert accepted.status == "QUEUED"
+    (message,) = world.queue.sent
+    assert isinstance(message, PaidRegistration)
+    assert (message.email, message.amountCents, message.eventName) == ("ann@example.com", 2500, "10K")
+    hold = world.holds.get(hold_id)
+    assert hold is not None and hold.status == HoldPhase.QUEUED and hold.chargeId == message.chargeId
+    (intent,) = world.payments.succeeded
+    assert dict(intent.metadata) == {
+        "holdId": hold_id,
+        "registrationId": accepted.registrationId,
+        "raceId": "race-1",
+        "eventId": "ev0",
+        "email": "ann@example.com",
+    }
+    again = world.registration.register(hold_id, request())  # a repeat: same answer, no new charge
+    assert again == accepted
+    assert len(world.payments.intents) == 1 and len(world.queue.sent) == 1
+
+
+def test_a_confirmed_hold_answers_confirmed(world):
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request())
+    assert world.write_queued() == []
+    assert world.registration.register(hold_id, request()).status == "CONFIRMED"
+
+
+def test_a_used_hold_refuses_another_runner(world):
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request())
+    with pytest.raises(Conflict, match="another registration"):
+        world.registration.register(hold_id, request("bo@example.com"))
+
+
+def test_an_unknown_hold_is_not_found(world):
+    with pytest.raises(HoldNotFound):
+        world.registration.register("hold_nope", request())
+
+
+def test_a_released_or_timed_out_hold_has_expired(world):
+    released = _hold(world)
+    world.hold_service.release(released)
+    with pytest.raises(HoldExpired):
+        world.registration.register(released, request())
+    late = _hold(world)
+    with pytest.raises(HoldExpired):
+        world.registration.register(late, request(), now=datetime.now(UTC) + timedelta(minutes=11))
+    assert world.payments.intents == []
+
+
+def test_an_email_registered_on_another_hold_is_refused(world):
+    world.registration.register(_hold(world), request())
+    other = _hold(world)
+    with pytest.raises(EmailAlreadyRegistered):
+        world.registration.register(other, request())
+    assert world.holds.get(other).status == HoldPhase.HELD
+
+
+def test_a_hold_paying_under_another_attempt_is_a_conflict(world):
+    hold_id = _hold(world)
+    world.payments.fail_next = 1
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request(card="tok_visa"))
+    with pytest.raises(Conflict, match="in progress"):
+        world.registration.register(hold_id, request(card="pm_card_visa"))
+
+
+def test_a_hold_gone_meanwhile_but_paid_by_this_runner_answers_its_registration(world, monkeypatch):
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request())
+    queued = world.holds.get(hold_id)
+    stale = queued.model_copy(update={"status": HoldPhase.HELD})
+    reads = iter([stale, queued])  # read before the payment began, then after it
+    monkeypatch.setattr(world.holds, "get", lambda _h: next(reads))
+    assert world.registration.register(hold_id, request(card="pm_card_visa")).status == "QUEUED"
+
+
+def test_a_hold_gone_meanwhile_and_expired_has_expired(world, monkeypatch):
+    hold_id = _hold(world)
+    held = world.holds.get(hold_id)
+    world.hold_service.release(hold_id)
+    gone = world.holds.get(hold_id)
+    reads = iter([held, gone])
+    monkeypatch.setattr(world.holds, "get", lambda _h: next(reads))
+    with pytest.raises(HoldExpired):
+        world.registration.register(hold_id, request())
+
+
+def test_a_declined_card_keeps_the_place_and_frees_the_email(world):
+    hold_id = _hold(world)
+    with pytest.raises(PaymentDeclined, match="declined"):
+        world.registration.register(hold_id, request(card="tok_declined"))
+    hold = world.holds.get(hold_id)
+    assert hold.status == HoldPhase.HELD and hold.attempt is None
+    assert world.registration.register(hold_id, request()).status == "QUEUED"  # another card works
+
+
+def test_a_refused_card_is_a_decline(world):
+    hold_id = _hold(world)
+    with pytest.raises(PaymentDeclined, match="not accepted"):
+        world.registration.register(hold_id, request(card="tok_unknown"))
+    assert world.holds.get(hold_id).status == HoldPhase.HELD
+
+
+def test_an_unknown_outcome_keeps_paying_and_the_retry_charges_once(world):
+    hold_id = _hold(world)
+    world.payments.fail_after_next = 1  # charged, but the answer was lost
+    with pytest.raises(Busy) as busy:
+        world.registration.register(hold_id, request())
+    assert busy.value.retry_after == 5
+    assert world.holds.get(hold_id).status == HoldPhase.PAYING
+    assert world.registration.register(hold_id, request()).status == "QUEUED"
+    assert len(world.payments.succeeded) == 1
+
+
+def test_a_rate_limited_provider_asks_the_runner_to_come_back(world):
+    hold_id = _hold(world)
+    world.payments.rate_limit_next = 1
+    with pytest.raises(Busy) as busy:
+        world.registration.register(hold_id, request())
+    assert busy.value.retry_after == 1
+    assert world.holds.get(hold_id).status == HoldPhase.PAYING
+
+
+def test_a_payment_not_decided_yet_keeps_paying(world):
+    hold_id = _hold(world)
+    with pytest.raises(Busy, match="still being processed"):
+        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    assert world.holds.get(hold_id).status == HoldPhase.PAYING
+    assert world.payments.intents[0].status == IntentStatus.REQUIRES_ACTION
+
+
+# -- the waiting screen --------------------------------------------------------------------------
+def test_the_waiting_screen_follows_the_registration(world):
+    hold_id = _hold(world)
+    rid = world.registration.register(hold_id, request()).registrationId
+    now = datetime.now(UTC)
+    status, retry = world.registration.status(rid, now=now)
+    assert (status.status, retry) == ("QUEUED", 10)
+    _, retry = world.registration.status(rid, now=now + timedelta(seconds=45))
+    assert retry == 40
+    world.write_queued()
+    status, retry = world.registration.status(rid)
+    assert (status.status, status.bib, status.eventName, retry) == ("CONFIRMED", 1, "10K", None)
+
+
+def test_a_failed_registration_says_so(world):
+    hold_id = _hold(world)
+    world.payments.fail_next = 1
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request())
+    hold = world.holds.get(hold_id)
+    world.holds.abandon_payment(hold, hold.attempt)
+    status, retry = world.registration.status(hold.registrationId)
+    assert (status.status, retry) == ("FAILED", None)
+    assert status.message
+
+
+@pytest.mark.parametrize("rid", ["reg_nope", "nope", None])
+def test_unknown_registrations_are_not_found(world, rid):
+    if rid is None:  # a hold that never began paying has no registration yet
+        rid = "reg_" + _hold(world).removeprefix("hold_")
+    with pytest.raises(RegistrationNotFound):
+        world.registration.status(rid)
+
+
+@pytest.mark.parametrize(("seconds", "wait"), [(0, 10), (9, 10), (10, 20), (29, 20), (30, 40), (69, 40), (70, 60)])
+def test_the_back_off_schedule(seconds, wait):
+    assert retry_after(seconds) == wait

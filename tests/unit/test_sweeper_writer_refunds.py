@@ -1,0 +1,314 @@
+"""The sweeper, the writer and cancellations on fakes: every branch, in milliseconds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from racecap.dal.payments import IntentNotCancelable, IntentStatus, PaymentRejected, PaymentUnavailable
+from racecap.dal.registrations import CounterMoved, DuplicateRegistration
+from racecap.domain import Hold, HoldPhase, RegistrationPhase
+from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
+from racecap.logic import writer as writer_module
+from racecap.logic.races import sold_out_flag
+
+from tests.fakes.catalog import open_race
+from tests.unit.core_world import DIRECTOR, World, request
+
+LATER = datetime.now(UTC) + timedelta(minutes=30)
+
+
+@pytest.fixture
+def world() -> World:
+    w = World()
+    w.race(caps=(3,))
+    return w
+
+
+def _hold(world: World) -> str:
+    return world.hold_service.hold("race-1", "ev0").holdId
+
+
+def _stranded(world: World, card: str = "tok_visa") -> Hold:
+    """A runner whose payment began and who never came back (the answer was lost)."""
+    hold_id = _hold(world)
+    world.payments.fail_after_next = 1 if card == "tok_visa" else 0
+    world.payments.fail_next = 0 if card == "tok_visa" else 1
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request(card=card))
+    return world.holds.get(hold_id)
+
+
+# -- the sweeper ------------------------------------------------------------------------------
+def test_expired_held_places_go_back_and_clear_sold_out(world):
+    hold_id = _hold(world)
+    world.flags.flag(sold_out_flag("race-1", "ev0"), 5)
+    assert world.sweeper.sweep(LATER) == {"released": 1, "recovered": 0, "abandoned": 0, "waiting": 0}
+    assert world.holds.get(hold_id).status == HoldPhase.EXPIRED
+    assert world.tables.taken("race-1", "ev0") == 0 and not world.flags.flags
+    assert world.sweeper.sweep(LATER)["released"] == 0
+
+
+def test_a_hold_not_yet_expired_is_left_alone(world):
+    hold_id = _hold(world)
+    assert world.sweeper.sweep()["released"] == 0
+    assert world.holds.get(hold_id).status == HoldPhase.HELD
+
+
+def test_a_payment_in_its_grace_period_is_waited_for(world):
+    hold_id = _hold(world)
+    expires = world.holds.get(hold_id).expiresAt
+    world.payments.fail_after_next = 1
+    with pytest.raises(Busy):  # paid in the hold's last 30 seconds; the answer was lost
+        world.registration.register(hold_id, request(), now=expires - timedelta(seconds=30))
+    hold = world.holds.get(hold_id)
+    assert world.sweeper.sweep(expires + timedelta(seconds=1))["waiting"] == 1
+    assert world.holds.get(hold.holdId).status == HoldPhase.PAYING
+
+
+def test_a_paid_runner_who_never_came_back_is_queued(world):
+    hold = _stranded(world)
+    assert world.sweeper.sweep(LATER)["recovered"] == 1
+    (message,) = world.queue.sent
+    assert (message.registrationId, message.chargeId) == (hold.registrationId, world.payments.succeeded[0].id)
+    assert world.holds.get(hold.holdId).status == HoldPhase.QUEUED
+    assert world.write_queued() == []
+    assert world.regs.get(hold.registrationId).bib == 1
+
+
+def test_a_payment_that_never_charged_frees_place_and_email(world):
+    hold = _stranded(world, card="tok_unreachable")
+    assert world.sweeper.sweep(LATER)["abandoned"] == 1
+    assert world.holds.get(hold.holdId).status == HoldPhase.EXPIRED
+    assert world.tables.taken("race-1", "ev0") == 0
+    assert world.registration.register(_hold(world), request()).status == "QUEUED"  # the email is free
+
+
+def test_a_payment_waiting_for_3d_secure_is_cancelled_then_freed(world):
+    hold_id = _hold(world)
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    assert world.sweeper.sweep(LATER)["abandoned"] == 1
+    assert world.payments.intents[0].status == IntentStatus.CANCELED
+
+
+def test_a_payment_still_processing_is_asked_again_later(world):
+    hold_id = _hold(world)
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    world.payments.put_intent(replace(world.payments.intents[0], status=IntentStatus.PROCESSING))
+    assert world.sweeper.sweep(LATER)["waiting"] == 1
+    assert world.holds.get(hold_id).status == HoldPhase.PAYING
+
+
+def test_a_payment_that_succeeds_while_being_cancelled_is_queued(world, monkeypatch):
+    hold_id = _hold(world)
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    paid = replace(world.payments.intents[0], status=IntentStatus.SUCCEEDED)
+
+    def too_late(intent_id: str, *, idempotency_key: str):
+        raise IntentNotCancelable(paid)
+
+    monkeypatch.setattr(world.payments, "cancel_intent", too_late)
+    assert world.sweeper.sweep(LATER)["recovered"] == 1
+    assert world.queue.sent[0].chargeId == paid.id
+
+
+def test_an_unreachable_provider_means_ask_again_never_guess(world):
+    hold = _stranded(world)
+    world.payments.rate_limit_next = 1
+    assert world.sweeper.sweep(LATER)["waiting"] == 1
+    assert world.holds.get(hold.holdId).status == HoldPhase.PAYING
+
+
+def test_one_hold_failing_does_not_stop_the_sweep(world, monkeypatch):
+    stranded = _stranded(world)
+    held = _hold(world)
+
+    def broken(race_id: str):
+        raise RuntimeError("catalog down")
+
+    monkeypatch.setattr(world.catalog, "definition", broken)
+    counts = world.sweeper.sweep(LATER)
+    assert counts["released"] == 1 and counts["recovered"] == 0
+    assert world.holds.get(held).status == HoldPhase.EXPIRED
+    assert world.holds.get(stranded.holdId).status == HoldPhase.PAYING
+
+
+def test_a_hold_the_index_still_lists_after_it_moved_on_is_skipped(world):
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request())
+    world.tables.live.add(hold_id)  # the index lags the item
+    assert world.sweeper.sweep(LATER) == {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0}
+
+
+# -- the writer -------------------------------------------------------------------------------------
+def _queue_paid(world: World, n: int) -> list[str]:
+    rids = []
+    for i in range(n):
+        rids.append(world.registration.register(_hold(world), request(f"r{i}@example.com")).registrationId)
+    return rids
+
+
+def test_paid_registrations_get_consecutive_bibs_and_one_email_each(world):
+    rids = _queue_paid(world, 3)
+    assert world.write_queued() == []
+    assert sorted(world.regs.get(r).bib for r in rids) == [1, 2, 3]
+    assert sorted(m.dedupKey for m in world.emails.sent) == sorted(f"confirmation:{r}" for r in rids)
+    assert world.emails.sent[0].data["bib"] in (1, 2, 3)
+
+
+def test_a_redelivery_is_confirmed_once_and_its_email_enqueued_again(world):
+    (rid,) = _queue_paid(world, 1)
+    message = world.queue.sent[0]
+    world.write_queued()
+    world.queue.sent.extend([message, message])
+    assert world.write_queued() == []
+    assert world.regs.get(rid).bib == 1 and world.regs.next_bib("race-1", "ev0") == 2
+    assert [m.dedupKey for m in world.emails.sent] == [f"confirmation:{rid}"] * 2
+
+
+def test_a_malformed_message_is_failed_not_dropped(world):
+    _queue_paid(world, 1)
+    records = [{"messageId": "bad", "body": "{not json"}, {"messageId": "worse", "body": '{"holdId": 1}'}]
+    records.append({"messageId": "good", "body": world.queue.sent[0].model_dump_json()})
+    assert world.writer.process(records) == ["bad", "worse"]
+
+
+def test_a_moved_counter_or_a_duplicate_is_retried(world, monkeypatch):
+    rids = _queue_paid(world, 2)
+    real = world.regs.confirm_batch
+    faults = [CounterMoved(), DuplicateRegistration()]
+
+    def flaky(race_id, event_id, first_bib, paid, confirmed_at):
+        if faults:
+            fault = faults.pop(0)
+            if isinstance(fault, DuplicateRegistration):
+                real(race_id, event_id, first_bib, paid[:1], confirmed_at)  # another writer took the first
+            raise fault
+        return real(race_id, event_id, first_bib, paid, confirmed_at)
+
+    monkeypatch.setattr(world.regs, "confirm_batch", flaky)
+    assert world.write_queued() == []
+    assert sorted(world.regs.get(r).bib for r in rids) == [1, 2]
+
+
+def test_a_counter_that_keeps_moving_fails_the_batch_for_redelivery(world, monkeypatch):
+    _queue_paid(world, 1)
+
+    def always_moved(*args):
+        raise CounterMoved()
+
+    monkeypatch.setattr(world.regs, "confirm_batch", always_moved)
+    assert world.write_queued() == ["m0"]
+    assert writer_module.MAX_TRIES > 1
+
+
+def test_a_duplicate_batch_that_is_all_done_ends_quietly(world, monkeypatch):
+    (rid,) = _queue_paid(world, 1)
+    message = world.queue.sent[0]
+    world.write_queued()
+    monkeypatch.setattr(
+        world.regs,
+        "existing",
+        lambda ids, _calls=[]: _calls.append(1) or ({} if len(_calls) == 1 else {rid: world.tables.regs[rid]}),
+    )
+    world.queue.sent.append(message)
+    assert world.write_queued() == []
+
+
+# -- cancellations ---------------------------------------------------------------------------------
+def _confirmed(world: World) -> str:
+    (rid,) = _queue_paid(world, 1)
+    world.write_queued()
+    world.emails.sent.clear()
+    return rid
+
+
+def _race(world: World):
+    return world.catalog.definition("race-1")[0]
+
+
+def test_a_cancellation_refunds_once_frees_the_place_and_tells_the_runner(world):
+    rid = _confirmed(world)
+    view = world.cancellations.cancel(DIRECTOR, _race(world), rid, "injured")
+    assert (view.status, view.changed, view.amountCents) == ("CANCELLED", True, 2500)
+    assert world.tables.taken("race-1", "ev0") == 0
+    assert world.catalog.came_back == [("race-1", "ev0")]
+    assert world.tables.audit[0]["action"] == "registration.cancel" and world.tables.audit[0]["reason"] == "injured"
+    again = world.cancellations.cancel(DIRECTOR, _race(world), rid)
+    assert (again.changed, again.refundId) == (False, view.refundId)
+    assert len(world.payments.refunds) == 1
+    assert [m.dedupKey for m in world.emails.sent] == [f"refund:{rid}"] * 2
+
+
+def test_a_payment_refunded_elsewhere_still_cancels(world):
+    rid = _confirmed(world)
+    world.payments.refund(intent_id=world.regs.get(rid).chargeId, idempotency_key="by-hand")
+    assert world.cancellations.cancel(DIRECTOR, _race(world), rid).refundId == "refunded-elsewhere"
+
+
+def test_an_unreachable_provider_leaves_the_cancellation_pending(world):
+    rid = _confirmed(world)
+    world.payments.fail_next = 1
+    with pytest.raises(Busy):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid)
+    assert world.regs.get(rid).status == RegistrationPhase.CANCELLING
+    assert world.cancellations.cancel(DIRECTOR, _race(world), rid).changed  # the retry finishes it
+
+
+def test_a_refused_refund_changes_nothing(world, monkeypatch):
+    rid = _confirmed(world)
+
+    def refuse(**kwargs):
+        raise PaymentRejected("charge_disputed", "disputed", 400)
+
+    monkeypatch.setattr(world.payments, "refund", refuse)
+    with pytest.raises(RefundFailed, match="charge_disputed"):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid)
+    assert world.regs.get(rid).status == RegistrationPhase.CONFIRMED
+    assert world.tables.taken("race-1", "ev0") == 1
+
+
+def test_only_this_races_registrations_can_be_cancelled(world):
+    rid = _confirmed(world)
+    other, _ = open_race("race-2")
+    for race, target in ((other, rid), (_race(world), "reg_nope")):
+        with pytest.raises(RegistrationNotFound):
+            world.cancellations.cancel(DIRECTOR, race, target)
+
+
+def test_a_registration_without_its_hold_is_an_error(world):
+    rid = _confirmed(world)
+    world.tables.holds.pop(world.regs.get(rid).holdId)
+    with pytest.raises(RuntimeError, match="has no hold"):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid)
+
+
+def test_concurrent_cancellations_end_with_one_refund(world, monkeypatch):
+    rid = _confirmed(world)
+    real = world.tables.transact
+    calls = {"n": 0}
+
+    def racing(items):
+        calls["n"] += 1
+        if calls["n"] in (1, 3):  # another call commits the same step just before this one
+            real(items)
+        real(items)
+
+    monkeypatch.setattr(world.cancellations, "_transact", racing)
+    assert world.cancellations.cancel(DIRECTOR, _race(world), rid).status == "CANCELLED"
+    assert len(world.payments.refunds) == 1
+
+
+def test_a_registration_that_keeps_changing_is_a_conflict(world, monkeypatch):
+    rid = _confirmed(world)
+    monkeypatch.setattr(world.cancellations, "_transact", lambda items: None)  # nothing ever sticks
+    with pytest.raises(Conflict, match="kept changing"):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid)
+
+
+def test_an_unavailable_provider_is_never_a_rejection():
+    assert not issubclass(PaymentUnavailable, PaymentRejected)
