@@ -50,6 +50,13 @@ class BucketName:
 
 
 @dataclass(frozen=True)
+class SecretId:
+    """A secret's id for Secrets Manager's GetSecretValue (its ARN on AWS, its name locally)."""
+
+    secret: str
+
+
+@dataclass(frozen=True)
 class CacheUrl:
     """The Redis/Valkey URL: ElastiCache Serverless (TLS) on AWS, redis-server locally."""
 
@@ -62,7 +69,7 @@ class Param:
     default: str
 
 
-Ref = TableName | QueueUrl | BucketName | FunctionArn | StateMachineArn | CacheUrl | Param | str
+Ref = TableName | QueueUrl | BucketName | SecretId | FunctionArn | StateMachineArn | CacheUrl | Param | str
 
 
 # ---------------------------------------------------------------------------
@@ -132,6 +139,21 @@ class Bucket:
 
 
 # ---------------------------------------------------------------------------
+# Secrets (Secrets Manager on AWS, moto locally): declared here, their VALUES set out of
+# band (``aws secretsmanager put-secret-value``), never in the template or the environment.
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Secret:
+    id: str
+    description: str
+    fields: tuple[str, ...]  # the JSON object's keys
+
+    @property
+    def local_name(self) -> str:
+        return f"{APP_NAME}-{_kebab(self.id)}"
+
+
+# ---------------------------------------------------------------------------
 # Permissions: what each function may touch (one least-privilege role each)
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -172,7 +194,12 @@ class BucketAccess:
     prefix: str = ""
 
 
-Grant = TableAccess | QueueAccess | SendEmail | StartExecution | StopExecution | BucketAccess
+@dataclass(frozen=True)
+class ReadSecret:
+    secret: str
+
+
+Grant = TableAccess | QueueAccess | SendEmail | StartExecution | StopExecution | BucketAccess | ReadSecret
 
 
 # ---------------------------------------------------------------------------
@@ -319,6 +346,15 @@ BUCKETS: tuple[Bucket, ...] = (
 )
 RESULTS_UPLOAD_PREFIX = "results/"
 
+SECRETS: tuple[Secret, ...] = (
+    # Stripe's API secret key and the webhook endpoint's signing secret: one secret, one read.
+    Secret(
+        "PaymentProvider",
+        "Racecap: Stripe secret key and webhook signing secret (set out of band)",
+        fields=("secretKey", "webhookSecret"),
+    ),
+)
+
 QUEUES: tuple[Queue, ...] = (
     # Paid registrations waiting to be persisted; visibility > 6x writer timeout (AWS advice).
     Queue("Registrations", visibility_timeout_s=60, max_receive_count=5),
@@ -342,6 +378,10 @@ COMMON_ENV: dict[str, Ref] = {
     # The payment provider's API (Stripe-shaped). Locally: the test-token provider in
     # local/payments.py; on AWS: the real provider, its key in Secrets Manager.
     "PAYMENTS_URL": Param("PaymentsUrl", "https://payments.racecap.example"),
+    # Stripe: the API base the official SDK calls (locally the stand-in, local/stripe_standin)
+    # and the secret holding its keys; only functions granted ReadSecret may read it.
+    "PAYMENTS_API_BASE": Param("PaymentsApiBase", "https://api.stripe.com"),
+    "PAYMENTS_SECRET_ID": SecretId("PaymentProvider"),
     "POWERTOOLS_METRICS_NAMESPACE": "Racecap",
     "POWERTOOLS_LOG_LEVEL": "INFO",
 }
@@ -364,6 +404,7 @@ FUNCTIONS: tuple[Function, ...] = (
             TableAccess("Registrations", "read"),
             TableAccess("Idempotency", "readwrite"),
             QueueAccess("Registrations", "send"),
+            ReadSecret("PaymentProvider"),  # creates and confirms payments
         ),
         memory_mb=1024,
     ),
@@ -398,7 +439,11 @@ FUNCTIONS: tuple[Function, ...] = (
         "HoldSweeper",
         "functions/hold_sweeper",
         "Returns the places of expired holds to the pool",
-        grants=(TableAccess("Races", "read"), TableAccess("Inventory", "readwrite")),
+        grants=(
+            TableAccess("Races", "read"),
+            TableAccess("Inventory", "readwrite"),
+            ReadSecret("PaymentProvider"),  # finds and cancels an expiring hold's payment
+        ),
         timeout_s=60,
         reserved_concurrency=1,
     ),
@@ -421,6 +466,7 @@ FUNCTIONS: tuple[Function, ...] = (
             QueueAccess("Emails", "send"),  # refund emails
             StartExecution("RegistrationWindow"),
             StopExecution("RegistrationWindow"),
+            ReadSecret("PaymentProvider"),  # refunds
         ),
         memory_mb=1024,
         # Just under the HTTP API's 30 s integration limit: the CSV export uses the time.
@@ -561,6 +607,10 @@ def table(table_id: str) -> Table:
 
 def queue(queue_id: str) -> Queue:
     return _one(QUEUES, queue_id)
+
+
+def secret(secret_id: str) -> Secret:
+    return _one(SECRETS, secret_id)
 
 
 def bucket(bucket_id: str) -> Bucket:

@@ -174,6 +174,8 @@ def local_resolver(queue_urls: Mapping[str, str], cache_url: str, params: Mappin
                 return queue_urls[queue_id]
             case blueprint.BucketName(bucket=bucket_id):
                 return blueprint.bucket(bucket_id).local_name
+            case blueprint.SecretId(secret=secret_id):
+                return blueprint.secret(secret_id).local_name
             case blueprint.CacheUrl():
                 return cache_url
             case blueprint.FunctionArn(function=function_id):
@@ -231,6 +233,20 @@ def provision_buckets(client: Any) -> None:
             Bucket=bucket.local_name,
             LifecycleConfiguration={"Rules": lifecycle_rules(bucket)},
         )
+
+
+def provision_secrets(client: Any, values: Mapping[str, Mapping[str, str]]) -> None:
+    """Create (or overwrite) every blueprint secret with its local value, as an operator's
+    ``put-secret-value`` would on AWS. ``values``: secret id -> its JSON object."""
+    for secret in blueprint.SECRETS:
+        value = dict(values[secret.id])
+        if set(value) != set(secret.fields):
+            raise ValueError(f"secret {secret.id} needs exactly {secret.fields}, got {sorted(value)}")
+        body = json.dumps(value)
+        try:
+            client.create_secret(Name=secret.local_name, Description=secret.description, SecretString=body)
+        except client.exceptions.ResourceExistsException:
+            client.put_secret_value(SecretId=secret.local_name, SecretString=body)
 
 
 def _ensure_table(client: DynamoDBClient, table: blueprint.Table) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import blueprint
 from local import auth, provision, servers
 from local.runtime import ACCOUNT, LAYER_PATH, REGION
+from local.stripe_standin import server as stripe_standin
 
 ROOT = blueprint.ROOT
 VENV_BIN = Path(sys.executable).parent
@@ -132,7 +133,7 @@ class LocalStack:
             urls,
             f"redis://127.0.0.1:{self.ports.redis}/0",
             # The test-token provider stands in for the real one, as a deploy parameter would.
-            {"PaymentsUrl": self.payments_url, **self.params},
+            {"PaymentsUrl": self.payments_url, "PaymentsApiBase": self.stripe_url, **self.params},
         )
         return resolver(ref)
 
@@ -148,6 +149,8 @@ class LocalStack:
             "AWS_ENDPOINT_URL_SESV2": f"http://127.0.0.1:{self.ports.ses}",
             "AWS_ENDPOINT_URL_SFN": f"http://127.0.0.1:{self.ports.sfn}",
             "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{self.ports.s3}",
+            # moto serves Secrets Manager too, on the same port as S3.
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER": f"http://127.0.0.1:{self.ports.s3}",
             "AWS_ENDPOINT_URL_LAMBDA": self.url,
         }
 
@@ -188,7 +191,7 @@ class LocalStack:
                 lambda: servers.start_elasticmq(self.ports.sqs, self.log_dir, self.work_dir),
             )
             self._step("redis-server", lambda: servers.start_redis(self.ports.redis, self.log_dir))
-            self._step("S3 (moto)", lambda: servers.start_moto(self.ports.s3, self.log_dir))
+            self._step("S3 + Secrets Manager (moto)", lambda: servers.start_moto(self.ports.s3, self.log_dir))
             self._step("local SES", self._start_ses)
             self._step("payments (test tokens)", self._start_payments)
             self._step("Stripe stand-in", self._start_stripe)
@@ -295,6 +298,12 @@ class LocalStack:
         s3 = session.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"])
         self.queue_urls = provision.provision(ddb, sqs)
         provision.provision_buckets(s3)
+        secrets = session.client("secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL_SECRETS_MANAGER"])
+        # The Stripe stand-in's own keys, put where an operator puts the real ones on AWS.
+        keys = stripe_standin.Keys()
+        provision.provision_secrets(
+            secrets, {"PaymentProvider": {"secretKey": keys.secret, "webhookSecret": keys.webhook_secret}}
+        )
         for sm in blueprint.STATE_MACHINES:
             sfn.create_state_machine(
                 name=sm.local_name,

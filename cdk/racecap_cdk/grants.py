@@ -54,5 +54,7 @@ def _apply(registry: Registry, fn: lambda_.Function, grant: blueprint.Grant) -> 
             fn.add_to_role_policy(
                 iam.PolicyStatement(actions=BUCKET_ACTIONS[mode], resources=[bucket.arn_for_objects(f"{prefix}*")])
             )
+        case blueprint.ReadSecret(secret=secret_id):
+            registry.secrets[secret_id].grant_read(fn)
         case _:
             raise TypeError(f"unknown blueprint grant: {grant!r}")

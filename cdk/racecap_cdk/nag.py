@@ -90,11 +90,16 @@ WHY_NAT_TERMINATION = (
     "Termination protection would make `cdk destroy` of a stage fail; the instance holds no state and "
     "CloudFormation recreates it from the template."
 )
+WHY_NO_ROTATION = (
+    "The payment provider's keys are rotated in the provider's dashboard (Stripe rolls a key with an "
+    "overlap period) and then put here with put-secret-value; a rotation Lambda cannot create a Stripe key."
+)
 WHY_DEPLOYMENT_RUNTIME = "CDK's BucketDeployment handler; its runtime is chosen by aws-cdk-lib, not by us."
 
 
 def add_acknowledgments(stack: RacecapStack) -> None:
     _network(stack)
+    _secrets(stack)
     _functions(stack)
     _state_machines(stack)
     _routes(stack)
@@ -115,6 +120,11 @@ def _logical_id(construct: IConstruct) -> str:
 def _pseudo(value: str, name: str) -> str:
     """How cdk-nag prints a region/account: the literal, or ``<AWS::Region>``."""
     return f"<AWS::{name}>" if Token.is_unresolved(value) else value
+
+
+def _secrets(stack: RacecapStack) -> None:
+    for secret in stack.secrets.by_id.values():
+        _ack(secret, "SMG4", WHY_NO_ROTATION)
 
 
 def _network(stack: RacecapStack) -> None:

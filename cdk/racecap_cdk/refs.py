@@ -15,6 +15,7 @@ from aws_cdk import CfnParameter, IStableStringProducer, Lazy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -39,6 +40,7 @@ class Registry:
     queues: dict[str, sqs.Queue] = field(default_factory=dict)
     dead_letter_queues: dict[str, sqs.Queue] = field(default_factory=dict)
     buckets: dict[str, s3.Bucket] = field(default_factory=dict)
+    secrets: dict[str, secretsmanager.Secret] = field(default_factory=dict)
     functions: dict[str, lambda_.Function] = field(default_factory=dict)
     state_machines: dict[str, sfn.StateMachine] = field(default_factory=dict)
     cache_url: str | None = None
@@ -63,6 +65,8 @@ class RefResolver:
                 return reg.queues[queue_id].queue_url
             case blueprint.BucketName(bucket=bucket_id):
                 return reg.buckets[bucket_id].bucket_name
+            case blueprint.SecretId(secret=secret_id):
+                return reg.secrets[secret_id].secret_arn
             case blueprint.CacheUrl():
                 if reg.cache_url is None:
                     raise KeyError("the cache must be built before anything refers to it")

@@ -19,6 +19,7 @@ from .constructs.http_api import HttpApi
 from .constructs.network import Network
 from .constructs.queues import Queues
 from .constructs.schedules import Schedules
+from .constructs.secrets import Secrets
 from .constructs.site import Site
 from .constructs.state_machines import StateMachines
 from .constructs.tables import Tables
@@ -44,6 +45,8 @@ class RacecapStack(Stack):
         reg.dead_letter_queues.update(self.queues.dead_letters)
         self.buckets = Buckets(self, c.BUCKETS_ID)
         reg.buckets.update(self.buckets.by_id)
+        self.secrets = Secrets(self, c.SECRETS_ID)
+        reg.secrets.update(self.secrets.by_id)
         self.functions = Functions(self, c.FUNCTIONS_ID, network=self.network, resolve=resolve)
         reg.functions.update(self.functions.by_id)
         self.state_machines = StateMachines(self, c.STATE_MACHINES_ID, resolve=resolve, registry=reg)

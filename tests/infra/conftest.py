@@ -86,6 +86,8 @@ class TemplateView:
                 return f"QueueUrl:{bp_id}"
             case "AWS::S3::Bucket", True, None:
                 return f"BucketName:{bp_id}"
+            case "AWS::SecretsManager::Secret", True, None:
+                return f"SecretId:{bp_id}"
             case "AWS::Lambda::Function", False, "Arn":
                 return f"FunctionArn:{bp_id}"
             case "AWS::StepFunctions::StateMachine", True, None:
@@ -105,6 +107,8 @@ def blueprint_label(ref: blueprint.Ref) -> str:
             return f"QueueUrl:{q}"
         case blueprint.BucketName(bucket=b):
             return f"BucketName:{b}"
+        case blueprint.SecretId(secret=sec):
+            return f"SecretId:{sec}"
         case blueprint.FunctionArn(function=f):
             return f"FunctionArn:{f}"
         case blueprint.StateMachineArn(state_machine=s):

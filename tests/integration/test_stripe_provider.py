@@ -87,3 +87,34 @@ def test_importing_the_adapter_does_not_import_the_sdk() -> None:
         env={"PYTHONPATH": str(blueprint.ROOT / "layers" / "racecap" / "python")},
     )
     assert out.stdout.strip() == "False"
+
+
+def test_the_keys_come_from_secrets_manager_through_powertools(
+    standin: str, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import boto3
+    from racecap.dal.stripe_provider import keys_from_secret
+
+    from local import provision
+
+    moto = servers.start_moto(servers.free_port(), tmp_path_factory.mktemp("moto"))
+    try:
+        for name, value in {
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER": moto.endpoint,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        client = boto3.client("secretsmanager", endpoint_url=moto.endpoint)
+        provision.provision_secrets(
+            client, {"PaymentProvider": {"secretKey": KEYS.secret, "webhookSecret": KEYS.webhook_secret}}
+        )
+        secret_id = blueprint.secret("PaymentProvider").local_name
+        p = StripePaymentProvider(keys_from_secret(secret_id, max_age_s=60), api_base=standin)
+        assert create(p, payment_method="pm_card_visa", confirm=True).status == IntentStatus.SUCCEEDED
+        assert "sk_" not in repr(keys_from_secret(secret_id)())
+        with pytest.raises(ValueError, match="exactly"):
+            provision.provision_secrets(client, {"PaymentProvider": {"secretKey": "x"}})
+    finally:
+        moto.stop()

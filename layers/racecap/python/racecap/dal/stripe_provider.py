@@ -60,6 +60,24 @@ class StripeKeys:
         return "StripeKeys(***)"
 
 
+def keys_from_secret(secret_id: str, *, max_age_s: int = 300) -> Callable[[], StripeKeys]:
+    """The keys, read from Secrets Manager with Powertools Parameters (cached ``max_age_s`` in
+    the execution environment, so a burst reads the secret once per environment and a rotated
+    key is picked up within minutes). Locally the same call reaches moto's Secrets Manager
+    (``AWS_ENDPOINT_URL_SECRETS_MANAGER``), holding the stand-in's keys."""
+
+    def read() -> StripeKeys:
+        from aws_lambda_powertools.utilities import parameters
+
+        value = parameters.get_secret(secret_id, transform="json", max_age=max_age_s)
+        if not isinstance(value, dict) or not value.get("secretKey") or not value.get("webhookSecret"):
+            # Never the value itself in the message: it is a secret, however malformed.
+            raise PaymentUnavailable(f"secret {secret_id} must be a JSON object with secretKey and webhookSecret")
+        return StripeKeys(secret_key=str(value["secretKey"]), webhook_secret=str(value["webhookSecret"]))
+
+    return read
+
+
 class StripePaymentProvider:
     def __init__(
         self,
@@ -286,4 +304,4 @@ def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("'", "\\'")
 
 
-__all__ = ["STRIPE_API_BASE", "StripeKeys", "StripePaymentProvider"]
+__all__ = ["STRIPE_API_BASE", "StripeKeys", "StripePaymentProvider", "keys_from_secret"]
