@@ -118,3 +118,39 @@ def test_the_keys_come_from_secrets_manager_through_powertools(
             provision.provision_secrets(client, {"PaymentProvider": {"secretKey": "x"}})
     finally:
         moto.stop()
+
+
+def test_environments_share_one_request_budget_through_redis(
+    standin: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import redis
+    from racecap.dal.payment_limit import LimitedPaymentProvider
+    from racecap.dal.payments import PaymentRateLimited
+    from racecap.ratelimit import SendRateLimiter
+
+    server = servers.start_redis(servers.free_port(), tmp_path_factory.mktemp("redis"))
+    try:
+        client = redis.Redis(host="127.0.0.1", port=server.port)
+        rate = 5.0
+        # Two execution environments, each with its own limiter object, one Redis key.
+        envs = [
+            LimitedPaymentProvider(
+                provider(standin),
+                SendRateLimiter(lambda: client, rate, headroom=0.0, key="rc:ratelimit:payment-provider").reserve,
+                max_wait_s=0.0,
+            )
+            for _ in range(2)
+        ]
+        outcomes = []
+        started = time.monotonic()
+        for i in range(20):
+            try:
+                create(envs[i % 2])
+                outcomes.append("ok")
+            except PaymentRateLimited as exc:
+                outcomes.append("limited" if exc.retry_after > 0 else "limited without retry-after")
+        elapsed = time.monotonic() - started
+        assert outcomes.count("ok") <= rate * elapsed + 1, (outcomes, elapsed)
+        assert outcomes.count("limited") > 0
+    finally:
+        server.stop()

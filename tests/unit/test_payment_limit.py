@@ -1,0 +1,61 @@
+"""The shared request budget in front of the payment provider, on the fake provider."""
+
+from __future__ import annotations
+
+import pytest
+from racecap.dal.payment_limit import LimitedPaymentProvider
+from racecap.dal.payments import IntentStatus, PaymentIntent, PaymentRateLimited
+
+from tests.fakes.payments import FakePaymentProvider
+
+
+class Slots:
+    """A limiter that hands out the waits it is given, and counts reservations."""
+
+    def __init__(self, *waits: float) -> None:
+        self.waits = list(waits)
+        self.reserved = 0
+
+    def reserve(self) -> float:
+        self.reserved += 1
+        return self.waits.pop(0) if self.waits else 0.0
+
+
+def _create(p: LimitedPaymentProvider, key: str = "k1") -> PaymentIntent:
+    return p.create_intent(
+        amount_cents=2500, currency="usd", idempotency_key=key, metadata={"holdId": key}, description="t"
+    )
+
+
+def test_a_near_slot_is_waited_for_then_the_call_goes_through() -> None:
+    slept: list[float] = []
+    fake = FakePaymentProvider()
+    p = LimitedPaymentProvider(fake, Slots(0.2).reserve, max_wait_s=0.5, sleep=slept.append)
+    intent = _create(p)
+    assert slept == [0.2]
+    assert fake.retrieve_intent(intent.id).status == IntentStatus.REQUIRES_PAYMENT_METHOD
+
+
+def test_a_far_slot_is_refused_with_retry_after_and_nothing_reaches_the_provider() -> None:
+    fake = FakePaymentProvider()
+    p = LimitedPaymentProvider(fake, Slots(3.0).reserve, max_wait_s=0.5, sleep=lambda _: None)
+    with pytest.raises(PaymentRateLimited) as limited:
+        _create(p, "hold-1")
+    assert limited.value.retry_after == 3.0
+    assert fake.find_intents(hold_id="hold-1") == []
+
+
+def test_every_provider_call_reserves_a_slot_but_parsing_a_webhook_does_not() -> None:
+    fake = FakePaymentProvider()
+    slots = Slots()
+    p = LimitedPaymentProvider(fake, slots.reserve, sleep=lambda _: None)
+    intent = _create(p, "hold-2")
+    p.retrieve_intent(intent.id)
+    p.confirm_intent(intent.id, payment_method="pm_card_visa", idempotency_key="c")
+    p.find_intents(hold_id="hold-2")
+    p.refund(intent_id=intent.id, idempotency_key="r")
+    assert len(list(p.list_events(types=["payment_intent.succeeded"], created_after=0))) >= 1
+    assert slots.reserved == 6
+    payload = b'{"id":"evt_1","type":"x","created":1,"data":{"object":{}}}'
+    p.parse_webhook(payload, fake.sign(payload))
+    assert slots.reserved == 6
