@@ -74,6 +74,9 @@ http {{
     log_format edge '$upstream_cache_status $status $request_time $request_method "$request_uri"';
     access_log {log_dir / ACCESS_LOG} edge buffer=256k flush=1s;
     server_tokens off;
+    sendfile on;  # cached answers are files: the kernel copies them, as for static files
+    tcp_nopush on;
+    tcp_nodelay on;
     client_body_temp_path {work_dir / "tmp" / "body"};
     proxy_temp_path {work_dir / "tmp" / "proxy"};
     fastcgi_temp_path {work_dir / "tmp" / "fastcgi"};

@@ -209,14 +209,22 @@ def measure_on(stack: Any, work: Path, runners: int = RUNNERS, seconds: int = SE
     arranged = _arrange(stack, runners)
     arrange_s = round(time.monotonic() - started, 1)
     edge, origin = stack.edge_url, stack.url
-    with ThreadPoolExecutor(8) as pool:  # the first runners of results day fill the edge
-        list(pool.map(lambda p: requests.get(edge + p, timeout=30), arranged["pages"] + arranged["searches"]))
+
+    def first_visit(path: str) -> bool:
+        try:
+            return requests.get(edge + path, timeout=120).status_code == 200
+        except requests.RequestException:
+            return False
+
+    with ThreadPoolExecutor(4) as pool:  # the first runners of results day fill the edge
+        warmed = list(pool.map(first_visit, arranged["pages"] + arranged["searches"]))
     log = stack.log_dir / "edge-access.log"
     out: dict[str, Any] = {
         "tool": "wrk (rates, p50/p99); Artillery runs artillery/results-burst.yml (the realistic scenario)",
         "runners": runners,
         "arrange_s": arrange_s,
         "distinct_urls": {"pages": len(arranged["pages"]), "autocompletes": len(arranged["searches"])},
+        "warm_up_failures": warmed.count(False),
     }
     for name, paths in (("pages", arranged["pages"]), ("autocompletes", arranged["searches"])):
         offset = log.stat().st_size
