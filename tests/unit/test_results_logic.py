@@ -60,9 +60,9 @@ def test_places_on_50000_runners_are_right_and_fast() -> None:
         for a in [rng.randint(18, 80)]
         for t in [rng.randint(2 * 3600, 2 * 3600 + 600) * 1000]  # 10 minutes of seconds: many ties
     ]
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: what the ranking costs, whatever else the machine runs
     ordered = rank(people)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert elapsed < 2.0, elapsed
     finishers = [r for r in ordered if r.place is not None]
     assert len(finishers) == sum(1 for r in people if r.status == "FINISHED")
