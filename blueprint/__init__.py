@@ -353,6 +353,12 @@ SECRETS: tuple[Secret, ...] = (
         "Racecap: Stripe secret key and webhook signing secret (set out of band)",
         fields=("secretKey", "webhookSecret"),
     ),
+    # The key that signs the fairness tokens (device, queue entry, admission, challenge).
+    Secret(
+        "FairnessSigningKey",
+        "Racecap: the key signing device, queue and admission tokens (set out of band, 32+ random bytes)",
+        fields=("signingKey",),
+    ),
 )
 
 QUEUES: tuple[Queue, ...] = (
@@ -382,6 +388,12 @@ COMMON_ENV: dict[str, Ref] = {
     # and the secret holding its keys; only functions granted ReadSecret may read it.
     "PAYMENTS_API_BASE": Param("PaymentsApiBase", "https://api.stripe.com"),
     "PAYMENTS_SECRET_ID": SecretId("PaymentProvider"),
+    # Per-address token buckets on the runner API: requests per second, and the burst a
+    # page load (a dozen calls) and a few quick retries fit in.
+    "RATE_LIMIT_PER_SECOND": Param("RunnerRateLimitPerSecond", "5"),
+    "RATE_LIMIT_BURST": Param("RunnerRateLimitBurst", "30"),
+    # The secret whose signingKey signs device, queue and admission tokens (racecap.fairness.keys).
+    "FAIRNESS_KEY_SECRET_ID": SecretId("FairnessSigningKey"),
     "POWERTOOLS_METRICS_NAMESPACE": "Racecap",
     "POWERTOOLS_LOG_LEVEL": "INFO",
 }
@@ -405,6 +417,7 @@ FUNCTIONS: tuple[Function, ...] = (
             TableAccess("Idempotency", "readwrite"),
             QueueAccess("Registrations", "send"),
             ReadSecret("PaymentProvider"),  # creates and confirms payments
+            ReadSecret("FairnessSigningKey"),  # signs device, queue and admission tokens
         ),
         memory_mb=1024,
     ),
@@ -544,6 +557,10 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("GET", "/races/{raceId}/registrations/export"),
     ("POST", "/races/{raceId}/registrations/{registrationId}/cancel"),
     ("GET", "/races/{raceId}/audit"),
+    ("GET", "/races/{raceId}/fairness"),
+    ("PATCH", "/races/{raceId}/fairness"),
+    ("POST", "/races/{raceId}/queue/pause"),
+    ("POST", "/races/{raceId}/queue/resume"),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -554,6 +571,10 @@ ROUTES: tuple[Route, ...] = (
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
     Route("GET", "/api/registrations/{registrationId}", "RegistrationApi"),
+    Route("POST", "/api/device", "RegistrationApi"),
+    Route("GET", "/api/races/{raceId}/queue", "RegistrationApi"),
+    Route("POST", "/api/races/{raceId}/queue", "RegistrationApi"),
+    Route("POST", "/api/races/{raceId}/queue/challenge", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.
@@ -623,6 +644,14 @@ def function(function_id: str) -> Function:
 
 def state_machine(sm_id: str) -> StateMachine:
     return _one(STATE_MACHINES, sm_id)
+
+
+def param(name: str) -> Param:
+    """The deploy parameter ``name`` as the environment declares it (one default)."""
+    for ref in [*COMMON_ENV.values(), *(v for fn in FUNCTIONS for v in fn.extra_env.values())]:
+        if isinstance(ref, Param) and ref.name == name:
+            return ref
+    raise KeyError(name)
 
 
 def routes_for(function_id: str) -> tuple[Route, ...]:

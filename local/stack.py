@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -100,6 +101,9 @@ class LocalStack:
         self.queue_urls: dict[str, str] = {}
         self.log_dir = work_dir / "logs"
         self.issuer = auth.Issuer(work_dir / "auth")
+        # The fairness tokens' signing key, fresh for each stack, put into (moto's) Secrets
+        # Manager where an operator puts the real one on AWS; tests mint tokens with it.
+        self.fairness_key = secrets.token_hex(32)
 
     # -- addresses ------------------------------------------------------------------
     @property
@@ -226,6 +230,17 @@ class LocalStack:
             proc.stop()
         self.procs.clear()
 
+    def stop_redis(self) -> None:
+        """Stop the cache (fault tests: Redis is an accelerator, never a dependency)."""
+        for proc in [p for p in self.procs if p.name == "redis"]:
+            proc.stop()
+            self.procs.remove(proc)
+
+    def restart_redis(self) -> None:
+        """A Redis restart: it comes back empty (nothing is persisted), as ElastiCache would after a failover."""
+        self.stop_redis()
+        self.procs.append(servers.start_redis(self.ports.redis, self.log_dir))
+
     def __enter__(self) -> LocalStack:
         return self.start()
 
@@ -302,7 +317,11 @@ class LocalStack:
         # The Stripe stand-in's own keys, put where an operator puts the real ones on AWS.
         keys = stripe_standin.Keys()
         provision.provision_secrets(
-            secrets, {"PaymentProvider": {"secretKey": keys.secret, "webhookSecret": keys.webhook_secret}}
+            secrets,
+            {
+                "PaymentProvider": {"secretKey": keys.secret, "webhookSecret": keys.webhook_secret},
+                "FairnessSigningKey": {"signingKey": self.fairness_key},
+            },
         )
         for sm in blueprint.STATE_MACHINES:
             sfn.create_state_machine(

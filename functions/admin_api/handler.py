@@ -16,8 +16,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import Field
 from racecap.auth import director_from_claims
 from racecap.config import get_settings
+from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.admin import EventDraft, EventPatch, RaceDraft, RacePatch
 from racecap.logic.participants import PAGE_MAX, build_export_page
@@ -35,7 +37,15 @@ from racecap.models import (
     WindowView,
 )
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import audit_trail, cancellations, participants, race_admin, race_stats, window_control
+from racecap.wiring import (
+    audit_trail,
+    cancellations,
+    opening_queue,
+    participants,
+    race_admin,
+    race_stats,
+    window_control,
+)
 
 get_settings()  # validate the environment at cold start
 app = make_resolver()
@@ -198,6 +208,10 @@ def close_window(raceId: str) -> Response[WindowView]:
 
 
 # -- live stats, participants, refunds, audit ----------------------------------------------------------
+class StatsWithQueue(RaceStatsView):
+    fairness: FairnessView = Field(description="The opening queue (length, admitted, rate, wait) and hold limits.")
+
+
 @app.get(
     "/api/admin/races/<raceId>/stats",
     summary="Live figures per event",
@@ -208,9 +222,63 @@ def close_window(raceId: str) -> Response[WindowView]:
     responses=NOT_YOURS,
 )
 @tracer.capture_method
-def stats(raceId: str, minutes: Annotated[int, Query(ge=1, le=1440)] = 60) -> Response[RaceStatsView]:
+def stats(raceId: str, minutes: Annotated[int, Query(ge=1, le=1440)] = 60) -> Response[StatsWithQueue]:
     _, race, events = _owned(raceId)
-    return _json(200, race_stats().stats(race, events, minutes))
+    figures = race_stats().stats(race, events, minutes)
+    return _json(200, StatsWithQueue(**figures.model_dump(), fairness=opening_queue().view(raceId)))
+
+
+# -- fairness: hold limits, the opening queue ----------------------------------------------------------
+@app.get(
+    "/api/admin/races/<raceId>/fairness",
+    summary="Hold limits, proof-of-work and the opening queue's settings and figures",
+    tags=["Admin: fairness"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def get_fairness(raceId: str) -> Response[FairnessView]:
+    _owned(raceId)
+    return _json(200, opening_queue().view(raceId))
+
+
+@app.patch(
+    "/api/admin/races/<raceId>/fairness",
+    summary="Switch the opening queue on or off; set the admission rate, hold limits, proof-of-work difficulty",
+    tags=["Admin: fairness"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def edit_fairness(raceId: str, body: Annotated[FairnessPatch, Body()]) -> Response[FairnessView]:
+    _owned(raceId)
+    return _json(200, opening_queue().configure(raceId, body))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/queue/pause",
+    summary="Pause admission from the queue (everyone keeps their place)",
+    tags=["Admin: fairness"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def pause_queue(raceId: str) -> Response[FairnessView]:
+    _owned(raceId)
+    return _json(200, opening_queue().pause(raceId))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/queue/resume",
+    summary="Resume admission from the queue at the set rate",
+    tags=["Admin: fairness"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def resume_queue(raceId: str) -> Response[FairnessView]:
+    _owned(raceId)
+    return _json(200, opening_queue().resume(raceId))
 
 
 @app.get(

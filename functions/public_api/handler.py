@@ -14,11 +14,11 @@ from racecap.config import get_settings
 from racecap.http import make_resolver
 from racecap.models import RaceList, RaceView
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import catalog
+from racecap.wiring import catalog, runner_rate_limit
 
 get_settings()  # validate the environment at cold start, not mid-burst
 
-app = make_resolver()
+app = make_resolver(rate_limit=runner_rate_limit)
 OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 CACHE_SHORT = {"Cache-Control": "public, max-age=2"}
 

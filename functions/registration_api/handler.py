@@ -1,4 +1,5 @@
-"""RegistrationApi: hold a place, register and pay, release a hold, poll the outcome."""
+"""RegistrationApi: hold a place, register and pay, release a hold, poll the outcome;
+get a device token, and wait in a race's opening queue."""
 
 from typing import Annotated, Any
 
@@ -14,14 +15,16 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.errors import Conflict
+from racecap.fairness.identity import DeviceView, lower_headers, new_device_token
+from racecap.fairness.queue import ChallengeView, EnterRequest, QueueView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import hold_service, registration_service
+from racecap.wiring import client, hold_service, opening_queue, registration_service, runner_rate_limit, signer
 
 settings = get_settings()  # validate the environment at cold start, not mid-burst
-app = make_resolver()
+app = make_resolver(rate_limit=runner_rate_limit)
 
 # The same call repeated (a double click, a retry after a lost response) returns the
 # first answer without running again; the hold's state machine is the second guard.
@@ -48,7 +51,74 @@ def _register(call: dict[str, Any]) -> dict[str, Any]:
 )
 @tracer.capture_method
 def create_hold(raceId: str, eventId: str) -> Response[HoldCreated]:
+    who = _client()
+    opening_queue().admit_hold(raceId, who)
     return Response(201, content_types.APPLICATION_JSON, hold_service().hold(raceId, eventId), headers=NO_STORE)
+
+
+def _client() -> Any:
+    return client(lower_headers(app.current_event.raw_event))
+
+
+@app.post(
+    "/api/device",
+    summary="A signed device token (the site asks once, on its first visit)",
+    description="Send it as `X-Racecap-Device` on later calls: the queue and the per-device hold limit key on it.",
+    tags=["Fairness"],
+)
+@tracer.capture_method
+def device_token() -> Response[DeviceView]:
+    _, token = new_device_token(signer())
+    return Response(201, content_types.APPLICATION_JSON, DeviceView(deviceToken=token), headers=NO_STORE)
+
+
+@app.post(
+    "/api/races/<raceId>/queue/challenge",
+    summary="A proof-of-work challenge for joining the race's queue",
+    tags=["Fairness"],
+    responses={401: {"description": "DEVICE_TOKEN_REQUIRED, INVALID_TOKEN"}, 404: {"description": "RACE_NOT_FOUND"}},
+)
+@tracer.capture_method
+def queue_challenge(raceId: str) -> Response[ChallengeView]:
+    return Response(201, content_types.APPLICATION_JSON, opening_queue().challenge(raceId, _client()), headers=NO_STORE)
+
+
+@app.post(
+    "/api/races/<raceId>/queue",
+    summary="Join the race's opening queue with a solved challenge",
+    description="One place per device: joining again (a refresh, a second tab) returns the same place.",
+    tags=["Fairness"],
+    responses={
+        401: {"description": "DEVICE_TOKEN_REQUIRED, INVALID_TOKEN"},
+        403: {"description": "PROOF_OF_WORK_REFUSED (missing, wrong or reused proof), TOKEN_NOT_YOURS"},
+        404: {"description": "RACE_NOT_FOUND"},
+    },
+)
+@tracer.capture_method
+def join_queue(raceId: str, body: Annotated[EnterRequest, Body()]) -> Response[QueueView]:
+    view = opening_queue().enter(raceId, _client(), body)
+    return _queue_response(view)
+
+
+@app.get(
+    "/api/races/<raceId>/queue",
+    summary="Your place in the race's queue (send X-Racecap-Queue), or your admission",
+    description="`Retry-After` says when to poll again: rarely while far from the front, often near it.",
+    tags=["Fairness"],
+    responses={
+        401: {"description": "DEVICE_TOKEN_REQUIRED, INVALID_TOKEN, TOKEN_EXPIRED"},
+        403: {"description": "TOKEN_NOT_YOURS"},
+        404: {"description": "RACE_NOT_FOUND"},
+    },
+)
+@tracer.capture_method
+def queue_place(raceId: str) -> Response[QueueView]:
+    return _queue_response(opening_queue().poll(raceId, _client()))
+
+
+def _queue_response(view: QueueView) -> Response[QueueView]:
+    headers = {**NO_STORE, **({"Retry-After": str(view.retryAfterSeconds)} if view.retryAfterSeconds else {})}
+    return Response(200, content_types.APPLICATION_JSON, view, headers=headers)
 
 
 @app.delete(

@@ -31,6 +31,11 @@ class Settings(BaseModel):
     # The Secrets Manager id (ARN on AWS) of the provider's keys: never the keys themselves.
     payments_secret_id: str = Field(alias="PAYMENTS_SECRET_ID", min_length=1)
     service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
+    # Per-address token buckets on the runner API (racecap.fairness.buckets).
+    rate_limit_per_second: float = Field(alias="RATE_LIMIT_PER_SECOND", gt=0)
+    rate_limit_burst: int = Field(alias="RATE_LIMIT_BURST", ge=1)
+    # The secret holding the fairness tokens' signing key (racecap.fairness.keys).
+    fairness_key_secret_id: str = Field(alias="FAIRNESS_KEY_SECRET_ID", min_length=1)
     # AdminApi only (a function's ``extra_env`` in the blueprint); None elsewhere.
     window_state_machine_arn: str | None = Field(
         default=None, alias="WINDOW_STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:"

@@ -7,7 +7,7 @@ Every failure a client can see is ``{"error": CODE, "message": sentence}`` (plus
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -68,8 +68,13 @@ def _human(err: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def make_resolver() -> RacecapResolver:
+RateCheck = Callable[[Mapping[str, str]], int]  # headers (lower-case) -> seconds to wait; 0 = go
+
+
+def make_resolver(rate_limit: RateCheck | None = None) -> RacecapResolver:
+    """The resolver; ``rate_limit`` (the runner API's) answers 429 before anything else runs."""
     app = RacecapResolver(enable_validation=True)
+    app.rate_limit = rate_limit
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:
@@ -99,13 +104,25 @@ class RacecapResolver(APIGatewayHttpResolver):
 
     Powertools validates the body before any route middleware runs, so a form post or
     a 1 MB body would come back as a confusing field error. These checks answer first:
-    a body must be JSON (415) and small (413).
+    a body must be JSON (415) and small (413). A client over its rate limit is answered
+    429 first of all, so a flood costs one Redis call per request and nothing more.
     """
 
+    rate_limit: RateCheck | None = None
+
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+        if self.rate_limit is not None:
+            wait = self.rate_limit(headers)
+            if wait > 0:
+                return _proxy(
+                    429,
+                    "TOO_MANY_REQUESTS",
+                    f"Too many requests from your address; please retry in {wait} s.",
+                    retry_after=wait,
+                )
         body = event.get("body") or ""
         if body:
-            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
             ctype = headers.get("content-type", "").split(";")[0].strip().lower()
             if ctype != "application/json":
                 return _proxy(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
@@ -114,10 +131,13 @@ class RacecapResolver(APIGatewayHttpResolver):
         return super().resolve(event, context)
 
 
-def _proxy(status: int, code: str, message: str) -> dict[str, Any]:
+def _proxy(status: int, code: str, message: str, *, retry_after: int | None = None) -> dict[str, Any]:
+    headers = {"Content-Type": "application/json", "Cache-Control": "no-store"}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
     return {
         "statusCode": status,
-        "headers": {"Content-Type": "application/json", "Cache-Control": "no-store"},
+        "headers": headers,
         "body": json.dumps({"error": code, "message": message}),
         "isBase64Encoded": False,
     }

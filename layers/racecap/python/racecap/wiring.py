@@ -6,6 +6,7 @@ fakes or local servers instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
@@ -26,6 +27,12 @@ from racecap.dal.transactions import TransactItem
 from racecap.dal.transactions import transact as run_transaction
 from racecap.dal.windows import DynamoWindows
 from racecap.dal.workflows import StepFunctionsWorkflow
+from racecap.fairness.buckets import AddressBuckets
+from racecap.fairness.identity import Client, address_from, client_from
+from racecap.fairness.keys import signing_key
+from racecap.fairness.queue import OpeningQueue
+from racecap.fairness.store import QueueStore
+from racecap.fairness.tokens import Signer
 from racecap.logic.admin import RaceAdmin
 from racecap.logic.audit import AuditTrail
 from racecap.logic.holds import HoldService
@@ -107,6 +114,37 @@ def windows() -> DynamoWindows:
 @lru_cache(maxsize=1)
 def window_tasks() -> WindowTasks:
     return WindowTasks(race_store(), inventory(), catalog(), cache(), windows())
+
+
+# -- fairness: who a client is, rate limits, the opening queue ------------------------------
+def signer() -> Signer:
+    return _signer(signing_key())
+
+
+@lru_cache(maxsize=2)
+def _signer(key: bytes) -> Signer:
+    return Signer(key)
+
+
+def client(headers: Mapping[str, str]) -> Client:
+    return client_from(headers, signer())
+
+
+@lru_cache(maxsize=1)
+def address_buckets() -> AddressBuckets:
+    s = get_settings()
+    return AddressBuckets(clients.cache, rate_per_second=s.rate_limit_per_second, burst=s.rate_limit_burst)
+
+
+def runner_rate_limit(headers: Mapping[str, str]) -> int:
+    """The runner API's per-address limit: seconds to wait, 0 to go (``http.make_resolver``)."""
+    return address_buckets().take(address_from(headers)).retry_after_s
+
+
+@lru_cache(maxsize=1)
+def opening_queue() -> OpeningQueue:
+    store = QueueStore(clients.dynamodb(), get_settings().inventory_table)
+    return OpeningQueue(catalog(), store, cache(), signer)
 
 
 # -- the race directors' admin API ----------------------------------------------------------

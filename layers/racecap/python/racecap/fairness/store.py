@@ -1,0 +1,173 @@
+"""The opening queue's durable state, in the Inventory table (Redis only caches it).
+
+Layout (pk / sk):
+  QUEUE#<raceId>              / STATE  the director's settings and the queue's counters:
+                                       seq (arrival numbers issued), drawSize + drawSeed (the draw),
+                                       anchorAt + anchorCount (where "now serving" stood at
+                                       the last rate change, pause or resume)
+  QENTRY#<raceId>#<deviceId>  / ENTRY  one device's place: its arrival number; admittedAt
+                                       once it was first admitted (one per device and race)
+  POW#<challengeId>           / POW    a spent proof-of-work challenge (TTL clean-up)
+
+"Now serving" is never stored per tick: it is a function of the STATE item and the clock
+(``queue.serving``), so a Redis restart, a cold start or a crash cannot move anyone's
+place, and no scheduled job has to advance it.
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from typing import Any
+
+from racecap.dal.dynamo import from_item, is_conditional_failure, to_item, values
+
+
+def state_key(race_id: str) -> dict[str, Any]:
+    return to_item({"pk": f"QUEUE#{race_id}", "sk": "STATE"})
+
+
+def entry_key(race_id: str, device_id: str) -> dict[str, Any]:
+    return to_item({"pk": f"QENTRY#{race_id}#{device_id}", "sk": "ENTRY"})
+
+
+class QueueStore:
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def state(self, race_id: str) -> dict[str, Any] | None:
+        resp = self._db.get_item(TableName=self._table, Key=state_key(race_id), ConsistentRead=True)
+        return from_item(resp["Item"]) if "Item" in resp else None
+
+    def save_settings(self, race_id: str, changes: dict[str, Any], expected_version: int) -> bool:
+        """Apply the director's changes if nobody else changed the state since it was read."""
+        sets = ", ".join(f"#{k} = :{k}" for k in changes)
+        cond = "attribute_not_exists(pk)" if expected_version == 0 else "#version = :expected"
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=state_key(race_id),
+                UpdateExpression=f"SET {sets}, #version = :next",
+                ConditionExpression=cond,
+                ExpressionAttributeNames={f"#{k}": k for k in [*changes, "version"]},
+                ExpressionAttributeValues=values(
+                    {
+                        **{f":{k}": v for k, v in changes.items()},
+                        ":next": expected_version + 1,
+                        **({":expected": expected_version} if expected_version else {}),
+                    }
+                ),
+            )
+            return True
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def next_arrival(self, race_id: str) -> dict[str, Any] | None:
+        """Issue the next arrival number (the whole state after it), or None if the queue is off."""
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=state_key(race_id),
+                UpdateExpression="ADD seq :one",
+                ConditionExpression="enabled = :yes",
+                ExpressionAttributeValues=values({":one": 1, ":yes": True}),
+                ReturnValues="ALL_NEW",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return None
+        return from_item(resp["Attributes"])
+
+    def drain(self, race_id: str, seen_seq: int, now: float) -> bool:
+        """Everyone issued has been admitted: switch the queue off, unless someone just entered."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=state_key(race_id),
+                UpdateExpression="SET enabled = :no, drainedAt = :now, #version = #version + :one",
+                ConditionExpression="enabled = :yes AND seq = :seq",
+                ExpressionAttributeNames={"#version": "version"},
+                ExpressionAttributeValues=values(
+                    {":no": False, ":yes": True, ":now": _num(now), ":one": 1, ":seq": seen_seq}
+                ),
+            )
+            return True
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def draw(self, race_id: str, seed_hex: str, now: float, default_rate: int) -> None:
+        """Close the pre-opening pool at its current size and fix the lottery's seed: once."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=state_key(race_id),
+                UpdateExpression=(
+                    "SET drawSize = seq, drawSeed = :seed, drawnAt = :now, "
+                    "anchorAt = :now, anchorCount = :zero, ratePerMin = if_not_exists(ratePerMin, :rate), "
+                    "#version = #version + :one"
+                ),
+                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(drawnAt)",
+                ExpressionAttributeNames={"#version": "version"},
+                ExpressionAttributeValues=values(
+                    {":zero": 0, ":one": 1, ":seed": seed_hex, ":now": _num(now), ":rate": default_rate}
+                ),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            pass  # another environment drew first: its draw stands
+
+    # -- entries ---------------------------------------------------------------------------
+    def entry(self, race_id: str, device_id: str) -> dict[str, Any] | None:
+        resp = self._db.get_item(TableName=self._table, Key=entry_key(race_id, device_id), ConsistentRead=True)
+        return from_item(resp["Item"]) if "Item" in resp else None
+
+    def put_entry(self, race_id: str, device_id: str, arrival: int, now: float, replace_arrival: int | None) -> bool:
+        """One entry per device: False if another tab of the same device got there first."""
+        item = {**from_item(entry_key(race_id, device_id)), "arrival": arrival, "enteredAt": _num(now)}
+        cond = "attribute_not_exists(pk)" if replace_arrival is None else "arrival = :old"
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=to_item(item),
+                ConditionExpression=cond,
+                **(
+                    {"ExpressionAttributeValues": values({":old": replace_arrival})}
+                    if replace_arrival is not None
+                    else {}
+                ),
+            )
+            return True
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+
+    def mark_admitted(self, race_id: str, device_id: str, arrival: int, now: float) -> float:
+        """When this entry was first admitted (set once; later polls get the same time)."""
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=entry_key(race_id, device_id),
+                UpdateExpression="SET admittedAt = if_not_exists(admittedAt, :now)",
+                ConditionExpression="arrival = :a",
+                ExpressionAttributeValues=values({":now": _num(now), ":a": arrival}),
+                ReturnValues="ALL_NEW",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return -1.0  # the entry was replaced (the device re-joined): this token is stale
+        return float(from_item(resp["Attributes"])["admittedAt"])
+
+    def spend_challenge(self, challenge_id: str, ttl_s: int) -> bool:
+        """True the first time a challenge is spent, False on every reuse."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=to_item({"pk": f"POW#{challenge_id}", "sk": "POW", "ttl": int(time.time()) + ttl_s}),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return True
+        except Exception as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+
+
+def _num(value: float) -> Decimal:
+    return Decimal(str(round(value, 3)))

@@ -1,0 +1,49 @@
+"""Per-address rate limits on the runner API: a retryable 429, and failing open without Redis."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import blueprint
+
+from .runners import Runner
+
+BURST = int(blueprint.param("RunnerRateLimitBurst").default)
+
+
+def _hammer(runner: Runner, url: str, n: int) -> list[Any]:
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(lambda _: runner.call("GET", url), range(n)))
+
+
+def test_given_one_address_over_its_bucket_then_429_with_retry_after_and_others_unaffected(
+    api: Any, backend: Any
+) -> None:
+    race_id = backend.create_race([10])
+    bot = Runner(api, device=False)
+    answers = _hammer(bot, f"/api/races/{race_id}", BURST * 3)
+    limited = [r for r in answers if r.status_code == 429]
+    assert limited, "no request was limited"
+    assert all(r.status_code in (200, 429) for r in answers)
+    for r in limited[:5]:
+        assert int(r.headers["Retry-After"]) >= 1
+        body = r.json()
+        assert body["error"] == "TOO_MANY_REQUESTS" and "retry" in body["message"]
+    assert sum(r.status_code == 200 for r in answers) <= BURST + 10  # the bucket, plus its refill meanwhile
+
+    honest = Runner(api, device=False)
+    assert honest.call("GET", f"/api/races/{race_id}").status_code == 200
+
+
+def test_given_redis_is_down_then_the_api_fails_open(api: Any, backend: Any, stack: Any) -> None:
+    race_id = backend.create_race([10])
+    bot = Runner(api, device=False)
+    stack.stop_redis()
+    try:
+        answers = _hammer(bot, f"/api/races/{race_id}", BURST * 2)
+    finally:
+        stack.restart_redis()
+    assert [r.status_code for r in answers] == [200] * len(answers)
+    log = (stack.log_dir / "gateway.log").read_text()
+    assert "RateLimitFailOpen" in log  # the metric says so

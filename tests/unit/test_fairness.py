@@ -1,0 +1,77 @@
+"""The fairness building blocks on their own: tokens, the draw, proof-of-work, addresses."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pytest
+from racecap.fairness import work
+from racecap.fairness.identity import address_from
+from racecap.fairness.lottery import admission_number, draw
+from racecap.fairness.tokens import InvalidToken, Signer, TokenExpired
+
+KEY = b"k" * 32
+
+
+def test_a_token_verifies_under_its_key_and_kind_only():
+    signer = Signer(KEY)
+    token = signer.sign("adm", {"r": "race_1", "d": "dev_1", "exp": 2_000})
+    assert signer.verify("adm", token, now=1_000)["d"] == "dev_1"
+    with pytest.raises(InvalidToken):
+        Signer(b"x" * 32).verify("adm", token, now=1_000)  # forged: another key
+    with pytest.raises(InvalidToken):
+        signer.verify("que", token.replace("adm.", "que.", 1), now=1_000)  # a kind cannot pass for another
+    with pytest.raises(TokenExpired):
+        signer.verify("adm", token, now=2_000)
+    head, body, mac = token.split(".")
+    with pytest.raises(InvalidToken):
+        signer.verify("adm", f"{head}.{body}x.{mac}", now=1_000)  # tampered payload
+
+
+@pytest.mark.parametrize("pool", [1, 2, 3, 7, 64, 65, 1000, 2000])
+def test_the_draw_is_a_permutation_of_the_pool(pool):
+    seed = random.randbytes(16)
+    assert sorted(draw(seed, pool, a) for a in range(1, pool + 1)) == list(range(1, pool + 1))
+
+
+def test_the_draw_ignores_arrival_order_and_later_arrivals_keep_theirs():
+    pool = 2000
+    order = [draw(b"opening-seed-1234", pool, a) for a in range(1, pool + 1)]
+    n = pool
+    d2 = sum((a - 1 - (o - 1)) ** 2 for a, o in zip(range(1, n + 1), order, strict=True))
+    rho = 1 - 6 * d2 / (n * (n * n - 1))
+    assert abs(rho) < 0.1
+    assert admission_number(b"s" * 16, pool, pool + 5) == pool + 5
+    assert admission_number(None, None, 3) is None
+
+
+def test_a_solved_challenge_passes_once_checked_and_a_wrong_one_is_refused():
+    signer = Signer(KEY)
+    ch = work.issue(signer, "race_1", "dev_1", 8)
+    nonce = work.solve(ch["challenge"], 8)
+    assert work.check(signer, "race_1", "dev_1", ch["challenge"], nonce)
+    bad = next(
+        str(n)
+        for n in range(1000)
+        if work.leading_zero_bits(hashlib.sha256(f"{ch['challenge']}:{n}".encode()).digest()) < 8
+    )
+    with pytest.raises(work.ProofRefused):
+        work.check(signer, "race_1", "dev_1", ch["challenge"], bad)
+    with pytest.raises(work.ProofRefused):
+        work.check(signer, "race_1", "dev_1", None, None)
+
+
+@pytest.mark.parametrize(
+    ("header", "address"),
+    [
+        ("203.0.113.7:443", "203.0.113.7"),
+        ("2001:db8::1:51234", "2001:db8::1"),
+        ("2001:db8::1:443", "2001:db8::1"),
+        ("203.0.113.7", "203.0.113.7"),
+        ("not an address", None),
+        ("", None),
+    ],
+)
+def test_the_viewer_address_is_read_from_cloudfronts_header(header, address):
+    assert address_from({"cloudfront-viewer-address": header}) == address
