@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -10,10 +11,11 @@ import blueprint
 from .runners import Runner
 
 BURST = int(blueprint.param("RunnerRateLimitBurst").default)
+RATE = float(blueprint.param("RunnerRateLimitPerSecond").default)
 
 
-def _hammer(runner: Runner, url: str, n: int) -> list[Any]:
-    with ThreadPoolExecutor(8) as pool:
+def _hammer(runner: Runner, url: str, n: int, workers: int = 8) -> list[Any]:
+    with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(lambda _: runner.call("GET", url), range(n)))
 
 
@@ -22,7 +24,9 @@ def test_given_one_address_over_its_bucket_then_429_with_retry_after_and_others_
 ) -> None:
     race_id = backend.create_race([10])
     bot = Runner(api, device=False)
+    started = time.monotonic()
     answers = _hammer(bot, f"/api/races/{race_id}", BURST * 3)
+    elapsed = time.monotonic() - started
     limited = [r for r in answers if r.status_code == 429]
     assert limited, "no request was limited"
     assert all(r.status_code in (200, 429) for r in answers)
@@ -30,7 +34,8 @@ def test_given_one_address_over_its_bucket_then_429_with_retry_after_and_others_
         assert int(r.headers["Retry-After"]) >= 1
         body = r.json()
         assert body["error"] == "TOO_MANY_REQUESTS" and "retry" in body["message"]
-    assert sum(r.status_code == 200 for r in answers) <= BURST + 10  # the bucket, plus its refill meanwhile
+    # At most the bucket, plus what it refilled while the requests were being answered.
+    assert sum(r.status_code == 200 for r in answers) <= BURST + RATE * elapsed + 1
 
     honest = Runner(api, device=False)
     assert honest.call("GET", f"/api/races/{race_id}").status_code == 200
@@ -39,11 +44,12 @@ def test_given_one_address_over_its_bucket_then_429_with_retry_after_and_others_
 def test_given_redis_is_down_then_the_api_fails_open(api: Any, backend: Any, stack: Any) -> None:
     race_id = backend.create_race([10])
     bot = Runner(api, device=False)
+    log = stack.log_dir / "gateway.log"
+    seen = log.read_text().count("RateLimitFailOpen")
     stack.stop_redis()
     try:
-        answers = _hammer(bot, f"/api/races/{race_id}", BURST * 2)
+        answers = _hammer(bot, f"/api/races/{race_id}", BURST + 10, workers=4)
     finally:
         stack.restart_redis()
-    assert [r.status_code for r in answers] == [200] * len(answers)
-    log = (stack.log_dir / "gateway.log").read_text()
-    assert "RateLimitFailOpen" in log  # the metric says so
+    assert [r.status_code for r in answers] == [200] * len(answers)  # more than the bucket, none refused
+    assert log.read_text().count("RateLimitFailOpen") > seen  # and the metric says the limiter failed open
