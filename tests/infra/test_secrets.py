@@ -56,7 +56,9 @@ def test_only_the_functions_granted_read_secret_may_read_it(view: TemplateView) 
         fn.id: {g.secret for g in fn.grants if isinstance(g, blueprint.ReadSecret)} for fn in blueprint.FUNCTIONS
     }
     assert _secret_reads(view) == expected
-    assert expected["RegistrationApi"] == expected["HoldSweeper"] == expected["AdminApi"] == {"PaymentProvider"}
+    assert expected["HoldSweeper"] == expected["AdminApi"] == {"PaymentProvider"}
+    # RegistrationApi also signs and checks the fairness tokens (device, queue, admission).
+    assert expected["RegistrationApi"] == {"PaymentProvider", "FairnessSigningKey"}
 
 
 def test_the_provider_calling_functions_have_a_route_out(view: TemplateView) -> None:
