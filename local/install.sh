@@ -4,7 +4,7 @@
 #   local/install.sh                 # every step
 #   local/install.sh python node     # only these steps (in the order given)
 #
-# Steps: apt, python, maven, node. Everything except apt packages is kept under the repo's
+# Steps: apt, python, maven, node, scanners. Everything except apt packages is kept under the repo's
 # ignored .cache/ folder (and the venv in .venv/). A finished step leaves a stamp in
 # .cache/stamps/<step> holding a hash of the step's inputs (pins, poms, tool versions);
 # the step is skipped while that hash still matches and its outputs are still there.
@@ -16,7 +16,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$ROOT/.cache"
 STAMPS="$CACHE/stamps"
 LOGS="$CACHE/logs"
-ALL_STEPS=(apt python maven node)
+ALL_STEPS=(apt python maven node scanners)
 
 PYTHON_BOOT="${RACECAP_PYTHON:-python3}"   # the interpreter that creates .venv
 NODE_SPEC="node@22"                        # npm package "node": the Node 22 binary from the registry
@@ -24,6 +24,7 @@ NODE_MIN="22.18.0"
 NODE_PREFIX="$CACHE/node22"
 NODE_TOOLS="$ROOT/local/node"
 MAVEN_OUT="$CACHE/maven"
+CHECKOV_VENV="$CACHE/checkov"   # checkov conflicts with our pins: a venv of its own
 M2="$CACHE/m2"
 
 mkdir -p "$STAMPS" "$LOGS"
@@ -221,6 +222,17 @@ node_do() {
   fi
   "$NODE_TOOLS/node_modules/.bin/cdk" --version
   "$NODE_TOOLS/node_modules/.bin/artillery" version || true
+}
+
+# ---------------------------------------------------------------- scanners
+scanners_key() {
+  hash_inputs "$ROOT/local/scanners.txt" "$("$PYTHON_BOOT" -c 'import sys; print(sys.version)' 2>/dev/null)"
+}
+scanners_check() { "$CHECKOV_VENV/bin/checkov" --version; }
+scanners_do() {
+  rm -rf "$CHECKOV_VENV"
+  "$PYTHON_BOOT" -m venv "$CHECKOV_VENV"
+  "$CHECKOV_VENV/bin/python" -m pip install -q --progress-bar off -r "$ROOT/local/scanners.txt"
 }
 
 # ---------------------------------------------------------------- main

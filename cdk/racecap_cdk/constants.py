@@ -39,11 +39,15 @@ AUTH_ID = "DirectorAuth"
 HTTP_API_ID = "HttpApi"
 SCHEDULES_ID = "Schedules"
 SITE_ID = "Site"
+MONITORING_ID = "Monitoring"
 
 # --- Lambda ----------------------------------------------------------------------------
-# Kept at 3.12: the Powertools public layer and the deps layer are built for it.
+# Kept at 3.12: the deps layer (`make layers`) is built for it.
 PYTHON_RUNTIME = "python3.12"
-POWERTOOLS_LAYER_ARN = "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:27"
+# One Powertools: the version pinned in requirements.txt, shipped in the deps layer, is the
+# one the tests run (tests/infra asserts the pins agree) and the one deployed. No public
+# layer: its version would be a guess, and its Powertools would shadow or be shadowed.
+REQUIREMENTS_FILE: Path = blueprint.ROOT / "requirements.txt"
 PROJECT_LAYER_DIR: Path = blueprint.ROOT / "layers" / "racecap"
 DEPS_LAYER_DIR: Path = blueprint.ROOT / ".build" / "layers" / "deps"
 ASSET_EXCLUDES = ["__pycache__", "*.pyc", ".pytest_cache", "tests"]
@@ -78,6 +82,8 @@ OUTPUT_SITE_URL = "SiteUrl"
 OUTPUT_API_URL = "ApiUrl"
 OUTPUT_USER_POOL_ID = "DirectorUserPoolId"
 OUTPUT_USER_POOL_CLIENT_ID = "DirectorUserPoolClientId"
+OUTPUT_ALARM_TOPIC = "AlarmTopicArn"
+OUTPUT_DASHBOARD = "DashboardName"
 
 # --- inner construct ids -----------------------------------------------------------------
 VPC_ID = "Vpc"
@@ -98,7 +104,6 @@ CACHE_SG_ID = "CacheSecurityGroup"
 SERVERLESS_CACHE_ID = "ServerlessCache"
 ROLE_ID = "Role"
 LOG_GROUP_ID = "Logs"
-POWERTOOLS_LAYER_ID = "PowertoolsLayer"
 PROJECT_LAYER_ID = "ProjectLayer"
 DEPS_LAYER_ID = "DepsLayer"
 STAGE_ID = "DefaultStage"
@@ -117,3 +122,10 @@ HTTP_API_RESOURCE_ID = "Api"
 INTEGRATION_SUFFIX = "Integration"
 SITE_BUCKET_LOG_PREFIX = "s3/site/"
 DISTRIBUTION_LOG_PREFIX = "cloudfront/"
+DASHBOARD_ID = "Dashboard"
+ALARM_TOPIC_ID = "AlarmTopic"
+ALARM_KEY_ID = "AlarmTopicKey"
+ALARM_API_5XX = "Api5xxRate"
+ALARM_WRITER_LAG = "WriterLag"
+ALARM_PAYMENT_FAILURES = "PaymentFailureRate"
+ALARM_SES_THROTTLING = "SesThrottling"

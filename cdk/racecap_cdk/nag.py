@@ -41,8 +41,8 @@ WHY_EXECUTIONS = (
     "cannot be listed at deploy time; no other state machine's executions are reachable."
 )
 WHY_RUNTIME = (
-    "python3.12 on purpose: the Powertools public layer and the deps layer are built for it; newer runtimes "
-    "are adopted by bumping constants.PYTHON_RUNTIME and both layers together."
+    "python3.12 on purpose: the deps layer (pinned Powertools and friends) is built for it; newer runtimes "
+    "are adopted by bumping constants.PYTHON_RUNTIME and `make layers` together."
 )
 WHY_STAR_FOR_STATE_MACHINES = (
     "Resource '*' only for CloudWatch Logs vended delivery (logs:*LogDelivery, DescribeResourcePolicies, "

@@ -16,6 +16,7 @@ from .constructs.buckets import Buckets
 from .constructs.cache import Cache
 from .constructs.functions import Functions
 from .constructs.http_api import HttpApi
+from .constructs.monitoring import Monitoring
 from .constructs.network import Network
 from .constructs.queues import Queues
 from .constructs.schedules import Schedules
@@ -59,11 +60,14 @@ class RacecapStack(Stack):
         self.auth = DirectorAuth(self, c.AUTH_ID)
         self.http_api = HttpApi(self, c.HTTP_API_ID, functions=reg.functions, director_authorizer=self.auth.authorizer)
         self.site = Site(self, c.SITE_ID, api=self.http_api.api)
+        self.monitoring = Monitoring(self, c.MONITORING_ID, registry=reg, api=self.http_api.api)
 
         CfnOutput(self, c.OUTPUT_SITE_URL, value=self.site.url)
         CfnOutput(self, c.OUTPUT_API_URL, value=self.http_api.api.api_endpoint)
         CfnOutput(self, c.OUTPUT_USER_POOL_ID, value=self.auth.user_pool.user_pool_id)
         CfnOutput(self, c.OUTPUT_USER_POOL_CLIENT_ID, value=self.auth.client.user_pool_client_id)
+        CfnOutput(self, c.OUTPUT_ALARM_TOPIC, value=self.monitoring.topic.topic_arn)
+        CfnOutput(self, c.OUTPUT_DASHBOARD, value=self.monitoring.dashboard.dashboard_name)
 
     @property
     def availability_zones(self) -> list[str]:

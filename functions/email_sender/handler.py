@@ -27,7 +27,7 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> str:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     # A processor per invocation: it holds one batch's state, and the local stack runs
     # concurrent pollers' invocations in one process.

@@ -14,7 +14,7 @@ get_settings()
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     counts = sweeper().sweep()
     logger.info("swept holds", extra=counts)

@@ -20,7 +20,7 @@ get_settings()
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     failed = writer().process(event.get("Records", []))
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}

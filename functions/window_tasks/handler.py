@@ -25,7 +25,7 @@ class WindowTask(BaseModel):
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = WindowTask.model_validate(event)
     return window_tasks().run(task.task, task.raceId, task.execution)

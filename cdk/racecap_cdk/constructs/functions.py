@@ -1,14 +1,17 @@
 """One Lambda function per ``blueprint.FUNCTIONS`` entry, each with its own role.
 
-Python on arm64, traced, inside the VPC's isolated subnets, with three layers: the
-Powertools public layer, the pinned dependencies (``make layers``) and our own
-``racecap`` package. The role starts with only logs, ENIs and X-Ray; what the function
+Python on arm64, traced, inside the VPC's isolated subnets, with two layers: the
+pinned dependencies (``make layers``: Powertools at the version the tests run, pydantic,
+redis, ...) and our own ``racecap`` package. The role starts with only logs, ENIs and X-Ray; what the function
 may touch is added from its blueprint grants (``racecap_cdk.grants``).
 """
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Tags
+import re
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, Tags
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -38,10 +41,34 @@ for python3.12/arm64 under python/. Created empty by the CDK app so synth works 
 """
 
 
+class DepsLayerError(RuntimeError):
+    """The built deps layer does not carry the pinned Powertools (rebuild it: ``make layers``)."""
+
+
+def pinned_version(package: str, requirements: str) -> str:
+    """The ``==`` pin of ``package`` (extras allowed) in a requirements file's text."""
+    match = re.search(rf"^{re.escape(package)}(\[[^\]]*\])?==([^\s;#]+)", requirements, re.MULTILINE)
+    if match is None:
+        raise DepsLayerError(f"{package} is not pinned with == in the requirements")
+    return match.group(2)
+
+
+def check_deps_layer(layer_dir: Path, requirements: str) -> None:
+    """A built layer (``python/`` present) must hold exactly the pinned Powertools."""
+    site = layer_dir / "python"
+    if not site.is_dir():
+        return  # not built: synth offline / tests; `make deploy` always builds it first
+    pin = pinned_version("aws-lambda-powertools", requirements)
+    found = sorted(p.name for p in site.glob("aws_lambda_powertools-*.dist-info"))
+    if found != [f"aws_lambda_powertools-{pin}.dist-info"]:
+        raise DepsLayerError(f"deps layer has {found or 'no Powertools'}, requirements.txt pins {pin}: run make layers")
+
+
 def _deps_layer_dir() -> str:
     if not c.DEPS_LAYER_DIR.exists():
         c.DEPS_LAYER_DIR.mkdir(parents=True)
         (c.DEPS_LAYER_DIR / "README.md").write_text(_DEPS_README)
+    check_deps_layer(c.DEPS_LAYER_DIR, c.REQUIREMENTS_FILE.read_text())
     return str(c.DEPS_LAYER_DIR)
 
 
@@ -58,12 +85,9 @@ class Functions(Construct):
 
     def _layers(self) -> list[lambda_.ILayerVersion]:
         return [
-            lambda_.LayerVersion.from_layer_version_arn(
-                self, c.POWERTOOLS_LAYER_ID, c.POWERTOOLS_LAYER_ARN.format(region=Stack.of(self).region)
-            ),
-            # Lambda extracts layers in this order and later ones win on /opt clashes: our pinned
-            # deps over the public layer. (cdk.json must not set recognizeLayerVersion: that flag
-            # sorts layers by construct path. tests/infra asserts the order.)
+            # Lambda extracts layers in this order and later ones win on /opt clashes: our code
+            # last. (cdk.json must not set recognizeLayerVersion: that flag sorts layers by
+            # construct path. tests/infra asserts the order.)
             self._layer(c.DEPS_LAYER_ID, _deps_layer_dir(), "Racecap pinned run-time dependencies"),
             self._layer(c.PROJECT_LAYER_ID, str(c.PROJECT_LAYER_DIR), "Racecap domain and adapters (racecap)"),
         ]

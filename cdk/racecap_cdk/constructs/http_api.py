@@ -67,6 +67,8 @@ class HttpApi(Construct):
             auto_deploy=True,
             throttle=apigw.ThrottleSettings(rate_limit=c.API_THROTTLE_RATE, burst_limit=c.API_THROTTLE_BURST),
             access_log_settings=_AccessLogs(access_logs),
+            # Per-route 4xx/5xx/latency for the dashboard (racecap_cdk.constructs.monitoring).
+            detailed_metrics_enabled=True,
         )
         # One integration per function, shared by its routes.
         integration_for = {

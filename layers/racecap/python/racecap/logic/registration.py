@@ -171,6 +171,7 @@ class RegistrationService:
             # Unknown outcome: keep PAYING. The runner's retry (same attempt) or the
             # sweeper will find out from the provider; never assume declined.
             logger.warning("payment provider unavailable", extra={"holdId": hold_id, "error": str(exc)})
+            metrics.add_metric(name="PaymentUnavailable", unit="Count", value=1)
             raise Busy("The payment service is not answering; please retry in a moment.", retry_after=5) from exc
         except PaymentRejected as exc:
             # The provider refused the card outright (an unknown token): nothing was
