@@ -68,7 +68,7 @@ synth: install ## synthesize the CDK app (offline; cdk-nag runs)
 	  cdk synth --quiet && echo "synthesized to cdk.out/"
 
 deploy: install layers site ## deploy to the AWS account in your environment
-	@$(ENV) cdk deploy --require-approval broadening
+	@$(ENV) cdk deploy --all --require-approval broadening
 
 burst: install site ## Artillery burst against the local stack (or TARGET=https://…)
 	@$(ENV) $(PY) -m tools.burst

@@ -18,6 +18,9 @@ from typing import Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_NAME = "racecap"
+# The header CloudFront (and the local gateway in its place) sends with OriginSecret's value;
+# racecap.http.ORIGIN_VERIFY_HEADER is the same name (a unit test keeps them in step).
+ORIGIN_VERIFY_HEADER = "x-origin-verify"
 
 
 # ---------------------------------------------------------------------------
@@ -62,6 +65,14 @@ class CacheUrl:
 
 
 @dataclass(frozen=True)
+class OriginSecret:
+    """The value CloudFront adds to every API request it forwards (``ORIGIN_VERIFY_HEADER``):
+    a generated Secrets Manager secret on AWS, a per-stack random value locally, where the
+    gateway plays CloudFront. The API refuses requests without it, so nobody can go around
+    the CDN and its WAF by calling the API's own URL."""
+
+
+@dataclass(frozen=True)
 class Param:
     """A deploy-time parameter with a default (e.g. the SES sender address)."""
 
@@ -69,7 +80,9 @@ class Param:
     default: str
 
 
-Ref = TableName | QueueUrl | BucketName | SecretId | FunctionArn | StateMachineArn | CacheUrl | Param | str
+Ref = (
+    TableName | QueueUrl | BucketName | SecretId | FunctionArn | StateMachineArn | CacheUrl | OriginSecret | Param | str
+)
 
 
 # ---------------------------------------------------------------------------
@@ -394,6 +407,8 @@ COMMON_ENV: dict[str, Ref] = {
     "RATE_LIMIT_BURST": Param("RunnerRateLimitBurst", "30"),
     # The secret whose signingKey signs device, queue and admission tokens (racecap.fairness.keys).
     "FAIRNESS_KEY_SECRET_ID": SecretId("FairnessSigningKey"),
+    # Checked at the edge of every API handler (racecap.http): only CloudFront knows it.
+    "ORIGIN_VERIFY_SECRET": OriginSecret(),
     "POWERTOOLS_METRICS_NAMESPACE": "Racecap",
     "POWERTOOLS_LOG_LEVEL": "INFO",
 }

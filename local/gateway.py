@@ -186,6 +186,8 @@ class Gateway:
     def __init__(self, host: FunctionHost | None = None, authorizer: Any = None) -> None:
         self.host = host or FunctionHost()
         self.authorizer = authorizer
+        # The functions' own environment holds the secret CloudFront would be configured with.
+        self.origin_secret = os.environ.get("ORIGIN_VERIFY_SECRET", "")
         self.site_dir = next((d for d in SITE_DIRS if (d / "index.html").exists()), SITE_DIRS[-1])
 
     def __call__(self, environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
@@ -222,6 +224,9 @@ class Gateway:
             if claims is None:
                 return _json(start, 401, {"error": "UNAUTHORIZED", "message": "Missing or invalid bearer token."})
         event = build_http_event(environ, compiled.route, params, body, claims)
+        # CloudFront's custom origin header: set on every API request, replacing any a client
+        # sent, so the handlers' origin check passes only for requests through the CDN.
+        event["headers"][blueprint.ORIGIN_VERIFY_HEADER] = self.origin_secret
         result = self.host.invoke(compiled.route.function, event)
         return _respond_from_lambda(start, result)
 

@@ -158,6 +158,10 @@ def state_machine_arn(sm_id: str, account: str = ACCOUNT, region: str = REGION) 
     return f"arn:aws:states:{region}:{account}:stateMachine:{blueprint.state_machine(sm_id).local_name}"
 
 
+# The local stack's stand-in for the origin secret, passed like a deploy parameter.
+ORIGIN_SECRET_PARAM = "OriginSecret"  # noqa: S105 (a parameter name, not a secret)
+
+
 def local_resolver(queue_urls: Mapping[str, str], cache_url: str, params: Mapping[str, str] | None = None) -> Resolver:
     """How the local stack resolves blueprint refs: local names, URLs and fake ARNs.
 
@@ -178,6 +182,8 @@ def local_resolver(queue_urls: Mapping[str, str], cache_url: str, params: Mappin
                 return blueprint.secret(secret_id).local_name
             case blueprint.CacheUrl():
                 return cache_url
+            case blueprint.OriginSecret():
+                return overrides[ORIGIN_SECRET_PARAM]
             case blueprint.FunctionArn(function=function_id):
                 return function_arn(function_id)
             case blueprint.StateMachineArn(state_machine=sm_id):

@@ -94,6 +94,8 @@ class LocalStack:
         # Deploy-parameter overrides (blueprint ``Param`` name -> value), as a CloudFormation
         # parameter would set them: e.g. {"EmailSendRatePerSecond": "500"} for a burst.
         self.params = dict(params or {})
+        # A fresh origin secret per stack, shared by the gateway (as CloudFront) and the functions.
+        self.params.setdefault(provision.ORIGIN_SECRET_PARAM, secrets.token_urlsafe(32))
         # Extra variables for the function processes (gateway, pollers), e.g. instrumentation.
         self.extra_env = dict(extra_env or {})
         self.quiet = quiet

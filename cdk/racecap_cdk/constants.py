@@ -39,6 +39,8 @@ AUTH_ID = "DirectorAuth"
 HTTP_API_ID = "HttpApi"
 SCHEDULES_ID = "Schedules"
 SITE_ID = "Site"
+EDGE_STACK_ID = "RacecapEdge"
+EDGE_REGION = "us-east-1"  # CloudFront web ACLs exist only there
 MONITORING_ID = "Monitoring"
 
 # --- Lambda ----------------------------------------------------------------------------
@@ -123,6 +125,11 @@ INTEGRATION_SUFFIX = "Integration"
 SITE_BUCKET_LOG_PREFIX = "s3/site/"
 DISTRIBUTION_LOG_PREFIX = "cloudfront/"
 DASHBOARD_ID = "Dashboard"
+WEB_ACL_ID = "WebAcl"
+LOAD_GENERATORS_ID = "LoadGenerators"
+ORIGIN_SECRET_ID = "OriginSecret"  # noqa: S105 (a construct id, not a secret)
+# cdk.json / `cdk deploy -c loadGeneratorCidrs=203.0.113.7/32,198.51.100.0/28`
+LOAD_GENERATOR_CONTEXT = "loadGeneratorCidrs"
 ALARM_TOPIC_ID = "AlarmTopic"
 ALARM_KEY_ID = "AlarmTopicKey"
 ALARM_API_5XX = "Api5xxRate"

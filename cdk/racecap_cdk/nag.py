@@ -54,9 +54,10 @@ WHY_PUBLIC_ROUTE = (
     "uniqueness and idempotency."
 )
 WHY_NO_GEO = "Races take entrants from every country; no geography is excluded."
-WHY_NO_WAF = (
-    "No WAF for now: it adds a fixed monthly cost against the 'almost nothing on quiet days' goal. The API "
-    "stage throttles and the hot path is idempotent; revisit when a race needs bot protection."
+WHY_ORIGIN_HEADER_NOT_ROTATED = (
+    "The origin-verify value is shared by CloudFront's origin header and the functions' environment, both "
+    "resolved at deploy time; automatic rotation would leave them disagreeing until the next deploy. Rotate "
+    "it by deploying after `aws secretsmanager put-secret-value` (README: Running a real opening)."
 )
 WHY_DEFAULT_CERT = (
     "Served on the default *.cloudfront.net certificate, which cannot pin a minimum TLS policy; set a "
@@ -170,9 +171,9 @@ def _routes(stack: RacecapStack) -> None:
 
 
 def _site(stack: RacecapStack) -> None:
+    _ack(stack.origin_secret, "SMG4", WHY_ORIGIN_HEADER_NOT_ROTATED)
     distribution = stack.site.distribution
     _ack(distribution, "CFR1", WHY_NO_GEO)
-    _ack(distribution, "CFR2", WHY_NO_WAF)
     _ack(distribution, "CFR4", WHY_DEFAULT_CERT)
 
     qualifier = cast(DefaultStackSynthesizer, stack.synthesizer).bootstrap_qualifier

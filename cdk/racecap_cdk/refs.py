@@ -44,6 +44,7 @@ class Registry:
     functions: dict[str, lambda_.Function] = field(default_factory=dict)
     state_machines: dict[str, sfn.StateMachine] = field(default_factory=dict)
     cache_url: str | None = None
+    origin_secret: secretsmanager.ISecret | None = None
 
 
 class RefResolver:
@@ -71,6 +72,11 @@ class RefResolver:
                 if reg.cache_url is None:
                     raise KeyError("the cache must be built before anything refers to it")
                 return reg.cache_url
+            case blueprint.OriginSecret():
+                if reg.origin_secret is None:
+                    raise KeyError("the origin secret must be built before anything refers to it")
+                # A CloudFormation dynamic reference: the value never appears in the template.
+                return reg.origin_secret.secret_value.unsafe_unwrap()
             case blueprint.FunctionArn(function=function_id):
                 blueprint.function(function_id)  # fail now on a typo, not at synth
                 return Lazy.string(_Late(lambda: reg.functions[function_id].function_arn))

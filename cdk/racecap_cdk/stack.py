@@ -14,6 +14,7 @@ from . import constants as c
 from .constructs.auth import DirectorAuth
 from .constructs.buckets import Buckets
 from .constructs.cache import Cache
+from .constructs.edge import EdgeStack, origin_secret
 from .constructs.functions import Functions
 from .constructs.http_api import HttpApi
 from .constructs.monitoring import Monitoring
@@ -30,7 +31,9 @@ from .refs import RefResolver, Registry
 
 
 class RacecapStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+    edge: EdgeStack | None = None  # the us-east-1 stack with the web ACL (set by build_app)
+
+    def __init__(self, scope: Construct, construct_id: str, *, web_acl_arn: str | None = None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         Tags.of(self).add(c.APP_TAG, blueprint.APP_NAME)
         self.registry = reg = Registry()
@@ -39,6 +42,7 @@ class RacecapStack(Stack):
         self.network = Network(self, c.NETWORK_ID)
         self.cache = Cache(self, c.CACHE_ID, network=self.network)
         reg.cache_url = self.cache.url
+        reg.origin_secret = self.origin_secret = origin_secret(self)
         self.tables = Tables(self, c.TABLES_ID)
         reg.tables.update(self.tables.by_id)
         self.queues = Queues(self, c.QUEUES_ID)
@@ -59,7 +63,9 @@ class RacecapStack(Stack):
         self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
         self.auth = DirectorAuth(self, c.AUTH_ID)
         self.http_api = HttpApi(self, c.HTTP_API_ID, functions=reg.functions, director_authorizer=self.auth.authorizer)
-        self.site = Site(self, c.SITE_ID, api=self.http_api.api)
+        self.site = Site(
+            self, c.SITE_ID, api=self.http_api.api, origin_secret=self.origin_secret, web_acl_arn=web_acl_arn
+        )
         self.monitoring = Monitoring(self, c.MONITORING_ID, registry=reg, api=self.http_api.api)
 
         CfnOutput(self, c.OUTPUT_SITE_URL, value=self.site.url)

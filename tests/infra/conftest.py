@@ -71,6 +71,10 @@ class TemplateView:
                 assert self.resources[target]["Type"] == "AWS::ElastiCache::ServerlessCache"
                 assert parts[1]["Fn::GetAtt"][1] == "Endpoint.Address"
                 return "CacheUrl"
+            if parts[0] == "{{resolve:secretsmanager:" and parts[2] == ":SecretString:::}}" and len(parts) == 3:
+                target = self.ref_target(parts[1])
+                assert self.resources[target]["Type"] == "AWS::SecretsManager::Secret"
+                return "OriginSecret"
             raise AssertionError(f"unexpected Fn::Join: {value!r}")
         target = self.ref_target(value)
         if target in self.parameters:
@@ -115,6 +119,8 @@ def blueprint_label(ref: blueprint.Ref) -> str:
             return f"StateMachineArn:{s}"
         case blueprint.CacheUrl():
             return "CacheUrl"
+        case blueprint.OriginSecret():
+            return "OriginSecret"
         case blueprint.Param(name=name, default=default):
             return f"Param:{name}={default}"
     raise TypeError(ref)

@@ -31,6 +31,7 @@ from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 import blueprint
@@ -73,7 +74,15 @@ def build_site(out: Path = c.SITE_BUILD_DIR) -> dict[str, str]:
 
 
 class Site(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, api: apigw.HttpApi) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        api: apigw.HttpApi,
+        origin_secret: secretsmanager.ISecret,
+        web_acl_arn: str | None,
+    ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.access_logs = s3.Bucket(
@@ -111,7 +120,14 @@ class Site(Construct):
                 response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
             ),
             additional_behaviors=self._api_behaviours(
-                origins.HttpOrigin(api_domain, protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY)
+                origins.HttpOrigin(
+                    api_domain,
+                    protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+                    origin_ssl_protocols=[cloudfront.OriginSslPolicy.TLS_V1_2],
+                    # Proves to the handlers that the request came through CloudFront
+                    # (and its WAF); CloudFront replaces any such header a viewer sends.
+                    custom_headers={blueprint.ORIGIN_VERIFY_HEADER: origin_secret.secret_value.unsafe_unwrap()},
+                )
             ),
             # No custom error pages: they would replace the API's JSON 403/404 bodies too.
             enable_logging=True,
@@ -119,6 +135,7 @@ class Site(Construct):
             log_file_prefix=c.DISTRIBUTION_LOG_PREFIX,
             price_class=cloudfront.PriceClass.PRICE_CLASS_100,
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
+            web_acl_id=web_acl_arn,
         )
         self.assets_deployment, self.deployment = self._deploy(build_site())
         self.url = f"https://{self.distribution.distribution_domain_name}"

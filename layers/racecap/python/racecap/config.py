@@ -36,6 +36,8 @@ class Settings(BaseModel):
     rate_limit_burst: int = Field(alias="RATE_LIMIT_BURST", ge=1)
     # The secret holding the fairness tokens' signing key (racecap.fairness.keys).
     fairness_key_secret_id: str = Field(alias="FAIRNESS_KEY_SECRET_ID", min_length=1)
+    # What CloudFront sends in the origin-verify header: requests without it are refused.
+    origin_verify_secret: str = Field(alias="ORIGIN_VERIFY_SECRET", min_length=16, repr=False)
     # AdminApi only (a function's ``extra_env`` in the blueprint); None elsewhere.
     window_state_machine_arn: str | None = Field(
         default=None, alias="WINDOW_STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:"

@@ -6,6 +6,7 @@ Every failure a client can see is ``{"error": CODE, "message": sentence}`` (plus
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -13,10 +14,14 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from racecap.config import get_settings
 from racecap.errors import DomainError
 from racecap.observability import logger, metrics
 
 MAX_BODY_BYTES = 16 * 1024
+# Set by CloudFront on every API request (blueprint.ORIGIN_VERIFY_HEADER); its value is a
+# secret only CloudFront and the functions know.
+ORIGIN_VERIFY_HEADER = "x-origin-verify"
 
 
 NO_STORE = {"Cache-Control": "no-store"}  # every answer about one runner or one director
@@ -104,14 +109,18 @@ class RacecapResolver(APIGatewayHttpResolver):
 
     Powertools validates the body before any route middleware runs, so a form post or
     a 1 MB body would come back as a confusing field error. These checks answer first:
-    a body must be JSON (415) and small (413). A client over its rate limit is answered
-    429 first of all, so a flood costs one Redis call per request and nothing more.
+    a body must be JSON (415) and small (413). Before everything, the request must have come
+    through CloudFront (403 otherwise): the API's own execute-api URL is public, and a client
+    calling it directly would bypass the WAF. Then a client over its rate limit is answered
+    429, so a flood costs one Redis call per request and nothing more.
     """
 
     rate_limit: RateCheck | None = None
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+        if not came_through_cloudfront(headers):
+            return _proxy(403, "FORBIDDEN", "Call the API through the site's address, not the API's own URL.")
         if self.rate_limit is not None:
             wait = self.rate_limit(headers)
             if wait > 0:
@@ -129,6 +138,11 @@ class RacecapResolver(APIGatewayHttpResolver):
             if len(body.encode()) > MAX_BODY_BYTES:
                 return _proxy(413, "PAYLOAD_TOO_LARGE", f"The body must be at most {MAX_BODY_BYTES} bytes.")
         return super().resolve(event, context)
+
+
+def came_through_cloudfront(headers: Mapping[str, str]) -> bool:
+    expected = get_settings().origin_verify_secret
+    return hmac.compare_digest(headers.get(ORIGIN_VERIFY_HEADER, "").encode(), expected.encode())
 
 
 def _proxy(status: int, code: str, message: str, *, retry_after: int | None = None) -> dict[str, Any]:
