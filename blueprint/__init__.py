@@ -108,6 +108,10 @@ class Table:
     sort_key: Key | None = None
     indexes: tuple[Index, ...] = ()
     ttl_attribute: str | None = None
+    # Holds runners' personal data (emails, names, dates of birth, payment references):
+    # encrypted on AWS with the stack's customer managed key, so access is auditable and
+    # revocable in one place. Locally there is no encryption to speak of.
+    personal_data: bool = True
 
     @property
     def local_name(self) -> str:
@@ -124,6 +128,7 @@ class Queue:
     max_receive_count: int
     retention_days: int = 4
     dlq_retention_days: int = 14
+    personal_data: bool = True  # as Table.personal_data (the queue and its DLQ)
 
     @property
     def local_name(self) -> str:
@@ -297,6 +302,12 @@ class Schedule:
     function: str
     every_minutes: int
 
+    @property
+    def failures_queue_id(self) -> str:
+        """AWS only: where EventBridge and Lambda's asynchronous invocation park a tick that
+        could not be delivered or failed (the local scheduler calls the function directly)."""
+        return f"{self.id}Failures"
+
 
 @dataclass(frozen=True)
 class StateMachine:
@@ -332,7 +343,7 @@ GSI1 = Index("gsi1", Key("gsi1pk"), Key("gsi1sk"))
 
 TABLES: tuple[Table, ...] = (
     # Race and event definitions, owned by directors; read-mostly, cached in layers.
-    Table("Races", PK, SK, indexes=(GSI1,)),
+    Table("Races", PK, SK, indexes=(GSI1,), personal_data=False),
     # The hot path: cap-counter shards, holds, email claims, bib counters. Conditional
     # writes here are what make "never sold twice" true. Holds expire through TTL as a
     # backstop; the sweeper returns their places well before TTL would.

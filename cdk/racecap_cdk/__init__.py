@@ -12,6 +12,7 @@ from cdk_nag import AwsSolutionsChecks
 from . import constants as c
 from .constructs.edge import EdgeStack
 from .nag import add_acknowledgments
+from .scanners import suppress_cdk_internals
 from .stack import RacecapStack
 
 
@@ -46,6 +47,7 @@ def build_app(outdir: str | None = None, *, nag: bool = True, **context: Any) ->
     )
     stack.edge = edge
     add_acknowledgments(stack)
+    suppress_cdk_internals(stack)
     if nag:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     return app, stack

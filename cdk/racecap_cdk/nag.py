@@ -35,6 +35,14 @@ WHY_SES_IDENTITIES = (
     "identity resource, so the grant covers this account's identities in this region for the send "
     "actions only."
 )
+WHY_KEY_ACTIONS = (
+    "CDK's grant on the personal-data key for a table/queue this function writes: kms:GenerateDataKey* and "
+    "kms:ReEncrypt* name the data-key action families DynamoDB and SQS use; the Resource is that one key."
+)
+WHY_FAILURES_QUEUE_DLQ = (
+    "The schedule's failures queue is itself a dead-letter destination (EventBridge target DLQ and the "
+    "function's on-failure destination); nothing consumes it, its depth is alarmed."
+)
 WHY_EXECUTIONS = (
     "Stop/Describe on the executions of the one state machine the blueprint names "
     "(execution:<its name>:*): execution names are chosen per scheduling at run time, so they "
@@ -106,6 +114,8 @@ def add_acknowledgments(stack: RacecapStack) -> None:
     _routes(stack)
     _site(stack)
     _buckets(stack)
+    for queue in stack.schedules.failures.values():
+        _ack(queue, "SQS3", WHY_FAILURES_QUEUE_DLQ)
 
 
 def _ack(scope: IConstruct, finding: str, reason: str) -> None:
@@ -140,6 +150,8 @@ def _functions(stack: RacecapStack) -> None:
         role = stack.functions.roles[decl.id]
         _ack(role, "IAM5[Resource::*]", WHY_STAR_FOR_FUNCTIONS)
         _ack(stack.functions.by_id[decl.id], "L1", WHY_RUNTIME)
+        for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+            _ack(role, f"IAM5[Action::{action}]", WHY_KEY_ACTIONS)
         for grant in decl.grants:
             if isinstance(grant, blueprint.TableAccess) and blueprint.table(grant.table).indexes:
                 table = stack.tables.by_id[grant.table]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Fn, Stack, Tags
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 import blueprint
@@ -43,9 +44,16 @@ class RacecapStack(Stack):
         self.cache = Cache(self, c.CACHE_ID, network=self.network)
         reg.cache_url = self.cache.url
         reg.origin_secret = self.origin_secret = origin_secret(self)
-        self.tables = Tables(self, c.TABLES_ID)
+        # Guards runners' personal data at rest (blueprint ``personal_data`` tables and queues).
+        self.personal_data_key = kms.Key(
+            self,
+            c.PERSONAL_DATA_KEY_ID,
+            description="Racecap: runners' personal data in tables and queues",
+            enable_key_rotation=True,
+        )
+        self.tables = Tables(self, c.TABLES_ID, personal_data_key=self.personal_data_key)
         reg.tables.update(self.tables.by_id)
-        self.queues = Queues(self, c.QUEUES_ID)
+        self.queues = Queues(self, c.QUEUES_ID, personal_data_key=self.personal_data_key)
         reg.queues.update(self.queues.by_id)
         reg.dead_letter_queues.update(self.queues.dead_letters)
         self.buckets = Buckets(self, c.BUCKETS_ID)
@@ -61,6 +69,7 @@ class RacecapStack(Stack):
         self.triggers = QueueTriggers(self, c.TRIGGERS_ID, registry=reg)
         self.buckets.add_triggers(reg.functions)
         self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
+        reg.dead_letter_queues.update(self.schedules.failures)
         self.auth = DirectorAuth(self, c.AUTH_ID)
         self.http_api = HttpApi(self, c.HTTP_API_ID, functions=reg.functions, director_authorizer=self.auth.authorizer)
         self.site = Site(

@@ -110,7 +110,7 @@ def test_every_queue_redrives_to_its_own_dead_letter_queue(view: TemplateView, q
 
 def test_every_queue_is_encrypted_and_refuses_plain_http(view: TemplateView) -> None:
     queues = view.of_type("AWS::SQS::Queue")
-    assert len(queues) == 2 * len(blueprint.QUEUES)
+    assert len(queues) == 2 * len(blueprint.QUEUES) + len(blueprint.SCHEDULES)
     ssl_only: set[str] = set()
     for lid in view.of_type("AWS::SQS::QueuePolicy"):
         props = view.props(lid)
@@ -127,6 +127,14 @@ def test_every_queue_is_encrypted_and_refuses_plain_http(view: TemplateView) -> 
 def test_tables_are_encrypted_recoverable_and_on_demand(view: TemplateView, table: blueprint.Table) -> None:
     lid, props = view.tagged("AWS::DynamoDB::Table")[table.id]
     assert props["SSESpecification"]["SSEEnabled"] is True
+    # Runners' personal data under the stack's customer managed key; the rest AWS managed.
+    if table.personal_data:
+        assert props["SSESpecification"]["SSEType"] == "KMS"
+        key = view.ref_target(props["SSESpecification"]["KMSMasterKeyId"])
+        assert view.resources[key]["Type"] == "AWS::KMS::Key"
+        assert view.props(key)["EnableKeyRotation"] is True
+    else:
+        assert "KMSMasterKeyId" not in props["SSESpecification"]
     assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert props["BillingMode"] == "PAY_PER_REQUEST"
     policy = view.resources[lid]["DeletionPolicy"]
@@ -167,6 +175,8 @@ def test_roles_reach_only_what_the_blueprint_grants(view: TemplateView, fn: blue
     sends = {g.queue for g in fn.grants if isinstance(g, blueprint.QueueAccess) and g.mode == "send"}
     consumes = {g.queue for g in fn.grants if isinstance(g, blueprint.QueueAccess) and g.mode == "consume"}
     consumes |= {t.queue for t in blueprint.QUEUE_TRIGGERS if t.function == fn.id}
+    # Lambda's on-failure destination for a scheduled function's asynchronous invocations.
+    sends |= {s.failures_queue_id for s in blueprint.SCHEDULES if s.function == fn.id}
 
     seen_tables: set[str | None] = set()
     seen_queues: set[str | None] = set()

@@ -21,6 +21,7 @@ import blueprint
 
 from .. import constants as c
 from ..refs import RefResolver
+from ..scanners import WHY_CDK_DEPENDS_ON, WHY_LOGS_NO_CMK, suppress
 from .network import Network
 
 RUNTIME = lambda_.Runtime(c.PYTHON_RUNTIME, lambda_.RuntimeFamily.PYTHON)
@@ -34,6 +35,42 @@ _ENI_ACTIONS = [
     "ec2:AssignPrivateIpAddresses",
     "ec2:UnassignPrivateIpAddresses",
 ]
+
+WHY_ENV_KEY = (
+    "The environment holds resource names, URLs and the origin-verify value (not personal data), encrypted "
+    "at rest by Lambda's AWS managed key; a customer managed key would add a KMS call to every cold start."
+)
+WHY_STAR_POLICY = (
+    "Resource '*' only for Lambda's VPC ENI actions and X-Ray, which support no resource-level scoping; every "
+    "data action names its table, queue or state machine (tests/infra/test_stack.py)."
+)
+WHY_OWN_LOG_GROUP = (
+    "The function logs to its own log group (LoggingConfig.LogGroup, retention one month), not to "
+    "/aws/lambda/<name>, which this rule looks for."
+)
+WHY_UNCAPPED = (
+    "Reserved concurrency deliberately unset: an API function must scale with the opening burst (the stage "
+    "throttles first), and the window tasks run a few times per race; a cap would only carve capacity out of "
+    "the account's pool."
+)
+
+
+def why_no_dead_letter_queue(decl: blueprint.Function) -> str:
+    """How this function's failures are kept, given how the blueprint invokes it."""
+    if blueprint.routes_for(decl.id):
+        return "Invoked synchronously by API Gateway: the caller gets the error; nothing to dead-letter."
+    if any(t.function == decl.id for t in blueprint.QUEUE_TRIGGERS):
+        return "Invoked by an SQS event source: a failing record goes to its queue's own dead-letter queue."
+    if any(s.function == decl.id for s in blueprint.SCHEDULES):
+        return "Invoked by a schedule: async failures go to its EventInvokeConfig on-failure destination."
+    if any(
+        isinstance(ref, blueprint.FunctionArn) and ref.function == decl.id
+        for sm in blueprint.STATE_MACHINES
+        for ref in sm.substitutions.values()
+    ):
+        return "Invoked synchronously by Step Functions, whose Retry and Catch handle its failures."
+    raise ValueError(f"{decl.id}: no invoker declared, so no answer for where its failures go")
+
 
 _DEPS_README = """\
 Filled by `make layers`: the pinned run-time dependencies (requirements.txt) installed
@@ -140,6 +177,14 @@ class Functions(Construct):
         )
         # The role's policy must exist before Lambda validates the VPC configuration.
         fn.node.add_dependency(role)
+        suppress(log_group, "checkov", "CKV_AWS_158", WHY_LOGS_NO_CMK)
+        suppress(fn, "checkov", "CKV_AWS_173", WHY_ENV_KEY)
+        suppress(fn, "checkov", "CKV_AWS_116", why_no_dead_letter_queue(decl))
+        if decl.reserved_concurrency is None:
+            suppress(fn, "checkov", "CKV_AWS_115", WHY_UNCAPPED)
+        suppress(role.node.find_child("DefaultPolicy"), "checkov", "CKV_AWS_111", WHY_STAR_POLICY)
+        suppress(fn, "cfn-lint", "W3005", WHY_CDK_DEPENDS_ON)
+        suppress(fn, "cfn-lint", "WS1004", WHY_OWN_LOG_GROUP)
         Tags.of(scope).add(c.BLUEPRINT_TAG, decl.id)
         self.roles[decl.id] = role
         return fn

@@ -18,6 +18,7 @@ from constructs import Construct
 import blueprint
 
 from .. import constants as c
+from ..scanners import WHY_LOGS_NO_CMK, suppress
 
 _ACCESS_LOG_FIELDS = {
     "requestId": "$context.requestId",
@@ -59,6 +60,7 @@ class HttpApi(Construct):
             retention=c.LOG_RETENTION,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        suppress(access_logs, "checkov", "CKV_AWS_158", WHY_LOGS_NO_CMK)
         self.stage = apigw.HttpStage(
             self,
             c.STAGE_ID,

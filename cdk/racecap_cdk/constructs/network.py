@@ -23,6 +23,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from .. import constants as c
+from ..scanners import WHY_LOGS_NO_CMK, suppress
 
 
 class Network(Construct):
@@ -72,6 +73,7 @@ class Network(Construct):
             retention=c.LOG_RETENTION,
             removal_policy=RemovalPolicy.DESTROY,
         )
+        suppress(flow_logs, "checkov", "CKV_AWS_158", WHY_LOGS_NO_CMK)
         # Rejected flows only: the useful signal (a blocked dependency) at a fraction of the cost.
         self.vpc.add_flow_log(
             c.FLOW_LOG_ID,

@@ -37,6 +37,15 @@ from constructs import Construct
 import blueprint
 
 from .. import constants as c
+from ..scanners import suppress
+
+WHY_LOG_BUCKET_UNVERSIONED = "Access logs are written once and expire after 90 days: versions would only add cost."
+WHY_LOG_BUCKET_NOT_LOGGED = "This is the access-log bucket itself: logging it would log the logging."
+WHY_DEFAULT_CERT = (
+    "Served on the default *.cloudfront.net certificate, whose TLS policy cannot be pinned; set a custom domain "
+    "+ ACM certificate with TLSv1.2_2021 before production (the origin side is TLS 1.2 already)."
+)
+NONCURRENT_EXPIRY_DAYS = 30
 
 MANIFEST = "asset-manifest.json"
 ASSETS_DEPLOYMENT_ID = "AssetsDeployment"
@@ -96,6 +105,8 @@ class Site(Construct):
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(c.ACCESS_LOG_EXPIRY_DAYS))],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        suppress(self.access_logs, "checkov", "CKV_AWS_21", WHY_LOG_BUCKET_UNVERSIONED)
+        suppress(self.access_logs, "checkov", "CKV_AWS_18", WHY_LOG_BUCKET_NOT_LOGGED)
         self.bucket = s3.Bucket(
             self,
             c.SITE_BUCKET_ID,
@@ -104,6 +115,9 @@ class Site(Construct):
             enforce_ssl=True,
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix=c.SITE_BUCKET_LOG_PREFIX,
+            # An overwritten index.html (or a deleted asset) can be brought back for a month.
+            versioned=True,
+            lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=Duration.days(NONCURRENT_EXPIRY_DAYS))],
             removal_policy=RemovalPolicy.RETAIN,
         )
         api_domain = f"{api.api_id}.execute-api.{stack.region}.{stack.url_suffix}"
@@ -137,6 +151,7 @@ class Site(Construct):
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
             web_acl_id=web_acl_arn,
         )
+        suppress(self.distribution, "checkov", "CKV_AWS_174", WHY_DEFAULT_CERT)
         self.assets_deployment, self.deployment = self._deploy(build_site())
         self.url = f"https://{self.distribution.distribution_domain_name}"
 

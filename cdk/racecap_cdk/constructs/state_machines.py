@@ -16,6 +16,7 @@ import blueprint
 
 from .. import constants as c
 from ..refs import RefResolver, Registry
+from ..scanners import WHY_CDK_DEPENDS_ON, WHY_LOGS_NO_CMK, suppress
 
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
@@ -60,5 +61,7 @@ class StateMachines(Construct):
                             resources=[registry.functions[ref.function].function_arn],
                         )
                     )
+            suppress(log_group, "checkov", "CKV_AWS_158", WHY_LOGS_NO_CMK)
+            suppress(machine, "cfn-lint", "W3005", WHY_CDK_DEPENDS_ON)
             Tags.of(inner).add(c.BLUEPRINT_TAG, decl.id)
             self.by_id[decl.id] = machine

@@ -12,6 +12,13 @@ import blueprint
 
 from .. import constants as c
 from ..refs import Registry
+from ..scanners import suppress
+
+WHY_NO_ON_FAILURE = (
+    "An SQS event source cannot have an on-failure destination (Lambda offers it for stream and Kafka "
+    "sources): a record that keeps failing goes to the queue's own dead-letter queue after maxReceiveCount, "
+    "whose depth is alarmed."
+)
 
 
 class QueueTriggers(Construct):
@@ -32,6 +39,7 @@ class QueueTriggers(Construct):
                 max_batching_window=Duration.seconds(trigger.max_batching_window_s),
                 report_batch_item_failures=True,
             )
+            suppress(mapping, "cfn-lint", "ES1001", WHY_NO_ON_FAILURE)
             # Lambda checks the role can read the queue when the mapping is created.
             if fn.role is not None:
                 mapping.node.add_dependency(fn.role)
