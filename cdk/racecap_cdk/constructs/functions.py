@@ -63,6 +63,11 @@ def why_no_dead_letter_queue(decl: blueprint.Function) -> str:
         return "Invoked by an SQS event source: a failing record goes to its queue's own dead-letter queue."
     if any(s.function == decl.id for s in blueprint.SCHEDULES):
         return "Invoked by a schedule: async failures go to its EventInvokeConfig on-failure destination."
+    if any(t.function == decl.id for t in blueprint.OBJECT_TRIGGERS):
+        return (
+            "Invoked asynchronously by S3 object notifications: Lambda retries an event twice; no on-failure "
+            "destination yet (an upload that fails every time stays unprocessed and visible as such)."
+        )
     if any(
         isinstance(ref, blueprint.FunctionArn) and ref.function == decl.id
         for sm in blueprint.STATE_MACHINES

@@ -25,6 +25,11 @@ from constructs import Construct
 from .. import constants as c
 from ..scanners import WHY_LOGS_NO_CMK, suppress
 
+WHY_NAT_PUBLIC_IP = (
+    "A NAT instance needs a public address to carry the functions' outbound HTTPS (the payment provider); its "
+    "security group admits HTTPS from the functions only."
+)
+
 
 class Network(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
@@ -58,6 +63,7 @@ class Network(Construct):
             if isinstance(child := subnet.node.try_find_child("NatInstance"), ec2.Instance)
         ]
         for instance in self.nat_instances:
+            suppress(instance, "checkov", "CKV_AWS_88", WHY_NAT_PUBLIC_IP)
             # The provider sizes no disk; give the root volume encryption (and the default size).
             instance.instance.block_device_mappings = [
                 ec2.CfnInstance.BlockDeviceMappingProperty(
