@@ -16,7 +16,7 @@ get_settings()  # validate the environment at cold start
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@metrics.log_metrics(capture_cold_start_metric=True)
 @event_source(data_class=S3Event)
 def handler(event: S3Event, context: LambdaContext) -> dict[str, Any]:
     outcomes = {}

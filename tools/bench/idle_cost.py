@@ -85,6 +85,7 @@ USAGE_ONLY = frozenset(
         "AWS::Lambda::EventSourceMapping",
         "AWS::Lambda::LayerVersion",
         "AWS::Lambda::Permission",
+        "AWS::Lambda::EventInvokeConfig",  # retry and on-failure settings: no charge of its own
         "AWS::Lambda::Alias",
         "AWS::Lambda::Function",  # priced only with SnapStart (below)
         "AWS::Logs::LogGroup",
