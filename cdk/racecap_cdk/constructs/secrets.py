@@ -18,8 +18,8 @@ from .. import constants as c
 from ..scanners import suppress
 
 WHY_AWS_MANAGED_KEY = (
-    "The provider's API keys, not runners' personal data: encrypted with Secrets Manager's AWS managed key; "
-    "only functions granted ReadSecret may read it, and every read is in CloudTrail."
+    "Keys (the payment provider's, the token-signing key), not runners' personal data: encrypted with Secrets "
+    "Manager's AWS managed key; only functions granted ReadSecret may read them, every read is in CloudTrail."
 )
 
 
