@@ -217,6 +217,12 @@ class Function:
     reserved_concurrency: int | None = None
     needs_cache: bool = True
     extra_env: dict[str, Ref] = field(default_factory=dict)
+    # How an API function avoids cold starts on AWS (README, "Cold starts"): "snapstart"
+    # (a snapshot of the initialised function, restored) or "provisioned" (environments
+    # kept initialised during registration windows, up to ``provisioned_max``). Either way
+    # the HTTP API calls a published version through the "live" alias. Nothing locally.
+    warm_start: Literal["snapstart", "provisioned"] | None = None
+    provisioned_max: int = 0
 
     @property
     def module(self) -> str:
@@ -404,6 +410,7 @@ FUNCTIONS: tuple[Function, ...] = (
         "functions/public_api",
         "Runner-facing race pages and the OpenAPI document",
         grants=(TableAccess("Races", "read"), TableAccess("Inventory", "read")),
+        warm_start="snapstart",
         memory_mb=1024,
     ),
     Function(
@@ -419,6 +426,8 @@ FUNCTIONS: tuple[Function, ...] = (
             ReadSecret("PaymentProvider"),  # creates and confirms payments
             ReadSecret("FairnessSigningKey"),  # signs device, queue and admission tokens
         ),
+        warm_start="provisioned",
+        provisioned_max=200,
         memory_mb=1024,
     ),
     Function(
@@ -481,6 +490,7 @@ FUNCTIONS: tuple[Function, ...] = (
             StopExecution("RegistrationWindow"),
             ReadSecret("PaymentProvider"),  # refunds
         ),
+        warm_start="snapstart",
         memory_mb=1024,
         # Just under the HTTP API's 30 s integration limit: the CSV export uses the time.
         timeout_s=29,

@@ -57,7 +57,9 @@ class RacecapStack(Stack):
         self.buckets.add_triggers(reg.functions)
         self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
         self.auth = DirectorAuth(self, c.AUTH_ID)
-        self.http_api = HttpApi(self, c.HTTP_API_ID, functions=reg.functions, director_authorizer=self.auth.authorizer)
+        self.http_api = HttpApi(
+            self, c.HTTP_API_ID, functions=self.functions.entry_points, director_authorizer=self.auth.authorizer
+        )
         self.site = Site(self, c.SITE_ID, api=self.http_api.api)
 
         CfnOutput(self, c.OUTPUT_SITE_URL, value=self.site.url)
