@@ -508,6 +508,7 @@ FUNCTIONS += (
         "functions/results_api",
         "Runners: published results pages, a runner's result, name/bib autocomplete",
         grants=(TableAccess("Races", "read"), TableAccess("Results", "read")),
+        warm_start="snapstart",
         memory_mb=1024,
         extra_env=_RESULTS_ENV,
     ),
@@ -522,6 +523,7 @@ FUNCTIONS += (
             BucketAccess("ResultsUploads", "put", RESULTS_UPLOAD_PREFIX),
         ),
         extra_env=_RESULTS_ENV,
+        warm_start="snapstart",
     ),
     Function(
         "ResultsProcessor",
