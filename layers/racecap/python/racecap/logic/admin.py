@@ -12,13 +12,14 @@ import math
 import secrets
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from racecap.dal.inventory import DynamoInventory, cap_change_items
 from racecap.dal.races import RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
+from racecap.domain import EventChanges, RaceChanges
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
 from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
 from racecap.logic.races import race_status
@@ -286,7 +287,7 @@ class RaceAdmin:
             merged = RaceFields.model_validate({**current.model_dump(), **asked})
         except ValidationError as exc:
             raise ValidationFailed("Some fields are missing or invalid.", fields=_fields(exc)) from exc
-        changes = {k: getattr(merged, k) for k in asked if getattr(merged, k) != getattr(race, k)}
+        changes = cast(RaceChanges, {k: getattr(merged, k) for k in asked if getattr(merged, k) != getattr(race, k)})
         if not changes:
             return self.view(race, events)
         also: list[TransactItem] = []
@@ -325,7 +326,7 @@ class RaceAdmin:
             event = next((e for e in events if e.eventId == event_id), None)
             if event is None:
                 raise EventNotFound(f"Race {race_id} has no event {event_id}.")
-            changes: dict[str, Any] = {k: v for k, v in asked.items() if getattr(event, k) != v}
+            changes = cast(EventChanges, {k: v for k, v in asked.items() if getattr(event, k) != v})
             if not changes:
                 return self.view(race, events)
             shard_items: list[TransactItem] = []
