@@ -239,8 +239,8 @@ class Function:
 
 @dataclass(frozen=True)
 class Route:
-    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
-    path: str  # API Gateway syntax, e.g. /api/races/{raceId}
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "ANY"]
+    path: str  # API Gateway syntax, e.g. /api/races/{raceId}; {name+} takes the rest of the path
     function: str
     auth: Literal["none", "director"] = "none"
 
@@ -598,6 +598,11 @@ ROUTES: tuple[Route, ...] = (
         Route(method, f"/api/admin/races/{{raceId}}/events/{{eventId}}/results{path}", "ResultsAdmin", auth="director")
         for method, path in _RESULTS_ADMIN_ROUTES
     ),
+    # The catch-all: API Gateway answers an unknown route itself ({"message":"Not Found"},
+    # a shape the contract cannot change on an HTTP API). Routing every other path and
+    # method under /api here instead lets PublicApi answer 404, or 405 with `Allow`, in
+    # the contract's shape. API Gateway always prefers a more specific route.
+    Route("ANY", "/api/{proxy+}", "PublicApi"),
 )
 
 OBJECT_TRIGGERS: tuple[ObjectTrigger, ...] = (

@@ -4,6 +4,7 @@
 # at run time to validate requests and responses.
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.http import make_resolver
+from racecap.http import make_resolver, unknown_route
 from racecap.models import RaceList, RaceView
 from racecap.observability import logger, metrics, tracer
 from racecap.wiring import catalog, runner_rate_limit
@@ -64,6 +65,22 @@ def swagger_ui() -> Response[str]:
         False,
     )
     return Response(200, "text/html; charset=utf-8", html)
+
+
+@lru_cache(maxsize=1)
+def _api_routes() -> tuple[tuple[str, str], ...]:
+    """Every (method, path) the API serves: the document's operations and its own two pages."""
+    paths = json.loads(OPENAPI_FILE.read_text())["paths"]
+    documented = [(m.upper(), p) for p, ops in paths.items() for m in ops if m != "parameters"]
+    return (*documented, ("GET", "/api/openapi.json"), ("GET", "/api/docs"))
+
+
+@app.not_found
+def catch_all(_exc: Exception) -> Response[Any]:
+    # Reached through the blueprint's `ANY /api/{proxy+}` route: a path or method no
+    # other route takes. 404, or 405 with `Allow`, in the contract's error shape.
+    event = app.current_event
+    return unknown_route(event.http_method.upper(), event.path, _api_routes())
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -43,7 +43,19 @@ def _register(call: dict[str, Any]) -> dict[str, Any]:
     summary="Hold one place for the race's hold window",
     tags=["Registration"],
     responses={
-        201: {"description": "Held"},
+        201: {
+            "description": "Held",
+            "links": {
+                "Register": {
+                    "operationId": "register_api_holds__holdId__registration_post",
+                    "parameters": {"holdId": "$response.body#/holdId"},
+                },
+                "Release": {
+                    "operationId": "release_hold_api_holds__holdId__delete",
+                    "parameters": {"holdId": "$response.body#/holdId"},
+                },
+            },
+        },
         409: {"description": "SOLD_OUT or REGISTRATION_CLOSED"},
         404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
         429: {"description": "Busy; retry after Retry-After seconds"},
@@ -139,10 +151,21 @@ def release_hold(holdId: str) -> Response[None]:
     description="Repeating the same call returns the same registration and never charges twice.",
     tags=["Registration"],
     responses={
-        202: {"description": "Paid and queued"},
+        202: {
+            "description": "Paid and queued",
+            "links": {
+                "Outcome": {
+                    "operationId": "registration_status_api_registrations__registrationId__get",
+                    "parameters": {"registrationId": "$response.body#/registrationId"},
+                }
+            },
+        },
         400: {"description": "VALIDATION_ERROR with fields"},
         402: {"description": "PAYMENT_DECLINED; the place stays held"},
-        409: {"description": "EMAIL_ALREADY_REGISTERED"},
+        409: {
+            "description": "EMAIL_ALREADY_REGISTERED, or CONFLICT: the same call is still being processed",
+            "headers": {"Retry-After": {"description": "While the same call is still being processed"}},
+        },
         410: {"description": "HOLD_EXPIRED"},
     },
 )
@@ -160,7 +183,13 @@ def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Respo
     summary="The outcome of a registration",
     description="While QUEUED, `Retry-After` follows the waiting screen's back-off: 10, 20, 40, then 60 s.",
     tags=["Registration"],
-    responses={404: {"description": "REGISTRATION_NOT_FOUND"}},
+    responses={
+        200: {
+            "description": "The registration's state",
+            "headers": {"Retry-After": {"description": "While QUEUED: when to ask again (10, 20, 40, then 60 s)"}},
+        },
+        404: {"description": "REGISTRATION_NOT_FOUND"},
+    },
 )
 @tracer.capture_method
 def registration_status(registrationId: str) -> Response[RegistrationStatus]:
