@@ -186,9 +186,11 @@ def _truthful_responses(method: str, op: dict) -> None:
         # first (two tabs, a retry) makes it a Conflict.
         409: bool(op.get("security")) and method != "get",
     }
+    added: set[str] = set()
     for status, (generic, answered_by) in GENERIC.items():
         if not applies.get(status, True):
             continue
+        added.add(str(status))
         mine = errors.get(str(status))
         description = generic
         if mine is not None and mine.get("description") and status not in (413, 429, 500):
@@ -199,7 +201,7 @@ def _truthful_responses(method: str, op: dict) -> None:
         if status == 429:
             errors[str(status)]["headers"] = {"Retry-After": RETRY_AFTER}
     for code, response in errors.items():
-        if int(code) not in GENERIC:
+        if code not in added:  # a status only this route answers: Racecap's own
             response["content"] = _error_content(("racecap",))
     op["responses"] = dict(sorted({**success, **errors}.items()))
     for response in op["responses"].values():
