@@ -114,7 +114,7 @@ def test_currency_is_an_iso_code_as_the_document_lists_it() -> None:
         {"registrationOpensAt": 1_700_000_000},
         {"name": "   "},
         {"events": [{"name": "5K", "cap": True, "priceCents": 2500}]},
-        {"events": [{"name": "5K", "cap": 100, "priceCents": 25.0}]},
+        {"events": [{"name": "5K", "cap": 100, "priceCents": 25.5}]},  # 25.0 is 25, as JSON Schema says
         {"events": [{"name": "5K", "cap": [], "priceCents": 2500}]},
     ],
 )
