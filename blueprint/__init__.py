@@ -307,6 +307,68 @@ class StateMachine:
         return ROOT / self.definition_file
 
 
+# ---------------------------------------------------------------------------
+# What browsers are told about the site and the API docs: the same headers from
+# CloudFront's response headers policy (cdk) and from the local gateway (local).
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PaymentOrigins:
+    """Where the payment provider's card form comes from: its script, its frames (card
+    fields, 3-D Secure) and the API its script calls. Configuration, not code: Stripe's on
+    AWS (``cdk.json`` context ``racecap:paymentOrigin`` overrides), the Stripe stand-in's
+    origin locally."""
+
+    script: tuple[str, ...]
+    frame: tuple[str, ...]
+    connect: tuple[str, ...]
+
+    @classmethod
+    def single(cls, origin: str) -> PaymentOrigins:
+        """A stand-in that serves its script, frames and API from one origin."""
+        return cls((origin,), (origin,), (origin,))
+
+
+STRIPE_ORIGINS = PaymentOrigins(
+    script=("https://js.stripe.com",),
+    frame=("https://js.stripe.com", "https://*.stripe.com"),
+    connect=("https://api.stripe.com",),
+)
+
+
+def content_security_policy(payments: PaymentOrigins) -> str:
+    """No inline script or style anywhere (the site and the docs page load files only)."""
+
+    def sources(*extra: str, base: tuple[str, ...] = ("'self'",)) -> str:
+        return " ".join((*base, *extra)) or "'none'"
+
+    directives = {
+        "default-src": "'self'",
+        "script-src": sources(*payments.script),
+        "style-src": "'self'",
+        "img-src": "'self' data:",
+        "font-src": "'self'",
+        "connect-src": sources(*payments.connect),
+        "frame-src": sources(*payments.frame, base=()),
+        "object-src": "'none'",
+        "base-uri": "'none'",
+        "form-action": "'self'",
+        "frame-ancestors": "'none'",
+    }
+    return "; ".join(f"{name} {value}" for name, value in directives.items())
+
+
+def security_headers(payments: PaymentOrigins) -> dict[str, str]:
+    """Every response's security headers (CloudFront's managed SecurityHeadersPolicy, with
+    a content security policy and frames refused outright)."""
+    return {
+        "Content-Security-Policy": content_security_policy(payments),
+        "Strict-Transport-Security": "max-age=31536000",
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "strict-origin-when-cross-origin",
+    }
+
+
 def _kebab(name: str) -> str:
     out = []
     for i, ch in enumerate(name):
@@ -579,6 +641,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races", "PublicApi"),
     Route("GET", "/api/races/{raceId}", "PublicApi"),
     Route("GET", "/api/docs", "PublicApi"),
+    Route("GET", "/api/docs/{asset}", "PublicApi"),  # the docs page's script and style files
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),

@@ -68,6 +68,25 @@ _STATUS = {
 }
 
 
+def _payment_origins() -> blueprint.PaymentOrigins:
+    # The Stripe stand-in's origin on the local stack (local/stack.py sets it); Stripe's otherwise.
+    origin = os.environ.get("RACECAP_PAYMENT_ORIGIN")
+    return blueprint.PaymentOrigins.single(origin) if origin else blueprint.STRIPE_ORIGINS
+
+
+# CloudFront's response headers policy, as cdk renders it from the same declaration.
+SECURITY_HEADERS = blueprint.security_headers(_payment_origins())
+
+
+def _with_security_headers(start: StartResponse) -> StartResponse:
+    def wrapped(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+        have = {k.lower() for k, _ in headers}
+        extra = [(k, v) for k, v in SECURITY_HEADERS.items() if k.lower() not in have]
+        return start(status, [*headers, *extra], *exc)
+
+    return wrapped
+
+
 class CompiledRoute:
     def __init__(self, route: blueprint.Route) -> None:
         self.route = route
@@ -214,6 +233,8 @@ class Gateway:
     def __call__(self, environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/") or "/"
         method = environ.get("REQUEST_METHOD", "GET").upper()
+        if not path.startswith("/2015-03-31/"):  # what CloudFront serves, not the Lambda API
+            start = _with_security_headers(start)
         try:
             if path.startswith("/api/") or path == "/api":
                 return self._api(environ, start, method, path)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
 
 import blueprint
 from local.stack import LocalStack
@@ -27,6 +28,8 @@ SEED = int(os.environ.get("RACECAP_FUZZ_SEED", "20261123"))
 @pytest.mark.timeout(SECONDS + 240)
 def test_the_api_answers_as_its_document_says(stack: LocalStack) -> None:
     token = stack.issuer.mint("schemathesis", ttl_s=SECONDS + 3600)
+    # A cold PublicApi environment on a loaded machine can take seconds: warm it first.
+    assert requests.get(f"{stack.url}/api/openapi.json", timeout=60).status_code == 200
     REPORTS.mkdir(parents=True, exist_ok=True)
     cli = Path(sys.executable).with_name("schemathesis")
     cmd = [
@@ -34,7 +37,7 @@ def test_the_api_answers_as_its_document_says(stack: LocalStack) -> None:
         "--header", f"Authorization: Bearer {token}",
         "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful",
         "--max-time", str(SECONDS), "--seed", str(SEED), "--workers", "2",
-        "--generation-database", "none", "--request-timeout", "30",
+        "--generation-database", "none", "--request-timeout", "30", "--wait-for-schema", "60",
         "--report", "junit,ndjson", "--report-dir", str(REPORTS),
     ]  # fmt: skip
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=SECONDS + 180, cwd=REPORTS, check=False)

@@ -209,9 +209,11 @@ def test_the_waiting_screen_backs_off_10_20_40_then_60_seconds(api, backend):
     hold_id = hold(api, race_id, event_id).json()["holdId"]
     registration_id = "reg_" + hold_id.removeprefix("hold_")
     table = backend.table("Inventory")
-    now = datetime.now(UTC)
     seen = {}
-    for queued_for_s in (0, 9, 11, 29, 31, 69, 71, 3600):
+    # Ages just past each step's start: while the request travels they only grow, and each
+    # has many seconds before the next step (a loaded machine must not change the answer).
+    for queued_for_s in (0, 11, 31, 71, 3600):
+        now = datetime.now(UTC)
         backend.dynamodb.update_item(
             TableName=table,
             Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
@@ -230,4 +232,4 @@ def test_the_waiting_screen_backs_off_10_20_40_then_60_seconds(api, backend):
         assert resp.status_code == 200, resp.text
         assert resp.json()["status"] == "QUEUED"
         seen[queued_for_s] = int(resp.headers["Retry-After"])
-    assert seen == {0: 10, 9: 10, 11: 20, 29: 20, 31: 40, 69: 40, 71: 60, 3600: 60}
+    assert seen == {0: 10, 11: 20, 31: 40, 71: 60, 3600: 60}
