@@ -223,7 +223,16 @@ def test_the_waiting_screen_backs_off_10_20_40_then_60_seconds(api, backend):
                 {
                     ":q": "QUEUED",
                     ":rid": registration_id,
-                    ":a": {"key": "k", "startedAt": (now - timedelta(seconds=queued_for_s)).isoformat()},
+                    ":a": {
+                        "key": "k",
+                        "email": "queued@example.com",
+                        "firstName": "Q",
+                        "lastName": "Q",
+                        "dateOfBirth": "1990-01-01",
+                        "amountCents": 2500,
+                        "currency": "USD",
+                        "startedAt": (now - timedelta(seconds=queued_for_s)).isoformat(),
+                    },
                     ":t": (now - timedelta(seconds=queued_for_s)).isoformat(),
                 }
             ),
