@@ -37,7 +37,7 @@ def test_the_api_answers_as_its_document_says(stack: LocalStack) -> None:
         "--header", f"Authorization: Bearer {token}",
         "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful",
         # One worker: with two, hypothesis parses lambdas in two threads at once and Python
-        # 3.11's ast module fails ("AST constructor recursion depth mismatch", CPython gh-106905).
+        # 3.11's ast module fails ("AST constructor recursion depth mismatch").
         "--max-time", str(SECONDS), "--seed", str(SEED), "--workers", "1",
         "--generation-database", "none", "--request-timeout", "30", "--wait-for-schema", "60",
         "--report", "junit,ndjson", "--report-dir", str(REPORTS),
