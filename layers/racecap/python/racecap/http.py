@@ -107,7 +107,7 @@ class RacecapResolver(APIGatewayHttpResolver):
 
     Powertools validates the body before any route middleware runs, so a form post or
     a 1 MB body would come back as a confusing field error. These checks answer first:
-    a body must be JSON (415) and small (413) and text (400). A client over its rate limit is answered
+    a body must be JSON (415), small (413) and text (400). A client over its rate limit is answered
     429 first of all, so a flood costs one Redis call per request and nothing more.
     API Gateway base64-encodes a body it does not take for text (``isBase64Encoded``); it
     is decoded here, once, so the routes always see the JSON text.
