@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.errors import Conflict
 from racecap.fairness.identity import DeviceView, lower_headers, new_device_token
+from racecap.fairness.limits import client_limits
 from racecap.fairness.queue import ChallengeView, EnterRequest, QueueView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
@@ -57,15 +58,18 @@ def _register(call: dict[str, Any]) -> dict[str, Any]:
             },
         },
         409: {"description": "SOLD_OUT or REGISTRATION_CLOSED"},
+        401: {"description": "INVALID_TOKEN, TOKEN_EXPIRED (device or admission token)"},
+        403: {"description": "QUEUE_ADMISSION_REQUIRED (the race's queue is on), TOKEN_NOT_YOURS"},
         404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
-        429: {"description": "Busy; retry after Retry-After seconds"},
+        429: {"description": "TOO_MANY_HOLDS (device or address at its limit) or TOO_MANY_REQUESTS; see Retry-After"},
     },
 )
 @tracer.capture_method
 def create_hold(raceId: str, eventId: str) -> Response[HoldCreated]:
     who = _client()
-    opening_queue().admit_hold(raceId, who)
-    return Response(201, content_types.APPLICATION_JSON, hold_service().hold(raceId, eventId), headers=NO_STORE)
+    limits = client_limits(raceId, who, opening_queue().admit_hold(raceId, who))
+    held = hold_service().hold(raceId, eventId, limits=limits)
+    return Response(201, content_types.APPLICATION_JSON, held, headers=NO_STORE)
 
 
 def _client() -> Any:

@@ -93,6 +93,9 @@ class Hold(_Record):
     chargeId: str | None = None  # the provider's payment (intent) id, once paid
     queuedAt: datetime | None = None
     bib: int | None = None
+    # Per-client hold limits it counts against (counter key -> limit when held): the
+    # device's and the address's (racecap.fairness.limits); freed when the place leaves HELD/PAYING.
+    clientLimits: dict[str, int] = {}
 
     def expired(self, now: datetime) -> bool:
         return self.expiresAt <= now
