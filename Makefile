@@ -15,7 +15,7 @@ CORE_COVERAGE := --cov-branch --cov-fail-under=90 --cov-report=term:skip-covered
   $(foreach m,holds registration sweeper writer refunds capacity,--cov=racecap.logic.$(m))
 
 .PHONY: help install run test lint typecheck openapi openapi-check unit infra-tests integration browser \
-        site layers synth deploy burst bench token clean
+        site layers synth deploy burst bench fuzz token clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ deploy: install layers site ## deploy to the AWS account in your environment
 
 burst: install site ## Artillery burst against the local stack (or TARGET=https://…)
 	@$(ENV) $(PY) -m tools.burst
+
+fuzz: install site ## schemathesis, all checks + stateful, for RACECAP_FUZZ_SECONDS (default 900) against a fresh local stack
+	@$(ENV) RACECAP_FUZZ_SECONDS=$${RACECAP_FUZZ_SECONDS:-900} $(PYTEST) -q -p no:cacheprovider tests/integration/test_contract.py
 
 bench: install site ## the benchmark: writes reports/bench.json
 	@$(ENV) $(PY) -m tools.bench

@@ -235,6 +235,12 @@ class Function:
     reserved_concurrency: int | None = None
     needs_cache: bool = True
     extra_env: dict[str, Ref] = field(default_factory=dict)
+    # How an API function avoids cold starts on AWS (README, "Cold starts"): "snapstart"
+    # (a snapshot of the initialised function, restored) or "provisioned" (environments
+    # kept initialised during registration windows, up to ``provisioned_max``). Either way
+    # the HTTP API calls a published version through the "live" alias. Nothing locally.
+    warm_start: Literal["snapstart", "provisioned"] | None = None
+    provisioned_max: int = 0
 
     @property
     def module(self) -> str:
@@ -251,8 +257,8 @@ class Function:
 
 @dataclass(frozen=True)
 class Route:
-    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
-    path: str  # API Gateway syntax, e.g. /api/races/{raceId}
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "ANY"]
+    path: str  # API Gateway syntax, e.g. /api/races/{raceId}; {name+} takes the rest of the path
     function: str
     auth: Literal["none", "director"] = "none"
 
@@ -323,6 +329,68 @@ class StateMachine:
     @property
     def path(self) -> Path:
         return ROOT / self.definition_file
+
+
+# ---------------------------------------------------------------------------
+# What browsers are told about the site and the API docs: the same headers from
+# CloudFront's response headers policy (cdk) and from the local gateway (local).
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PaymentOrigins:
+    """Where the payment provider's card form comes from: its script, its frames (card
+    fields, 3-D Secure) and the API its script calls. Configuration, not code: Stripe's on
+    AWS (``cdk.json`` context ``racecap:paymentOrigin`` overrides), the Stripe stand-in's
+    origin locally."""
+
+    script: tuple[str, ...]
+    frame: tuple[str, ...]
+    connect: tuple[str, ...]
+
+    @classmethod
+    def single(cls, origin: str) -> PaymentOrigins:
+        """A stand-in that serves its script, frames and API from one origin."""
+        return cls((origin,), (origin,), (origin,))
+
+
+STRIPE_ORIGINS = PaymentOrigins(
+    script=("https://js.stripe.com",),
+    frame=("https://js.stripe.com", "https://*.stripe.com"),
+    connect=("https://api.stripe.com",),
+)
+
+
+def content_security_policy(payments: PaymentOrigins) -> str:
+    """No inline script or style anywhere (the site and the docs page load files only)."""
+
+    def sources(*extra: str, base: tuple[str, ...] = ("'self'",)) -> str:
+        return " ".join((*base, *extra)) or "'none'"
+
+    directives = {
+        "default-src": "'self'",
+        "script-src": sources(*payments.script),
+        "style-src": "'self'",
+        "img-src": "'self' data:",
+        "font-src": "'self'",
+        "connect-src": sources(*payments.connect),
+        "frame-src": sources(*payments.frame, base=()),
+        "object-src": "'none'",
+        "base-uri": "'none'",
+        "form-action": "'self'",
+        "frame-ancestors": "'none'",
+    }
+    return "; ".join(f"{name} {value}" for name, value in directives.items())
+
+
+def security_headers(payments: PaymentOrigins) -> dict[str, str]:
+    """Every response's security headers (CloudFront's managed SecurityHeadersPolicy, with
+    a content security policy and frames refused outright)."""
+    return {
+        "Content-Security-Policy": content_security_policy(payments),
+        "Strict-Transport-Security": "max-age=31536000",
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "strict-origin-when-cross-origin",
+    }
 
 
 def _kebab(name: str) -> str:
@@ -430,6 +498,7 @@ FUNCTIONS: tuple[Function, ...] = (
         "functions/public_api",
         "Runner-facing race pages and the OpenAPI document",
         grants=(TableAccess("Races", "read"), TableAccess("Inventory", "read")),
+        warm_start="snapstart",
         memory_mb=1024,
     ),
     Function(
@@ -445,6 +514,8 @@ FUNCTIONS: tuple[Function, ...] = (
             ReadSecret("PaymentProvider"),  # creates and confirms payments
             ReadSecret("FairnessSigningKey"),  # signs device, queue and admission tokens
         ),
+        warm_start="provisioned",
+        provisioned_max=200,
         memory_mb=1024,
     ),
     Function(
@@ -507,6 +578,7 @@ FUNCTIONS: tuple[Function, ...] = (
             StopExecution("RegistrationWindow"),
             ReadSecret("PaymentProvider"),  # refunds
         ),
+        warm_start="snapstart",
         memory_mb=1024,
         # Just under the HTTP API's 30 s integration limit: the CSV export uses the time.
         timeout_s=29,
@@ -524,6 +596,7 @@ FUNCTIONS += (
         "functions/results_api",
         "Runners: published results pages, a runner's result, name/bib autocomplete",
         grants=(TableAccess("Races", "read"), TableAccess("Results", "read")),
+        warm_start="snapstart",
         memory_mb=1024,
         extra_env=_RESULTS_ENV,
     ),
@@ -538,6 +611,7 @@ FUNCTIONS += (
             BucketAccess("ResultsUploads", "put", RESULTS_UPLOAD_PREFIX),
         ),
         extra_env=_RESULTS_ENV,
+        warm_start="snapstart",
     ),
     Function(
         "ResultsProcessor",
@@ -593,6 +667,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races", "PublicApi"),
     Route("GET", "/api/races/{raceId}", "PublicApi"),
     Route("GET", "/api/docs", "PublicApi"),
+    Route("GET", "/api/docs/{asset}", "PublicApi"),  # the docs page's script and style files
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
@@ -612,6 +687,11 @@ ROUTES: tuple[Route, ...] = (
         Route(method, f"/api/admin/races/{{raceId}}/events/{{eventId}}/results{path}", "ResultsAdmin", auth="director")
         for method, path in _RESULTS_ADMIN_ROUTES
     ),
+    # The catch-all: API Gateway answers an unknown route itself ({"message":"Not Found"},
+    # a shape the contract cannot change on an HTTP API). Routing every other path and
+    # method under /api here instead lets PublicApi answer 404, or 405 with `Allow`, in
+    # the contract's shape. API Gateway always prefers a more specific route.
+    Route("ANY", "/api/{proxy+}", "PublicApi"),
 )
 
 OBJECT_TRIGGERS: tuple[ObjectTrigger, ...] = (

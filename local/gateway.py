@@ -27,7 +27,18 @@ import blueprint
 from local.runtime import ACCOUNT, FunctionHost
 
 StartResponse = Callable[..., Any]
-MAX_BODY = 1024 * 1024  # larger than any legitimate request; handlers enforce their own limits
+# API Gateway's own limit on an HTTP API request (10 MB); handlers enforce smaller ones.
+MAX_BODY = 10 * 1024 * 1024
+# What API Gateway itself answers, in its own shape ({"message": ...}), which an HTTP API
+# cannot reshape; the local gateway answers exactly so (the OpenAPI document lists them).
+GATEWAY_NOT_FOUND = {"message": "Not Found"}
+GATEWAY_UNAUTHORIZED = {"message": "Unauthorized"}
+GATEWAY_TOO_LARGE = {"message": "Request Entity Too Large"}
+GATEWAY_ERROR = {"message": "Internal Server Error"}
+# Content types API Gateway hands to a function as text; any other body, and any body
+# that is not valid UTF-8, arrives base64-encoded with isBase64Encoded.
+TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/xml",
+              "application/x-www-form-urlencoded")  # fmt: skip
 SITE_DIRS = (blueprint.ROOT / ".build" / "site", blueprint.ROOT / "site")
 API_ID = "local"
 
@@ -57,24 +68,46 @@ _STATUS = {
 }
 
 
+def _payment_origins() -> blueprint.PaymentOrigins:
+    # The Stripe stand-in's origin on the local stack (local/stack.py sets it); Stripe's otherwise.
+    origin = os.environ.get("RACECAP_PAYMENT_ORIGIN")
+    return blueprint.PaymentOrigins.single(origin) if origin else blueprint.STRIPE_ORIGINS
+
+
+# CloudFront's response headers policy, as cdk renders it from the same declaration.
+SECURITY_HEADERS = blueprint.security_headers(_payment_origins())
+
+
+def _with_security_headers(start: StartResponse) -> StartResponse:
+    def wrapped(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+        have = {k.lower() for k, _ in headers}
+        extra = [(k, v) for k, v in SECURITY_HEADERS.items() if k.lower() not in have]
+        return start(status, [*headers, *extra], *exc)
+
+    return wrapped
+
+
 class CompiledRoute:
     def __init__(self, route: blueprint.Route) -> None:
         self.route = route
         pattern = ""
         self.params: list[str] = []
+        self.greedy = False
         for segment in route.path.strip("/").split("/"):
             m = re.fullmatch(r"\{(\w+)(\+?)\}", segment)
             if m:
                 self.params.append(m.group(1))
+                self.greedy = self.greedy or bool(m.group(2))
                 pattern += "/(.+)" if m.group(2) else "/([^/]+)"
             else:
                 pattern += "/" + re.escape(segment)
         self.regex = re.compile(f"^{pattern}$")
-        # API Gateway prefers the most specific route: literal segments beat parameters.
-        self.specificity = (-len(self.params), len(route.path))
+        # API Gateway prefers the most specific route: a greedy {proxy+} loses to any other,
+        # ANY loses to a named method, and literal segments beat parameters.
+        self.specificity = (not self.greedy, route.method != "ANY", -len(self.params), len(route.path))
 
     def match(self, method: str, path: str) -> dict[str, str] | None:
-        if method != self.route.method:
+        if self.route.method not in (method, "ANY"):
             return None
         m = self.regex.match(path)
         return dict(zip(self.params, m.groups(), strict=True)) if m else None
@@ -110,6 +143,16 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     return environ["wsgi.input"].read(length) if length else b""
 
 
+def _as_text(body: bytes, content_type: str) -> str | None:
+    """The body as API Gateway passes a text payload on, or None when it base64-encodes it."""
+    if not content_type.lower().startswith(TEXT_TYPES):
+        return None
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def build_http_event(
     environ: dict[str, Any], route: blueprint.Route, params: dict[str, str], body: bytes, claims: dict | None
 ) -> dict[str, Any]:
@@ -120,8 +163,7 @@ def build_http_event(
     for k, v in parse_qsl(raw_qs, keep_blank_values=True):
         query[k] = f"{query[k]},{v}" if k in query else v
     cookies = [c.strip() for c in headers.pop("cookie", "").split(";") if c.strip()]
-    content_type = headers.get("content-type", "")
-    textual = not body or content_type.startswith(("application/json", "text/", "application/x-www-form"))
+    text = _as_text(body, headers.get("content-type", "")) if body else ""
     now = datetime.now(UTC)
     request_id = str(uuid.uuid4())
     context: dict[str, Any] = {
@@ -130,7 +172,7 @@ def build_http_event(
         "domainName": headers.get("host", "localhost"),
         "domainPrefix": headers.get("host", "localhost").split(".")[0],
         "http": {
-            "method": route.method,
+            "method": environ.get("REQUEST_METHOD", "GET").upper(),
             "path": environ.get("PATH_INFO", "/"),
             "protocol": environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
             "sourceIp": environ.get("REMOTE_ADDR", "127.0.0.1"),
@@ -151,7 +193,7 @@ def build_http_event(
         "rawQueryString": raw_qs,
         "headers": headers,
         "requestContext": context,
-        "isBase64Encoded": not textual,
+        "isBase64Encoded": text is None,
     }
     if cookies:
         event["cookies"] = cookies
@@ -160,7 +202,7 @@ def build_http_event(
     if params:
         event["pathParameters"] = params
     if body:
-        event["body"] = body.decode() if textual else base64.b64encode(body).decode()
+        event["body"] = text if text is not None else base64.b64encode(body).decode()
     return event
 
 
@@ -193,6 +235,8 @@ class Gateway:
     def __call__(self, environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/") or "/"
         method = environ.get("REQUEST_METHOD", "GET").upper()
+        if not path.startswith("/2015-03-31/"):  # what CloudFront serves, not the Lambda API
+            start = _with_security_headers(start)
         try:
             if path.startswith("/api/") or path == "/api":
                 return self._api(environ, start, method, path)
@@ -200,29 +244,31 @@ class Gateway:
                 return self._invoke(environ, start, method, path)
             return self._static(start, method, path)
         except Exception:
+            # As API Gateway answers when the integration fails (a crashed function).
             traceback.print_exc()
-            return _json(start, 500, {"error": "INTERNAL_ERROR", "message": "The local gateway failed."})
+            return _json(start, 500, GATEWAY_ERROR)
 
     # -- API Gateway --------------------------------------------------------------
     def _api(self, environ: dict[str, Any], start: StartResponse, method: str, path: str) -> list[bytes]:
         matched = next(((r, p) for r in ROUTES if (p := r.match(method, path)) is not None), None)
         if matched is None:
-            if any(r.regex.match(path) for r in ROUTES):
-                return _json(start, 405, {"error": "METHOD_NOT_ALLOWED", "message": f"{method} is not allowed here."})
-            # API Gateway's own answer for an unknown route, in our error shape.
-            return _json(start, 404, {"error": "NOT_FOUND", "message": "No such resource."})
+            # Only outside the blueprint's catch-all (e.g. `/api` itself): API Gateway's answer.
+            return _json(start, 404, GATEWAY_NOT_FOUND)
         compiled, params = matched
         try:
             body = _read_body(environ)
         except ValueError:
-            return _json(start, 413, {"error": "PAYLOAD_TOO_LARGE", "message": "The request body is too large."})
+            return _json(start, 413, GATEWAY_TOO_LARGE)
         claims = None
         if compiled.route.auth != "none":
+            # The HTTP API's JWT authorizer: 401 in its own shape, with `www-authenticate`.
             if self.authorizer is None:
-                return _json(start, 401, {"error": "UNAUTHORIZED", "message": "No authorizer configured."})
-            claims = self.authorizer.claims(_headers(environ).get("authorization", ""))
+                return _json(start, 401, GATEWAY_UNAUTHORIZED, {"www-authenticate": "Bearer"})
+            authorization = _headers(environ).get("authorization", "")
+            claims = self.authorizer.claims(authorization)
             if claims is None:
-                return _json(start, 401, {"error": "UNAUTHORIZED", "message": "Missing or invalid bearer token."})
+                challenge = 'Bearer scope="" error="invalid_token"' if authorization else "Bearer"
+                return _json(start, 401, GATEWAY_UNAUTHORIZED, {"www-authenticate": challenge})
         event = build_http_event(environ, compiled.route, params, body, claims)
         # CloudFront's custom origin header: set on every API request, replacing any a client
         # sent, so the handlers' origin check passes only for requests through the CDN.

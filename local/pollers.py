@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import signal
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Mapping, Sequence
@@ -30,6 +32,7 @@ import boto3
 import blueprint
 from local.provision import object_event
 from local.runtime import ACCOUNT, REGION, FunctionHost
+from local.servers import die_with_parent
 
 
 def sqs_event(queue_arn: str, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -191,6 +194,12 @@ def concurrency(trigger: blueprint.QueueTrigger) -> int:
     return min(trigger.max_concurrency, reserved) if reserved else trigger.max_concurrency
 
 
+# How long a stopping process waits for its thread to finish the batch in hand. A thread
+# blocked on a server that is gone (botocore retrying a dead ElasticMQ) would otherwise
+# keep the process alive forever; it is a daemon thread, so the process simply exits.
+STOP_GRACE_S = 5.0
+
+
 def _run_poller(trigger: blueprint.QueueTrigger, queue_url: str, n: int) -> None:
     _serve([QueuePoller(FunctionHost(), trigger, queue_url, _stop_event(), n)])
 
@@ -204,18 +213,27 @@ def _run_schedule(schedule: blueprint.Schedule, scale: float) -> None:
 
 
 def _stop_event() -> threading.Event:
+    """Set by SIGTERM/SIGINT, and by the death of the pollers' main process (a forked
+    child gets no parent-death signal of its own: it is asked for here)."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    die_with_parent(os.getppid())
     return stop
 
 
 def _serve(threads: list[threading.Thread]) -> None:
     for t in threads:
         t.start()
+    stopping_since: float | None = None
     while any(t.is_alive() for t in threads):  # the threads end when SIGTERM sets their event
         for t in threads:
             t.join(timeout=0.5)
+        if stopping_since is None and any(getattr(t, "stop", threading.Event()).is_set() for t in threads):
+            stopping_since = time.monotonic()
+        if stopping_since is not None and time.monotonic() - stopping_since > STOP_GRACE_S:
+            print(f"[pollers] {threads[0].name}: gave up waiting for the batch in hand", flush=True)
+            return
 
 
 def main() -> None:
@@ -257,8 +275,13 @@ def main() -> None:
                 stop.set()
     for p in procs:
         p.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S + 2
     for p in procs:
-        p.join(timeout=3)
+        p.join(timeout=max(0.1, deadline - time.monotonic()))
+    for p in procs:  # every wait is bounded: what has not stopped by now is killed
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=2)
 
 
 if __name__ == "__main__":

@@ -160,12 +160,18 @@ if sys.platform.startswith("linux"):
 
 def _die_with_parent(parent_pid: int) -> Callable[[], None]:
     def setup() -> None:  # runs in the child between fork and exec
-        if _libc is not None:
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-            if os.getppid() != parent_pid:  # the parent died before prctl took effect
-                os._exit(1)
+        die_with_parent(parent_pid)
 
     return setup
+
+
+def die_with_parent(parent_pid: int, sig: signal.Signals = signal.SIGTERM) -> None:
+    """Ask Linux to send this process ``sig`` when its parent dies (PR_SET_PDEATHSIG);
+    exit at once if the parent is already gone. A no-op where prctl is missing."""
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

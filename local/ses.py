@@ -108,10 +108,9 @@ def make_handler(box: Mailbox) -> type[BaseHTTPRequestHandler]:
                     )
                     return
                 message_id = box.store(request)
-                print(
-                    f"[ses] sent {message_id} to {request.get('Destination', {}).get('ToAddresses')}",
-                    flush=True,
-                )
+                # The id only: a runner's address belongs in the mailbox, not in a log line.
+                recipients = len(request.get("Destination", {}).get("ToAddresses") or [])
+                print(f"[ses] sent {message_id} to {recipients} recipient(s)", flush=True)
                 self._json(200, {"MessageId": message_id})
             elif self.path == "/_faults":
                 box.throttle_next = int(self._body().get("throttle", 0))

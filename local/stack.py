@@ -344,7 +344,9 @@ class LocalStack:
             "--threads", str(self.gateway_threads), "--backlog", "4096", "--keep-alive", "5",
             "--timeout", "60", "--graceful-timeout", "3", "--log-level", "warning", "local.gateway:app",
         ]  # fmt: skip
-        return self._spawn("gateway", cmd, self.ports.gateway, self.function_env() | self.issuer.gateway_env())
+        # The content security policy lets the site load the card form from the Stripe stand-in.
+        env = self.function_env() | self.issuer.gateway_env() | {"RACECAP_PAYMENT_ORIGIN": self.stripe_url}
+        return self._spawn("gateway", cmd, self.ports.gateway, env)
 
     def _start_edge(self) -> servers.ServerProcess:
         from local import edge

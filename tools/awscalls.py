@@ -68,6 +68,9 @@ class Counter:
         self.calls: dict[str, dict[str, float]] = {}
         self.invocations: dict[str, dict[str, float]] = {}
         self.redis: dict[str, int] = {}
+        # The same calls again, keyed "<function id>|<service>:<operation>": which function made them.
+        self.by_function: dict[str, dict[str, float]] = {}
+        self.current = threading.local()  # .function: the function this thread is running
 
     # -- recording ---------------------------------------------------------------------
     def _ensure_process(self) -> None:
@@ -78,16 +81,18 @@ class Counter:
             if self.pid == os.getpid():
                 return
             self.pid = os.getpid()
-            self.calls, self.invocations, self.redis = {}, {}, {}
+            self.calls, self.invocations, self.redis, self.by_function = {}, {}, {}, {}
             threading.Thread(target=self._flush_loop, name="awscalls-flush", daemon=True).start()
 
     def record_call(self, service: str, operation: str, fields: dict[str, float]) -> None:
         self._ensure_process()
         key = f"{service}:{operation}"
+        function = getattr(self.current, "function", None) or "(outside a function)"
         with self.lock:
-            row = self.calls.setdefault(key, defaultdict(float))
-            for name, value in fields.items():
-                row[name] += value
+            for table, row_key in ((self.calls, key), (self.by_function, f"{function}|{key}")):
+                row = table.setdefault(row_key, defaultdict(float))
+                for name, value in fields.items():
+                    row[name] += value
 
     def record_invocation(self, function_id: str, source: str, seconds: float, ok: bool) -> None:
         self._ensure_process()
@@ -111,6 +116,7 @@ class Counter:
                 "calls": {k: dict(v) for k, v in self.calls.items()},
                 "invocations": {k: dict(v) for k, v in self.invocations.items()},
                 "redis": dict(self.redis),
+                "by_function": {k: dict(v) for k, v in self.by_function.items()},
             }
 
     def flush(self) -> None:
@@ -263,11 +269,14 @@ def install(out_dir: str | Path) -> Counter:
             source = "other"
         start = time.perf_counter()
         ok = False
+        outer = getattr(counter.current, "function", None)
+        counter.current.function = function_id
         try:
             result = invoke_original(self, function_id, event)
             ok = True
             return result
         finally:
+            counter.current.function = outer
             counter.record_invocation(function_id, source, time.perf_counter() - start, ok)
 
     runtime.FunctionHost.invoke = counted_invoke  # type: ignore[method-assign]
@@ -278,6 +287,7 @@ def collect(out_dir: Path) -> dict[str, Any]:
     """Sum every process's file: {"calls": {svc:op: {...}}, "invocations": {...}, "redis": {...}}."""
     calls: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     invocations: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    by_function: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     redis_cmds: dict[str, int] = defaultdict(int)
     for path in sorted(out_dir.glob("calls-*.json")):
         try:
@@ -290,22 +300,26 @@ def collect(out_dir: Path) -> dict[str, Any]:
         for key, row in data["invocations"].items():
             for name, value in row.items():
                 invocations[key][name] += value
+        for key, row in data.get("by_function", {}).items():
+            for name, value in row.items():
+                by_function[key][name] += value
         for cmd, n in data["redis"].items():
             redis_cmds[cmd] += n
     return {
         "calls": {k: dict(v) for k, v in sorted(calls.items())},
         "invocations": {k: dict(v) for k, v in sorted(invocations.items())},
         "redis": dict(sorted(redis_cmds.items())),
+        "by_function": {k: dict(v) for k, v in sorted(by_function.items())},
     }
 
 
 def subtract(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
     """What happened between two :func:`collect` snapshots."""
     out: dict[str, Any] = {}
-    for section in ("calls", "invocations"):
+    for section in ("calls", "invocations", "by_function"):
         rows: dict[str, dict[str, float]] = {}
-        for key, row in after[section].items():
-            prev = before[section].get(key, {})
+        for key, row in after.get(section, {}).items():
+            prev = before.get(section, {}).get(key, {})
             diff = {name: value - prev.get(name, 0) for name, value in row.items()}
             if any(diff.values()):
                 rows[key] = diff

@@ -71,7 +71,9 @@ class RacecapStack(Stack):
         self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
         reg.dead_letter_queues.update(self.schedules.failures)
         self.auth = DirectorAuth(self, c.AUTH_ID)
-        self.http_api = HttpApi(self, c.HTTP_API_ID, functions=reg.functions, director_authorizer=self.auth.authorizer)
+        self.http_api = HttpApi(
+            self, c.HTTP_API_ID, functions=self.functions.entry_points, director_authorizer=self.auth.authorizer
+        )
         self.site = Site(
             self, c.SITE_ID, api=self.http_api.api, origin_secret=self.origin_secret, web_acl_arn=web_acl_arn
         )

@@ -22,7 +22,8 @@ from racecap.config import get_settings
 from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.admin import EventDraft, EventPatch, RaceDraft, RacePatch
-from racecap.logic.participants import PAGE_MAX, build_export_page
+from racecap.logic.audit import CURSOR_PATTERN as AUDIT_CURSOR
+from racecap.logic.participants import CURSOR_PATTERN, PAGE_MAX, build_export_page
 from racecap.logic.validation import CancelRequest
 from racecap.models import (
     AdminRaceList,
@@ -297,7 +298,7 @@ def list_registrations(
     eventId: Annotated[str | None, Query(max_length=100)] = None,
     status: Annotated[Literal["CONFIRMED", "CANCELLING", "CANCELLED"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN)] = None,
 ) -> Response[RegistrationPage]:
     _, race, events = _owned(raceId)
     page = participants().page(race, events, q=q, event_id=eventId, status=status, limit=limit, cursor=cursor)
@@ -317,7 +318,7 @@ def list_registrations(
 @tracer.capture_method
 def export_registrations(
     raceId: str,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN)] = None,
     includeCancelled: Annotated[bool, Query()] = False,
 ) -> Response[str]:
     _, race, events = _owned(raceId)
@@ -375,7 +376,7 @@ def cancel_registration(
 def audit(
     raceId: str,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query(max_length=400)] = None,
+    cursor: Annotated[str | None, Query(max_length=400, pattern=AUDIT_CURSOR)] = None,
 ) -> Response[AuditPage]:
     _owned(raceId)
     return _json(200, audit_trail().page(raceId, limit, cursor))

@@ -4,6 +4,7 @@
 # at run time to validate requests and responses.
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.http import make_resolver
+from racecap.errors import NotFound
+from racecap.http import make_resolver, unknown_route
 from racecap.models import RaceList, RaceView
 from racecap.observability import logger, metrics, tracer
 from racecap.wiring import catalog, runner_rate_limit
@@ -47,23 +49,50 @@ def openapi_document() -> Response[Any]:
     return Response(200, content_types.APPLICATION_JSON, OPENAPI_FILE.read_text(), headers=CACHE_SHORT)
 
 
+DOCS_DIR = Path(__file__).with_name("docs")
+# Swagger UI's own files ship with Powertools (no CDN); the page and its start-up script are ours.
+DOCS_ASSETS = {
+    "swagger-ui-bundle.min.js": "application/javascript; charset=utf-8",
+    "swagger-ui.min.css": "text/css; charset=utf-8",
+    "init.js": "application/javascript; charset=utf-8",
+}
+
+
 @app.get("/api/docs", include_in_schema=False)
 def swagger_ui() -> Response[str]:
-    # Powertools ships Swagger UI's assets, so the page works with no CDN. Imported here,
-    # not at module level: it costs ~130 ms, and only this rarely-visited page needs it.
+    # Files only, no inline script or style: the content security policy allows none.
+    return Response(200, "text/html; charset=utf-8", (DOCS_DIR / "index.html").read_text(), headers=CACHE_SHORT)
+
+
+@app.get("/api/docs/<asset>", include_in_schema=False)
+def swagger_asset(asset: str) -> Response[str]:
+    if asset not in DOCS_ASSETS:
+        raise NotFound(f"No such file: {asset}.")
+    path = DOCS_DIR / asset if (DOCS_DIR / asset).is_file() else _swagger_dir() / asset
+    return Response(200, DOCS_ASSETS[asset], path.read_text(encoding="utf-8"), headers=CACHE_SHORT)
+
+
+def _swagger_dir() -> Path:
+    # Imported here, not at module level: it costs ~130 ms, and only the docs page needs it.
     from aws_lambda_powertools.event_handler.openapi.swagger_ui import generate_swagger_html
 
-    assets = Path(generate_swagger_html.__code__.co_filename).parent
-    spec = json.dumps(json.loads(OPENAPI_FILE.read_text())).replace("</", "<\\/")
-    html = generate_swagger_html(
-        spec,
-        (assets / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
-        (assets / "swagger-ui.min.css").read_text(encoding="utf-8"),
-        None,  # type: ignore[arg-type]  # Powertools accepts None: the assets are inlined
-        None,
-        False,
-    )
-    return Response(200, "text/html; charset=utf-8", html)
+    return Path(generate_swagger_html.__code__.co_filename).parent
+
+
+@lru_cache(maxsize=1)
+def _api_routes() -> tuple[tuple[str, str], ...]:
+    """Every (method, path) the API serves: the document's operations and its own two pages."""
+    paths = json.loads(OPENAPI_FILE.read_text())["paths"]
+    documented = [(m.upper(), p) for p, ops in paths.items() for m in ops if m != "parameters"]
+    return (*documented, ("GET", "/api/openapi.json"), ("GET", "/api/docs"), ("GET", "/api/docs/{asset}"))
+
+
+@app.not_found
+def catch_all(_exc: Exception) -> Response[Any]:
+    # Reached through the blueprint's `ANY /api/{proxy+}` route: a path or method no
+    # other route takes. 404, or 405 with `Allow`, in the contract's error shape.
+    event = app.current_event
+    return unknown_route(event.http_method.upper(), event.path, _api_routes())
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

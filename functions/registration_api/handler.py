@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.errors import Conflict
 from racecap.fairness.identity import DeviceView, lower_headers, new_device_token
+from racecap.fairness.limits import client_limits
 from racecap.fairness.queue import ChallengeView, EnterRequest, QueueView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
@@ -43,17 +44,32 @@ def _register(call: dict[str, Any]) -> dict[str, Any]:
     summary="Hold one place for the race's hold window",
     tags=["Registration"],
     responses={
-        201: {"description": "Held"},
+        201: {
+            "description": "Held",
+            "links": {
+                "Register": {
+                    "operationId": "register_api_holds__holdId__registration_post",
+                    "parameters": {"holdId": "$response.body#/holdId"},
+                },
+                "Release": {
+                    "operationId": "release_hold_api_holds__holdId__delete",
+                    "parameters": {"holdId": "$response.body#/holdId"},
+                },
+            },
+        },
         409: {"description": "SOLD_OUT or REGISTRATION_CLOSED"},
+        401: {"description": "INVALID_TOKEN, TOKEN_EXPIRED (device or admission token)"},
+        403: {"description": "QUEUE_ADMISSION_REQUIRED (the race's queue is on), TOKEN_NOT_YOURS"},
         404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
-        429: {"description": "Busy; retry after Retry-After seconds"},
+        429: {"description": "TOO_MANY_HOLDS (device or address at its limit) or TOO_MANY_REQUESTS; see Retry-After"},
     },
 )
 @tracer.capture_method
 def create_hold(raceId: str, eventId: str) -> Response[HoldCreated]:
     who = _client()
-    opening_queue().admit_hold(raceId, who)
-    return Response(201, content_types.APPLICATION_JSON, hold_service().hold(raceId, eventId), headers=NO_STORE)
+    limits = client_limits(raceId, who, opening_queue().admit_hold(raceId, who))
+    held = hold_service().hold(raceId, eventId, limits=limits)
+    return Response(201, content_types.APPLICATION_JSON, held, headers=NO_STORE)
 
 
 def _client() -> Any:
@@ -139,10 +155,21 @@ def release_hold(holdId: str) -> Response[None]:
     description="Repeating the same call returns the same registration and never charges twice.",
     tags=["Registration"],
     responses={
-        202: {"description": "Paid and queued"},
+        202: {
+            "description": "Paid and queued",
+            "links": {
+                "Outcome": {
+                    "operationId": "registration_status_api_registrations__registrationId__get",
+                    "parameters": {"registrationId": "$response.body#/registrationId"},
+                }
+            },
+        },
         400: {"description": "VALIDATION_ERROR with fields"},
         402: {"description": "PAYMENT_DECLINED; the place stays held"},
-        409: {"description": "EMAIL_ALREADY_REGISTERED"},
+        409: {
+            "description": "EMAIL_ALREADY_REGISTERED, or CONFLICT: the same call is still being processed",
+            "headers": {"Retry-After": {"description": "While the same call is still being processed"}},
+        },
         410: {"description": "HOLD_EXPIRED"},
     },
 )
@@ -160,7 +187,13 @@ def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Respo
     summary="The outcome of a registration",
     description="While QUEUED, `Retry-After` follows the waiting screen's back-off: 10, 20, 40, then 60 s.",
     tags=["Registration"],
-    responses={404: {"description": "REGISTRATION_NOT_FOUND"}},
+    responses={
+        200: {
+            "description": "The registration's state",
+            "headers": {"Retry-After": {"description": "While QUEUED: when to ask again (10, 20, 40, then 60 s)"}},
+        },
+        404: {"description": "REGISTRATION_NOT_FOUND"},
+    },
 )
 @tracer.capture_method
 def registration_status(registrationId: str) -> Response[RegistrationStatus]:

@@ -98,7 +98,7 @@ def artifact_name(node: pytest.Item, suffix: str = "") -> Path:
 def new_page(browser: Browser, stack: LocalStack, request: pytest.FixtureRequest) -> Iterator[Callable[..., Page]]:
     """Opens pages in fresh contexts (``new_page(viewport=..., is_mobile=True, ...)``). At the end
     the last page opened is screenshotted to ``test-artifacts/browser/<test>.png`` (pass or
-    fail), and any uncaught JavaScript error on any page fails the test."""
+    fail), and any uncaught JavaScript error or CSP violation on any page fails the test."""
     contexts: list[BrowserContext] = []
     pages: list[Page] = []
     errors: list[str] = []
@@ -113,6 +113,14 @@ def new_page(browser: Browser, stack: LocalStack, request: pytest.FixtureRequest
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
+        # The content security policy is part of what is tested: a violation (an inline
+        # script or style, an origin not allowed) fails the test like an uncaught error.
+        page.on(
+            "console",
+            lambda msg: (
+                errors.append(f"{page.url}: CSP: {msg.text}") if "Content Security Policy" in msg.text else None
+            ),
+        )
         pages.append(page)
         return page
 
@@ -123,7 +131,7 @@ def new_page(browser: Browser, stack: LocalStack, request: pytest.FixtureRequest
     finally:
         for context in contexts:
             context.close()
-    assert not errors, f"uncaught JavaScript errors: {errors}"
+    assert not errors, f"uncaught JavaScript errors or CSP violations: {errors}"
 
 
 @pytest.fixture

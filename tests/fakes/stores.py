@@ -33,6 +33,7 @@ from racecap.domain import (
     RegistrationPhase,
     RegistrationRowData,
 )
+from racecap.errors import TooManyHolds
 
 Check = Callable[[], bool]
 Apply = Callable[[], None]
@@ -62,6 +63,7 @@ class FakeTables:
     stats: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     minutes: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     audit: list[dict[str, Any]] = field(default_factory=list)
+    client_holds: Counter[str] = field(default_factory=Counter)  # per-client hold-limit counters
     lock: threading.RLock = field(default_factory=threading.RLock)
     transactions: int = 0
 
@@ -128,6 +130,11 @@ class FakeHolds:
                     raise ConditionFailed([1])
                 cap, taken = t.shards[(hold.raceId, hold.eventId)][shard]
                 if taken < cap:
+                    for key, limit in hold.clientLimits.items():
+                        if t.client_holds[key] >= limit:
+                            raise TooManyHolds(f"This client already holds {limit} places.", retry_after=60)
+                    for key in hold.clientLimits:
+                        t.client_holds[key] += 1
                     t.shards[(hold.raceId, hold.eventId)][shard][1] += 1
                     placed = hold.model_copy(update={"shard": shard})
                     t.holds[hold.holdId] = placed
@@ -158,6 +165,7 @@ class FakeHolds:
                     self.tables.hold_item(hold.holdId, check, status=phase),
                     self.tables.shard_item(hold, -1),
                     *(extra or []),
+                    *self._free_client_slots(hold),
                 ]
             )
         except ConditionFailed as exc:
@@ -221,11 +229,18 @@ class FakeHolds:
                         status=HoldPhase.QUEUED,
                         chargeId=payment_id,
                         queuedAt=now,
-                    )
+                    ),
+                    *self._free_client_slots(hold),
                 ]
             )
         except ConditionFailed:
             pass  # already moved on: the same outcome
+
+    def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
+        def free(key: str) -> None:
+            self.tables.client_holds[key] -= 1
+
+        return [fake_item(lambda: True, lambda k=key: free(k)) for key in hold.clientLimits]
 
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
         with self.tables.lock:

@@ -167,7 +167,10 @@ def _cloud_routes(view: TemplateView) -> dict[str, tuple[str | None, str]]:
         integration = view.props(view.ref_target(target[1]))
         assert integration["IntegrationType"] == "AWS_PROXY"
         assert integration["PayloadFormatVersion"] == "2.0"
-        fn = view.tag(view.ref_target(integration["IntegrationUri"]))
+        target_id = view.ref_target(integration["IntegrationUri"])
+        if view.resources[target_id]["Type"] == "AWS::Lambda::Alias":  # a warm-started function's
+            target_id = view.ref_target(view.props(target_id)["FunctionName"])
+        fn = view.tag(target_id)
         out[props["RouteKey"]] = (fn, props.get("AuthorizationType", "NONE"))
     return out
 

@@ -10,6 +10,8 @@ from typing import Any
 from racecap_cdk import constants as c
 from racecap_cdk.constructs.site import build_site
 
+import blueprint
+
 from .conftest import TemplateView
 
 CACHING_OPTIMIZED = "658327ea-f89d-4fab-a63d-7e88639e58f6"  # AWS managed cache policy
@@ -67,3 +69,19 @@ def test_the_build_classes_every_file(tmp_path: Path) -> None:
         assert FINGERPRINTED.match(name), name
         assert "immutable" in cache_control[name], name
     assert set(cache_control) == {p.name for p in (tmp_path / "site").iterdir()}
+
+
+def test_cloudfront_sends_the_blueprints_security_headers_with_its_content_security_policy(view: TemplateView) -> None:
+    (policy,) = view.of_type("AWS::CloudFront::ResponseHeadersPolicy").values()
+    headers = policy["Properties"]["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
+    expected = blueprint.security_headers(blueprint.STRIPE_ORIGINS)
+    assert headers["ContentSecurityPolicy"]["ContentSecurityPolicy"] == expected["Content-Security-Policy"]
+    assert "unsafe-inline" not in expected["Content-Security-Policy"]
+    assert "https://js.stripe.com" in expected["Content-Security-Policy"]
+    assert headers["FrameOptions"]["FrameOption"] == expected["X-Frame-Options"]
+    assert headers["StrictTransportSecurity"]["AccessControlMaxAgeSec"] == 31536000
+    # Every behaviour, the API's (its docs page) included, sends them.
+    (dist,) = view.of_type("AWS::CloudFront::Distribution").values()
+    config = dist["Properties"]["DistributionConfig"]
+    behaviours = [config["DefaultCacheBehavior"], *config.get("CacheBehaviors", [])]
+    assert all("ResponseHeadersPolicyId" in b for b in behaviours)

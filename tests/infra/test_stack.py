@@ -4,6 +4,7 @@ cdk-nag report."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -277,3 +278,46 @@ def test_cdk_nag_finds_nothing_unacknowledged(synth: Synth) -> None:
     findings = [f"{v.rule_name} at {r.construct_path}" for v in report.violations for r in v.violating_resources]
     assert findings == []
     assert report.success
+
+
+# ---------------------------------------------------------------------------
+# Cold starts: SnapStart or provisioned concurrency per API function (README, "Cold starts")
+# ---------------------------------------------------------------------------
+def _alias_of(view: TemplateView, fn_logical_id: str) -> tuple[str, dict[str, Any]]:
+    aliases = [
+        (lid, props)
+        for lid in view.of_type("AWS::Lambda::Alias")
+        if view.ref_target((props := view.props(lid))["FunctionName"]) == fn_logical_id
+    ]
+    assert len(aliases) == 1, aliases
+    return aliases[0]
+
+
+@pytest.mark.parametrize("fn", [f for f in blueprint.FUNCTIONS if f.warm_start], ids=lambda f: f.id)
+def test_given_a_warm_started_api_function_then_the_api_calls_its_live_alias_and_it_is_set_up_as_declared(
+    view: TemplateView, fn: blueprint.Function
+) -> None:
+    fn_lid, props = view.tagged("AWS::Lambda::Function")[fn.id]
+    alias_lid, alias = _alias_of(view, fn_lid)
+    assert alias["Name"] == "live"
+    integrations = [
+        view.ref_target(view.props(i)["IntegrationUri"]) for i in view.of_type("AWS::ApiGatewayV2::Integration")
+    ]
+    assert alias_lid in integrations and fn_lid not in integrations
+    scaling = [
+        view.props(t)
+        for t in view.of_type("AWS::ApplicationAutoScaling::ScalableTarget")
+        if alias_lid in json.dumps(view.props(t)["ResourceId"])
+    ]
+    if fn.warm_start == "snapstart":
+        assert props["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+        assert scaling == []  # the two cannot share a function
+    else:
+        assert "SnapStart" not in props
+        assert [(t["MinCapacity"], t["MaxCapacity"]) for t in scaling] == [(0, fn.provisioned_max)]
+        assert scaling[0]["ScalableDimension"] == "lambda:function:ProvisionedConcurrency"
+
+
+def test_only_the_api_functions_are_warm_started() -> None:
+    api = {r.function for r in blueprint.ROUTES}
+    assert {f.id for f in blueprint.FUNCTIONS if f.warm_start} == api

@@ -85,4 +85,5 @@ class Runner:
         self.admission_token = view.get("admissionToken") or self.admission_token
 
     def hold(self, race_id: str, event_id: str) -> requests.Response:
-        return self.call("POST", f"/api/races/{race_id}/events/{event_id}/holds")
+        # A long timeout: bursts of holds on a shared, loaded machine queue behind each other.
+        return self.call("POST", f"/api/races/{race_id}/events/{event_id}/holds", timeout=120)

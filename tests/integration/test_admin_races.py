@@ -143,7 +143,7 @@ def test_the_currency_changes_only_while_nothing_is_sold(director: Any, api: req
     erin = director("erin")
     race = erin.create_race((5, 5))
     rid = race["raceId"]
-    resp = erin.patch(f"/api/admin/races/{rid}", json={"currency": "gbp"})
+    resp = erin.patch(f"/api/admin/races/{rid}", json={"currency": "GBP"})
     assert resp.status_code == 200
     assert {e["currency"] for e in resp.json()["events"]} == {"GBP"}
     erin.open_now(rid)

@@ -84,8 +84,22 @@ def test_bad_registration_bodies_are_rejected_with_the_field(api_module, backend
         ),
         ('{"email": "' + "x" * 20000 + '"}', {"Content-Type": "application/json"}, 413, "PAYLOAD_TOO_LARGE"),
         ("", {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
+        (b"\xff\x1f{}", {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
+        (b'{"email": "\xe9"}', {"Content-Type": "application/json; charset=utf-8"}, 400, "VALIDATION_ERROR"),
+        (b"\x89PNG\r\n\x1a\n\x00", {"Content-Type": "image/png"}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+        (b"\xff\xfe", {}, 415, "UNSUPPORTED_MEDIA_TYPE"),
     ],
-    ids=["malformed json", "json array", "wrong content type", "oversized", "empty body"],
+    ids=[
+        "malformed json",
+        "json array",
+        "wrong content type",
+        "oversized",
+        "empty body",
+        "not utf-8",
+        "latin-1 in json",
+        "binary",
+        "no content type",
+    ],
 )
 def test_malformed_requests_are_rejected(api_module, backend, held, data, headers, status, code):
     race_id, event_id, hold_id = held
@@ -119,3 +133,29 @@ def test_an_unknown_test_token_is_declined_and_writes_nothing(api_module, backen
     assert resp.status_code == 402
     assert resp.json()["error"] == "PAYMENT_DECLINED"
     _nothing_changed(backend, race_id, event_id, hold_id)
+
+
+def test_director_bodies_that_are_not_utf8_are_400_and_change_nothing(director) -> None:
+    # API Gateway hands such a body on base64-encoded (isBase64Encoded); it used to end
+    # in the local gateway's own 500.
+    from .admin import race_body
+
+    ann = director("bad-bytes")
+    created = ann.post("/api/admin/races", json=race_body())
+    assert created.status_code == 201, created.text
+    race = created.json()
+    event_id = race["events"][0]["eventId"]
+    bad = {"data": b'{"name": "\xff\x1f"}', "headers": {"Content-Type": "application/json"}}
+    for method, path in [
+        ("POST", "/api/admin/races"),
+        ("PATCH", f"/api/admin/races/{race['raceId']}"),
+        ("PATCH", f"/api/admin/races/{race['raceId']}/events/{event_id}"),
+        ("POST", f"/api/admin/races/{race['raceId']}/events"),
+    ]:
+        resp = ann.request(method, path, **bad)
+        assert resp.status_code == 400, (method, path, resp.text)
+        assert resp.json()["error"] == "VALIDATION_ERROR"
+        assert resp.json()["fields"] == {"body": "Not UTF-8 text."}
+    after = ann.get(f"/api/admin/races/{race['raceId']}").json()
+    assert (after["version"], len(after["events"])) == (race["version"], 1)
+    assert len(ann.get("/api/admin/races").json()["races"]) == 1

@@ -39,7 +39,9 @@ def test_given_a_small_opening_burst_when_artillery_runs_it_then_every_runner_wi
         cap=RUNNERS * 5,  # roomy: the smoke checks the flow, the oversubscribed burst the caps
         warm_concurrency=4,
         warm_registrations=0,
-        p99_limit_ms=20_000,
+        # A loaded two-core machine is not a benchmark, but a runner waiting 8 s for an
+        # answer is a failure anywhere (the bench measures real latency).
+        p99_limit_ms=8_000,
         drain_timeout_s=60,
         artillery_timeout_s=120,
         out_dir=tmp_path / "reports",
@@ -58,7 +60,14 @@ def test_given_a_small_opening_burst_when_artillery_runs_it_then_every_runner_wi
     assert result.audit["confirmed"] == RUNNERS + 1
     assert result.audit["emails_sent"] == RUNNERS + 1
     assert s["registrations_completed"] == RUNNERS
-    assert s["estimated_hourly_registrations"] > 0
+    # The paper's figure, by its definition: registrations / (first request -> last completion).
+    span = s["last_completion"] - s["first_request"]
+    assert s["first_to_last_s"] == pytest.approx(span)
+    assert s["estimated_hourly_registrations"] == pytest.approx(RUNNERS / span * 3600)
+    # Twenty runners arrive within 4 s and think < 1 s per step: all are through in well
+    # under a minute, so the hourly figure cannot be below 20 per minute's worth.
+    assert span < 60, s
+    assert s["estimated_hourly_registrations"] > RUNNERS * 60
     assert {c["ok"] for c in result.checks} == {True} and len(result.checks) >= 4, result.checks
     assert {"race", "hold", "register", "status"} <= set(s["endpoints"])
     assert result.report_path is not None

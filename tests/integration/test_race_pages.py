@@ -47,14 +47,33 @@ def test_unknown_race_is_a_json_404(api):
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "status"),
-    [("GET", "/api/nope", 404), ("DELETE", "/api/races", 405), ("GET", "/api/races/x/y/z", 404)],
+    ("method", "path", "status", "allow"),
+    [
+        ("GET", "/api/nope", 404, None),
+        ("GET", "/api/races/x/y/z", 404, None),
+        ("POST", "/api/admin/nope", 404, None),  # no token needed to learn it does not exist
+        ("DELETE", "/api/races", 405, "GET"),
+        ("TRACE", "/api/races/x", 405, "GET"),
+        ("GET", "/api/holds/h1", 405, "DELETE"),
+        ("PUT", "/api/admin/races/r1", 405, "GET, PATCH"),
+        ("GET", "/api/races/\u00ae", 404, None),  # an id no route takes: the race does not exist
+    ],
 )
-def test_unknown_routes_answer_json_errors(api, method, path, status):
+def test_unknown_routes_and_methods_answer_in_the_contracts_shape(api, method, path, status, allow):
+    # The blueprint's catch-all (ANY /api/{proxy+}) takes them, on AWS as here.
     resp = api.request(method, path)
 
-    assert resp.status_code == status
-    assert set(resp.json()) >= {"error", "message"}
+    assert resp.status_code == status, resp.text
+    assert set(resp.json()) == {"error", "message"}
+    assert resp.json()["error"] == ("NOT_FOUND" if status == 404 else "METHOD_NOT_ALLOWED")
+    assert resp.headers.get("Allow") == allow
+
+
+def test_outside_every_route_the_gateway_answers_as_api_gateway_does(api):
+    resp = api.get("/api")
+
+    assert resp.status_code == 404
+    assert resp.json() == {"message": "Not Found"}
 
 
 def test_api_documents_itself(api):

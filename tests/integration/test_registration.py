@@ -199,3 +199,46 @@ def test_given_an_oversubscribed_opening_then_every_runner_with_a_place_is_confi
     report = wait_for_audit(stack, backend, race_id, timeout=120)
     assert report.ok, report.summary()
     assert (report.confirmed, report.charges_succeeded, report.emails_sent) == (30, 30, 30)
+
+
+def test_the_waiting_screen_backs_off_10_20_40_then_60_seconds(api, backend):
+    # A paid registration still on the queue, at each age the paper's waiting screen
+    # distinguishes: the hold is put in the state the writer has not yet moved on from.
+    race_id = backend.create_race([3])
+    (event_id,) = event_ids(api, race_id)
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    registration_id = "reg_" + hold_id.removeprefix("hold_")
+    table = backend.table("Inventory")
+    seen = {}
+    # Ages just past each step's start: while the request travels they only grow, and each
+    # has many seconds before the next step (a loaded machine must not change the answer).
+    for queued_for_s in (0, 11, 31, 71, 3600):
+        now = datetime.now(UTC)
+        backend.dynamodb.update_item(
+            TableName=table,
+            Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
+            UpdateExpression="SET #s = :q, registrationId = :rid, attempt = :a, queuedAt = :t REMOVE gsi1pk, gsi1sk",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=values(
+                {
+                    ":q": "QUEUED",
+                    ":rid": registration_id,
+                    ":a": {
+                        "key": "k",
+                        "email": "queued@example.com",
+                        "firstName": "Q",
+                        "lastName": "Q",
+                        "dateOfBirth": "1990-01-01",
+                        "amountCents": 2500,
+                        "currency": "USD",
+                        "startedAt": (now - timedelta(seconds=queued_for_s)).isoformat(),
+                    },
+                    ":t": (now - timedelta(seconds=queued_for_s)).isoformat(),
+                }
+            ),
+        )
+        resp = api.get(f"/api/registrations/{registration_id}")
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["status"] == "QUEUED"
+        seen[queued_for_s] = int(resp.headers["Retry-After"])
+    assert seen == {0: 10, 11: 20, 31: 40, 71: 60, 3600: 60}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -134,3 +135,53 @@ def test_a_taken_port_is_a_clear_message_not_a_stack_trace(tmp_path: Path):
     assert f"port {ports['redis']}" in result.stderr
     assert "RACECAP_REDIS_PORT" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_stack_killed_hard_leaves_no_process_behind(tmp_path: Path):
+    # As a closing terminal or a timed-out job stops `make run`: SIGTERM, then SIGKILL a
+    # moment later, before the stack can stop anything itself. Every child must die with
+    # it (parent-death signals), and every one of their own shutdown waits is bounded.
+    ports = {name: free_port() for name in PORT_VARS}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "local.stack", "run", "--no-seed", "--work-dir", str(tmp_path)],
+        cwd=blueprint.ROOT,
+        env=_env(ports),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if "Press Ctrl-C to stop" in line or not line:
+                break
+        url = f"http://127.0.0.1:{ports['gateway']}"
+        assert requests.get(f"{url}/api/races", timeout=30).status_code == 200
+        children = _descendants(proc.pid)
+        pollers = [p for p in children if "local.pollers" in _cmdline(p) or _cmdline(p) == ""]
+        assert len(children) >= 7 and pollers, children
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        proc.kill()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30  # the slowest child's bounded shutdown, under load
+    while _alive(children) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    left = {pid: _cmdline(pid) for pid in _alive(children)}
+    for pid in left:  # never leave them to the next test run
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == {}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""

@@ -97,8 +97,30 @@ def test_a_draft_names_the_field_that_is_wrong(over: dict[str, Any], field: str)
     assert field in {str(e["loc"][0]) for e in info.value.errors()}
 
 
-def test_currency_is_normalised() -> None:
-    assert RaceDraft.model_validate(_draft(currency="eur")).currency == "EUR"
+def test_currency_is_an_iso_code_as_the_document_lists_it() -> None:
+    assert RaceDraft.model_validate(_draft(currency="EUR")).currency == "EUR"
+    # The document's enum is upper case; what it refuses, the server refuses too.
+    with pytest.raises(ValidationError):
+        RaceDraft.model_validate(_draft(currency="eur"))
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"holdMinutes": True},
+        {"holdMinutes": "10"},
+        {"published": 1},
+        {"published": "true"},
+        {"registrationOpensAt": 1_700_000_000},
+        {"name": "   "},
+        {"events": [{"name": "5K", "cap": True, "priceCents": 2500}]},
+        {"events": [{"name": "5K", "cap": 100, "priceCents": 25.5}]},  # 25.0 is 25, as JSON Schema says
+        {"events": [{"name": "5K", "cap": [], "priceCents": 2500}]},
+    ],
+)
+def test_types_are_strict_per_field(over: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        RaceDraft.model_validate(_draft(**over))
 
 
 # -- who is calling --------------------------------------------------------------------------------
@@ -164,6 +186,6 @@ def test_an_export_page_stops_before_the_function_runs_out_of_time() -> None:
 def test_a_cursor_round_trips_and_garbage_is_a_validation_error() -> None:
     assert decode_cursor(encode_cursor(Position(2, 1234))) == Position(2, 1234)
     assert decode_cursor(None) == Position(0, 0)
-    for bad in ("%%%", "bm90LWEtY3Vyc29y", encode_cursor(Position(-1, 3))):
+    for bad in ("%%%", "bm90LWEtY3Vyc29y", "-1.3", "1.2.3"):
         with pytest.raises(ValidationFailed):
             decode_cursor(bad)

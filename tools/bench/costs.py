@@ -120,3 +120,31 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
             "Not in the model (no price in PRODUCT.md): ElastiCache, CloudWatch Logs/metrics, CloudFront.",
         ],
     }
+
+
+_WRITE_OPS = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
+_LOST = ("error:TransactionCanceledException", "error:ConditionalCheckFailedException")
+WRITER = "RegistrationWriter"
+
+
+def writer_contention(delta: dict[str, Any]) -> dict[str, Any]:
+    """The writer's DynamoDB writes lost to another writer (cancelled transactions, failed
+    conditions on the bib counter), as a share of all its writes: redelivered, wasted work."""
+    writes = lost = 0.0
+    by_code: dict[str, int] = {}
+    for key, row in delta.get("by_function", {}).items():
+        function, call = key.split("|", 1)
+        service, op = call.split(":", 1)
+        if function != WRITER or service != "dynamodb" or op not in _WRITE_OPS:
+            continue
+        writes += row.get("requests", 0)
+        for code in _LOST:
+            if row.get(code):
+                lost += row[code]
+                by_code[f"{op} {code.removeprefix('error:')}"] = int(row[code])
+    return {
+        "writer_write_requests": int(writes),
+        "lost_to_contention": int(lost),
+        "fraction": round(lost / writes, 4) if writes else None,
+        "by_error": by_code,
+    }

@@ -11,11 +11,16 @@ import os
 from typing import Any
 
 from tools import awscalls
-from tools.bench.costs import per_registration
+from tools.bench.costs import per_registration, writer_contention
 from tools.bench.sections import Bench
 
 RUNSIGNUP_HOURLY = 440_510
 P99_TARGET_MS = 1000
+# Issue 14's "lighter per registration" targets.
+MAX_WRITES_PER_REGISTRATION = 6
+MAX_WCU_PER_REGISTRATION = 24
+MAX_WRITER_CONTENTION = 0.01
+MAX_GATEWAY_POLLERS_CPU_MS = 20
 
 
 def figures(
@@ -29,7 +34,9 @@ def figures(
     per_s = registrations / span if span else 0.0
     delta = awscalls.subtract(marks["end"]["calls"], marks["start"]["calls"])
     counted = per_registration(delta, registrations)
+    counted["registration_writer_contention"] = contention = writer_contention(delta)
     writes_per_reg = counted["dynamodb"]["write_requests_per_registration"]
+    wcu_per_reg = counted["dynamodb"]["wcu_per_registration"]
     allowed = raw.get("conditional_writes_per_s", 0) / writes_per_reg if writes_per_reg else None
     cpu_start, cpu_end = marks["start"]["cpu"], marks["end"]["cpu"]
     cpu = {k: cpu_end[k] - cpu_start.get(k, 0) for k in cpu_end}
@@ -49,6 +56,9 @@ def figures(
         },
         "stack_cpu_ms_per_registration": round(stack_cpu / max(registrations, 1) * 1000, 1),
     }
+    own = cpu_report["cpu_ms_per_registration"]
+    own_cpu_ms = own.get("gateway", 0) + own.get("pollers", 0)
+    cpu_report["gateway_and_pollers_cpu_ms_per_registration"] = round(own_cpu_ms, 2)
     cores = os.cpu_count() or 1
     per_reg_ms = (stack_cpu + s["artillery_cpu_s"]) / max(registrations, 1) * 1000
     needed_per_s = RUNSIGNUP_HOURLY / 3600
@@ -107,6 +117,11 @@ def figures(
             "hold_p99_under_1s": hold_p99 is not None and hold_p99 < P99_TARGET_MS,
             "register_p99_under_1s": reg_p99 is not None and reg_p99 < P99_TARGET_MS,
             "audit_ok": bool(s["audit"] and s["audit"]["ok"]),
+            "dynamodb_writes_per_registration_at_most_6": 0 < writes_per_reg <= MAX_WRITES_PER_REGISTRATION,
+            "wcu_per_registration_at_most_24": 0 < wcu_per_reg <= MAX_WCU_PER_REGISTRATION,
+            "writer_contention_under_1_percent": contention["fraction"] is not None
+            and contention["fraction"] < MAX_WRITER_CONTENTION,
+            "gateway_and_pollers_cpu_at_most_20ms_per_registration": 0 < own_cpu_ms <= MAX_GATEWAY_POLLERS_CPU_MS,
         },
     }
 

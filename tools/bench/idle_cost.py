@@ -225,6 +225,14 @@ def _price(lid: str, kind: str, props: dict[str, Any], resources: dict[str, Any]
                     )
                 ]
             return None
+        case "AWS::ApplicationAutoScaling::ScalableTarget":
+            # RegistrationApi's provisioned concurrency: a floor of 0 outside registration
+            # windows (README, "Cold starts"); a window's scheduled action is not idle cost.
+            if props.get("ScalableDimension") == "lambda:function:ProvisionedConcurrency" and not props.get(
+                "MinCapacity"
+            ):
+                return [Line("Lambda provisioned concurrency, floor 0 (raised per window)", lid, "0", 0.0)]
+            return None
         case "AWS::Lambda::Version":
             pc = props.get("ProvisionedConcurrencyConfig", {}).get("ProvisionedConcurrentExecutions")
             if not pc:
@@ -287,7 +295,8 @@ def synthesized_template() -> dict[str, Any]:
 def report(template: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The budget as the bench records it: lines, the monthly total and the target."""
     lines = idle_budget(template or synthesized_template())
-    monthly = total(lines)
+    # The total of the lines as shown (cents), so the report adds up line by line.
+    monthly = round(sum(round(line.monthly_usd, 2) for line in lines), 2)
     return {
         "lines": [{**asdict(line), "monthly_usd": round(line.monthly_usd, 2)} for line in lines],
         "idle_monthly_usd": monthly,

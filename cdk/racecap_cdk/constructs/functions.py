@@ -121,9 +121,12 @@ class Functions(Construct):
         self._resolve = resolve
         self.layers = self._layers()
         self.by_id: dict[str, lambda_.Function] = {}
+        # What callers invoke: the "live" alias of a warm-started function, else the function.
+        self.entry_points: dict[str, lambda_.IFunction] = {}
         self.roles: dict[str, iam.Role] = {}
         for decl in blueprint.FUNCTIONS:
             self.by_id[decl.id] = self._function(decl)
+            self.entry_points[decl.id] = self._entry_point(decl, self.by_id[decl.id])
 
     def _layers(self) -> list[lambda_.ILayerVersion]:
         return [
@@ -143,6 +146,18 @@ class Functions(Construct):
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.ARM_64],
         )
+
+    def _entry_point(self, decl: blueprint.Function, fn: lambda_.Function) -> lambda_.IFunction:
+        """SnapStart snapshots published versions only, and provisioned concurrency is set on
+        an alias: both need the HTTP API to call a version through an alias."""
+        if decl.warm_start is None:
+            return fn
+        alias = lambda_.Alias(fn, c.LIVE_ALIAS_ID, alias_name=c.LIVE_ALIAS_NAME, version=fn.current_version)
+        if decl.warm_start == "provisioned":
+            # Zero outside registration windows (no idle cost); a window's scheduled action
+            # (README, "Cold starts") raises the floor just before it opens.
+            alias.add_auto_scaling(min_capacity=0, max_capacity=decl.provisioned_max)
+        return alias
 
     def _function(self, decl: blueprint.Function) -> lambda_.Function:
         scope = Construct(self, decl.id)
@@ -180,6 +195,12 @@ class Functions(Construct):
             vpc_subnets=self._network.subnets,
             security_groups=self._network.security_groups(decl.needs_cache),
         )
+        if decl.warm_start == "snapstart":
+            # Lambda takes SnapStart for python3.12+ (since Nov 2024); this CDK release's
+            # SnapStartConf still refuses Python runtimes, hence the property itself.
+            cfn = fn.node.default_child
+            assert isinstance(cfn, lambda_.CfnFunction)
+            cfn.add_property_override("SnapStart", {"ApplyOn": "PublishedVersions"})
         # The role's policy must exist before Lambda validates the VPC configuration.
         fn.node.add_dependency(role)
         suppress(log_group, "checkov", "CKV_AWS_158", WHY_LOGS_NO_CMK)

@@ -44,7 +44,7 @@ class HttpApi(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        functions: dict[str, lambda_.Function],
+        functions: dict[str, lambda_.IFunction],
         director_authorizer: apigw.IHttpRouteAuthorizer,
     ) -> None:
         super().__init__(scope, construct_id)

@@ -121,6 +121,7 @@ class Site(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         api_domain = f"{api.api_id}.execute-api.{stack.region}.{stack.url_suffix}"
+        self.headers_policy = self._security_headers()
         self.distribution = cloudfront.Distribution(
             self,
             c.DISTRIBUTION_ID,
@@ -131,7 +132,7 @@ class Site(Construct):
                 viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
                 # Honours each object's Cache-Control (set per file below), compresses.
                 cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
-                response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
+                response_headers_policy=self.headers_policy,
             ),
             additional_behaviors=self._api_behaviours(
                 origins.HttpOrigin(
@@ -187,8 +188,39 @@ class Site(Construct):
                 else cloudfront.AllowedMethods.ALLOW_ALL,
                 cache_policy=policy if b.cached else cloudfront.CachePolicy.CACHING_DISABLED,
                 origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+                response_headers_policy=self.headers_policy,  # the API docs page is under /api
             )
         return out
+
+    def _security_headers(self) -> cloudfront.ResponseHeadersPolicy:
+        """``blueprint.security_headers`` as a response headers policy (the local gateway
+        sends the same dict): the content security policy with the payment provider's
+        origins, from cdk.json context if not Stripe's."""
+        origin = self.node.try_get_context(c.PAYMENT_ORIGIN_CONTEXT)
+        payments = blueprint.PaymentOrigins.single(origin) if origin else blueprint.STRIPE_ORIGINS
+        h = blueprint.security_headers(payments)
+        hsts = int(h["Strict-Transport-Security"].removeprefix("max-age="))
+        frame = {"DENY": cloudfront.HeadersFrameOption.DENY, "SAMEORIGIN": cloudfront.HeadersFrameOption.SAMEORIGIN}
+        referrer = cloudfront.HeadersReferrerPolicy[h["Referrer-Policy"].upper().replace("-", "_")]
+        assert h["X-Content-Type-Options"] == "nosniff"
+        return cloudfront.ResponseHeadersPolicy(
+            self,
+            c.SECURITY_HEADERS_POLICY_ID,
+            comment="Racecap: security headers and the content security policy (blueprint.security_headers)",
+            security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
+                content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(
+                    content_security_policy=h["Content-Security-Policy"], override=True
+                ),
+                strict_transport_security=cloudfront.ResponseHeadersStrictTransportSecurity(
+                    access_control_max_age=Duration.seconds(hsts), include_subdomains=False, override=True
+                ),
+                content_type_options=cloudfront.ResponseHeadersContentTypeOptions(override=True),
+                frame_options=cloudfront.ResponseHeadersFrameOptions(
+                    frame_option=frame[h["X-Frame-Options"]], override=True
+                ),
+                referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(referrer_policy=referrer, override=True),
+            ),
+        )
 
     def _deploy(self, cache_control: dict[str, str]) -> tuple[s3deploy.BucketDeployment, s3deploy.BucketDeployment]:
         """Immutable assets first, then the short-cached pages that reference them."""

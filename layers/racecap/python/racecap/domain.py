@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from racecap.models import RegistrationState
 
 
 class HoldPhase(StrEnum):
@@ -91,6 +93,9 @@ class Hold(_Record):
     chargeId: str | None = None  # the provider's payment (intent) id, once paid
     queuedAt: datetime | None = None
     bib: int | None = None
+    # Per-client hold limits it counts against (counter key -> limit when held): the
+    # device's and the address's (racecap.fairness.limits); freed when the place leaves HELD/PAYING.
+    clientLimits: dict[str, int] = {}
 
     def expired(self, now: datetime) -> bool:
         return self.expiresAt <= now
@@ -187,3 +192,39 @@ class RegistrationRowData(TypedDict, total=False):
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)
+
+
+class WindowRecord(_Record):
+    """Which workflow execution runs a race's registration window (Races ``RACE#<id> / WINDOW``)."""
+
+    raceId: str
+    startedAt: str
+    startedBy: str
+    seq: int = 0  # moves on with every change (the condition that keeps two clicks apart)
+    execution: str | None = None  # None: no workflow (closed by hand)
+    mode: Literal["schedule", "open"] | None = None
+    opensAt: str | None = None
+    closesAt: str | None = None
+
+
+class RaceChanges(TypedDict, total=False):
+    """The fields of a race a director (or the window) may change in one edit."""
+
+    name: str
+    location: str
+    raceDate: str
+    description: str
+    currency: str
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+    registrationState: RegistrationState
+    holdMinutes: int
+    published: bool
+
+
+class EventChanges(TypedDict, total=False):
+    name: str
+    cap: int
+    priceCents: int
+    currency: str
+    shards: int

@@ -73,6 +73,12 @@ class Busy(DomainError):
     code, status = "TOO_MANY_REQUESTS", 429
 
 
+class TooManyHolds(DomainError):
+    """One client (device, admission or address) already holds its limit of a race's places."""
+
+    code, status = "TOO_MANY_HOLDS", 429
+
+
 class Unauthorized(DomainError):
     code, status = "UNAUTHORIZED", 401
 

@@ -6,9 +6,12 @@ Every failure a client can see is ``{"error": CODE, "message": sentence}`` (plus
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hmac
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -109,10 +112,12 @@ class RacecapResolver(APIGatewayHttpResolver):
 
     Powertools validates the body before any route middleware runs, so a form post or
     a 1 MB body would come back as a confusing field error. These checks answer first:
-    a body must be JSON (415) and small (413). Before everything, the request must have come
-    through CloudFront (403 otherwise): the API's own execute-api URL is public, and a client
-    calling it directly would bypass the WAF. Then a client over its rate limit is answered
-    429, so a flood costs one Redis call per request and nothing more.
+    a body must be JSON (415), small (413) and text (400). Before everything, the request must
+    have come through CloudFront (403 otherwise): the API's own execute-api URL is public, and a
+    client calling it directly would bypass the WAF. Then a client over its rate limit is
+    answered 429, so a flood costs one Redis call per request and nothing more.
+    API Gateway base64-encodes a body it does not take for text (``isBase64Encoded``); it
+    is decoded here, once, so the routes always see the JSON text.
     """
 
     rate_limit: RateCheck | None = None
@@ -135,8 +140,15 @@ class RacecapResolver(APIGatewayHttpResolver):
             ctype = headers.get("content-type", "").split(";")[0].strip().lower()
             if ctype != "application/json":
                 return _proxy(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
-            if len(body.encode()) > MAX_BODY_BYTES:
+            raw = _raw_body(body, bool(event.get("isBase64Encoded")))
+            if raw is None or len(raw) > MAX_BODY_BYTES:
                 return _proxy(413, "PAYLOAD_TOO_LARGE", f"The body must be at most {MAX_BODY_BYTES} bytes.")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return _proxy(400, "VALIDATION_ERROR", "The body is not valid UTF-8.", {"body": "Not UTF-8 text."})
+            if event.get("isBase64Encoded"):
+                event = {**event, "body": text, "isBase64Encoded": False}
         return super().resolve(event, context)
 
 
@@ -145,13 +157,52 @@ def came_through_cloudfront(headers: Mapping[str, str]) -> bool:
     return hmac.compare_digest(headers.get(ORIGIN_VERIFY_HEADER, "").encode(), expected.encode())
 
 
-def _proxy(status: int, code: str, message: str, *, retry_after: int | None = None) -> dict[str, Any]:
+def _raw_body(body: str, encoded: bool) -> bytes | None:
+    """The body's bytes; None when it is too large to be worth decoding."""
+    if len(body) > MAX_BODY_BYTES * 2:
+        return None
+    if not encoded:
+        return body.encode("utf-8", errors="surrogatepass")
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        return b"\xff"  # not base64 at all: as good as not UTF-8
+
+
+def unknown_route(method: str, path: str, routes: Iterable[tuple[str, str]]) -> Response:
+    """The catch-all's answer: 405 with ``Allow`` where the path exists, else 404.
+
+    ``routes`` are (method, API Gateway path) pairs, e.g. ("GET", "/api/races/{raceId}").
+    """
+    allowed = sorted({m for m, template in routes if _template_regex(template).fullmatch(path)})
+    # A method the path does allow can only land here with an id no route takes (say,
+    # one with characters ids never have): that resource does not exist.
+    if allowed and method not in allowed:
+        response = error_response(405, "METHOD_NOT_ALLOWED", f"{method} is not allowed here; use {', '.join(allowed)}.")
+        response.headers["Allow"] = ", ".join(allowed)
+        return response
+    return error_response(404, "NOT_FOUND", "No such resource.")
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{\w+\+?\})", template)
+    return re.compile(
+        "".join(("(.+)" if p.endswith("+}") else "([^/]+)") if p.startswith("{") else re.escape(p) for p in parts)
+    )
+
+
+def _proxy(
+    status: int, code: str, message: str, fields: dict[str, str] | None = None, *, retry_after: int | None = None
+) -> dict[str, Any]:
     headers = {"Content-Type": "application/json", "Cache-Control": "no-store"}
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
+    body: dict[str, Any] = {"error": code, "message": message}
+    if fields is not None:
+        body["fields"] = fields
     return {
         "statusCode": status,
         "headers": headers,
-        "body": json.dumps({"error": code, "message": message}),
+        "body": json.dumps(body),
         "isBase64Encoded": False,
     }

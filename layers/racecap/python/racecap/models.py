@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, Strict
+
+
+def _whole_number(v: object) -> object:
+    # JSON Schema's "integer" is any number without a fraction, 5.0 included; true is not one.
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+# An integer in a request body, strict per field: `true`, "5" or [] are refused (pydantic's
+# lax int would take the first two), 5.0 is 5. Not a model-wide strict mode: Powertools
+# validates the parsed JSON as Python objects, where that would refuse ISO date strings.
+JsonInt = Annotated[int, Strict(), BeforeValidator(_whole_number)]
 
 RegistrationState = Literal["SCHEDULED", "OPEN", "CLOSED"]
 PublicRaceStatus = Literal["NOT_YET_OPEN", "OPEN", "CLOSED"]

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from typing import TYPE_CHECKING
 
 from racecap import clients
 from racecap.cache import TieredCache
@@ -36,7 +35,6 @@ from racecap.fairness.tokens import Signer
 from racecap.logic.admin import RaceAdmin
 from racecap.logic.audit import AuditTrail
 from racecap.logic.holds import HoldService
-from racecap.logic.notify import Notifier
 from racecap.logic.participants import Participants
 from racecap.logic.races import RaceCatalog
 from racecap.logic.refunds import Cancellations
@@ -46,6 +44,9 @@ from racecap.logic.sweeper import HoldSweeper
 from racecap.logic.window import WindowControl, WindowTasks
 from racecap.logic.writer import RegistrationWriter
 from racecap.ratelimit import SendRateLimiter
+
+if TYPE_CHECKING:
+    from racecap.logic.notify import Notifier
 
 
 @lru_cache(maxsize=1)
@@ -197,6 +198,12 @@ def cancellations() -> Cancellations:
 # -- the email sender ---------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def notifier() -> Notifier:
+    # Imported here, not at the top: Powertools' idempotency package imports boto3 (and with
+    # it s3transfer), ~50 ms of every other function's cold start (tests/unit/test_cold_imports.py).
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    from racecap.logic.notify import Notifier
+
     settings = get_settings()
     return Notifier(
         SesMailer(ses_client(), settings.email_from),

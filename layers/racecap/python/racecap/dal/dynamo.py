@@ -6,23 +6,20 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
-_ser = TypeSerializer()
-_de = TypeDeserializer()
+from racecap.dal.attributes import deserialize, serialize
 
 
 def to_item(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: _ser.serialize(v) for k, v in data.items() if v is not None}
+    return {k: serialize(v) for k, v in data.items() if v is not None}
 
 
 def from_item(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: _plain(_de.deserialize(v)) for k, v in item.items()}
+    return {k: _plain(deserialize(v)) for k, v in item.items()}
 
 
 def values(data: dict[str, Any]) -> dict[str, Any]:
     """Serialize ExpressionAttributeValues."""
-    return {k: _ser.serialize(v) for k, v in data.items()}
+    return {k: serialize(v) for k, v in data.items()}
 
 
 def _plain(value: Any) -> Any:

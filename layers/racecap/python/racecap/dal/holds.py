@@ -24,6 +24,7 @@ from racecap.dal.keys import (
 )
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact
 from racecap.domain import Attempt, BeginOutcome, EmailClaimPhase, Hold, HoldPhase
+from racecap.errors import TooManyHolds
 
 TTL_AFTER_EXPIRY = timedelta(days=30)  # backstop clean-up of old hold records only
 
@@ -56,6 +57,7 @@ class DynamoHolds:
             "gsi1pk": live_partition(hold.holdId),
             "gsi1sk": hold.expiresAt.isoformat(),
             "ttl": int(hold.expiresAt.timestamp() + TTL_AFTER_EXPIRY.total_seconds()),
+            "clientLimits": dict(hold.clientLimits) or None,
         }
         for shard in order:
             item["shard"] = shard
@@ -86,13 +88,48 @@ class DynamoHolds:
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
+                    # One slot per client limit, in the same transaction: N concurrent holds
+                    # from one client can never take more than its limit.
+                    *(
+                        {
+                            "Update": {
+                                "TableName": self._table,
+                                "Key": to_item({"pk": key, "sk": "HOLDS"}),
+                                "UpdateExpression": "ADD n :one",
+                                "ConditionExpression": "attribute_not_exists(n) OR n < :limit",
+                                "ExpressionAttributeValues": values({":one": 1, ":limit": limit}),
+                            }
+                        }
+                        for key, limit in hold.clientLimits.items()
+                    ),
                 ],
             )
         except ConditionFailed as exc:
             if exc.first == 0:
                 return False  # this shard is full
+            if exc.first >= 2:
+                key, limit = list(hold.clientLimits.items())[exc.first - 2]
+                who = "this address" if "#A#" in key else "this device"
+                window = int((hold.expiresAt - hold.createdAt).total_seconds())
+                raise TooManyHolds(
+                    f"{who.capitalize()} already holds {limit} places of this race: register or release one first.",
+                    retry_after=max(1, window),
+                ) from exc
             raise
         return True
+
+    def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
+        return [
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": to_item({"pk": key, "sk": "HOLDS"}),
+                    "UpdateExpression": "ADD n :minus",
+                    "ExpressionAttributeValues": values({":minus": -1}),
+                }
+            }
+            for key in hold.clientLimits
+        ]
 
     def get(self, hold_id: str) -> Hold | None:
         resp = self._db.get_item(TableName=self._table, Key=hold_key(hold_id), ConsistentRead=True)
@@ -134,6 +171,7 @@ class DynamoHolds:
                         }
                     },
                     *(extra or []),
+                    *self._free_client_slots(hold),
                 ],
             )
         except ConditionFailed as exc:
@@ -245,25 +283,30 @@ class DynamoHolds:
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None:
         """Paid and on the queue: the hold can no longer expire (leaves the sweeper's index)."""
+        update = {
+            "TableName": self._table,
+            "Key": hold_key(hold.holdId),
+            "UpdateExpression": "SET #s = :queued, chargeId = :charge, queuedAt = :now REMOVE gsi1pk, gsi1sk",
+            "ConditionExpression": "#s = :paying AND attempt.#k = :key",
+            "ExpressionAttributeNames": {"#s": "status", "#k": "key"},
+            "ExpressionAttributeValues": values(
+                {
+                    ":queued": HoldPhase.QUEUED,
+                    ":paying": HoldPhase.PAYING,
+                    ":key": attempt.key,
+                    ":charge": payment_id,
+                    ":now": now.isoformat(),
+                }
+            ),
+        }
+        # A paid place no longer counts against its client's hold limit: freed in the same
+        # transaction as the move, so a retry (condition fails) never frees it twice.
         try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=hold_key(hold.holdId),
-                UpdateExpression="SET #s = :queued, chargeId = :charge, queuedAt = :now REMOVE gsi1pk, gsi1sk",
-                ConditionExpression="#s = :paying AND attempt.#k = :key",
-                ExpressionAttributeNames={"#s": "status", "#k": "key"},
-                ExpressionAttributeValues=values(
-                    {
-                        ":queued": HoldPhase.QUEUED,
-                        ":paying": HoldPhase.PAYING,
-                        ":key": attempt.key,
-                        ":charge": payment_id,
-                        ":now": now.isoformat(),
-                    }
-                ),
-            )
-        except self._db.exceptions.ConditionalCheckFailedException:
-            pass  # already QUEUED/CONFIRMED by a concurrent retry or the writer: same outcome
+            transact(self._db, [{"Update": update}, *self._free_client_slots(hold)])
+        except ConditionFailed as exc:
+            if exc.first != 0:
+                raise
+            # already QUEUED/CONFIRMED by a concurrent retry or the writer: same outcome
 
     # -- the sweeper's view ----------------------------------------------------------------------
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from racecap.dal.dynamo import query_all, to_item, values
 from racecap.dal.keys import cap_pk, shard_sk
+from racecap.dal.transactions import TransactItem
 from racecap.domain import Shard, ShardChange
 
 
@@ -66,10 +67,10 @@ class DynamoInventory:
 
 
 # -- changing a cap (directors; the plan is logic.capacity's) -----------------------
-def cap_change_items(table: str, race_id: str, event_id: str, changes: list[ShardChange]) -> list[dict[str, Any]]:
+def cap_change_items(table: str, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
     """Each shard changes only if its cap is still the one planned from and its places
     taken still fit: a hold landing meanwhile fails the whole change, which is re-planned."""
-    items: list[dict[str, Any]] = []
+    items: list[TransactItem] = []
     for c in changes:
         key = {"pk": cap_pk(race_id, event_id), "sk": c.sk}
         if c.old_cap is None:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -37,7 +37,7 @@ class Mailer(Protocol):
 
 def ses_client() -> Any:
     """An SES v2 client without SDK retries; the endpoint comes from the environment."""
-    return boto3.session.Session().client("sesv2", config=_SES_CONFIG)
+    return botocore.session.get_session().create_client("sesv2", config=_SES_CONFIG)
 
 
 class SesMailer:

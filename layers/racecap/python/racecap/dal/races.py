@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from racecap.dal.dynamo import from_item, query_all, to_item, values
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact
+from racecap.domain import EventChanges, RaceChanges
 from racecap.errors import Conflict
 from racecap.models import Event, Race
 
@@ -28,15 +29,15 @@ class RaceStore(Protocol):
     def update_race(
         self,
         race_id: str,
-        changes: dict[str, Any],
+        changes: RaceChanges,
         expected_version: int | None = None,
         also: Sequence[TransactItem] = (),
     ) -> Race: ...
-    def apply_update(self, current: Race, changes: dict[str, Any], also: Sequence[TransactItem] = ()) -> Race: ...
+    def apply_update(self, current: Race, changes: RaceChanges, also: Sequence[TransactItem] = ()) -> Race: ...
     def list_by_owner(self, owner_id: str) -> list[Race]: ...
     def version_item(self, race: Race) -> TransactItem: ...
     def put_event_item(self, event: Event) -> TransactItem: ...
-    def update_event_item(self, current: Event, changes: dict[str, Any]) -> TransactItem: ...
+    def update_event_item(self, current: Event, changes: EventChanges) -> TransactItem: ...
 
 
 class DynamoRaceStore:
@@ -143,7 +144,7 @@ class DynamoRaceStore:
     def update_race(
         self,
         race_id: str,
-        changes: dict[str, Any],
+        changes: RaceChanges,
         expected_version: int | None = None,
         also: Sequence[TransactItem] = (),
     ) -> Race:
@@ -162,7 +163,7 @@ class DynamoRaceStore:
             raise Conflict("The race was changed meanwhile; reload it and try again.")
         return self.apply_update(current, changes, also)
 
-    def apply_update(self, current: Race, changes: dict[str, Any], also: Sequence[TransactItem] = ()) -> Race:
+    def apply_update(self, current: Race, changes: RaceChanges, also: Sequence[TransactItem] = ()) -> Race:
         """``update_race`` on a race already read (conditional on its version)."""
         race_id = current.raceId
         updated = current.model_copy(update={**changes, "version": current.version + 1})
@@ -237,7 +238,7 @@ class DynamoRaceStore:
             }
         }
 
-    def update_event_item(self, current: Event, changes: dict[str, Any]) -> TransactItem:
+    def update_event_item(self, current: Event, changes: EventChanges) -> TransactItem:
         """Change an event, provided its cap is still the one read (caps move with shards)."""
         names = {f"#{i}": k for i, k in enumerate(changes)}
         vals = {f":{i}": v for i, v in enumerate(changes.values())} | {":cap0": current.cap}

@@ -13,6 +13,7 @@ from typing import Any
 
 from racecap.dal.dynamo import from_item, to_item, values
 from racecap.dal.transactions import TransactItem
+from racecap.domain import WindowRecord
 
 
 def window_key(race_id: str) -> dict[str, Any]:
@@ -24,16 +25,18 @@ class DynamoWindows:
         self._db = client
         self._table = table
 
-    def get(self, race_id: str) -> dict[str, Any] | None:
+    def get(self, race_id: str) -> WindowRecord | None:
         resp = self._db.get_item(TableName=self._table, Key=window_key(race_id), ConsistentRead=True)
-        return from_item(resp["Item"]) if "Item" in resp else None
+        return WindowRecord.model_validate(from_item(resp["Item"])) if "Item" in resp else None
 
-    def replace_item(self, race_id: str, seq: int, window: dict[str, Any]) -> TransactItem:
+    def replace_item(self, race_id: str, seq: int, window: WindowRecord) -> TransactItem:
         """Make ``window`` current, provided nobody moved the sequence past ``seq`` meanwhile."""
         return {
             "Put": {
                 "TableName": self._table,
-                "Item": to_item({**window, "pk": f"RACE#{race_id}", "sk": "WINDOW", "seq": seq + 1}),
+                "Item": to_item(
+                    {**window.model_dump(exclude_none=True), "pk": f"RACE#{race_id}", "sk": "WINDOW", "seq": seq + 1}
+                ),
                 "ConditionExpression": "attribute_not_exists(pk) OR seq = :seq",
                 "ExpressionAttributeValues": values({":seq": seq}),
             }

@@ -7,6 +7,7 @@ On the local stack the same client reaches the local ASL interpreter through
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -19,7 +20,7 @@ class StepFunctionsWorkflow:
         # Execution ARNs are the state machine's with ":execution:" in place of ":stateMachine:".
         return self._arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
 
-    def start(self, name: str, payload: dict[str, Any]) -> str:
+    def start(self, name: str, payload: Mapping[str, str]) -> str:
         """Start ``name``; a repeat with the same input is the same execution (AWS's own rule)."""
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         try:

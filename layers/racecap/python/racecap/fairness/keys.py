@@ -8,14 +8,16 @@ environment, as the payment provider's keys are.
 
 from __future__ import annotations
 
-from aws_lambda_powertools.utilities import parameters
-
 from racecap.config import ConfigurationError, get_settings
 
 MAX_AGE_S = 300
 
 
 def signing_key() -> bytes:
+    # Imported on first use: Powertools' parameters package imports boto3 (and s3transfer),
+    # which would land on every function's cold start through wiring (test_cold_imports.py).
+    from aws_lambda_powertools.utilities import parameters
+
     secret_id = get_settings().fairness_key_secret_id
     value = parameters.get_secret(secret_id, transform="json", max_age=MAX_AGE_S)
     if not isinstance(value, dict) or len(str(value.get("signingKey", ""))) < 16:

@@ -12,17 +12,35 @@ import math
 import secrets
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from racecap.dal.inventory import DynamoInventory, cap_change_items
 from racecap.dal.races import RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
+from racecap.domain import EventChanges, RaceChanges
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
 from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
 from racecap.logic.races import race_status
-from racecap.models import AdminEventView, AdminRaceList, AdminRaceSummary, AdminRaceView, Director, Event, Race
+from racecap.models import (
+    AdminEventView,
+    AdminRaceList,
+    AdminRaceSummary,
+    AdminRaceView,
+    Director,
+    Event,
+    JsonInt,
+    Race,
+)
 
 # One DynamoDB item sustains ~1,000 writes/s. A hold is one write to one shard, so an
 # event with S shards takes ~S x 1,000 holds/s; 8 shards clears RunSignUp's peak 1,500
@@ -34,7 +52,12 @@ MAX_EVENTS = 50  # one transaction creates a race with all its events (100 items
 CAP_CHANGE_TRIES = 5  # holds landing on a shard mid-change make it re-plan
 NULL_MESSAGE = "Leave out a field to keep it; null is not a value."
 
-KNOWN_CURRENCIES = frozenset({"USD", "EUR", "GBP", "CAD", "AUD", "NZD", "CHF", "SEK", "NOK", "DKK", "JPY"})
+Currency = Literal["USD", "EUR", "GBP", "CAD", "AUD", "NZD", "CHF", "SEK", "NOK", "DKK", "JPY"]
+KNOWN_CURRENCIES = frozenset(Currency.__args__)  # type: ignore[attr-defined]
+# The document states what the server checks: text with something in it (names are
+# trimmed, so "   " is empty), and dates as the strings they are on the wire.
+SOME_TEXT = r"\S"
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 
 
 def shards_for(cap: int) -> int:
@@ -47,15 +70,25 @@ def new_id(prefix: str) -> str:
 
 
 # -- what a director sends ---------------------------------------------------------------
+# Strict per field (JsonInt, StrictBool): `true` is not a price and "5" is not a cap.
+# Not model-wide: Powertools validates the parsed JSON as Python objects, and a strict
+# model would then refuse the ISO strings that datetimes arrive as.
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
 class EventDraft(BaseModel):
     model_config = _STRICT
 
-    name: str = Field(min_length=1, max_length=100)
-    cap: int = Field(gt=0, le=1_000_000)
-    priceCents: int = Field(gt=0, le=10_000_000)
+    name: str = Field(min_length=1, max_length=100, pattern=SOME_TEXT)
+    cap: JsonInt = Field(gt=0, le=1_000_000)
+    priceCents: JsonInt = Field(gt=0, le=10_000_000)
+
+
+def _iso_text(v: object) -> object:
+    """A time arrives as ISO 8601 text (pydantic would also take a number of seconds)."""
+    if not isinstance(v, str | datetime):
+        raise ValueError("Use an ISO 8601 time with a zone, e.g. 2026-05-01T09:00:00Z.")
+    return v
 
 
 class RaceFields(BaseModel):
@@ -63,15 +96,17 @@ class RaceFields(BaseModel):
 
     model_config = _STRICT
 
-    name: str = Field(min_length=1, max_length=150)
+    name: str = Field(min_length=1, max_length=150, pattern=SOME_TEXT)
     location: str = Field(default="", max_length=150)
-    raceDate: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD, local to the race")
+    raceDate: str = Field(
+        pattern=DATE_PATTERN, description="YYYY-MM-DD, local to the race", json_schema_extra={"format": "date"}
+    )
     description: str = Field(default="", max_length=5000)
-    currency: str = "USD"
+    currency: Currency = "USD"
     registrationOpensAt: datetime
     registrationClosesAt: datetime
-    holdMinutes: int = Field(default=10, ge=1, le=60)
-    published: bool = True
+    holdMinutes: JsonInt = Field(default=10, ge=1, le=60)
+    published: StrictBool = True
 
     @field_validator("raceDate")
     @classmethod
@@ -82,12 +117,10 @@ class RaceFields(BaseModel):
             raise ValueError("Not a date; use YYYY-MM-DD.") from exc
         return v
 
-    @field_validator("currency")
+    @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")
     @classmethod
-    def _currency(cls, v: str) -> str:
-        if v.upper() not in KNOWN_CURRENCIES:
-            raise ValueError(f"Unknown currency {v!r}; use one of {', '.join(sorted(KNOWN_CURRENCIES))}.")
-        return v.upper()
+    def _text_time(cls, v: object) -> object:
+        return _iso_text(v)
 
     @field_validator("registrationOpensAt", "registrationClosesAt")
     @classmethod
@@ -113,32 +146,51 @@ class RaceDraft(RaceFields):
     events: list[EventDraft] = Field(min_length=1, max_length=MAX_EVENTS)
 
 
+def _null_is_not_a_value(schema: dict[str, Any]) -> None:
+    """A patch field left out is kept; sent as null it is refused (400), so the document
+    shows each field without null (except expectedVersion, where null means "any")."""
+    for name, prop in schema.get("properties", {}).items():
+        if name == "expectedVersion" or "anyOf" not in prop:
+            continue
+        kept = [s for s in prop.pop("anyOf") if s.get("type") != "null"]
+        prop.pop("default", None)
+        if len(kept) == 1:
+            prop.update(kept[0])
+        else:
+            prop["anyOf"] = kept
+
+
 class RacePatch(BaseModel):
     """Fields to change; those left out stay as they are."""
 
-    model_config = _STRICT
-
-    expectedVersion: int | None = Field(
+    expectedVersion: JsonInt | None = Field(
         default=None, ge=1, description="The version you edited; a Conflict if the race changed meanwhile."
     )
-    name: str | None = None
-    location: str | None = None
-    raceDate: str | None = None
-    description: str | None = None
-    currency: str | None = None
+    name: str | None = Field(default=None, min_length=1, max_length=150, pattern=SOME_TEXT)
+    location: str | None = Field(default=None, max_length=150)
+    raceDate: str | None = Field(default=None, pattern=DATE_PATTERN, json_schema_extra={"format": "date"})
+    description: str | None = Field(default=None, max_length=5000)
+    currency: Currency | None = None
     registrationOpensAt: datetime | None = None
     registrationClosesAt: datetime | None = None
-    holdMinutes: int | None = None
-    published: bool | None = None
+    holdMinutes: JsonInt | None = Field(default=None, ge=1, le=60)
+    published: StrictBool | None = None
+
+    model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
+
+    @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")
+    @classmethod
+    def _text_time(cls, v: object) -> object:
+        return _iso_text(v) if v is not None else v
 
 
 class EventPatch(BaseModel):
-    model_config = _STRICT
+    expectedVersion: JsonInt | None = Field(default=None, ge=1)
+    name: str | None = Field(default=None, min_length=1, max_length=100, pattern=SOME_TEXT)
+    cap: JsonInt | None = Field(default=None, gt=0, le=1_000_000, description="May go down only to the places taken.")
+    priceCents: JsonInt | None = Field(default=None, gt=0, le=10_000_000)
 
-    expectedVersion: int | None = Field(default=None, ge=1)
-    name: str | None = Field(default=None, min_length=1, max_length=100)
-    cap: int | None = Field(default=None, gt=0, le=1_000_000, description="May go down only to the places taken.")
-    priceCents: int | None = Field(default=None, gt=0, le=10_000_000)
+    model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 
 
 def _fields(exc: ValidationError) -> dict[str, str]:
@@ -286,7 +338,7 @@ class RaceAdmin:
             merged = RaceFields.model_validate({**current.model_dump(), **asked})
         except ValidationError as exc:
             raise ValidationFailed("Some fields are missing or invalid.", fields=_fields(exc)) from exc
-        changes = {k: getattr(merged, k) for k in asked if getattr(merged, k) != getattr(race, k)}
+        changes = cast(RaceChanges, {k: getattr(merged, k) for k in asked if getattr(merged, k) != getattr(race, k)})
         if not changes:
             return self.view(race, events)
         also: list[TransactItem] = []
@@ -325,7 +377,7 @@ class RaceAdmin:
             event = next((e for e in events if e.eventId == event_id), None)
             if event is None:
                 raise EventNotFound(f"Race {race_id} has no event {event_id}.")
-            changes: dict[str, Any] = {k: v for k, v in asked.items() if getattr(event, k) != v}
+            changes = cast(EventChanges, {k: v for k, v in asked.items() if getattr(event, k) != v})
             if not changes:
                 return self.view(race, events)
             shard_items: list[TransactItem] = []

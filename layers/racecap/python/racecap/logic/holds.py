@@ -43,7 +43,10 @@ class HoldService:
         # Per environment: shards recently found full are tried last (saves write units).
         self._full: dict[str, tuple[float, set[str]]] = {}
 
-    def hold(self, race_id: str, event_id: str, now: datetime | None = None) -> HoldCreated:
+    def hold(
+        self, race_id: str, event_id: str, now: datetime | None = None, limits: dict[str, int] | None = None
+    ) -> HoldCreated:
+        """Hold one place; ``limits`` are the client's hold-limit counters (``fairness.limits``)."""
         now = now or datetime.now(UTC)
         race, events = self._catalog.definition(race_id)
         event = next((e for e in events if e.eventId == event_id), None)
@@ -73,6 +76,7 @@ class HoldService:
             status=HoldPhase.HELD,
             createdAt=now,
             expiresAt=expires,
+            clientLimits=limits or {},
         )
         got = self._holds.claim(hold, shards, avoid=full)
         self._full[key] = (time.monotonic(), full)

@@ -22,9 +22,10 @@ def normalize_email(raw: str) -> str:
 class RegistrationRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    email: str = Field(min_length=3, max_length=254)
-    firstName: str = Field(min_length=1, max_length=100)
-    lastName: str = Field(min_length=1, max_length=100)
+    # The patterns say in the document what the validators check (names are trimmed first).
+    email: str = Field(min_length=3, max_length=254, pattern=r"^\s*[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}\s*$")
+    firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
+    lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     dateOfBirth: date
     paymentToken: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_\-]+$")
 

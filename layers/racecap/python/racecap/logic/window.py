@@ -30,6 +30,7 @@ from racecap.dal.races import RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.dal.windows import DynamoWindows
 from racecap.dal.workflows import StepFunctionsWorkflow
+from racecap.domain import RaceChanges, WindowRecord
 from racecap.errors import Conflict
 from racecap.logic.races import RaceCatalog, race_status, sold_out_flag
 from racecap.models import Director, Race, RegistrationState, WindowView, WorkflowView
@@ -109,7 +110,7 @@ class WindowTasks:
 
     def _is_current(self, race_id: str, execution: str) -> bool:
         window = self._windows.get(race_id) if self._windows is not None else None
-        return window is not None and window.get("execution") == execution
+        return window is not None and window.execution == execution
 
 
 def iso_z(at: datetime) -> str:
@@ -140,16 +141,16 @@ class WindowControl:
     def view(self, race: Race, changed: bool = False) -> WindowView:
         window = self._windows.get(race.raceId)
         workflow = None
-        if window and window.get("execution"):
+        if window is not None and window.execution and window.mode and window.opensAt and window.closesAt:
             workflow = WorkflowView(
-                execution=window["execution"],
-                executionArn=self._workflow.execution_arn(window["execution"]),
-                mode=window["mode"],
-                status=self._workflow.status(window["execution"]),
-                opensAt=window["opensAt"],
-                closesAt=window["closesAt"],
-                startedAt=window["startedAt"],
-                startedBy=window["startedBy"],
+                execution=window.execution,
+                executionArn=self._workflow.execution_arn(window.execution),
+                mode=window.mode,
+                status=self._workflow.status(window.execution),
+                opensAt=datetime.fromisoformat(window.opensAt),
+                closesAt=datetime.fromisoformat(window.closesAt),
+                startedAt=datetime.fromisoformat(window.startedAt),
+                startedBy=window.startedBy,
             )
         return WindowView(
             raceId=race.raceId,
@@ -169,7 +170,7 @@ class WindowControl:
         opens, closes = race.registrationOpensAt, race.registrationClosesAt
         if self._running(race.raceId, "schedule", opens, closes):
             return self.view(race)
-        changes: dict[str, Any] = {}
+        changes: RaceChanges = {}
         if now < opens and race.registrationState != "SCHEDULED":
             changes["registrationState"] = "SCHEDULED"  # the plan says: not open yet
         return self._replace(director, race, "schedule", opens, closes, changes)
@@ -180,29 +181,29 @@ class WindowControl:
         closes = race.registrationClosesAt
         if race.registrationState == "OPEN" and self._running(race.raceId, None, None, closes):
             return self.view(race)
-        changes: dict[str, Any] = {} if race.registrationState == "OPEN" else {"registrationState": "OPEN"}
+        changes: RaceChanges = {} if race.registrationState == "OPEN" else {"registrationState": "OPEN"}
         if race.registrationOpensAt > now:
             changes["registrationOpensAt"] = now  # the record says when it really opened
         return self._replace(director, race, "open", now, closes, changes)
 
     def close_now(self, director: Director, race: Race) -> WindowView:
         """Closed at once; the race's times stay as planned, so "schedule" can resume them."""
-        window = self._windows.get(race.raceId) or {}
-        running = bool(window.get("execution")) and self._workflow.status(window["execution"]) == "RUNNING"
+        window = self._windows.get(race.raceId)
+        running = window is not None and bool(window.execution) and self._status(window) == "RUNNING"
         if race.registrationState == "CLOSED" and not running:
             return self.view(race)
-        changes: dict[str, Any] = {} if race.registrationState == "CLOSED" else {"registrationState": "CLOSED"}
+        changes: RaceChanges = {} if race.registrationState == "CLOSED" else {"registrationState": "CLOSED"}
         return self._replace(director, race, None, None, None, changes)
 
     def follow_new_times(self, director: Director, race: Race) -> None:
         """After the times were edited: a running window restarts with the new ones."""
-        window = self._windows.get(race.raceId) or {}
-        if not window.get("execution") or self._workflow.status(window["execution"]) != "RUNNING":
+        window = self._windows.get(race.raceId)
+        if window is None or not window.execution or self._status(window) != "RUNNING":
             return
         now = self._now()
         if race.registrationClosesAt <= now:
             self.close_now(director, race)
-        elif window["mode"] == "open":
+        elif window.mode == "open":
             self._replace(director, race, "open", now, race.registrationClosesAt, {})
         else:
             self.schedule(director, race)
@@ -218,13 +219,16 @@ class WindowControl:
 
     def _running(self, race_id: str, mode: str | None, opens: datetime | None, closes: datetime | None) -> bool:
         window = self._windows.get(race_id)
-        if not window or not window.get("execution"):
+        if window is None or not window.execution:
             return False
-        same = (mode is None or window["mode"] == mode) and (
-            (opens is None or datetime.fromisoformat(window["opensAt"]) == opens)
-            and (closes is None or datetime.fromisoformat(window["closesAt"]) == closes)
+        same = (mode is None or window.mode == mode) and (
+            (opens is None or (window.opensAt is not None and datetime.fromisoformat(window.opensAt) == opens))
+            and (closes is None or (window.closesAt is not None and datetime.fromisoformat(window.closesAt) == closes))
         )
-        return same and self._workflow.status(window["execution"]) == "RUNNING"
+        return same and self._status(window) == "RUNNING"
+
+    def _status(self, window: WindowRecord) -> str:
+        return self._workflow.status(window.execution) if window.execution else "UNKNOWN"
 
     def _replace(
         self,
@@ -233,22 +237,24 @@ class WindowControl:
         mode: str | None,
         opens: datetime | None,
         closes: datetime | None,
-        changes: dict[str, Any],
+        changes: RaceChanges,
     ) -> WindowView:
         now = self._now()
         race_id = race.raceId
-        old = self._windows.get(race_id) or {}
-        seq = int(old.get("seq", 0))
-        window: dict[str, Any] = {"raceId": race_id, "startedAt": now.isoformat(), "startedBy": director.sub}
+        old = self._windows.get(race_id)
+        seq = old.seq if old is not None else 0
+        window = WindowRecord(raceId=race_id, startedAt=now.isoformat(), startedBy=director.sub)
         execution = None
         if mode is not None and opens is not None and closes is not None:
             execution = f"{race_id}-w{seq + 1}"  # unique per change: a name is never reused
-            window |= {
-                "execution": execution,
-                "mode": mode,
-                "opensAt": opens.isoformat(),
-                "closesAt": closes.isoformat(),
-            }
+            window = window.model_copy(
+                update={
+                    "execution": execution,
+                    "mode": mode,
+                    "opensAt": opens.isoformat(),
+                    "closesAt": closes.isoformat(),
+                }
+            )
         action = {"schedule": "window.schedule", "open": "window.open", None: "window.close"}[mode]
         details = {
             "execution": execution,
@@ -270,9 +276,9 @@ class WindowControl:
         except (ConditionFailed, Conflict) as exc:
             raise Conflict("The registration window was changed meanwhile; reload it and retry.") from exc
         # 2. Stop the old execution. If this fails, the guard above still keeps it harmless.
-        if old.get("execution"):
+        if old is not None and old.execution:
             try:
-                self._workflow.stop(old["execution"], f"replaced by {action} ({director.username})")
+                self._workflow.stop(old.execution, f"replaced by {action} ({director.username})")
             except Exception:
                 logger.exception("could not stop a replaced window execution", extra={"raceId": race_id})
         # 3. Start the new one. A failure here is visible (status UNKNOWN); repeating the

@@ -1,0 +1,191 @@
+"""The checks every "audit clean" and every "sold out" rests on, shown to fail when their
+guarantee is broken: the audit planted with each violation it looks for, a message that
+really fails five times in the dead-letter queue, and the sold-out answer's write count."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+import requests
+from racecap.dal.dynamo import to_item
+from racecap.errors import SoldOut
+from racecap.logic.holds import HoldService
+
+import blueprint
+from tools.audit import AuditReport, audit
+
+pytestmark = pytest.mark.integration
+
+WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+
+
+def _audit(stack: Any, backend: Any, race_id: str) -> AuditReport:
+    return audit(
+        backend.dynamodb,
+        backend.sqs,
+        race_id,
+        payments_url=stack.payments_url,
+        mailbox_url=stack.mailbox_url,
+        queue_urls=stack.queue_urls,
+    )
+
+
+def _plant_registration(backend: Any, race_id: str, event_id: str, bib: int, email: str) -> str:
+    rid = f"reg_planted{uuid.uuid4().hex[:12]}"
+    item = {
+        "pk": f"REG#{rid}",
+        "sk": "REG",
+        "registrationId": rid,
+        "raceId": race_id,
+        "eventId": event_id,
+        "gsi1pk": f"EVENT#{race_id}#{event_id}",
+        "gsi1sk": f"BIB#{bib:08d}",
+        "bib": bib,
+        "email": email,
+        "status": "CONFIRMED",
+    }
+    backend.dynamodb.put_item(TableName=backend.table("Registrations"), Item=to_item(item))
+    return rid
+
+
+def _email() -> str:
+    return f"planted-{uuid.uuid4().hex[:8]}@example.com"
+
+
+def _plant_oversold(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    for bib in (1, 2):  # cap 1
+        _plant_registration(backend, race_id, event_id, bib, _email())
+
+
+def _plant_duplicate_email(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    same = _email()
+    for bib in (1, 2):
+        _plant_registration(backend, race_id, event_id, bib, same)
+
+
+def _plant_bib_gap(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    for bib in (1, 3):
+        _plant_registration(backend, race_id, event_id, bib, _email())
+
+
+def _plant_charge_without_registration(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    body = {
+        "amount": 2500,
+        "currency": "usd",
+        "source": "tok_visa",
+        "description": "planted",
+        "metadata": {"raceId": race_id, "registrationId": f"reg_nobody{uuid.uuid4().hex[:8]}"},
+    }
+    resp = requests.post(
+        f"{stack.payments_url}/v1/charges", json=body, headers={"Idempotency-Key": uuid.uuid4().hex}, timeout=10
+    )
+    assert resp.status_code == 200, resp.text
+
+
+def _plant_missing_email(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    _plant_registration(backend, race_id, event_id, 1, _email())
+
+
+@pytest.mark.parametrize(
+    ("plant", "caps", "violation"),
+    [
+        (_plant_oversold, [1], "2 confirmed > cap 1"),
+        (_plant_duplicate_email, [5], "registered 2 times"),
+        (_plant_bib_gap, [5], "bibs are not 1..2"),
+        (_plant_charge_without_registration, [5], "was charged but is not confirmed"),
+        (_plant_missing_email, [5], "1 confirmed registrations have no confirmation email"),
+    ],
+    ids=["oversold event", "duplicate email", "gap in bibs", "charge without registration", "missing email"],
+)
+def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps, violation) -> None:
+    race_id = backend.create_race(caps)
+    _, events = backend.store().get_race(race_id)
+    assert _audit(stack, backend, race_id).ok
+
+    plant(stack, backend, race_id, events[0].eventId)
+
+    report = _audit(stack, backend, race_id)
+    assert not report.ok
+    assert any(violation in v for v in report.violations), report.summary()
+
+
+def test_the_audit_fails_on_a_message_in_a_dead_letter_queue(stack, backend) -> None:
+    race_id = backend.create_race([5])
+    assert _audit(stack, backend, race_id).ok
+    dlq = stack.queue_urls[blueprint.queue("Emails").dlq_id]
+    backend.sqs.send_message(QueueUrl=dlq, MessageBody='{"planted": true}')
+    try:
+        report = _audit(stack, backend, race_id)
+        assert not report.ok
+        assert "1 messages in dead-letter queues" in report.violations, report.summary()
+    finally:
+        _drain(backend, dlq)
+    assert _audit(stack, backend, race_id).ok
+
+
+def _drain(backend: Any, url: str) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    while msgs := backend.sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1, AttributeNames=["All"]
+    ).get("Messages", []):
+        got += msgs
+        for m in msgs:
+            backend.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    return got
+
+
+def test_a_message_the_writer_really_fails_five_times_lands_in_the_dlq(stack, backend) -> None:
+    # The real writer behind the real poller fails a malformed registration message; SQS
+    # (ElasticMQ) moves it to the DLQ after maxReceiveCount receives. Only the clock is
+    # shortened: the queue's visibility timeout, for the length of this test.
+    queue = blueprint.queue("Registrations")
+    url, dlq = stack.queue_urls[queue.id], stack.queue_urls[queue.dlq_id]
+    marker = uuid.uuid4().hex
+    backend.sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "1"})
+    try:
+        sent = backend.sqs.send_message(QueueUrl=url, MessageBody=f'{{"poison": "{marker}"}}')
+        deadline = time.monotonic() + 90
+        landed: list[dict[str, Any]] = []
+        while not landed and time.monotonic() < deadline:
+            landed = [m for m in _drain(backend, dlq) if marker in m["Body"]]
+    finally:
+        backend.sqs.set_queue_attributes(
+            QueueUrl=url, Attributes={"VisibilityTimeout": str(queue.visibility_timeout_s)}
+        )
+    assert landed, "the poison message never reached the DLQ"
+    # It got there by failing in the writer (logged), not by being dropped or skipped, and
+    # the redrive policy let it be tried no more than maxReceiveCount times.
+    logs = "".join(p.read_text(errors="replace") for p in stack.log_dir.glob("*.log"))
+    attempts = sum(1 for line in logs.splitlines() if sent["MessageId"] in line and "malformed" in line)
+    assert 1 <= attempts <= queue.max_receive_count
+
+
+def test_after_a_sell_out_the_sold_out_answer_costs_no_dynamodb_write(backend) -> None:
+    race_id = backend.create_race([2])
+    _, events = backend.store().get_race(race_id)
+    event_id = events[0].eventId
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    backend.dynamodb.meta.events.register("before-call.dynamodb.*", count)
+    try:
+        first = HoldService(backend.catalog(), backend.holds(), backend.cache())
+        first.hold(race_id, event_id)
+        first.hold(race_id, event_id)
+        with pytest.raises(SoldOut):
+            first.hold(race_id, event_id)  # finds every shard full (failed conditional writes), sets the flag
+        assert WRITES & set(calls)
+        calls.clear()
+        # This environment's memory, and a cold one that only has the shared flag (Redis).
+        cold = HoldService(backend.catalog(), backend.holds(), backend.cache())
+        for service in (first, cold) * 10:
+            with pytest.raises(SoldOut):
+                service.hold(race_id, event_id)
+    finally:
+        backend.dynamodb.meta.events.unregister("before-call.dynamodb.*", count)
+    assert [c for c in calls if c in WRITES] == []

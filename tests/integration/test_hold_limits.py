@@ -1,0 +1,62 @@
+"""Per-client hold limits: one device holds at most N places, one address at most its ceiling.
+
+Runs against the real stack: the counters are conditional writes in each hold's own
+transaction, so concurrency cannot overshoot them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .flows import event_ids
+from .runners import Runner
+
+LIMIT = 4
+CEILING = 12
+
+
+def _race(kim: Any) -> tuple[str, str]:
+    race_id: str = kim.create_race((200,))["raceId"]
+    kim.open_now(race_id)
+    resp = kim.patch(f"/api/admin/races/{race_id}/fairness", json={"holdLimit": LIMIT, "addressHoldLimit": CEILING})
+    assert resp.status_code == 200, resp.text
+    return race_id, event_ids(kim, race_id)[0]  # the director's session reads public pages too
+
+
+def test_given_one_device_when_50_holds_race_then_exactly_its_limit_are_held(api: Any, director: Any) -> None:
+    kim = director("kim-limits")
+    race_id, event_id = _race(kim)
+    bot = Runner(api)
+    with ThreadPoolExecutor(12) as pool:  # twice the gateway's workers: every one busy at once
+        answers = list(pool.map(lambda _: bot.hold(race_id, event_id), range(50)))
+    counts = Counter(r.status_code for r in answers)
+    assert counts[201] == LIMIT, counts
+    refused = [r for r in answers if r.status_code == 429]
+    assert refused and all(r.json()["error"] == "TOO_MANY_HOLDS" for r in refused)
+    assert int(refused[0].headers["Retry-After"]) >= 1 and refused[0].json()["message"]
+
+    # Releasing one frees one slot, and only one.
+    held = [r.json()["holdId"] for r in answers if r.status_code == 201]
+    assert bot.call("DELETE", f"/api/holds/{held[0]}").status_code == 204
+    assert bot.hold(race_id, event_id).status_code == 201
+    assert bot.hold(race_id, event_id).status_code == 429
+
+
+def test_given_one_address_cycling_tokens_then_at_most_its_ceiling_and_others_unaffected(
+    api: Any, director: Any
+) -> None:
+    kim = director("kim-limits-2")
+    race_id, event_id = _race(kim)
+    bots = [Runner(api) for _ in range(20)]  # 20 device tokens, fetched anywhere...
+    for b in bots:
+        b.address = "203.0.113.99"  # ...then all used from one address (within its rate limit)
+    with ThreadPoolExecutor(12) as pool:
+        flat = list(pool.map(lambda b: b.hold(race_id, event_id), bots))
+    counts = Counter(r.status_code for r in flat)
+    assert counts[201] == CEILING, counts
+    assert {r.json()["error"] for r in flat if r.status_code != 201} == {"TOO_MANY_HOLDS"}
+
+    honest = Runner(api)  # another address, another device
+    assert honest.hold(race_id, event_id).status_code == 201

@@ -1,0 +1,85 @@
+"""Cold starts stay light: importing a handler (a Lambda cold start's init) loads nothing
+the function does not use on that path.
+
+Each handler is imported in a fresh interpreter with the function's environment, as
+``make bench`` (e) does, and the modules it left in ``sys.modules`` are checked:
+
+- ``aws_xray_sdk``: Powertools' Tracer imports it at cold start (115-206 ms measured in
+  issue 14); the tracer is off unless ``RACECAP_XRAY_SDK=true``;
+- ``stripe``: the payment provider's SDK is heavy; only the payment adapter imports it,
+  inside the calls that use it;
+- ``s3transfer`` (and ``boto3``, which imports it): nothing uses S3 at run time and the
+  clients are botocore's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import blueprint
+from local.runtime import LAYER_PATH
+from tools.bench.coldstart import AVOIDABLE_AT_COLD_START
+
+FORBIDDEN = AVOIDABLE_AT_COLD_START
+# Functions that still load boto3 (and with it s3transfer), and why. Each entry is a debt:
+# Powertools' idempotency utility imports its DynamoDB persistence layer (which imports
+# boto3) from the package's __init__, so any function using idempotency pays it.
+STILL_LOADS_BOTO3 = {
+    "RegistrationApi": "Powertools idempotency record (redundant with the hold's attempt key, issue 14)",
+    "EmailSender": "Powertools idempotency per SQS message",
+}
+
+_CHILD = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("handler_under_test", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
+def _loaded(fn: blueprint.Function, env: dict[str, str]) -> list[str]:
+    path = fn.path / f"{fn.module.replace('.', '/')}.py"
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)],
+        env={**env, "PYTHONPATH": f"{blueprint.ROOT}:{LAYER_PATH}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def loaded_by_function(placeholder_env: dict[str, str]) -> dict[str, list[str]]:
+    import os
+
+    env = {**os.environ, **placeholder_env}
+    env.pop("RACECAP_XRAY_SDK", None)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        loaded = list(pool.map(lambda f: _loaded(f, env), blueprint.FUNCTIONS))
+    return {f.id: modules for f, modules in zip(blueprint.FUNCTIONS, loaded, strict=True)}
+
+
+@pytest.mark.parametrize("fn_id", [f.id for f in blueprint.FUNCTIONS])
+def test_given_a_handler_when_it_is_imported_cold_then_it_loads_no_xray_sdk_no_payment_sdk_and_no_s3transfer(
+    fn_id: str, loaded_by_function: dict[str, list[str]]
+) -> None:
+    loaded = set(loaded_by_function[fn_id])
+    allowed = {"boto3", "s3transfer"} if fn_id in STILL_LOADS_BOTO3 else set()
+    assert loaded & set(FORBIDDEN) - allowed == set()
+
+
+def test_given_the_known_exceptions_when_handlers_are_imported_then_each_still_needs_its_exception(
+    loaded_by_function: dict[str, list[str]],
+) -> None:
+    # An exception that no longer applies is removed, so the guard tightens by itself.
+    for fn_id in STILL_LOADS_BOTO3:
+        assert "boto3" in loaded_by_function[fn_id], f"{fn_id} no longer loads boto3: drop its exception"
