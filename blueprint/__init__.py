@@ -578,7 +578,8 @@ FUNCTIONS: tuple[Function, ...] = (
             StopExecution("RegistrationWindow"),
             ReadSecret("PaymentProvider"),  # refunds
         ),
-        warm_start="snapstart",
+        # No SnapStart: directors are not a burst, and its cache is billed every idle hour
+        # (it kept the idle stage over the $30/month budget).
         memory_mb=1024,
         # Just under the HTTP API's 30 s integration limit: the CSV export uses the time.
         timeout_s=29,
@@ -611,7 +612,8 @@ FUNCTIONS += (
             BucketAccess("ResultsUploads", "put", RESULTS_UPLOAD_PREFIX),
         ),
         extra_env=_RESULTS_ENV,
-        warm_start="snapstart",
+        # No SnapStart: directors are not a burst, and its cache is billed every idle hour
+        # (it kept the idle stage over the $30/month budget).
     ),
     Function(
         "ResultsProcessor",

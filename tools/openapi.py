@@ -194,7 +194,13 @@ def _truthful_responses(method: str, op: dict) -> None:
     errors = {code: r for code, r in declared.items() if not code.startswith("2")}
     params = {p["in"] for p in op.get("parameters", [])}
     applies = {
-        400: "query" in params or "requestBody" in op,
+        # A typed path segment (a bib, a version number) is validated too: "abc" is a 400.
+        400: "query" in params
+        or "requestBody" in op
+        or any(
+            p["in"] == "path" and p.get("schema", {}).get("type") in ("integer", "number")
+            for p in op.get("parameters", [])
+        ),
         401: bool(op.get("security")),
         404: "path" in params,
         # A director's change is one conditional transaction: another change landing

@@ -108,7 +108,12 @@ def test_the_keys_come_from_secrets_manager_through_powertools(
             monkeypatch.setenv(name, value)
         client = boto3.client("secretsmanager", endpoint_url=moto.endpoint)
         provision.provision_secrets(
-            client, {"PaymentProvider": {"secretKey": KEYS.secret, "webhookSecret": KEYS.webhook_secret}}
+            client,
+            {
+                "PaymentProvider": {"secretKey": KEYS.secret, "webhookSecret": KEYS.webhook_secret},
+                # provision_secrets takes a value for every blueprint secret, as the stack gives it
+                "FairnessSigningKey": {"signingKey": "k" * 32},
+            },
         )
         secret_id = blueprint.secret("PaymentProvider").local_name
         p = StripePaymentProvider(keys_from_secret(secret_id, max_age_s=60), api_base=standin)

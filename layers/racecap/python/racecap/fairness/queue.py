@@ -50,6 +50,9 @@ MAX_SPIKE_BITS = 4
 QueueStateName = Literal["OFF", "WAITING_FOR_DRAW", "WAITING", "PAUSED", "ADMITTED", "EXPIRED"]
 
 
+MAX_RATE_PER_MIN = 100_000  # the settings' own ceiling: a default must be a value a director could set
+
+
 class AdmissionRequired(DomainError):
     code, status = "QUEUE_ADMISSION_REQUIRED", 403
 
@@ -59,7 +62,7 @@ class FairnessSettings(BaseModel):
 
     queueEnabled: bool = Field(description="The opening queue (waiting room) is on.")
     paused: bool = Field(description="Admission from the queue is paused.")
-    admissionRatePerMinute: int = Field(ge=1, le=100_000, description="Runners admitted per minute.")
+    admissionRatePerMinute: int = Field(ge=1, le=MAX_RATE_PER_MIN, description="Runners admitted per minute.")
     holdLimit: int = Field(ge=1, le=50, description="Places one device (or admission) may hold at once.")
     addressHoldLimit: int = Field(ge=1, le=100_000, description="Places one address may hold at once.")
     powDifficulty: int = Field(ge=0, le=28, description="Proof-of-work difficulty in bits (raised on spikes).")
@@ -69,7 +72,7 @@ class FairnessPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     queueEnabled: bool | None = None
-    admissionRatePerMinute: int | None = Field(default=None, ge=1, le=100_000)
+    admissionRatePerMinute: int | None = Field(default=None, ge=1, le=MAX_RATE_PER_MIN)
     holdLimit: int | None = Field(default=None, ge=1, le=50)
     addressHoldLimit: int | None = Field(default=None, ge=1, le=100_000)
     powDifficulty: int | None = Field(default=None, ge=0, le=28)
@@ -122,7 +125,7 @@ class EnterRequest(BaseModel):
 
 def default_rate(events: list[Event]) -> int:
     """Admit the race's places' worth of runners in about ten minutes (at least one a second)."""
-    return max(60, math.ceil(sum(e.cap for e in events) / 10))
+    return min(MAX_RATE_PER_MIN, max(60, math.ceil(sum(e.cap for e in events) / 10)))
 
 
 def _empty_for(state: dict[str, Any], now: float) -> float:

@@ -42,13 +42,14 @@ class QueueStore:
 
     def save_settings(self, race_id: str, changes: dict[str, Any], expected_version: int) -> bool:
         """Apply the director's changes if nobody else changed the state since it was read."""
-        sets = ", ".join(f"#{k} = :{k}" for k in changes)
+        # An empty change (a PATCH with {}) still bumps the version: the SET list must not be empty.
+        sets = "".join(f"#{k} = :{k}, " for k in changes)
         cond = "attribute_not_exists(pk)" if expected_version == 0 else "#version = :expected"
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key=state_key(race_id),
-                UpdateExpression=f"SET {sets}, #version = :next",
+                UpdateExpression=f"SET {sets}#version = :next",
                 ConditionExpression=cond,
                 ExpressionAttributeNames={f"#{k}": k for k in [*changes, "version"]},
                 ExpressionAttributeValues=values(
