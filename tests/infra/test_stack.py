@@ -318,6 +318,8 @@ def test_given_a_warm_started_api_function_then_the_api_calls_its_live_alias_and
         assert scaling[0]["ScalableDimension"] == "lambda:function:ProvisionedConcurrency"
 
 
-def test_only_the_api_functions_are_warm_started() -> None:
-    api = {r.function for r in blueprint.ROUTES}
-    assert {f.id for f in blueprint.FUNCTIONS if f.warm_start} == api
+def test_only_the_runner_facing_api_functions_are_warm_started() -> None:
+    # Runners arrive in bursts; directors do not, and SnapStart's cache is billed every idle
+    # hour, so the director-only functions stay cold (README, "Cold starts").
+    runner_facing = {r.function for r in blueprint.ROUTES if r.auth != "director"}
+    assert {f.id for f in blueprint.FUNCTIONS if f.warm_start} == runner_facing
