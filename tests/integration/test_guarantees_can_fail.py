@@ -156,11 +156,21 @@ def test_a_message_the_writer_really_fails_five_times_lands_in_the_dlq(stack, ba
             QueueUrl=url, Attributes={"VisibilityTimeout": str(queue.visibility_timeout_s)}
         )
     assert landed, "the poison message never reached the DLQ"
-    # It got there by failing in the writer (logged), not by being dropped or skipped, and
-    # the redrive policy let it be tried no more than maxReceiveCount times.
+    # It got there by failing in the writer exactly maxReceiveCount times (each failure
+    # logged), not by being dropped, skipped or given up on early. The last failure is
+    # logged before SQS moves the message, but the poller's log may reach the file a moment
+    # later: wait for it briefly, then count.
+    attempts = _writer_failures(stack, sent["MessageId"])
+    deadline = time.monotonic() + 10
+    while attempts < queue.max_receive_count and time.monotonic() < deadline:
+        time.sleep(0.5)
+        attempts = _writer_failures(stack, sent["MessageId"])
+    assert attempts == queue.max_receive_count == 5
+
+
+def _writer_failures(stack: Any, message_id: str) -> int:
     logs = "".join(p.read_text(errors="replace") for p in stack.log_dir.glob("*.log"))
-    attempts = sum(1 for line in logs.splitlines() if sent["MessageId"] in line and "malformed" in line)
-    assert 1 <= attempts <= queue.max_receive_count
+    return sum(1 for line in logs.splitlines() if message_id in line and "malformed" in line)
 
 
 def test_after_a_sell_out_the_sold_out_answer_costs_no_dynamodb_write(backend) -> None:

@@ -137,10 +137,13 @@ def test_a_taken_port_is_a_clear_message_not_a_stack_trace(tmp_path: Path):
     assert "Traceback" not in result.stderr
 
 
-def test_a_stack_killed_hard_leaves_no_process_behind(tmp_path: Path):
+@pytest.mark.parametrize("pollers_killed_first", [False, True], ids=["stack", "pollers-then-stack"])
+def test_a_stack_killed_hard_leaves_no_process_behind(tmp_path: Path, pollers_killed_first: bool):
     # As a closing terminal or a timed-out job stops `make run`: SIGTERM, then SIGKILL a
     # moment later, before the stack can stop anything itself. Every child must die with
     # it (parent-death signals), and every one of their own shutdown waits is bounded.
+    # The second case SIGKILLs the pollers' own process first (as the OOM killer might):
+    # its forked pollers then get no SIGTERM from it, only their own parent-death signal.
     ports = {name: free_port() for name in PORT_VARS}
     proc = subprocess.Popen(
         [sys.executable, "-m", "local.stack", "run", "--no-seed", "--work-dir", str(tmp_path)],
@@ -163,6 +166,11 @@ def test_a_stack_killed_hard_leaves_no_process_behind(tmp_path: Path):
         children = _descendants(proc.pid)
         pollers = [p for p in children if "local.pollers" in _cmdline(p) or _cmdline(p) == ""]
         assert len(children) >= 7 and pollers, children
+        if pollers_killed_first:
+            # The pollers' main process is the stack's own child; its forks share its cmdline.
+            (main,) = [p for p in children if "local.pollers" in _cmdline(p) and _parent(p) == proc.pid]
+            os.kill(main, signal.SIGKILL)
+            time.sleep(1)
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.2)
         proc.kill()
@@ -178,6 +186,14 @@ def test_a_stack_killed_hard_leaves_no_process_behind(tmp_path: Path):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     assert left == {}
+
+
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state letter
 
 
 def _cmdline(pid: int) -> str:
