@@ -10,15 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from racecap.dal.audit import DynamoAudit
 from racecap.dal.holds import DynamoHolds
 from racecap.dal.inventory import DynamoInventory
-from racecap.dal.ports import HoldStore, RegistrationStore
+from racecap.dal.ports import AuditStore, HoldStore, Inventory, RaceStore, RegistrationStore, WindowStore
+from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.dal.transactions import TransactItem, transact
+from racecap.dal.windows import DynamoWindows
 
 import blueprint
 from local import servers
 from local.provision import create_table_params
+from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
 
 
@@ -30,12 +34,25 @@ class StoresUnderTest:
     add_event: Callable[[str, str, list[int]], None]
     taken: Callable[[str, str], int]
     transact: Callable[[list[TransactItem]], None]
+    races: RaceStore
+    inventory: Inventory
+    windows: WindowStore
+    audit: AuditStore
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
     tables = FakeTables()
     yield StoresUnderTest(
-        "fake", FakeHolds(tables), FakeRegistrations(tables), tables.add_event, tables.taken, tables.transact
+        "fake",
+        FakeHolds(tables),
+        FakeRegistrations(tables),
+        tables.add_event,
+        tables.taken,
+        tables.transact,
+        FakeRaceStore(tables),
+        FakeInventory(tables),
+        FakeWindows(tables),
+        FakeAuditStore(tables),
     )
 
 
@@ -46,9 +63,10 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
             client: Any = boto3.session.Session(
                 aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
             ).client("dynamodb", endpoint_url=f"http://127.0.0.1:{server.port}")
-            for table_id in ("Inventory", "Registrations"):
+            for table_id in ("Inventory", "Registrations", "Races", "Audit"):
                 client.create_table(**create_table_params(blueprint.table(table_id)))
             inv, regs = blueprint.table("Inventory").local_name, blueprint.table("Registrations").local_name
+            races = blueprint.table("Races").local_name
             inventory = DynamoInventory(client, inv)
             yield StoresUnderTest(
                 "dynamodb-local",
@@ -57,6 +75,10 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 inventory.create_event_shards,
                 lambda race_id, event_id: inventory.usage(race_id, event_id, consistent=True).taken,
                 lambda items: transact(client, items),
+                DynamoRaceStore(client, races),
+                inventory,
+                DynamoWindows(client, races),
+                DynamoAudit(client, blueprint.table("Audit").local_name),
             )
         finally:
             server.stop()

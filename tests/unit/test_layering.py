@@ -4,13 +4,20 @@
 * ``racecap.dal`` never imports ``racecap.logic`` (nor the composition root or HTTP);
 * ``racecap.logic`` never imports the composition root or HTTP;
 * handlers (``functions/*/handler.py``) never import ``racecap.dal``: they get every
-  service from ``racecap.wiring``.
+  service from ``racecap.wiring``;
+* ``racecap.logic`` depends on the data layer's ports, never on an adapter: no
+  ``Dynamo*``/``Sqs*``/``Ses*``/``StepFunctions*``/``Http*``/``Stripe*``/``Limited*`` class
+  (``wiring`` builds those), so every service can run on the fakes of ``tests/fakes``.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +30,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "racecap.logic": ("racecap.wiring", "racecap.http"),
     "handler": ("racecap.dal",),
 }
+
+
+# How the data layer names its adapters (the classes that talk to AWS or a provider).
+ADAPTER = re.compile(r"^(Dynamo|Sqs|Ses|StepFunctions|Http|Stripe|Limited)[A-Z]")
 
 
 def imported_modules(source: str) -> list[str]:
@@ -56,6 +67,18 @@ def violations(paths: list[Path], read=lambda p: p.read_text()) -> list[str]:
             if any(name == bad or name.startswith(bad + ".") for bad in FORBIDDEN[layer]):
                 found.append(f"{path.relative_to(ROOT)} ({layer}) imports {name}")
     return sorted(set(found))
+
+
+def adapter_imports(paths: list[Path], read=lambda p: p.read_text()) -> list[str]:
+    """Adapters the logic layer imports (it should take ports and let wiring build these)."""
+    found = []
+    for path in paths:
+        if layer_of(path) != "racecap.logic":
+            continue
+        for node in ast.walk(ast.parse(read(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("racecap.dal"):
+                found += [f"{path.relative_to(ROOT)} imports {a.name}" for a in node.names if ADAPTER.match(a.name)]
+    return sorted(found)
 
 
 def _all_modules() -> list[Path]:
@@ -95,3 +118,27 @@ def test_a_handler_importing_the_data_layer_is_caught():
         "functions/hold_sweeper/handler.py (handler) imports racecap.dal.holds",
         "functions/hold_sweeper/handler.py (handler) imports racecap.dal.holds.DynamoHolds",
     ]
+
+
+def test_the_logic_imports_no_adapter():
+    assert adapter_imports(_all_modules()) == []
+
+
+def test_a_planted_adapter_import_is_caught():
+    target = PACKAGE / "logic/window.py"
+    source = target.read_text() + "\nfrom racecap.dal.workflows import StepFunctionsWorkflow\n"
+    found = adapter_imports([target], read=lambda p: source)
+    assert found == ["layers/racecap/python/racecap/logic/window.py imports StepFunctionsWorkflow"]
+
+
+def test_every_adapter_wiring_builds_is_named_as_one():
+    """The rule above only holds if the adapters keep to their names: every concrete class
+    the composition root takes from the data layer must match ``ADAPTER``."""
+    classes: list[Any] = []
+    for node in ast.walk(ast.parse((PACKAGE / "wiring.py").read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("racecap.dal"):
+            module = importlib.import_module(node.module or "")
+            classes += [getattr(module, a.name) for a in node.names]
+    concrete = [c for c in classes if inspect.isclass(c) and not getattr(c, "_is_protocol", False)]
+    assert concrete, "wiring builds no adapter?"
+    assert [c.__name__ for c in concrete if not ADAPTER.match(c.__name__)] == []

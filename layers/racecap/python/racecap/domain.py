@@ -141,6 +141,19 @@ class Shard(_Record):
     taken: int
 
 
+@dataclass(frozen=True)
+class ShardUsage:
+    """An event's places as its cap shards count them: ``taken`` of ``cap``."""
+
+    cap: int
+    taken: int
+    shards: list[Shard]
+
+    @property
+    def left(self) -> int:
+        return max(0, self.cap - self.taken)
+
+
 class EmailMessage(_Record):
     """The body of one message on the Emails queue.
 

@@ -8,40 +8,20 @@ shard caps is the event cap, so no interleaving of claims can sell a place twice
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from racecap.dal.dynamo import query_all, to_item, values
 from racecap.dal.keys import cap_pk, shard_sk
 from racecap.dal.transactions import TransactItem
-from racecap.domain import Shard, ShardChange
+from racecap.domain import Shard, ShardChange, ShardUsage
 
-
-class Usage(Protocol):
-    cap: int
-    taken: int
-
-
-class ShardUsage:
-    __slots__ = ("cap", "shards", "taken")
-
-    def __init__(self, cap: int, taken: int, shards: list[Shard]) -> None:
-        self.cap = cap
-        self.taken = taken
-        self.shards = shards
-
-    @property
-    def left(self) -> int:
-        return max(0, self.cap - self.taken)
+__all__ = ["DynamoInventory", "ShardUsage"]
 
 
 class DynamoInventory:
     def __init__(self, client: Any, table: str) -> None:
         self._db = client
         self._table = table
-
-    @property
-    def table(self) -> str:
-        return self._table
 
     def create_event_shards(self, race_id: str, event_id: str, caps: list[int]) -> None:
         """One shard per entry of ``caps`` (``logic.capacity.split_cap`` spreads a cap)."""
@@ -65,34 +45,33 @@ class DynamoInventory:
         shards = [Shard(sk=str(i["sk"]), cap=int(i["cap"]), taken=int(i["taken"])) for i in items]
         return ShardUsage(cap=sum(s.cap for s in shards), taken=sum(s.taken for s in shards), shards=shards)
 
-
-# -- changing a cap (directors; the plan is logic.capacity's) -----------------------
-def cap_change_items(table: str, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
-    """Each shard changes only if its cap is still the one planned from and its places
-    taken still fit: a hold landing meanwhile fails the whole change, which is re-planned."""
-    items: list[TransactItem] = []
-    for c in changes:
-        key = {"pk": cap_pk(race_id, event_id), "sk": c.sk}
-        if c.old_cap is None:
+    # -- changing a cap (directors; the plan is logic.capacity's) ---------------------------
+    def cap_change_items(self, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
+        """Each shard changes only if its cap is still the one planned from and its places
+        taken still fit: a hold landing meanwhile fails the whole change, which is re-planned."""
+        items: list[TransactItem] = []
+        for c in changes:
+            key = {"pk": cap_pk(race_id, event_id), "sk": c.sk}
+            if c.old_cap is None:
+                items.append(
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": to_item({**key, "cap": c.new_cap, "taken": 0}),
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    }
+                )
+                continue
             items.append(
                 {
-                    "Put": {
-                        "TableName": table,
-                        "Item": to_item({**key, "cap": c.new_cap, "taken": 0}),
-                        "ConditionExpression": "attribute_not_exists(pk)",
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": to_item(key),
+                        "UpdateExpression": "SET cap = :new",
+                        "ConditionExpression": "cap = :old AND taken <= :new",
+                        "ExpressionAttributeValues": values({":old": c.old_cap, ":new": c.new_cap}),
                     }
                 }
             )
-            continue
-        items.append(
-            {
-                "Update": {
-                    "TableName": table,
-                    "Key": to_item(key),
-                    "UpdateExpression": "SET cap = :new",
-                    "ConditionExpression": "cap = :old AND taken <= :new",
-                    "ExpressionAttributeValues": values({":old": c.old_cap, ":new": c.new_cap}),
-                }
-            }
-        )
-    return items
+        return items

@@ -1,14 +1,16 @@
-"""The ports the logic depends on: one Protocol per store or queue.
+"""The ports the logic depends on: one Protocol per store, queue or workflow.
 
-The DynamoDB and SQS adapters implement them (``holds``, ``registrations``, ``queues``);
-``tests/fakes`` holds an in-memory implementation of each, and ``tests/contract`` runs the
-same cases against both so a fake cannot drift from the store it stands for. The payment
-port is ``dal/payments.py``.
+The adapters implement them: DynamoDB (``holds``, ``registrations``, ``races``,
+``inventory``, ``windows``, ``audit``), SQS (``queues``) and Step Functions
+(``workflows``); ``wiring.py`` builds the concrete ones. ``tests/fakes`` holds an in-memory
+implementation of each, and ``tests/contract`` runs the same cases against both so a fake
+cannot drift from what it stands for. The payment port is ``dal/payments.py``; the mail
+port ``dal/mailer.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -18,12 +20,18 @@ from racecap.dal.transactions import TransactItem
 from racecap.domain import (
     Attempt,
     BeginOutcome,
+    EventChanges,
     Hold,
     HoldPhase,
     PaidRegistration,
+    RaceChanges,
     Registration,
     RegistrationRowData,
+    ShardChange,
+    ShardUsage,
+    WindowRecord,
 )
+from racecap.models import AuditEntry, Event, Race
 
 
 class HoldStore(Protocol):
@@ -90,3 +98,97 @@ class MessageQueue(Protocol):
     def send(self, message: BaseModel) -> str: ...
 
     def send_many(self, messages: Sequence[BaseModel]) -> None: ...
+
+
+class RaceStore(Protocol):
+    """Races and their events (the Races table): what runners read and directors change."""
+
+    def get_race(self, race_id: str) -> tuple[Race, list[Event]] | None:
+        """The race and its events in the director's order, read consistently; None: no race."""
+        ...
+
+    def race_version(self, race_id: str) -> int:
+        """The race's version stamp; 0: no such race."""
+        ...
+
+    def list_published(self) -> list[Race]: ...
+
+    def listing_version(self) -> int: ...
+
+    def create(self, race: Race, events: list[Event], also: Sequence[TransactItem] = ()) -> None:
+        """The race, its events and the listing in one transaction with ``also``; Conflict: the id exists."""
+        ...
+
+    def update_race(
+        self,
+        race_id: str,
+        changes: RaceChanges,
+        expected_version: int | None = None,
+        also: Sequence[TransactItem] = (),
+    ) -> Race: ...
+
+    def apply_update(self, current: Race, changes: RaceChanges, also: Sequence[TransactItem] = ()) -> Race:
+        """``changes`` and the next version, if the race is still at ``current.version``; else Conflict."""
+        ...
+
+    def list_by_owner(self, owner_id: str) -> list[Race]:
+        """The owner's races, newest first."""
+        ...
+
+    def version_item(self, race: Race) -> TransactItem: ...
+
+    def put_event_item(self, event: Event) -> TransactItem: ...
+
+    def update_event_item(self, current: Event, changes: EventChanges) -> TransactItem: ...
+
+
+class Inventory(Protocol):
+    """The cap shards of each event (the Inventory table's ``CAP#`` items)."""
+
+    def create_event_shards(self, race_id: str, event_id: str, caps: list[int]) -> None: ...
+
+    def usage(self, race_id: str, event_id: str, *, consistent: bool = False) -> ShardUsage: ...
+
+    def cap_change_items(self, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
+        """A cap change's items: each holds only while its shard's cap and places are as planned."""
+        ...
+
+
+class AuditStore(Protocol):
+    def put_item(self, entry: AuditEntry) -> TransactItem: ...
+
+    def page(self, race_id: str, limit: int, before: str | None = None) -> tuple[list[AuditEntry], str | None]:
+        """Newest first, older than ``before``; the cursor of the next page, or None."""
+        ...
+
+
+class WindowStore(Protocol):
+    """Which workflow execution runs each race's registration window."""
+
+    def get(self, race_id: str) -> WindowRecord | None: ...
+
+    def replace_item(self, race_id: str, seq: int, window: WindowRecord) -> TransactItem:
+        """``window`` becomes current (at ``seq + 1``), if nobody moved past ``seq`` meanwhile."""
+        ...
+
+    def guard_item(self, race_id: str, execution: str) -> TransactItem:
+        """Holds only while ``execution`` is the race's current one."""
+        ...
+
+
+class Workflow(Protocol):
+    """The registration-window workflow's executions, by name."""
+
+    def execution_arn(self, name: str) -> str: ...
+
+    def start(self, name: str, payload: Mapping[str, str]) -> str:
+        """Start ``name`` (a repeat is the same execution); its ARN."""
+        ...
+
+    def stop(self, name: str, cause: str) -> None:
+        """Stop ``name``; one that never started is no error."""
+        ...
+
+    def status(self, name: str) -> str:
+        """RUNNING, SUCCEEDED, FAILED, ABORTED, ...; UNKNOWN for one that never started."""
+        ...

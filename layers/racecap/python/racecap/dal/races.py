@@ -11,33 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from racecap.dal.dynamo import from_item, query_all, to_item, values
+from racecap.dal.ports import RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact
 from racecap.domain import EventChanges, RaceChanges
 from racecap.errors import Conflict
 from racecap.models import Event, Race
 
-
-class RaceStore(Protocol):
-    def get_race(self, race_id: str) -> tuple[Race, list[Event]] | None: ...
-    def race_version(self, race_id: str) -> int: ...
-    def list_published(self) -> list[Race]: ...
-    def listing_version(self) -> int: ...
-    def create(self, race: Race, events: list[Event], also: Sequence[TransactItem] = ()) -> None: ...
-    def update_race(
-        self,
-        race_id: str,
-        changes: RaceChanges,
-        expected_version: int | None = None,
-        also: Sequence[TransactItem] = (),
-    ) -> Race: ...
-    def apply_update(self, current: Race, changes: RaceChanges, also: Sequence[TransactItem] = ()) -> Race: ...
-    def list_by_owner(self, owner_id: str) -> list[Race]: ...
-    def version_item(self, race: Race) -> TransactItem: ...
-    def put_event_item(self, event: Event) -> TransactItem: ...
-    def update_event_item(self, current: Event, changes: EventChanges) -> TransactItem: ...
+__all__ = ["DynamoRaceStore", "RaceStore"]  # RaceStore: the port, in dal/ports.py
 
 
 class DynamoRaceStore:

@@ -24,8 +24,7 @@ from pydantic import (
     field_validator,
 )
 
-from racecap.dal.inventory import DynamoInventory, cap_change_items
-from racecap.dal.races import RaceStore
+from racecap.dal.ports import Inventory, RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import EventChanges, RaceChanges
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
@@ -206,7 +205,7 @@ class RaceAdmin:
     def __init__(
         self,
         store: RaceStore,
-        inventory: DynamoInventory,
+        inventory: Inventory,
         *,
         transact: Callable[[list[TransactItem]], None] | None = None,
         audit: Any = None,  # racecap.logic.audit.AuditTrail
@@ -391,7 +390,7 @@ class RaceAdmin:
                         f"the cap cannot go below {exc.taken}.",
                         fields={"cap": f"At least {exc.taken}."},
                     ) from exc
-                shard_items = cap_change_items(self._inventory.table, race_id, event_id, plan)
+                shard_items = self._inventory.cap_change_items(race_id, event_id, plan)
                 added = sum(1 for c in plan if c.old_cap is None)
                 if added:  # new shards exist only once the event names them (same transaction)
                     changes["shards"] = len(usage.shards) + added

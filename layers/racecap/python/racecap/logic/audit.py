@@ -8,14 +8,14 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from racecap.dal.audit import DynamoAudit
+from racecap.dal.ports import AuditStore
 from racecap.dal.transactions import TransactItem
 from racecap.errors import ValidationFailed
 from racecap.models import AuditEntry, AuditPage, Director
 
 
 class AuditTrail:
-    def __init__(self, audit: DynamoAudit) -> None:
+    def __init__(self, audit: AuditStore) -> None:
         self._audit = audit
 
     def item(self, director: Director, race_id: str, action: str, target: str, **details: Any) -> TransactItem:

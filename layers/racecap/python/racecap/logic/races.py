@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from racecap.cache import TieredCache
-from racecap.dal.inventory import DynamoInventory
-from racecap.dal.races import RaceStore
+from racecap.dal.ports import Inventory, RaceStore
 from racecap.errors import RaceNotFound
 from racecap.models import (
     Event,
@@ -61,7 +60,7 @@ class RaceDefinitions(Protocol):
 
 
 class RaceCatalog:
-    def __init__(self, store: RaceStore, inventory: DynamoInventory, cache: TieredCache) -> None:
+    def __init__(self, store: RaceStore, inventory: Inventory, cache: TieredCache) -> None:
         self._store = store
         self._inventory = inventory
         self._cache = cache

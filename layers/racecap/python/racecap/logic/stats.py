@@ -16,8 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from racecap.cache import TieredCache
-from racecap.dal.inventory import DynamoInventory
-from racecap.dal.ports import RegistrationStore
+from racecap.dal.ports import Inventory, RegistrationStore
 from racecap.logic.races import race_status
 from racecap.models import Event, EventStats, MinuteCount, Race, RaceStatsView
 
@@ -28,7 +27,7 @@ STATS_LOCAL_TTL = 1.0
 class RaceStats:
     def __init__(
         self,
-        inventory: DynamoInventory,
+        inventory: Inventory,
         registrations: RegistrationStore,
         live_holds: Callable[[str], dict[str, int]],
         cache: TieredCache,

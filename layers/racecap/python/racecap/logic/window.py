@@ -25,11 +25,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from racecap.cache import TieredCache
-from racecap.dal.inventory import DynamoInventory
-from racecap.dal.races import RaceStore
+from racecap.dal.ports import Inventory, RaceStore, WindowStore, Workflow
 from racecap.dal.transactions import ConditionFailed, TransactItem
-from racecap.dal.windows import DynamoWindows
-from racecap.dal.workflows import StepFunctionsWorkflow
 from racecap.domain import RaceChanges, WindowRecord
 from racecap.errors import Conflict
 from racecap.logic.races import RaceCatalog, race_status, sold_out_flag
@@ -48,10 +45,10 @@ class WindowTasks:
     def __init__(
         self,
         store: RaceStore,
-        inventory: DynamoInventory,
+        inventory: Inventory,
         catalog: RaceCatalog,
         cache: TieredCache,
-        windows: DynamoWindows | None = None,
+        windows: WindowStore | None = None,
     ) -> None:
         self._store = store
         self._inventory = inventory
@@ -122,8 +119,8 @@ class WindowControl:
     def __init__(
         self,
         store: RaceStore,
-        windows: DynamoWindows,
-        workflow: StepFunctionsWorkflow,
+        windows: WindowStore,
+        workflow: Workflow,
         transact: Callable[[list[TransactItem]], None],
         audit: Any,  # racecap.logic.audit.AuditTrail
         catalog: RaceCatalog,
