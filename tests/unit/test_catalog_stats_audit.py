@@ -1,0 +1,172 @@
+"""What runners and directors read, on the fakes: the race pages (status, places left,
+the cache's version stamps), a race's live figures, and the audit trail's pages."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from racecap.domain import Attempt, BeginOutcome
+from racecap.errors import RaceNotFound, ValidationFailed
+from racecap.logic.audit import decode_cursor, encode_cursor
+from racecap.logic.races import event_status, race_status
+from racecap.models import Race
+
+from tests.unit.admin_world import DANA, AdminWorld, register, take
+
+
+@pytest.fixture
+def w() -> AdminWorld:
+    return AdminWorld()
+
+
+NOW = datetime.now(UTC)
+
+
+def _race(state: str, opens: timedelta, closes: timedelta) -> Race:
+    return Race(
+        raceId="r",
+        ownerId="o",
+        name="n",
+        raceDate="2027-01-01",
+        registrationOpensAt=NOW + opens,
+        registrationClosesAt=NOW + closes,
+        registrationState=state,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "closes", "status"),
+    [
+        ("OPEN", timedelta(days=1), "OPEN"),
+        ("OPEN", timedelta(days=-1), "CLOSED"),  # past its closing time, whatever the state says
+        ("CLOSED", timedelta(days=1), "CLOSED"),
+        ("SCHEDULED", timedelta(days=1), "NOT_YET_OPEN"),
+        ("SCHEDULED", timedelta(seconds=-1), "CLOSED"),
+    ],
+)
+def test_a_races_public_status(state, closes, status):
+    assert race_status(_race(state, timedelta(days=-2), closes), NOW) == status
+
+
+def test_an_open_event_with_no_place_left_is_sold_out():
+    assert [event_status("OPEN", 0), event_status("OPEN", 1), event_status("CLOSED", 0)] == [
+        "SOLD_OUT",
+        "OPEN",
+        "CLOSED",
+    ]
+
+
+# -- the race pages ---------------------------------------------------------------------------------
+def test_the_race_page_shows_places_left_per_event(w):
+    race = w.create(3, 5, open_now=True)
+    events = w.catalog.definition(race.raceId)[1]
+    take(w, race.raceId, events[0].eventId, 3)
+    page = w.catalog.get_race(race.raceId)
+    assert [(e.spotsLeft, e.status) for e in page.events] == [(0, "SOLD_OUT"), (5, "OPEN")]
+    assert page.status == "OPEN" and page.currency == "USD" and page.holdMinutes == 10
+
+
+def test_places_left_are_cached_briefly_and_cleared_when_places_come_back(w):
+    race = w.create(3, open_now=True)
+    (event,) = w.catalog.definition(race.raceId)[1]
+    assert w.catalog.get_race(race.raceId).events[0].spotsLeft == 3
+    take(w, race.raceId, event.eventId, 2)
+    assert w.catalog.get_race(race.raceId).events[0].spotsLeft == 3  # a second's cache
+    w.cache.flag(f"soldout:{race.raceId}:{event.eventId}", 60)
+    w.catalog.places_came_back(race.raceId, event.eventId)
+    assert w.catalog.get_race(race.raceId).events[0].spotsLeft == 1
+    assert not w.cache.has_flag(f"soldout:{race.raceId}:{event.eventId}")
+
+
+def test_an_unknown_race_is_not_found(w):
+    with pytest.raises(RaceNotFound):
+        w.catalog.get_race("race_none")
+
+
+def test_a_race_deleted_after_its_stamp_was_read_is_not_found(w, monkeypatch):
+    race = w.create(3)
+    monkeypatch.setattr(w.races, "get_race", lambda race_id: None)
+    with pytest.raises(RaceNotFound):
+        w.catalog.definition(race.raceId)
+
+
+def test_the_listing_shows_published_races_only(w):
+    shown = w.create(3)
+    w.create(3, published=False)
+    assert [r.raceId for r in w.catalog.list_races().races] == [shown.raceId]
+
+
+# -- live figures -------------------------------------------------------------------------------------
+def test_live_figures_add_up_per_event_and_in_total(w):
+    race = w.create(10, 4, open_now=True)
+    ev, other = w.catalog.definition(race.raceId)[1]
+    holds = take(w, race.raceId, ev.eventId, 6)
+    for n, hold in enumerate(holds[:2]):
+        register(w, hold, f"ann{n}@example.com")
+    attempt = Attempt("k-q", "q@example.com", "Q", "R", "1990-01-01", 2500, "USD", w.clock.now.isoformat())
+    assert w.holds.begin_payment(holds[2], attempt, w.clock.now) == BeginOutcome.STARTED
+    w.holds.mark_queued(holds[2], attempt, "pi_q", w.clock.now)  # paid, on the queue
+    view = w.stats.stats(w.race(race.raceId), [ev, other], minutes=3)
+    first = view.events[0]
+    assert (first.cap, first.held, first.queued, first.confirmed, first.placesLeft) == (10, 3, 1, 2, 4)
+    assert (first.revenueCents, first.cancelled, first.refundedCents) == (5000, 0, 0)
+    assert [m.confirmed for m in first.perMinute] == [0, 0, 2]
+    assert first.perMinute[-1].minute == w.clock.now.strftime("%Y-%m-%dT%H:%M")
+    assert view.totals == {
+        "cap": 14,
+        "held": 3,
+        "queued": 1,
+        "confirmed": 2,
+        "cancelled": 0,
+        "placesLeft": 8,
+        "revenueCents": 5000,
+        "refundedCents": 0,
+    }
+    assert (view.status, view.minutes, view.asOf) == ("OPEN", 3, w.clock.now)
+
+
+def test_figures_read_at_different_instants_never_show_a_negative_queue(w, monkeypatch):
+    race = w.create(5, open_now=True)
+    (ev,) = w.catalog.definition(race.raceId)[1]
+    take(w, race.raceId, ev.eventId, 1)
+    monkeypatch.setattr(
+        w.regs, "stats", lambda r, e: {"confirmed": 3, "revenueCents": 0, "cancelled": 0, "refundedCents": 0}
+    )
+    (event,) = w.stats.stats(w.race(race.raceId), [ev]).events
+    assert (event.held, event.queued, len(event.perMinute)) == (1, 0, 60)
+
+
+# -- the audit trail -----------------------------------------------------------------------------------
+def test_the_audit_trail_pages_newest_first_with_a_cursor(w):
+    race = w.create(5)
+    for n in range(3):
+        w.admin.update_race(DANA, race.raceId, _patch(f"Name {n}"))
+    first = w.audit.page(race.raceId, 2, None)
+    assert [e.details["changes"]["name"]["to"] for e in first.entries] == ["Name 2", "Name 1"]
+    assert first.nextCursor is not None
+    rest = w.audit.page(race.raceId, 2, first.nextCursor)
+    assert [e.action for e in rest.entries] == ["race.update", "race.create"]
+    assert rest.entries[0].actor == DANA
+    assert rest.entries[1].details == {"name": "Harbour Run", "events": 1}
+
+
+def _patch(name: str):
+    from racecap.logic.admin import RacePatch
+
+    return RacePatch(name=name)
+
+
+def test_audit_details_are_stored_as_json_values(w):
+    race = w.create(5)
+    at = datetime(2027, 1, 1, tzinfo=UTC)
+    w.tables.transact([w.audit.item(DANA, race.raceId, "test", "t", when=at, pair=(1, 2), nested={3: [at]})])
+    entry = w.audit.page(race.raceId, 1, None).entries[0]
+    assert entry.details == {"when": at.isoformat(), "pair": [1, 2], "nested": {"3": [at.isoformat()]}}
+
+
+def test_an_audit_cursor_round_trips_and_garbage_is_refused():
+    assert decode_cursor(encode_cursor("2027-01-01T00:00:00+00:00#abc")) == "2027-01-01T00:00:00+00:00#abc"
+    for bad in ("", "a", "%%%%", "abc="):
+        with pytest.raises(ValidationFailed):
+            decode_cursor(bad)

@@ -1,0 +1,122 @@
+"""Who registered, on the fakes: the directors' list (bib, email and word search, filters,
+cursors, the read budget) and the CSV export's lines."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from racecap.errors import EventNotFound
+from racecap.logic import participants as module
+from racecap.logic.participants import build_export_page
+
+from tests.unit.admin_world import AdminWorld, register, take
+
+PEOPLE = [("Ann", "Lee"), ("Bo", "Lee"), ("Cy", "Park"), ("=cmd", "Evil"), ("Di", "Park")]
+
+
+@pytest.fixture
+def w() -> AdminWorld:
+    return AdminWorld()
+
+
+@pytest.fixture
+def race(w):
+    """A race with two events: 5K (Ann, Bo, Cy, =cmd) and 10K (Di); Bo's is cancelled."""
+    race = w.create(10, 10, open_now=True)
+    ten, five = w.catalog.definition(race.raceId)[1]
+    holds = take(w, race.raceId, ten.eventId, 4) + take(w, race.raceId, five.eventId, 1)
+    for hold, (first, last) in zip(holds, PEOPLE, strict=True):
+        register(w, hold, f"{first.strip('=').lower()}@example.com", first, last)
+    bo = holds[1].registrationId  # cancelled by the director, as Cancellations does it
+    w.tables.transact([w.regs.begin_cancel_item(bo, "2027-01-01T00:00:00", "dir-1")])
+    cancelling = w.regs.get(bo)
+    assert cancelling is not None
+    w.tables.transact(w.regs.finish_cancel_items(cancelling, holds[1], "re_1", "2027-01-01T00:00:00"))
+    return race, ten, five
+
+
+def _names(page) -> list[str]:
+    return [r.firstName for r in page.registrations]
+
+
+def test_the_list_pages_through_every_event_in_bib_order(w, race):
+    r, ten, five = race
+    first = w.participants.page(r, [ten, five], limit=3)
+    assert _names(first) == ["Ann", "Bo", "Cy"] and first.nextCursor == "0.3"
+    second = w.participants.page(r, [ten, five], limit=3, cursor=first.nextCursor)
+    assert _names(second) == ["=cmd", "Di"] and second.nextCursor is None
+
+
+def test_a_number_is_a_bib_in_each_chosen_event(w, race):
+    r, ten, five = race
+    assert _names(w.participants.page(r, [ten, five], q="1")) == ["Ann", "Di"]
+    assert _names(w.participants.page(r, [ten, five], q="1", event_id=five.eventId)) == ["Di"]
+    assert _names(w.participants.page(r, [ten, five], q="2", status="CONFIRMED")) == []
+
+
+def test_a_whole_email_finds_its_confirmed_registration(w, race):
+    r, ten, five = race
+    assert _names(w.participants.page(r, [ten, five], q=" CY@example.com ")) == ["Cy"]
+    assert _names(w.participants.page(r, [ten, five], q="cy@example.com", event_id=five.eventId)) == []
+    assert _names(w.participants.page(r, [ten, five], q="nobody@example.com")) == []
+    assert _names(w.participants.page(r, [ten, five], q="bo@example.com")) == []  # cancelled: no claim
+
+
+def test_words_match_names_and_emails_in_any_case(w, race):
+    r, ten, five = race
+    assert _names(w.participants.page(r, [ten, five], q="park")) == ["Cy", "Di"]
+    assert _names(w.participants.page(r, [ten, five], q="LEE ann")) == ["Ann"]
+    assert _names(w.participants.page(r, [ten, five], status="CANCELLED")) == ["Bo"]
+    assert _names(w.participants.page(r, [ten, five], q="lee", limit=1)) == ["Ann"]
+
+
+def test_a_search_stops_at_its_read_budget_with_a_cursor_to_go_on(w, race, monkeypatch):
+    r, ten, five = race
+    monkeypatch.setattr(module, "SEARCH_READ_BUDGET", 2)
+    monkeypatch.setattr(module, "_READ_PAGE", 2)
+    page = w.participants.page(r, [ten, five], q="park")
+    assert _names(page) == [] and page.nextCursor == "0.2"
+    page = w.participants.page(r, [ten, five], q="park", cursor=page.nextCursor)
+    assert _names(page) == ["Cy"] and page.nextCursor is not None
+    found = []
+    while page.nextCursor is not None:
+        page = w.participants.page(r, [ten, five], q="park", cursor=page.nextCursor)
+        found += _names(page)
+    assert found == ["Di"]
+
+
+def test_an_unknown_event_is_not_found(w, race):
+    r, ten, five = race
+    with pytest.raises(EventNotFound):
+        w.participants.page(r, [ten, five], event_id="evt_none")
+
+
+def _export(w: AdminWorld, race, **kw) -> list[list[str]]:
+    r, ten, five = race
+    page = build_export_page(w.participants.export_lines(r, [ten, five], **kw), gzip=False)
+    assert page.next_cursor is None and isinstance(page.body, str)
+    return list(csv.reader(io.StringIO(page.body)))
+
+
+def test_the_export_has_confirmed_runners_and_defuses_formulas(w, race):
+    rows = _export(w, race)
+    assert rows[0] == list(module.CSV_COLUMNS)
+    assert [(r[0], r[1], r[2], r[6]) for r in rows[1:]] == [
+        ("5K", "1", "Ann", "CONFIRMED"),
+        ("5K", "3", "Cy", "CONFIRMED"),
+        ("5K", "4", "'=cmd", "CONFIRMED"),
+        ("10K", "1", "Di", "CONFIRMED"),
+    ]
+
+
+def test_the_export_resumes_after_a_cursor_without_the_header_and_can_include_cancellations(w, race):
+    rows = _export(w, race, cursor="0.1", include_cancelled=True)
+    assert [(r[2], r[6]) for r in rows] == [
+        ("Bo", "CANCELLED"),
+        ("Cy", "CONFIRMED"),
+        ("'=cmd", "CONFIRMED"),
+        ("Di", "CONFIRMED"),
+    ]
+    assert rows[0][10] == "2027-01-01T00:00:00"

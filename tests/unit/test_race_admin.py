@@ -1,0 +1,257 @@
+"""RaceAdmin on the fakes: what a director creates and edits, what the runners then see,
+and what is refused (another director's race, stale copies, caps below the places taken)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
+from racecap.logic import admin as admin_module
+from racecap.logic.admin import EventDraft, EventPatch, RaceAdmin, RacePatch, shards_for
+from racecap.models import Director
+
+from tests.unit.admin_world import DANA, OTTO, AdminWorld, draft, take
+
+
+@pytest.fixture
+def w() -> AdminWorld:
+    return AdminWorld()
+
+
+# -- creating ---------------------------------------------------------------------------------------
+def test_a_created_race_is_listed_for_runners_and_audited(w):
+    w.catalog.list_races()  # the empty listing is cached first: the creation must orphan it
+    race = w.create(10, 300)
+    assert race.registrationState == "SCHEDULED"
+    assert [r.raceId for r in w.catalog.list_races().races] == [race.raceId]
+    view = w.admin.get(DANA, race.raceId)
+    assert [(e.cap, e.shards, e.taken, e.placesLeft) for e in view.events] == [(10, 1, 0, 10), (300, 8, 0, 300)]
+    assert sum(s.cap for s in w.inventory.usage(race.raceId, view.events[1].eventId).shards) == 300
+    assert w.audit_store.actions(race.raceId) == ["race.create"]
+
+
+def test_a_race_opened_at_creation_takes_holds_at_once(w):
+    race = w.create(5, open_now=True)
+    assert w.catalog.get_race(race.raceId).events[0].status in ("OPEN", "NOT_YET_OPEN")
+    assert w.race(race.raceId).registrationState == "OPEN"
+
+
+def test_a_race_created_without_a_director_or_catalog_is_not_audited():
+    """How the demo seed and the burst tools create races (``RaceAdmin(store, inventory)``)."""
+    w = AdminWorld()
+    plain = RaceAdmin(w.races, w.inventory, audit=w.audit)
+    race = plain.create_race("seed", draft(3))
+    assert w.race(race.raceId).ownerId == "seed"
+    assert w.audit_store.actions(race.raceId) == []
+    seed = Director(sub="seed", username="seed")
+    with pytest.raises(RuntimeError):  # no transaction runner: it cannot change a race
+        plain.add_event(seed, race.raceId, EventDraft(name="x", cap=1, priceCents=1))
+
+
+def test_shards_follow_the_cap() -> None:
+    assert [shards_for(c) for c in (1, 25, 26, 200, 201, 1_000_000)] == [1, 1, 2, 8, 8, 8]
+
+
+# -- reading ----------------------------------------------------------------------------------------
+def test_another_directors_race_does_not_exist_for_them(w):
+    race = w.create(5)
+    with pytest.raises(RaceNotFound):
+        w.admin.get(OTTO, race.raceId)
+    with pytest.raises(RaceNotFound):
+        w.admin.get(DANA, "race_none")
+    assert w.admin.list_races(OTTO).races == []
+    assert [r.raceId for r in w.admin.list_races(DANA).races] == [race.raceId]
+
+
+def test_the_view_counts_places_taken(w):
+    race = w.create(5)
+    event_id = w.admin.get(DANA, race.raceId).events[0].eventId
+    take(w, race.raceId, event_id, 2)
+    (event,) = w.admin.get(DANA, race.raceId).events
+    assert (event.taken, event.placesLeft) == (2, 3)
+
+
+# -- adding events ----------------------------------------------------------------------------------
+def test_an_added_event_comes_last_with_its_own_shards(w):
+    race = w.create(5)
+    view = w.admin.add_event(DANA, race.raceId, EventDraft(name="Kids", cap=60, priceCents=500))
+    assert [e.name for e in view.events] == ["5K", "Kids"]
+    assert view.events[1].shards == 3 and view.events[1].placesLeft == 60
+    assert view.version == 2
+    assert w.audit_store.actions(race.raceId) == ["race.create", "event.create"]
+    assert [e.name for e in w.catalog.get_race(race.raceId).events] == ["5K", "Kids"]
+
+
+def test_a_race_has_at_most_fifty_events(w, monkeypatch):
+    monkeypatch.setattr(admin_module, "MAX_EVENTS", 2)
+    race = w.create(5, 5)
+    with pytest.raises(ValidationFailed):
+        w.admin.add_event(DANA, race.raceId, EventDraft(name="Third", cap=1, priceCents=1))
+
+
+def test_an_event_added_to_a_race_changed_meanwhile_is_a_conflict(w, monkeypatch):
+    race = w.create(5)
+    stale = w.races.get_race(race.raceId)
+    w.races.apply_update(w.race(race.raceId), {"name": "Renamed"})
+    monkeypatch.setattr(w.admin, "owned", lambda director, race_id: stale)
+    with pytest.raises(Conflict):
+        w.admin.add_event(DANA, race.raceId, EventDraft(name="Late", cap=1, priceCents=1))
+    assert [e.name for e in w.races.get_race(race.raceId)[1]] == ["5K"]
+
+
+# -- editing a race ---------------------------------------------------------------------------------
+def test_an_edit_changes_the_race_everywhere_and_records_from_and_to(w):
+    race = w.create(5)
+    w.catalog.get_race(race.raceId)  # cached before the edit
+    view = w.admin.update_race(DANA, race.raceId, RacePatch(name="New name", expectedVersion=1))
+    assert (view.name, view.version) == ("New name", 2)
+    assert w.catalog.get_race(race.raceId).name == "New name"
+    assert w.catalog.list_races().races[0].name == "New name"
+    entry = w.audit.page(race.raceId, 1, None).entries[0]
+    assert entry.action == "race.update"
+    assert entry.details["changes"] == {"name": {"from": "Harbour Run", "to": "New name"}}
+
+
+def test_an_edit_of_an_old_version_is_a_conflict(w):
+    race = w.create(5)
+    w.admin.update_race(DANA, race.raceId, RacePatch(name="First"))
+    with pytest.raises(Conflict):
+        w.admin.update_race(DANA, race.raceId, RacePatch(name="Second", expectedVersion=1))
+    assert w.race(race.raceId).name == "First"
+
+
+def test_null_is_not_a_value(w):
+    race = w.create(5)
+    with pytest.raises(ValidationFailed) as info:
+        w.admin.update_race(DANA, race.raceId, RacePatch.model_validate({"name": None}))
+    assert info.value.fields == {"name": "May not be null."}
+    event_id = w.admin.get(DANA, race.raceId).events[0].eventId
+    with pytest.raises(ValidationFailed):
+        w.admin.update_event(DANA, race.raceId, event_id, EventPatch.model_validate({"cap": None}))
+
+
+def test_an_edit_is_checked_against_the_whole_race(w):
+    race = w.create(5)
+    closes_before_opening = race.registrationOpensAt - timedelta(hours=1)
+    with pytest.raises(ValidationFailed) as info:
+        w.admin.update_race(DANA, race.raceId, RacePatch(registrationClosesAt=closes_before_opening))
+    assert "registrationClosesAt" in info.value.fields
+    assert w.race(race.raceId).version == 1
+
+
+def test_an_edit_that_changes_nothing_writes_nothing(w):
+    race = w.create(5)
+    view = w.admin.update_race(DANA, race.raceId, RacePatch(name="Harbour Run"))
+    assert view.version == 1 and w.audit_store.actions(race.raceId) == ["race.create"]
+
+
+def test_the_currency_changes_with_its_events_until_a_place_is_taken(w):
+    race = w.create(5, 5)
+    view = w.admin.update_race(DANA, race.raceId, RacePatch(currency="EUR"))
+    assert view.currency == "EUR" and {e.currency for e in w.races.get_race(race.raceId)[1]} == {"EUR"}
+    take(w, race.raceId, view.events[1].eventId)
+    with pytest.raises(Conflict):
+        w.admin.update_race(DANA, race.raceId, RacePatch(currency="GBP"))
+    assert w.race(race.raceId).currency == "EUR"
+
+
+def test_new_times_restart_a_running_window(w):
+    race = w.create(5)
+    w.window.schedule(DANA, race)
+    later = race.registrationClosesAt + timedelta(days=1)
+    w.admin.update_race(DANA, race.raceId, RacePatch(registrationClosesAt=later))
+    window = w.windows.get(race.raceId)
+    assert window is not None and window.execution == f"{race.raceId}-w2"
+    assert w.workflow.executions[f"{race.raceId}-w2"]["input"]["closesAt"].startswith(later.date().isoformat())
+    assert w.workflow.status(f"{race.raceId}-w1") == "ABORTED"
+
+
+# -- editing an event -------------------------------------------------------------------------------
+def _event_id(w: AdminWorld, race_id: str, n: int = 0) -> str:
+    return w.admin.get(DANA, race_id).events[n].eventId
+
+
+def test_raising_a_cap_adds_shards_and_offers_the_places_again(w):
+    race = w.create(20)
+    event_id = _event_id(w, race.raceId)
+    take(w, race.raceId, event_id, 20)
+    w.cache.flag(f"soldout:{race.raceId}:{event_id}", 60)
+    view = w.admin.update_event(DANA, race.raceId, event_id, EventPatch(cap=100, expectedVersion=1))
+    (event,) = view.events
+    assert (event.cap, event.shards, event.taken, event.placesLeft) == (100, 4, 20, 80)
+    assert not w.cache.has_flag(f"soldout:{race.raceId}:{event_id}")
+    assert w.audit_store.actions(race.raceId)[-1] == "event.update"
+    assert view.version == 2
+
+
+def test_a_cap_goes_down_to_the_places_taken_and_no_further(w):
+    race = w.create(30)
+    event_id = _event_id(w, race.raceId)
+    take(w, race.raceId, event_id, 7)
+    with pytest.raises(CapBelowTaken) as info:
+        w.admin.update_event(DANA, race.raceId, event_id, EventPatch(cap=6))
+    assert info.value.fields == {"cap": "At least 7."}
+    (event,) = w.admin.update_event(DANA, race.raceId, event_id, EventPatch(cap=7)).events
+    assert (event.cap, event.placesLeft) == (7, 0)
+
+
+def test_an_event_edit_that_changes_nothing_writes_nothing(w):
+    race = w.create(5)
+    event_id = _event_id(w, race.raceId)
+    assert w.admin.update_event(DANA, race.raceId, event_id, EventPatch(cap=5, priceCents=2500)).version == 1
+    assert w.admin.update_event(DANA, race.raceId, event_id, EventPatch(name="Fun run")).events[0].name == "Fun run"
+
+
+def test_an_unknown_event_is_not_found(w):
+    race = w.create(5)
+    with pytest.raises(EventNotFound):
+        w.admin.update_event(DANA, race.raceId, "evt_none", EventPatch(cap=3))
+    with pytest.raises(Conflict):
+        w.admin.update_event(DANA, race.raceId, _event_id(w, race.raceId), EventPatch(cap=3, expectedVersion=9))
+
+
+def test_a_cap_change_replans_when_a_hold_lands_meanwhile(w):
+    race = w.create(60)  # three shards of 20
+    event_id = _event_id(w, race.raceId)
+    real = w.inventory.cap_change_items
+    tries: list[int] = []
+
+    def hold_lands_first(race_id, ev, plan):
+        tries.append(1)
+        if len(tries) == 1:  # 12 runners' holds land on the first shard between read and write
+            take(w, race.raceId, event_id, 12)
+        return real(race_id, ev, plan)
+
+    w.inventory.cap_change_items = hold_lands_first  # type: ignore[method-assign]
+    (event,) = w.admin.update_event(DANA, race.raceId, event_id, EventPatch(cap=30)).events
+    assert (event.cap, event.taken, event.placesLeft) == (30, 12, 18)
+    assert len(tries) == 2
+    assert all(s.taken <= s.cap for s in w.inventory.usage(race.raceId, event_id).shards)
+
+
+def test_an_event_that_keeps_changing_gives_up_with_a_conflict(w):
+    race = w.create(10)
+    event_id = _event_id(w, race.raceId)
+    real = w.inventory.cap_change_items
+
+    def another_edit_lands(race_id, ev, plan):
+        w.races.apply_update(w.race(race.raceId), {"description": f"edit {w.race(race.raceId).version}"})
+        return real(race_id, ev, plan)
+
+    w.inventory.cap_change_items = another_edit_lands  # type: ignore[method-assign]
+    with pytest.raises(Conflict):
+        w.admin.update_event(DANA, race.raceId, event_id, EventPatch(cap=9))
+    assert w.inventory.usage(race.raceId, event_id).cap == 10
+    assert w.race(race.raceId).version == 1 + admin_module.CAP_CHANGE_TRIES
+
+
+def test_patch_documents_show_no_null():
+    for model in (RacePatch, EventPatch):
+        props = model.model_json_schema()["properties"]
+        assert all(
+            "anyOf" not in p or all(s.get("type") != "null" for s in p["anyOf"])
+            for n, p in props.items()
+            if n != "expectedVersion"
+        )
+    assert RacePatch.model_json_schema()["properties"]["registrationOpensAt"]["format"] == "date-time"
