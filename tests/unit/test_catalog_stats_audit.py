@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from racecap.domain import Attempt, BeginOutcome
 from racecap.errors import RaceNotFound, ValidationFailed
+from racecap.logic import races as races_module
 from racecap.logic.audit import decode_cursor, encode_cursor
 from racecap.logic.races import event_status, race_status
 from racecap.models import Race
@@ -67,12 +68,13 @@ def test_the_race_page_shows_places_left_per_event(w):
     assert page.status == "OPEN" and page.currency == "USD" and page.holdMinutes == 10
 
 
-def test_places_left_are_cached_briefly_and_cleared_when_places_come_back(w):
+def test_places_left_are_cached_briefly_and_cleared_when_places_come_back(w, monkeypatch):
+    monkeypatch.setattr(races_module, "AVAILABILITY_LOCAL_TTL", 600.0)  # "briefly" must not end mid-test
     race = w.create(3, open_now=True)
     (event,) = w.catalog.definition(race.raceId)[1]
     assert w.catalog.get_race(race.raceId).events[0].spotsLeft == 3
     take(w, race.raceId, event.eventId, 2)
-    assert w.catalog.get_race(race.raceId).events[0].spotsLeft == 3  # a second's cache
+    assert w.catalog.get_race(race.raceId).events[0].spotsLeft == 3  # still the cached figure
     w.cache.flag(f"soldout:{race.raceId}:{event.eventId}", 60)
     w.catalog.places_came_back(race.raceId, event.eventId)
     assert w.catalog.get_race(race.raceId).events[0].spotsLeft == 1
