@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.contract.payments_ports import PROVIDERS, PortUnderTest
+from tests.contract.queues_under_test import QUEUES, NewQueue, QueueUnderTest
 from tests.contract.stores_under_test import STORES, StoresUnderTest
 
 
@@ -18,3 +19,14 @@ def payment_port(request: pytest.FixtureRequest) -> Iterator[PortUnderTest]:
 @pytest.fixture(scope="session", params=sorted(STORES))
 def stores(request: pytest.FixtureRequest) -> Iterator[StoresUnderTest]:
     yield from STORES[request.param]()
+
+
+@pytest.fixture(scope="session", params=sorted(QUEUES))
+def queues(request: pytest.FixtureRequest) -> Iterator[NewQueue]:
+    yield from QUEUES[request.param]()
+
+
+@pytest.fixture
+def queue(queues: NewQueue) -> QueueUnderTest:
+    """A fresh, empty queue of the backend under test."""
+    return queues()
