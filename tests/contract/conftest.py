@@ -9,6 +9,7 @@ import pytest
 from tests.contract.payments_ports import PROVIDERS, PortUnderTest
 from tests.contract.queues_under_test import QUEUES, NewQueue, QueueUnderTest
 from tests.contract.stores_under_test import STORES, StoresUnderTest
+from tests.contract.workflows_under_test import WORKFLOWS, WorkflowUnderTest
 
 
 @pytest.fixture(scope="session", params=sorted(PROVIDERS))
@@ -30,3 +31,8 @@ def queues(request: pytest.FixtureRequest) -> Iterator[NewQueue]:
 def queue(queues: NewQueue) -> QueueUnderTest:
     """A fresh, empty queue of the backend under test."""
     return queues()
+
+
+@pytest.fixture(scope="session", params=sorted(WORKFLOWS))
+def workflow(request: pytest.FixtureRequest) -> Iterator[WorkflowUnderTest]:
+    yield from WORKFLOWS[request.param]()
