@@ -35,6 +35,13 @@ GATEWAY_NOT_FOUND = {"message": "Not Found"}
 GATEWAY_UNAUTHORIZED = {"message": "Unauthorized"}
 GATEWAY_TOO_LARGE = {"message": "Request Entity Too Large"}
 GATEWAY_ERROR = {"message": "Internal Server Error"}
+# CloudFront refuses a URL (path and query) over 8,192 bytes with its own HTML 414 page,
+# before the API sees it. Below that, the handlers validate every parameter themselves.
+CLOUDFRONT_MAX_URL = 8192
+CLOUDFRONT_URI_TOO_LONG = (
+    b"<!DOCTYPE HTML PUBLIC><HTML><HEAD><TITLE>ERROR: The request could not be satisfied</TITLE></HEAD>"
+    b"<BODY><H1>414 ERROR</H1><H2>The request could not be satisfied.</H2>Request-URI Too Long</BODY></HTML>"
+)
 # Content types API Gateway hands to a function as text; any other body, and any body
 # that is not valid UTF-8, arrives base64-encoded with isBase64Encoded.
 TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/xml",
@@ -237,6 +244,10 @@ class Gateway:
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if not path.startswith("/2015-03-31/"):  # what CloudFront serves, not the Lambda API
             start = _with_security_headers(start)
+            if len(environ.get("RAW_URI") or path) > CLOUDFRONT_MAX_URL:
+                html = [("Content-Type", "text/html"), ("Content-Length", str(len(CLOUDFRONT_URI_TOO_LONG)))]
+                start("414 Request-URI Too Long", html)
+                return [CLOUDFRONT_URI_TOO_LONG]
         try:
             if path.startswith("/api/") or path == "/api":
                 return self._api(environ, start, method, path)

@@ -342,7 +342,9 @@ class LocalStack:
             str(VENV_BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.ports.gateway}",
             "--workers", str(self.gateway_workers), "--worker-class", "gthread",
             "--threads", str(self.gateway_threads), "--backlog", "4096", "--keep-alive", "5",
-            "--timeout", "60", "--graceful-timeout", "3", "--log-level", "warning", "local.gateway:app",
+            "--timeout", "60", "--graceful-timeout", "3", "--log-level", "warning",
+            # No request-line limit of gunicorn's own (4 KB): the gateway applies CloudFront's.
+            "--limit-request-line", "0", "local.gateway:app",
         ]  # fmt: skip
         # The content security policy lets the site load the card form from the Stripe stand-in.
         env = self.function_env() | self.issuer.gateway_env() | {"RACECAP_PAYMENT_ORIGIN": self.stripe_url}

@@ -16,9 +16,10 @@ the responses so the document says what a client really gets:
 * the statuses every operation of a kind can answer are added where they apply, with
   what answers them: 400 (query or body fields), 404 (path ids), 401 (API Gateway's JWT
   authorizer, in *its* shape), 409 (a director's change racing another), 413/415 (a body
-  too large or not JSON), 429 (Racecap's back-off with ``Retry-After``, or API Gateway's
-  throttling, which sends none), and 500/503 (an unexpected error, or API Gateway's own
-  when a function fails or times out).
+  too large or not JSON), 414 (CloudFront's page for a URL over 8,192 bytes), 429
+  (Racecap's back-off with ``Retry-After``, or API Gateway's throttling, which sends
+  none), and 500/503 (an unexpected error, or API Gateway's own when a function fails or
+  times out).
   API Gateway's answers are ``{"message": ...}`` (``GatewayError``): an HTTP API cannot
   reshape them, so the document shows both shapes where both can occur.
 """
@@ -124,6 +125,7 @@ GENERIC: dict[int, tuple[str, tuple[str, ...]]] = {
     404: ("NOT_FOUND: no such resource", ("racecap",)),
     409: ("CONFLICT: the race was changed meanwhile; reload it and retry", ("racecap",)),
     413: ("PAYLOAD_TOO_LARGE (over 16 KB), or API Gateway's limit (10 MB)", ("racecap", "gateway")),
+    414: ("CloudFront's HTML page for a URL over 8,192 bytes (not JSON)", ("cloudfront",)),
     415: ("UNSUPPORTED_MEDIA_TYPE: a body that is not application/json", ("racecap",)),
     429: ("Too many requests: retry after `Retry-After` seconds, or back off if none", ("racecap", "gateway")),
     500: ("INTERNAL_ERROR, or API Gateway's answer when a function fails", ("racecap", "gateway")),
@@ -132,6 +134,8 @@ GENERIC: dict[int, tuple[str, tuple[str, ...]]] = {
 
 
 def _error_content(answered_by: tuple[str, ...]) -> dict:
+    if answered_by == ("cloudfront",):  # CloudFront's own error page, before the API
+        return {"text/html": {"schema": {"type": "string"}}}
     refs = [{"$ref": ERROR if who == "racecap" else GATEWAY_ERROR} for who in answered_by]
     schema = refs[0] if len(refs) == 1 else {"anyOf": refs}
     return {"application/json": {"schema": schema}}
