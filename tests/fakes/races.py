@@ -16,6 +16,7 @@ from typing import Any
 
 import redis
 from racecap.cache import TieredCache
+from racecap.dal.keys import audit_sk, shard_sk
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import EventChanges, RaceChanges, Shard, ShardChange, ShardUsage, WindowRecord
 from racecap.errors import Conflict
@@ -167,7 +168,7 @@ class FakeInventory:
         with self.tables.lock:
             shards = self.tables.shards.setdefault((race_id, event_id), {})
             for n, cap in enumerate(caps):
-                sk = f"SHARD#{n:03d}"
+                sk = shard_sk(n)
                 if sk in shards:
                     raise ConditionFailed([0])
                 shards[sk] = [cap, 0]
@@ -227,7 +228,7 @@ class FakeAuditStore:
         self.entries: dict[str, dict[str, AuditEntry]] = {}  # raceId -> sort key -> entry
 
     def put_item(self, entry: AuditEntry) -> TransactItem:
-        sk = f"{entry.at.isoformat()}#{entry.entryId}"
+        sk = audit_sk(entry.at.isoformat(), entry.entryId)
         stored = AuditEntry.model_validate(entry.model_dump(mode="json"))
         race = self.entries.setdefault(entry.raceId, {})
         return fake_item(lambda: sk not in race, lambda: race.__setitem__(sk, stored))

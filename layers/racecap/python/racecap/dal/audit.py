@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from racecap.dal.dynamo import from_item, to_item, values
+from racecap.dal.keys import audit_sk, race_pk
 from racecap.dal.transactions import TransactItem
 from racecap.models import AuditEntry
 
 
-def audit_sk(entry: AuditEntry) -> str:
-    return f"{entry.at.isoformat()}#{entry.entryId}"
+def entry_sk(entry: AuditEntry) -> str:
+    return audit_sk(entry.at.isoformat(), entry.entryId)
 
 
 class DynamoAudit:
@@ -28,7 +29,7 @@ class DynamoAudit:
         return {
             "Put": {
                 "TableName": self._table,
-                "Item": to_item({**doc, "pk": f"RACE#{entry.raceId}", "sk": audit_sk(entry)}),
+                "Item": to_item({**doc, "pk": race_pk(entry.raceId), "sk": entry_sk(entry)}),
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
@@ -38,11 +39,11 @@ class DynamoAudit:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk" + (" AND sk < :before" if before else ""),
-            "ExpressionAttributeValues": values({":pk": f"RACE#{race_id}"} | ({":before": before} if before else {})),
+            "ExpressionAttributeValues": values({":pk": race_pk(race_id)} | ({":before": before} if before else {})),
             "ScanIndexForward": False,
             "Limit": limit,
         }
         resp = self._db.query(**kwargs)
         entries = [AuditEntry.model_validate(from_item(i)) for i in resp.get("Items", [])]
         more = bool(resp.get("LastEvaluatedKey")) and len(entries) == limit
-        return entries, (audit_sk(entries[-1]) if more and entries else None)
+        return entries, (entry_sk(entries[-1]) if more and entries else None)

@@ -1,4 +1,4 @@
-"""The key schema of the Inventory and Registrations tables, in one place.
+"""The key schema of the data layer's tables, in one place.
 
 Inventory (pk / sk):
   HOLD#<holdId>              / HOLD         a held place; gsi1 = LIVE#<n> / <expiresAt> while
@@ -10,6 +10,14 @@ Inventory (pk / sk):
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
 Registrations:
   REG#<registrationId>       / REG          gsi1 = EVENT#<raceId>#<eventId> / BIB#<bib:08d>
+Races:
+  RACE#<raceId>              / RACE         the race; gsi1 = OWNER#<ownerId> / <createdAt>#<raceId>
+  RACE#<raceId>              / EVENT#<eventId>  one event of the race
+  RACE#<raceId>              / WINDOW       the execution running its registration window
+  LISTING                    / <raceDate>#<raceId>  published races, for the public list
+  LISTING-VERSION            / LISTING-VERSION      moves on with every listing change
+Audit:
+  RACE#<raceId>              / <at>#<entryId>  one partition per race, oldest first
 """
 
 from __future__ import annotations
@@ -91,3 +99,52 @@ def event_bib_pk(race_id: str, event_id: str) -> str:
 
 def bib_sk(bib: int) -> str:
     return f"BIB#{bib:08d}"
+
+
+# -- Races ----------------------------------------------------------------------------------
+RACE_SK = "RACE"
+EVENT_SK_PREFIX = "EVENT#"
+WINDOW_SK = "WINDOW"
+LISTING_PK = "LISTING"
+LISTING_VERSION = "LISTING-VERSION"
+
+
+def race_pk(race_id: str) -> str:
+    return f"RACE#{race_id}"
+
+
+def race_key(race_id: str) -> dict[str, Any]:
+    return key(race_pk(race_id), RACE_SK)
+
+
+def event_sk(event_id: str) -> str:
+    return f"{EVENT_SK_PREFIX}{event_id}"
+
+
+def event_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(race_pk(race_id), event_sk(event_id))
+
+
+def window_key(race_id: str) -> dict[str, Any]:
+    return key(race_pk(race_id), WINDOW_SK)
+
+
+def owner_pk(owner_id: str) -> str:
+    return f"OWNER#{owner_id}"
+
+
+def listing_sk(race_date: str, race_id: str) -> str:
+    return f"{race_date}#{race_id}"
+
+
+def listing_key(race_date: str, race_id: str) -> dict[str, Any]:
+    return key(LISTING_PK, listing_sk(race_date, race_id))
+
+
+def listing_version_key() -> dict[str, Any]:
+    return key(LISTING_VERSION, LISTING_VERSION)
+
+
+# -- Audit (same partition key as the race it records) ---------------------------------------
+def audit_sk(at_iso: str, entry_id: str) -> str:
+    return f"{at_iso}#{entry_id}"

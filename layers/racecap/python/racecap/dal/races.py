@@ -1,10 +1,8 @@
-"""Race and event definitions in the Races table.
+"""Race and event definitions in the Races table (keys: ``dal/keys.py``).
 
-Layout (pk / sk):
-  RACE#<raceId> / RACE            the race; gsi1 = OWNER#<ownerId> / <createdAt>#<raceId>
-  RACE#<raceId> / EVENT#<eventId> one event of the race
-  LISTING       / <raceDate>#<raceId>  published races, for the public list (one small
-                                  partition, read through the cache, never in bursts)
+A race and its events share the race's partition, read in one query; published races are
+copied to the ``LISTING`` partition for the public list (one small partition, read through
+the cache, never in bursts), whose version item moves on with every change to it.
 """
 
 from __future__ import annotations
@@ -14,6 +12,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from racecap.dal.dynamo import from_item, query_all, to_item, values
+from racecap.dal.keys import (
+    EVENT_SK_PREFIX,
+    LISTING_PK,
+    RACE_SK,
+    event_key,
+    event_sk,
+    listing_key,
+    listing_sk,
+    listing_version_key,
+    owner_pk,
+    race_key,
+    race_pk,
+)
 from racecap.dal.ports import RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact
 from racecap.domain import EventChanges, RaceChanges
@@ -34,22 +45,22 @@ class DynamoRaceStore:
                 self._db,
                 TableName=self._table,
                 KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues=values({":pk": f"RACE#{race_id}"}),
+                ExpressionAttributeValues=values({":pk": race_pk(race_id)}),
                 ConsistentRead=True,
             )
         )
-        race = next((i for i in items if i["sk"] == "RACE"), None)
+        race = next((i for i in items if i["sk"] == RACE_SK), None)
         if race is None:
             return None
         events = sorted(
-            (Event.model_validate(i) for i in items if i["sk"].startswith("EVENT#")), key=lambda e: e.position
+            (Event.model_validate(i) for i in items if i["sk"].startswith(EVENT_SK_PREFIX)), key=lambda e: e.position
         )
         return Race.model_validate(race), events
 
     def race_version(self, race_id: str) -> int:
         resp = self._db.get_item(
             TableName=self._table,
-            Key=to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
+            Key=race_key(race_id),
             ProjectionExpression="version",
             ConsistentRead=True,
         )
@@ -61,12 +72,12 @@ class DynamoRaceStore:
             self._db,
             TableName=self._table,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues=values({":pk": "LISTING"}),
+            ExpressionAttributeValues=values({":pk": LISTING_PK}),
         )
         return [Race.model_validate(i) for i in items if i.get("published", True)]
 
     def listing_version(self) -> int:
-        resp = self._db.get_item(TableName=self._table, Key=to_item({"pk": "LISTING-VERSION", "sk": "LISTING-VERSION"}))
+        resp = self._db.get_item(TableName=self._table, Key=listing_version_key())
         item = resp.get("Item")
         return int(from_item(item)["version"]) if item else 0
 
@@ -80,9 +91,9 @@ class DynamoRaceStore:
                     "Item": to_item(
                         {
                             **race_doc,
-                            "pk": f"RACE#{race.raceId}",
-                            "sk": "RACE",
-                            "gsi1pk": f"OWNER#{race.ownerId}",
+                            "pk": race_pk(race.raceId),
+                            "sk": RACE_SK,
+                            "gsi1pk": owner_pk(race.ownerId),
                             "gsi1sk": f"{now}#{race.raceId}",
                             "createdAt": now,
                         }
@@ -97,8 +108,8 @@ class DynamoRaceStore:
                         "Item": to_item(
                             {
                                 **e.model_dump(mode="json"),
-                                "pk": f"RACE#{race.raceId}",
-                                "sk": f"EVENT#{e.eventId}",
+                                "pk": race_pk(race.raceId),
+                                "sk": event_sk(e.eventId),
                             }
                         ),
                     }
@@ -113,7 +124,7 @@ class DynamoRaceStore:
                 {
                     "Put": {
                         "TableName": self._table,
-                        "Item": to_item({**race_doc, "pk": "LISTING", "sk": f"{race.raceDate}#{race.raceId}"}),
+                        "Item": to_item({**race_doc, "pk": LISTING_PK, "sk": listing_sk(race.raceDate, race.raceId)}),
                     }
                 }
             )
@@ -158,7 +169,7 @@ class DynamoRaceStore:
             {
                 "Update": {
                     "TableName": self._table,
-                    "Key": to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
+                    "Key": race_key(race_id),
                     "UpdateExpression": "SET " + ", ".join(f"#{i} = :{i}" for i in range(len(sets))),
                     "ConditionExpression": "version = :cur",
                     "ExpressionAttributeNames": names,
@@ -168,15 +179,14 @@ class DynamoRaceStore:
             self._bump_listing(),
             *also,
         ]
-        old_listing = {"pk": "LISTING", "sk": f"{current.raceDate}#{race_id}"}
         if current.published and (not updated.published or updated.raceDate != current.raceDate):
-            items.append({"Delete": {"TableName": self._table, "Key": to_item(old_listing)}})
+            items.append({"Delete": {"TableName": self._table, "Key": listing_key(current.raceDate, race_id)}})
         if updated.published:
             items.append(
                 {
                     "Put": {
                         "TableName": self._table,
-                        "Item": to_item({**doc, "pk": "LISTING", "sk": f"{updated.raceDate}#{race_id}"}),
+                        "Item": to_item({**doc, "pk": LISTING_PK, "sk": listing_sk(updated.raceDate, race_id)}),
                     }
                 }
             )
@@ -193,7 +203,7 @@ class DynamoRaceStore:
             TableName=self._table,
             IndexName="gsi1",
             KeyConditionExpression="gsi1pk = :o",
-            ExpressionAttributeValues=values({":o": f"OWNER#{owner_id}"}),
+            ExpressionAttributeValues=values({":o": owner_pk(owner_id)}),
             ScanIndexForward=False,
         )
         return [Race.model_validate(i) for i in items]
@@ -203,7 +213,7 @@ class DynamoRaceStore:
         return {
             "Update": {
                 "TableName": self._table,
-                "Key": to_item({"pk": f"RACE#{race.raceId}", "sk": "RACE"}),
+                "Key": race_key(race.raceId),
                 "UpdateExpression": "SET version = :next",
                 "ConditionExpression": "version = :cur",
                 "ExpressionAttributeValues": values({":cur": race.version, ":next": race.version + 1}),
@@ -215,7 +225,7 @@ class DynamoRaceStore:
             "Put": {
                 "TableName": self._table,
                 "Item": to_item(
-                    {**event.model_dump(mode="json"), "pk": f"RACE#{event.raceId}", "sk": f"EVENT#{event.eventId}"}
+                    {**event.model_dump(mode="json"), "pk": race_pk(event.raceId), "sk": event_sk(event.eventId)}
                 ),
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
@@ -228,7 +238,7 @@ class DynamoRaceStore:
         return {
             "Update": {
                 "TableName": self._table,
-                "Key": to_item({"pk": f"RACE#{current.raceId}", "sk": f"EVENT#{current.eventId}"}),
+                "Key": event_key(current.raceId, current.eventId),
                 "UpdateExpression": "SET " + ", ".join(f"#{i} = :{i}" for i in range(len(changes))),
                 "ConditionExpression": "attribute_exists(pk) AND cap = :cap0",
                 "ExpressionAttributeNames": names,
@@ -240,7 +250,7 @@ class DynamoRaceStore:
         return {
             "Update": {
                 "TableName": self._table,
-                "Key": to_item({"pk": "LISTING-VERSION", "sk": "LISTING-VERSION"}),
+                "Key": listing_version_key(),
                 "UpdateExpression": "ADD version :one",
                 "ExpressionAttributeValues": values({":one": 1}),
             }

@@ -12,12 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from racecap.dal.dynamo import from_item, to_item, values
+from racecap.dal.keys import WINDOW_SK, race_pk, window_key
 from racecap.dal.transactions import TransactItem
 from racecap.domain import WindowRecord
-
-
-def window_key(race_id: str) -> dict[str, Any]:
-    return to_item({"pk": f"RACE#{race_id}", "sk": "WINDOW"})
 
 
 class DynamoWindows:
@@ -35,7 +32,7 @@ class DynamoWindows:
             "Put": {
                 "TableName": self._table,
                 "Item": to_item(
-                    {**window.model_dump(exclude_none=True), "pk": f"RACE#{race_id}", "sk": "WINDOW", "seq": seq + 1}
+                    {**window.model_dump(exclude_none=True), "pk": race_pk(race_id), "sk": WINDOW_SK, "seq": seq + 1}
                 ),
                 "ConditionExpression": "attribute_not_exists(pk) OR seq = :seq",
                 "ExpressionAttributeValues": values({":seq": seq}),
