@@ -678,6 +678,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races/{raceId}/queue", "RegistrationApi"),
     Route("POST", "/api/races/{raceId}/queue", "RegistrationApi"),
     Route("POST", "/api/races/{raceId}/queue/challenge", "RegistrationApi"),
+    Route("GET", "/api/races/{raceId}/queue/now-serving", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.
@@ -705,6 +706,9 @@ CACHE_BEHAVIOURS: tuple[CacheBehaviour, ...] = (
     # Results: versioned answers carry long lifetimes, the pointer a few seconds; the
     # query string (page, size, filters, the typed prefix) is part of the key.
     CacheBehaviour("/api/races/*/results*", "api", cached=True, query_in_key=True),
+    # The opening queue's "now serving": one figure for every waiting runner, about a
+    # second (its Cache-Control); no query string, no header in the key.
+    CacheBehaviour("/api/races/*/queue/now-serving", "api", cached=True, max_ttl_s=1),
     # Everything else under /api is per runner or live: never cached at the edge.
     CacheBehaviour("/api/*", "api", cached=False),
     # The site: fingerprinted assets forever, index.html briefly (its own headers).

@@ -252,8 +252,8 @@ def get_fairness(raceId: str) -> Response[FairnessView]:
 )
 @tracer.capture_method
 def edit_fairness(raceId: str, body: Annotated[FairnessPatch, Body()]) -> Response[FairnessView]:
-    _owned(raceId)
-    return _json(200, opening_queue().configure(raceId, body))
+    director, _, _ = _owned(raceId)
+    return _json(200, opening_queue().configure(raceId, body, director))
 
 
 @app.post(
@@ -265,8 +265,8 @@ def edit_fairness(raceId: str, body: Annotated[FairnessPatch, Body()]) -> Respon
 )
 @tracer.capture_method
 def pause_queue(raceId: str) -> Response[FairnessView]:
-    _owned(raceId)
-    return _json(200, opening_queue().pause(raceId))
+    director, _, _ = _owned(raceId)
+    return _json(200, opening_queue().pause(raceId, director))
 
 
 @app.post(
@@ -278,8 +278,8 @@ def pause_queue(raceId: str) -> Response[FairnessView]:
 )
 @tracer.capture_method
 def resume_queue(raceId: str) -> Response[FairnessView]:
-    _owned(raceId)
-    return _json(200, opening_queue().resume(raceId))
+    director, _, _ = _owned(raceId)
+    return _json(200, opening_queue().resume(raceId, director))
 
 
 @app.get(

@@ -17,7 +17,7 @@ from racecap.config import get_settings
 from racecap.errors import Conflict
 from racecap.fairness.identity import DeviceView, lower_headers, new_device_token
 from racecap.fairness.limits import client_limits
-from racecap.fairness.queue import ChallengeView, EnterRequest, QueueView
+from racecap.fairness.queue import ChallengeView, EnterRequest, NowServingView, QueueView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus
@@ -25,6 +25,9 @@ from racecap.observability import logger, metrics, tracer
 from racecap.wiring import client, hold_service, opening_queue, registration_service, runner_rate_limit, signer
 
 settings = get_settings()  # validate the environment at cold start, not mid-burst
+# The queue's shared figure: about a second at the edge (blueprint.CACHE_BEHAVIOURS), like
+# the queue state's own cache (racecap.fairness.queue.STATE_TTL).
+SHARED_1S = {"Cache-Control": "public, max-age=1"}
 app = make_resolver(rate_limit=runner_rate_limit)
 
 # The same call repeated (a double click, a retry after a lost response) returns the
@@ -130,6 +133,19 @@ def join_queue(raceId: str, body: Annotated[EnterRequest, Body()]) -> Response[Q
 @tracer.capture_method
 def queue_place(raceId: str) -> Response[QueueView]:
     return _queue_response(opening_queue().poll(raceId, _client()))
+
+
+@app.get(
+    "/api/races/<raceId>/queue/now-serving",
+    summary="How far admission has got: the same answer for everyone, cached for a second",
+    description="A waiting runner's position is their `number` minus `nowServing`. Cached at the edge "
+    "(CloudFront; nginx locally) for about a second, so polling it costs the origin nothing per runner.",
+    tags=["Fairness"],
+    responses={404: {"description": "RACE_NOT_FOUND"}},
+)
+@tracer.capture_method
+def queue_now_serving(raceId: str) -> Response[NowServingView]:
+    return Response(200, content_types.APPLICATION_JSON, opening_queue().now_serving(raceId), headers=SHARED_1S)
 
 
 def _queue_response(view: QueueView) -> Response[QueueView]:

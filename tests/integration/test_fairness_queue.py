@@ -225,3 +225,100 @@ def _works(challenge: str, nonce: str, bits: int) -> bool:
     from racecap.fairness.work import leading_zero_bits
 
     return leading_zero_bits(hashlib.sha256(f"{challenge}:{nonce}".encode()).digest()) >= bits
+
+
+def test_fairness_changes_are_audited_and_a_refused_change_is_not(kim: Any, director: Any) -> None:
+    race_id = queued_race(kim)
+    assert kim.patch(f"/api/admin/races/{race_id}/fairness", json={"holdLimit": 3}).status_code == 200
+    assert kim.post(f"/api/admin/races/{race_id}/queue/pause").status_code == 200
+    assert kim.post(f"/api/admin/races/{race_id}/queue/resume").status_code == 200
+    bad = kim.patch(f"/api/admin/races/{race_id}/fairness", json={"holdLimit": 0})
+    assert bad.status_code == 400
+    other = director("not-kim").patch(f"/api/admin/races/{race_id}/fairness", json={"holdLimit": 9})
+    assert other.status_code == 404
+
+    entries = kim.get(f"/api/admin/races/{race_id}/audit").json()["entries"]
+    fairness = [e for e in entries if e["action"].startswith(("fairness.", "queue."))]
+    assert [e["action"] for e in fairness] == ["queue.resume", "queue.pause", "fairness.update", "fairness.update"]
+    assert fairness[-1]["details"] == {"queueEnabled": True, "powDifficulty": 4, "admissionRatePerMinute": 600}
+    assert fairness[-2]["details"] == {"holdLimit": 3}
+    assert {e["actor"]["username"] for e in fairness} == {"kim-queue"}
+    assert kim.get(f"/api/admin/races/{race_id}/fairness").json()["holdLimit"] == 3
+
+
+def test_a_spike_of_challenges_raises_the_difficulty_automatically(api: Any, kim: Any, stack: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from racecap.fairness.queue import MAX_SPIKE_BITS
+
+    base, threshold, workers = 6, 100, 12  # at 60 admissions a minute the spike threshold is its floor, 100
+    race_id = queued_race(kim, powDifficulty=base, admissionRatePerMinute=60)
+    # Many devices on many addresses (a crowd, or a bot farm): no per-address limit decides.
+    signer = Signer(stack.fairness_key.encode())
+    now = int(time.time())
+
+    def ask(i: int) -> tuple[float, int]:
+        r = Runner(api, device=False)
+        r.device_token = signer.sign("dev", {"d": f"spike-{race_id}-{i}", "iat": now, "exp": now + 3600})
+        return time.monotonic(), r.challenge(race_id)["difficulty"]
+
+    answers: list[tuple[float, int]] = []
+    started = time.monotonic()
+    with ThreadPoolExecutor(workers) as pool:
+        # Until it rises: a loaded machine may need a few windows to ask 100 times in one.
+        while not any(d > base for _, d in answers) and time.monotonic() - started < 120:
+            answers += pool.map(ask, range(len(answers), len(answers) + 150))
+    answers.sort()
+    difficulties = [d for _, d in answers]
+    rate = len(answers) / (answers[-1][0] - started)
+    assert any(d > base for d in difficulties), f"never raised: {len(answers)} challenges at {rate:.0f}/s"
+    assert all(base <= d <= base + MAX_SPIKE_BITS for d in difficulties)
+    # Not raised before a window had seen its threshold's worth (answers may arrive up to
+    # `workers` out of order): the first challenges of the run are all at the director's setting.
+    assert difficulties[: threshold - workers] == [base] * (threshold - workers)
+    assert kim.get(f"/api/admin/races/{race_id}/fairness").json()["powDifficulty"] == base  # spikes add on top
+
+
+def test_now_serving_is_one_shared_figure_cached_about_a_second_at_the_edge(api: Any, kim: Any, stack: Any) -> None:
+    import requests
+
+    race_id = queued_race(kim, admissionRatePerMinute=6000)
+    assert kim.post(f"/api/admin/races/{race_id}/queue/pause").status_code == 200
+    kim.open_now(race_id)
+    line = [Runner(api) for _ in range(3)]
+    for r in line:
+        assert r.enter(race_id).status_code == 200
+    url = f"{stack.edge_url}/api/races/{race_id}/queue/now-serving"
+
+    def through_edge(**headers: str) -> requests.Response:
+        resp = requests.get(url, headers=headers, timeout=30)
+        assert resp.status_code == 200, resp.text
+        assert resp.headers["Cache-Control"] == "public, max-age=1"
+        return resp
+
+    first = through_edge()
+    figure = first.json()
+    assert (figure["queueEnabled"], figure["drawn"], figure["paused"]) == (True, True, True)
+    # Another runner's poll within the second, with its own tokens: the edge answers it.
+    again = through_edge(**{"X-Racecap-Device": line[1].device_token or ""})
+    if again.json()["at"] == figure["at"]:
+        assert again.headers["X-Cache"] == "HIT"
+    for r in line:  # each runner's position is its own number minus the shared figure
+        view = r.poll(race_id).json()
+        assert view["state"] == "PAUSED" and view["position"] == view["number"] - figure["nowServing"]
+
+    # Resumed: the edge shows admission moving within about a second (plus a slow answer).
+    assert kim.post(f"/api/admin/races/{race_id}/queue/resume").status_code == 200
+    started = time.monotonic()
+    while through_edge().json()["paused"]:
+        assert time.monotonic() - started < 5, "the edge kept a stale figure"
+        time.sleep(0.1)
+    hits = misses = 0
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        cache = through_edge().headers["X-Cache"]
+        hits += cache == "HIT"
+        misses += cache in ("MISS", "EXPIRED")
+        time.sleep(0.05)
+    # ~3 s of polls every 50 ms: about one origin request a second, the rest from the edge.
+    assert hits > misses and misses <= 6, (hits, misses)

@@ -6,15 +6,19 @@ transaction, so concurrency cannot overshoot them.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import blueprint
 
 from .flows import event_ids
 from .runners import Runner, fresh_address
 
 LIMIT = 4
 CEILING = 12
+RATE = float(blueprint.param("RunnerRateLimitPerSecond").default)
 
 
 def _race(kim: Any) -> tuple[str, str]:
@@ -64,3 +68,42 @@ def test_given_one_address_cycling_tokens_then_at_most_its_ceiling_and_others_un
 
     honest = Runner(api)  # another address, another device
     assert honest.hold(race_id, event_id).status_code == 201
+
+
+def test_given_one_address_cycling_500_tokens_then_at_most_its_ceiling_and_others_unaffected(
+    api: Any, director: Any, stack: Any
+) -> None:
+    from racecap.fairness.tokens import Signer
+
+    kim = director("kim-limits-3")
+    race_id, event_id = _race(kim)
+    # 500 genuine device tokens (a bot can collect them from anywhere, over days), all
+    # used from one address as fast as it can.
+    signer = Signer(stack.fairness_key.encode())
+    now = int(time.time())
+    address = fresh_address()
+    bots = []
+    for i in range(500):
+        b = Runner(api, address, device=False)
+        b.device_token = signer.sign("dev", {"d": f"rotating-{race_id}-{i}", "iat": now, "exp": now + 3600})
+        bots.append(b)
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda b: b.hold(race_id, event_id), bots))
+    counts = Counter(r.status_code for r in answers)
+    assert counts[201] <= CEILING, counts
+    assert set(counts) <= {201, 429}, counts
+    # Whichever refused it, the bot was told when to retry, in the contract's shape.
+    refusals = {r.json()["error"] for r in answers if r.status_code == 429}
+    assert refusals <= {"TOO_MANY_HOLDS", "TOO_MANY_REQUESTS"}, refusals
+    assert all(int(r.headers["Retry-After"]) >= 1 for r in answers if r.status_code == 429)
+
+    # The bot keeps at it, within its address's rate limit: still no more than the ceiling.
+    for b in bots[: CEILING + 5]:
+        time.sleep(1 / RATE)
+        assert b.hold(race_id, event_id).status_code in (201, 429)
+    time.sleep(2.5)  # past the places-left cache
+    taken = next(e for e in api.get(f"/api/races/{race_id}").json()["events"] if e["eventId"] == event_id)
+    assert taken["cap"] - taken["spotsLeft"] == CEILING
+
+    honest = [Runner(api) for _ in range(3)]  # other addresses, other devices
+    assert [h.hold(race_id, event_id).status_code for h in honest] == [201, 201, 201]

@@ -161,13 +161,15 @@ class Site(Construct):
         the local nginx stand-in renders the same list, see ``local/edge.py``). Every viewer
         header but Host goes to the API (API Gateway routes on its own host)."""
         out: dict[str, cloudfront.BehaviorOptions] = {}
+        cached = 0
         for b in blueprint.CACHE_BEHAVIOURS:
             if b.origin != "api":
                 continue  # the site is the default behaviour above
             if b.cached:
+                cached += 1  # one policy per cached behaviour (its own max TTL); the first keeps its id
                 policy = cloudfront.CachePolicy(
                     self,
-                    c.RESULTS_CACHE_POLICY_ID,
+                    c.RESULTS_CACHE_POLICY_ID if cached == 1 else f"{c.RESULTS_CACHE_POLICY_ID}{cached}",
                     comment=f"{b.path_pattern}: TTL from the origin's Cache-Control, query string in the key",
                     min_ttl=Duration.seconds(0),
                     default_ttl=Duration.seconds(0),

@@ -145,7 +145,7 @@ def runner_rate_limit(headers: Mapping[str, str]) -> int:
 @lru_cache(maxsize=1)
 def opening_queue() -> OpeningQueue:
     store = QueueStore(clients.dynamodb(), get_settings().inventory_table)
-    return OpeningQueue(catalog(), store, cache(), signer)
+    return OpeningQueue(catalog(), store, cache(), signer, audit=audit_trail)
 
 
 # -- the race directors' admin API ----------------------------------------------------------

@@ -31,8 +31,9 @@ from racecap.fairness.identity import ADMISSION_HEADER, QUEUE_HEADER, Client
 from racecap.fairness.lottery import admission_number
 from racecap.fairness.store import QueueStore
 from racecap.fairness.tokens import Signer, TokenNotYours
+from racecap.logic.audit import AuditTrail
 from racecap.logic.races import RaceCatalog, race_status
-from racecap.models import Event
+from racecap.models import Director, Event
 from racecap.observability import metrics
 
 STATE_TTL = 1.0  # the shared "now serving" figure: about a second stale at most
@@ -103,8 +104,26 @@ class QueueView(BaseModel):
     queueToken: str | None = Field(default=None, description="Keep it (with the device token) to keep your place.")
     admissionToken: str | None = Field(default=None, description="Send as X-Racecap-Admission when holding.")
     admissionExpiresAt: float | None = Field(default=None, description="Epoch seconds.")
+    number: int | None = Field(
+        default=None,
+        description="Your number in the admission order, once known: while waiting, your position is "
+        "this minus nowServing (GET …/queue/now-serving, the same figure for everyone, cached at the edge).",
+    )
     retryAfterSeconds: int = Field(description="Poll again after this many seconds.")
     message: str
+
+
+class NowServingView(BaseModel):
+    """The one figure every waiting runner shares: cacheable for a second at the edge, so
+    polls between a runner's own checks cost the origin nothing."""
+
+    raceId: str
+    queueEnabled: bool
+    drawn: bool = Field(description="The opening's lottery has been drawn: numbers are known.")
+    paused: bool
+    nowServing: int = Field(description="Admission numbers up to this one have been admitted.")
+    admissionRatePerMinute: int
+    at: float = Field(description="Epoch seconds the figure was computed (it may be a second old).")
 
 
 class ChallengeView(BaseModel):
@@ -152,12 +171,14 @@ class OpeningQueue:
         cache: TieredCache,
         signer: Callable[[], Signer],
         clock: Callable[[], float] = time.time,
+        audit: Callable[[], AuditTrail] | None = None,
     ) -> None:
         self._catalog = catalog
         self._store = store
         self._cache = cache
         self._signer = signer
         self._clock = clock
+        self._audit = audit  # a factory: only the admin API's changes need (and may reach) the trail
 
     # -- the shared state ----------------------------------------------------------------
     def state(self, race_id: str) -> dict[str, Any]:
@@ -299,6 +320,7 @@ class OpeningQueue:
                 raceId=race_id,
                 state="ADMITTED",
                 position=0,
+                number=number,
                 queueToken=queue_token,
                 admissionToken=admission,
                 admissionExpiresAt=expires,
@@ -312,6 +334,7 @@ class OpeningQueue:
                 raceId=race_id,
                 state="PAUSED",
                 position=position,
+                number=number,
                 queueToken=queue_token,
                 admissionRatePerMinute=rate,
                 retryAfterSeconds=10,
@@ -322,12 +345,29 @@ class OpeningQueue:
             raceId=race_id,
             state="WAITING",
             position=position,
+            number=number,
             estimatedWaitSeconds=wait,
             admissionRatePerMinute=rate,
             queueToken=queue_token,
             # Back off while far from the front; poll often near it.
             retryAfterSeconds=int(min(30, max(1, wait / 4))),
             message="You're in the queue; keep this page open.",
+        )
+
+    def now_serving(self, race_id: str) -> NowServingView:
+        """The shared figure (no token, nothing about any one runner): the site derives a
+        waiting runner's position from it and its own number."""
+        state = self.state(race_id)
+        now = self._clock()
+        s = self.settings(race_id, state)
+        return NowServingView(
+            raceId=race_id,
+            queueEnabled=s.queueEnabled,
+            drawn=state.get("drawnAt") is not None,
+            paused=s.paused,
+            nowServing=min(int(state.get("seq", 0)), serving(state, now)),
+            admissionRatePerMinute=s.admissionRatePerMinute,
+            at=round(now, 3),
         )
 
     # -- the hold endpoint's check -----------------------------------------------------------
@@ -346,22 +386,37 @@ class OpeningQueue:
         return s
 
     # -- the race director -----------------------------------------------------------------------
-    def configure(self, race_id: str, patch: FairnessPatch) -> FairnessView:
+    # Every change is audited in its own transaction (who, what, when), as other admin changes are.
+    def configure(self, race_id: str, patch: FairnessPatch, director: Director | None = None) -> FairnessView:
+        given = patch.model_dump(exclude_none=True)
         changes = {
             {"queueEnabled": "enabled", "admissionRatePerMinute": "ratePerMin", "powDifficulty": "difficulty"}.get(
                 k, k
             ): v
-            for k, v in patch.model_dump(exclude_none=True).items()
+            for k, v in given.items()
         }
-        return self._change(race_id, lambda st, now: changes)
+        return self._change(race_id, lambda st, now: changes, director, "fairness.update", given)
 
-    def pause(self, race_id: str) -> FairnessView:
-        return self._change(race_id, lambda st, now: {"paused": True, "anchorCount": serving(st, now), "anchorAt": now})
+    def pause(self, race_id: str, director: Director | None = None) -> FairnessView:
+        return self._change(
+            race_id,
+            lambda st, now: {"paused": True, "anchorCount": serving(st, now), "anchorAt": now},
+            director,
+            "queue.pause",
+            {},
+        )
 
-    def resume(self, race_id: str) -> FairnessView:
-        return self._change(race_id, lambda st, now: {"paused": False, "anchorAt": now})
+    def resume(self, race_id: str, director: Director | None = None) -> FairnessView:
+        return self._change(race_id, lambda st, now: {"paused": False, "anchorAt": now}, director, "queue.resume", {})
 
-    def _change(self, race_id: str, compute: Callable[[dict[str, Any], float], dict[str, Any]]) -> FairnessView:
+    def _change(
+        self,
+        race_id: str,
+        compute: Callable[[dict[str, Any], float], dict[str, Any]],
+        director: Director | None,
+        action: str,
+        details: dict[str, Any],
+    ) -> FairnessView:
         self._catalog.definition(race_id)  # 404 for an unknown race
         for _ in range(5):
             current = self._store.state(race_id) or {}
@@ -380,7 +435,10 @@ class OpeningQueue:
             for k in ("anchorAt",):
                 if k in changes:
                     changes[k] = _dec(changes[k])
-            if self._store.save_settings(race_id, changes, int(current.get("version", 0))):
+            audited = []
+            if director is not None and self._audit is not None:
+                audited = [self._audit().item(director, race_id, action, race_id, **details)]
+            if self._store.save_settings(race_id, changes, int(current.get("version", 0)), audited):
                 self._cache.delete(f"queue:{race_id}:state")
                 return self.view(race_id)
         raise Conflict("The queue's settings changed meanwhile; please retry.", retry_after=1)

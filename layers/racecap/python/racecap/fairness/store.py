@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from racecap.dal.dynamo import from_item, is_conditional_failure, to_item, values
+from racecap.dal.transactions import ConditionFailed, TransactItem, transact
 
 
 def state_key(race_id: str) -> dict[str, Any]:
@@ -40,27 +41,38 @@ class QueueStore:
         resp = self._db.get_item(TableName=self._table, Key=state_key(race_id), ConsistentRead=True)
         return from_item(resp["Item"]) if "Item" in resp else None
 
-    def save_settings(self, race_id: str, changes: dict[str, Any], expected_version: int) -> bool:
-        """Apply the director's changes if nobody else changed the state since it was read."""
+    def save_settings(
+        self, race_id: str, changes: dict[str, Any], expected_version: int, audited: list[TransactItem] | None = None
+    ) -> bool:
+        """Apply the director's changes if nobody else changed the state since it was read,
+        in one transaction with ``audited`` (the change's audit entry)."""
         # An empty change (a PATCH with {}) still bumps the version: the SET list must not be empty.
         sets = "".join(f"#{k} = :{k}, " for k in changes)
         cond = "attribute_not_exists(pk)" if expected_version == 0 else "#version = :expected"
+        update = {
+            "TableName": self._table,
+            "Key": state_key(race_id),
+            "UpdateExpression": f"SET {sets}#version = :next",
+            "ConditionExpression": cond,
+            "ExpressionAttributeNames": {f"#{k}": k for k in [*changes, "version"]},
+            "ExpressionAttributeValues": values(
+                {
+                    **{f":{k}": v for k, v in changes.items()},
+                    ":next": expected_version + 1,
+                    **({":expected": expected_version} if expected_version else {}),
+                }
+            ),
+        }
         try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=state_key(race_id),
-                UpdateExpression=f"SET {sets}#version = :next",
-                ConditionExpression=cond,
-                ExpressionAttributeNames={f"#{k}": k for k in [*changes, "version"]},
-                ExpressionAttributeValues=values(
-                    {
-                        **{f":{k}": v for k, v in changes.items()},
-                        ":next": expected_version + 1,
-                        **({":expected": expected_version} if expected_version else {}),
-                    }
-                ),
-            )
+            if audited:
+                transact(self._db, [{"Update": update}, *audited])
+            else:
+                self._db.update_item(**update)
             return True
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                return False
+            raise
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
 
