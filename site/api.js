@@ -15,8 +15,10 @@ export class ApiError extends Error {
     super(message);
     Object.assign(this, { status, code, body, retryAfter });
   }
+  // Busy is the API's (or the edge's) load, worth retrying after Retry-After; a client at
+  // its hold limit (TOO_MANY_HOLDS) is an answer for the runner, not a reason to retry.
   get busy() {
-    return this.status === 429 || this.status === 503;
+    return (this.status === 429 || this.status === 503) && this.code !== 'TOO_MANY_HOLDS';
   }
 }
 
@@ -35,15 +37,31 @@ export function retryAfterSeconds(value) {
   return Number.isNaN(t) ? null : Math.max(0, (t - Date.now()) / 1000);
 }
 
-export async function api(method, path, { body, signal } = {}) {
+// Retry-After is honoured everywhere: after a 429/503 that names a wait, no call from
+// this page goes out before the wait is over (it waits, it is not refused), whichever
+// screen makes it, so a refresh timer or a second button cannot hammer a busy API.
+let quietUntil = 0;
+
+// Extra request headers for every call (the fairness tokens: queue.js registers them).
+let headerHooks = [];
+export const addHeaders = (fn) => {
+  headerHooks = [...headerHooks, fn];
+};
+
+export async function api(method, path, { body, signal, headers } = {}) {
   let res;
   let data = null;
+  if (Date.now() < quietUntil) await sleep(quietUntil - Date.now(), signal);
   try {
     res = await fetch(BASE + path, {
       method,
       signal,
       cache: 'no-store',
-      headers: body === undefined ? { Accept: 'application/json' } : { 'Content-Type': 'application/json' },
+      headers: Object.assign(
+        body === undefined ? { Accept: 'application/json' } : { 'Content-Type': 'application/json' },
+        ...headerHooks.map((fn) => fn(method, path)),
+        headers,
+      ),
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const date = Date.parse(res.headers.get('Date') || '');
@@ -63,6 +81,9 @@ export async function api(method, path, { body, signal } = {}) {
   const retryAfter = retryAfterSeconds(res.headers.get('Retry-After'));
   if (!res.ok) {
     const d = data || {};
+    if ((res.status === 429 || res.status === 503) && retryAfter && d.error !== 'TOO_MANY_HOLDS') {
+      quietUntil = Math.max(quietUntil, Date.now() + retryAfter * 1000);
+    }
     const msg = d.message || FALLBACK[res.status] || `Something went wrong (HTTP ${res.status}). Please try again.`;
     throw new ApiError(res.status, d.error || `HTTP_${res.status}`, msg, d, retryAfter);
   }

@@ -4,6 +4,7 @@
 //   #/holds/{holdId}       runner details, then payment        hold.js
 //   #/registrations/{id}   waiting screen, then confirmation   wait.js
 //   #/races/{r}/events/{e}/results[/{bib}]  results, search, a runner's result  results.js
+//   #/races/{raceId}/queue  the opening's waiting room        queue.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
 import { errorBox, h, page } from './ui.js';
@@ -11,6 +12,7 @@ import { errorBox, h, page } from './ui.js';
 const ROUTES = [
   [/^\/$/, () => import('./races.js'), 'raceList'],
   [/^\/races\/([^/]+)$/, () => import('./races.js'), 'racePage'],
+  [/^\/races\/([^/]+)\/queue$/, () => import('./queue.js'), 'queuePage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
   [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, () => import('./results.js'), 'resultsPage'],

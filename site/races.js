@@ -1,5 +1,6 @@
 // #/ (race list) and #/races/{raceId} (events, places left, "Hold my place").
 import { api, now, sleep, withBusyRetry } from './api.js';
+import { device, mustQueue } from './identity.js';
 import {
   BUSY, backLink, day, duration, enc, errorBox, every, go, h, money, page, retitle, say, setText, statusLines,
   store, toMs, when,
@@ -153,7 +154,13 @@ export async function racePage(raceId) {
 
   const load = async (first) => {
     try {
+      // While the race's waiting room is on, a runner not yet admitted waits there first.
+      const queued = first && mustQueue(raceId, signal).catch(() => false);
       race = (await api('GET', `/races/${enc(raceId)}`, { signal })).data;
+      if (await queued) {
+        [race, gone] = [null, true]; // this view stops: no refresh, no countdown
+        return go(`/races/${enc(raceId)}/queue`, true);
+      }
     } catch (e) {
       if (signal.aborted) return;
       gone = e.status === 404;
@@ -191,6 +198,7 @@ export async function racePage(raceId) {
     update();
     r.st.set('Holding your place…');
     try {
+      await device(signal); // the per-device hold limit keys on it (identity.js sends it)
       const { data } = await withBusyRetry(
         () => api('POST', `/races/${enc(raceId)}/events/${enc(ev.eventId)}/holds`, { signal }),
         {
@@ -209,6 +217,7 @@ export async function racePage(raceId) {
       return go(`/holds/${enc(data.holdId)}`);
     } catch (e) {
       if (signal.aborted) return;
+      if (e.code === 'QUEUE_ADMISSION_REQUIRED') return go(`/races/${enc(raceId)}/queue`);
       if (e.code === 'SOLD_OUT') soldOutAt[ev.eventId] = now();
       r.st.set({
         SOLD_OUT: 'Sorry, this event has just sold out.',
