@@ -28,6 +28,7 @@ pytestmark = [
 
 DIRECTOR = "kim-browser-queue"
 AHEAD = 4  # runners who joined before the browser's runner
+BEHIND = 8  # and after it: admitted over the 40 s that follow, so the queue stays on meanwhile
 RATE = 12  # per minute: one admission every 5 s once resumed
 RETRY_AFTER_S = 3
 
@@ -74,6 +75,10 @@ def test_with_the_queue_on_a_runner_waits_is_admitted_and_holds_and_a_second_tab
     assert kim.get(f"/api/admin/races/{race_id}/fairness").json()["queue"]["entered"] == entered
     second.close()
 
+    # Runners behind this one keep the queue on (an empty queue switches itself off after 10 s).
+    for r in [Runner(api) for _ in range(BEHIND)]:
+        assert r.enter(race_id).status_code == 200
+
     # Resumed: the place counts down with an estimate, then the runner is admitted and holds.
     assert kim.post(f"/api/admin/races/{race_id}/queue/resume").status_code == 200
     expect(state).to_have_attribute("data-state", "WAITING", timeout=40_000)
@@ -83,6 +88,7 @@ def test_with_the_queue_on_a_runner_waits_is_admitted_and_holds_and_a_second_tab
     event_card(page).get_by_test_id("hold-button").click()
     hold_id = wait_for_form(page)
     assert hold_id
+    assert kim.post(f"/api/admin/races/{race_id}/queue/pause").status_code == 200  # those behind stay behind
 
     # Without an admission (another browser, another device), the hold is refused: back to the queue.
     stranger = new_page()

@@ -23,6 +23,11 @@ def fresh_address() -> str:
     return f"198.18.{n // 250}.{n % 250 + 1}"
 
 
+def why(resp: requests.Response) -> str:
+    """An answer in one short line, status first (a CI summary cuts long lines off)."""
+    return f"HTTP {resp.status_code} Retry-After={resp.headers.get('Retry-After')} {resp.text[:300]}"
+
+
 def claims(token: str) -> dict[str, Any]:
     """The payload of a Racecap token (no verification: the server does that)."""
     body = token.split(".")[1]
@@ -56,13 +61,13 @@ class Runner:
 
     def new_device(self) -> str:
         resp = self.call("POST", "/api/device")
-        assert resp.status_code == 201, resp.text
+        assert resp.status_code == 201, why(resp)
         self.device_token = resp.json()["deviceToken"]
         return self.device_token
 
     def challenge(self, race_id: str) -> dict[str, Any]:
         resp = self.call("POST", f"/api/races/{race_id}/queue/challenge")
-        assert resp.status_code == 201, resp.text
+        assert resp.status_code == 201, why(resp)
         return resp.json()  # type: ignore[no-any-return]
 
     def enter(self, race_id: str, body: dict[str, Any] | None = None) -> requests.Response:

@@ -15,7 +15,7 @@ import pytest
 from racecap.fairness.tokens import Signer
 
 from .flows import event_ids
-from .runners import Runner, claims
+from .runners import Runner, claims, why
 
 PRE_OPENING = 40
 LATER = 12
@@ -38,7 +38,7 @@ def queued_race(kim: Any, caps: tuple[int, ...] = (500,), **settings: Any) -> st
     race_id: str = kim.create_race(caps)["raceId"]
     body = {"queueEnabled": True, "powDifficulty": 4, "admissionRatePerMinute": 600, **settings}
     resp = kim.patch(f"/api/admin/races/{race_id}/fairness", json=body)
-    assert resp.status_code == 200, resp.text
+    assert resp.status_code == 200, why(resp)
     return race_id
 
 
@@ -49,7 +49,7 @@ def test_given_a_queued_opening_then_lottery_before_fifo_after_one_place_per_dev
     early = [Runner(api) for _ in range(PRE_OPENING)]
     for r in early:  # one at a time: arrival order is known
         resp = r.enter(race_id)
-        assert resp.status_code == 200, resp.text
+        assert resp.status_code == 200, why(resp)
         assert resp.json()["state"] == "WAITING_FOR_DRAW"
     arrivals = [claims(r.queue_token)["a"] for r in early]  # type: ignore[arg-type]
     assert arrivals == list(range(1, PRE_OPENING + 1))
@@ -293,7 +293,7 @@ def test_now_serving_is_one_shared_figure_cached_about_a_second_at_the_edge(api:
 
     def through_edge(**headers: str) -> requests.Response:
         resp = requests.get(url, headers=headers, timeout=30)
-        assert resp.status_code == 200, resp.text
+        assert resp.status_code == 200, why(resp)
         assert resp.headers["Cache-Control"] == "public, max-age=1"
         return resp
 
