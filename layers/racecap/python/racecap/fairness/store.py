@@ -16,6 +16,7 @@ place, and no scheduled job has to advance it.
 
 from __future__ import annotations
 
+import secrets
 import time
 from decimal import Decimal
 from typing import Any
@@ -168,12 +169,20 @@ class QueueStore:
         return float(from_item(resp["Attributes"])["admittedAt"])
 
     def spend_challenge(self, challenge_id: str, ttl_s: int) -> bool:
-        """True the first time a challenge is spent, False on every reuse."""
+        """True the first time a challenge is spent, False on every reuse.
+
+        The write carries a mark of this call, so the SDK's own retry of it (the answer lost
+        to a read timeout on a loaded host, the write done) finds its own mark and is not
+        taken for a reuse, which would refuse a runner's only, genuine proof."""
+        mark = secrets.token_hex(8)
         try:
             self._db.put_item(
                 TableName=self._table,
-                Item=to_item({"pk": f"POW#{challenge_id}", "sk": "POW", "ttl": int(time.time()) + ttl_s}),
-                ConditionExpression="attribute_not_exists(pk)",
+                Item=to_item(
+                    {"pk": f"POW#{challenge_id}", "sk": "POW", "ttl": int(time.time()) + ttl_s, "spentBy": mark}
+                ),
+                ConditionExpression="attribute_not_exists(pk) OR spentBy = :mark",
+                ExpressionAttributeValues=values({":mark": mark}),
             )
             return True
         except Exception as exc:
