@@ -22,7 +22,7 @@ from racecap.dal.keys import (
     live_partition,
     shard_key,
 )
-from racecap.dal.transactions import ConditionFailed, TransactItem, transact
+from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.domain import Attempt, BeginOutcome, EmailClaimPhase, Hold, HoldPhase
 from racecap.errors import TooManyHolds
 
@@ -72,15 +72,13 @@ class DynamoHolds:
             transact(
                 self._db,
                 [
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": shard_key(hold.raceId, hold.eventId, shard),
-                            "UpdateExpression": "SET taken = taken + :one",
-                            "ConditionExpression": "taken < cap",
-                            "ExpressionAttributeValues": values({":one": 1}),
-                        }
-                    },
+                    update_item(
+                        self._table,
+                        shard_key(hold.raceId, hold.eventId, shard),
+                        "SET taken = taken + :one",
+                        condition="taken < cap",
+                        vals={":one": 1},
+                    ),
                     {
                         "Put": {
                             "TableName": self._table,
@@ -91,15 +89,13 @@ class DynamoHolds:
                     # One slot per client limit, in the same transaction: N concurrent holds
                     # from one client can never take more than its limit.
                     *(
-                        {
-                            "Update": {
-                                "TableName": self._table,
-                                "Key": to_item({"pk": key, "sk": "HOLDS"}),
-                                "UpdateExpression": "ADD n :one",
-                                "ConditionExpression": "attribute_not_exists(n) OR n < :limit",
-                                "ExpressionAttributeValues": values({":one": 1, ":limit": limit}),
-                            }
-                        }
+                        update_item(
+                            self._table,
+                            to_item({"pk": key, "sk": "HOLDS"}),
+                            "ADD n :one",
+                            condition="attribute_not_exists(n) OR n < :limit",
+                            vals={":one": 1, ":limit": limit},
+                        )
                         for key, limit in hold.clientLimits.items()
                     ),
                 ],
@@ -120,16 +116,14 @@ class DynamoHolds:
 
     def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
         return [
-            {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": to_item({"pk": key, "sk": "HOLDS"}),
-                    "UpdateExpression": "ADD n :minus",
-                    "ExpressionAttributeValues": values({":minus": -1}),
-                }
-            }
+            update_item(self._table, to_item({"pk": key, "sk": "HOLDS"}), "ADD n :minus", vals={":minus": -1})
             for key in hold.clientLimits
         ]
+
+    def _update_hold(self, hold: Hold, expression: str, condition: str, vals: dict[str, Any]) -> TransactItem:
+        """An Update of the hold's own item; ``#s`` names its status, ``#k`` its attempt's key."""
+        names = {"#s": "status", **({"#k": "key"} if "#k" in condition else {})}
+        return update_item(self._table, hold_key(hold.holdId), expression, condition=condition, names=names, vals=vals)
 
     def get(self, hold_id: str) -> Hold | None:
         resp = self._db.get_item(TableName=self._table, Key=hold_key(hold_id), ConsistentRead=True)
@@ -147,29 +141,17 @@ class DynamoHolds:
     def _transition_and_return_place(
         self, hold: Hold, condition: str, vals: dict[str, Any], extra: list[TransactItem] | None = None
     ) -> bool:
-        names = {"#s": "status", **({"#k": "key"} if "#k" in condition else {})}
         try:
             transact(
                 self._db,
                 [
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": hold_key(hold.holdId),
-                            "UpdateExpression": "SET #s = :new REMOVE gsi1pk, gsi1sk",
-                            "ConditionExpression": condition,
-                            "ExpressionAttributeNames": names,
-                            "ExpressionAttributeValues": values(vals),
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": shard_key(hold.raceId, hold.eventId, hold.shard),
-                            "UpdateExpression": "SET taken = taken + :minus",
-                            "ExpressionAttributeValues": values({":minus": -1}),
-                        }
-                    },
+                    self._update_hold(hold, "SET #s = :new REMOVE gsi1pk, gsi1sk", condition, vals),
+                    update_item(
+                        self._table,
+                        shard_key(hold.raceId, hold.eventId, hold.shard),
+                        "SET taken = taken + :minus",
+                        vals={":minus": -1},
+                    ),
                     *(extra or []),
                     *self._free_client_slots(hold),
                 ],
@@ -191,26 +173,18 @@ class DynamoHolds:
             transact(
                 self._db,
                 [
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": hold_key(hold.holdId),
-                            "UpdateExpression": "SET #s = :paying, attempt = :attempt",
-                            "ConditionExpression": (
-                                "(#s = :held AND expiresAt > :now) OR (#s = :paying AND attempt.#k = :key)"
-                            ),
-                            "ExpressionAttributeNames": {"#s": "status", "#k": "key"},
-                            "ExpressionAttributeValues": values(
-                                {
-                                    ":paying": HoldPhase.PAYING,
-                                    ":held": HoldPhase.HELD,
-                                    ":now": now.isoformat(),
-                                    ":attempt": asdict(attempt),
-                                    ":key": attempt.key,
-                                }
-                            ),
-                        }
-                    },
+                    self._update_hold(
+                        hold,
+                        "SET #s = :paying, attempt = :attempt",
+                        "(#s = :held AND expiresAt > :now) OR (#s = :paying AND attempt.#k = :key)",
+                        {
+                            ":paying": HoldPhase.PAYING,
+                            ":held": HoldPhase.HELD,
+                            ":now": now.isoformat(),
+                            ":attempt": asdict(attempt),
+                            ":key": attempt.key,
+                        },
+                    ),
                     {
                         "Put": {
                             "TableName": self._table,
@@ -239,23 +213,17 @@ class DynamoHolds:
         transact(
             self._db,
             [
-                {
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": hold_key(hold.holdId),
-                        "UpdateExpression": "SET #s = :held, lastDecline = :now REMOVE attempt",
-                        "ConditionExpression": "#s = :paying AND attempt.#k = :key",
-                        "ExpressionAttributeNames": {"#s": "status", "#k": "key"},
-                        "ExpressionAttributeValues": values(
-                            {
-                                ":held": HoldPhase.HELD,
-                                ":paying": HoldPhase.PAYING,
-                                ":key": attempt.key,
-                                ":now": datetime.now(UTC).isoformat(),
-                            }
-                        ),
-                    }
-                },
+                self._update_hold(
+                    hold,
+                    "SET #s = :held, lastDecline = :now REMOVE attempt",
+                    "#s = :paying AND attempt.#k = :key",
+                    {
+                        ":held": HoldPhase.HELD,
+                        ":paying": HoldPhase.PAYING,
+                        ":key": attempt.key,
+                        ":now": datetime.now(UTC).isoformat(),
+                    },
+                ),
                 self._release_email(hold, attempt.email),
             ],
         )
@@ -283,26 +251,22 @@ class DynamoHolds:
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None:
         """Paid and on the queue: the hold can no longer expire (leaves the sweeper's index)."""
-        update = {
-            "TableName": self._table,
-            "Key": hold_key(hold.holdId),
-            "UpdateExpression": "SET #s = :queued, chargeId = :charge, queuedAt = :now REMOVE gsi1pk, gsi1sk",
-            "ConditionExpression": "#s = :paying AND attempt.#k = :key",
-            "ExpressionAttributeNames": {"#s": "status", "#k": "key"},
-            "ExpressionAttributeValues": values(
-                {
-                    ":queued": HoldPhase.QUEUED,
-                    ":paying": HoldPhase.PAYING,
-                    ":key": attempt.key,
-                    ":charge": payment_id,
-                    ":now": now.isoformat(),
-                }
-            ),
-        }
+        update = self._update_hold(
+            hold,
+            "SET #s = :queued, chargeId = :charge, queuedAt = :now REMOVE gsi1pk, gsi1sk",
+            "#s = :paying AND attempt.#k = :key",
+            {
+                ":queued": HoldPhase.QUEUED,
+                ":paying": HoldPhase.PAYING,
+                ":key": attempt.key,
+                ":charge": payment_id,
+                ":now": now.isoformat(),
+            },
+        )
         # A paid place no longer counts against its client's hold limit: freed in the same
         # transaction as the move, so a retry (condition fails) never frees it twice.
         try:
-            transact(self._db, [{"Update": update}, *self._free_client_slots(hold)])
+            transact(self._db, [update, *self._free_client_slots(hold)])
         except ConditionFailed as exc:
             if exc.first != 0:
                 raise

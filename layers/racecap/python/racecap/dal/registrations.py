@@ -26,7 +26,7 @@ from racecap.dal.keys import (
     stats_key,
     stats_pk,
 )
-from racecap.dal.transactions import ConditionFailed, TransactItem, transact
+from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.domain import (
     ROW_FIELDS,
     EmailClaimPhase,
@@ -231,39 +231,36 @@ class DynamoRegistrations:
         return {i["sk"].removeprefix("MIN#"): int(i["confirmed"]) for i in items if i["sk"].startswith("MIN#")}
 
     # -- directors: cancelling -----------------------------------------------------------------
+    @staticmethod
+    def _update_status(
+        table: str, key: dict[str, Any], expression: str, condition: str, vals: dict[str, Any]
+    ) -> TransactItem:
+        """An Update of a registration's or a hold's item, ``#s`` naming its status."""
+        return update_item(table, key, expression, condition=condition, names={"#s": "status"}, vals=vals)
+
     def begin_cancel_item(self, registration_id: str, now: str, by: str) -> TransactItem:
         """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves."""
-        return {
-            "Update": {
-                "TableName": self._regs,
-                "Key": reg_key(registration_id),
-                "UpdateExpression": "SET #s = :cancelling, cancelRequestedAt = :now, cancelledBy = :by",
-                "ConditionExpression": "#s = :confirmed",
-                "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": values(
-                    {
-                        ":cancelling": RegistrationPhase.CANCELLING,
-                        ":confirmed": RegistrationPhase.CONFIRMED,
-                        ":now": now,
-                        ":by": by,
-                    }
-                ),
-            }
-        }
+        return self._update_status(
+            self._regs,
+            reg_key(registration_id),
+            "SET #s = :cancelling, cancelRequestedAt = :now, cancelledBy = :by",
+            "#s = :confirmed",
+            {
+                ":cancelling": RegistrationPhase.CANCELLING,
+                ":confirmed": RegistrationPhase.CONFIRMED,
+                ":now": now,
+                ":by": by,
+            },
+        )
 
     def undo_cancel_item(self, registration_id: str) -> TransactItem:
-        return {
-            "Update": {
-                "TableName": self._regs,
-                "Key": reg_key(registration_id),
-                "UpdateExpression": "SET #s = :confirmed REMOVE cancelRequestedAt, cancelledBy",
-                "ConditionExpression": "#s = :cancelling",
-                "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": values(
-                    {":cancelling": RegistrationPhase.CANCELLING, ":confirmed": RegistrationPhase.CONFIRMED}
-                ),
-            }
-        }
+        return self._update_status(
+            self._regs,
+            reg_key(registration_id),
+            "SET #s = :confirmed REMOVE cancelRequestedAt, cancelledBy",
+            "#s = :cancelling",
+            {":cancelling": RegistrationPhase.CANCELLING, ":confirmed": RegistrationPhase.CONFIRMED},
+        )
 
     def finish_cancel_items(self, reg: Registration, hold: Hold, refund_id: str, now: str) -> list[TransactItem]:
         """Refunded: the registration is CANCELLED, its place goes back to its shard, its
@@ -272,44 +269,32 @@ class DynamoRegistrations:
         rid, race_id, event_id = reg.registrationId, reg.raceId, reg.eventId
         amount = reg.amountCents
         return [
-            {
-                "Update": {
-                    "TableName": self._regs,
-                    "Key": reg_key(rid),
-                    "UpdateExpression": "SET #s = :cancelled, cancelledAt = :now, refundId = :refund",
-                    "ConditionExpression": "#s = :cancelling",
-                    "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": values(
-                        {
-                            ":cancelled": RegistrationPhase.CANCELLED,
-                            ":cancelling": RegistrationPhase.CANCELLING,
-                            ":now": now,
-                            ":refund": refund_id,
-                        }
-                    ),
-                }
-            },
-            {
-                "Update": {
-                    "TableName": self._inv,
-                    "Key": hold_key(hold.holdId),
-                    "UpdateExpression": "SET #s = :cancelled",
-                    "ConditionExpression": "registrationId = :rid AND #s = :confirmed",
-                    "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": values(
-                        {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid}
-                    ),
-                }
-            },
-            {
-                "Update": {
-                    "TableName": self._inv,
-                    "Key": shard_key(race_id, event_id, hold.shard),
-                    "UpdateExpression": "SET taken = taken - :one",
-                    "ConditionExpression": "taken >= :one",
-                    "ExpressionAttributeValues": values({":one": 1}),
-                }
-            },
+            self._update_status(
+                self._regs,
+                reg_key(rid),
+                "SET #s = :cancelled, cancelledAt = :now, refundId = :refund",
+                "#s = :cancelling",
+                {
+                    ":cancelled": RegistrationPhase.CANCELLED,
+                    ":cancelling": RegistrationPhase.CANCELLING,
+                    ":now": now,
+                    ":refund": refund_id,
+                },
+            ),
+            self._update_status(
+                self._inv,
+                hold_key(hold.holdId),
+                "SET #s = :cancelled",
+                "registrationId = :rid AND #s = :confirmed",
+                {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid},
+            ),
+            update_item(
+                self._inv,
+                shard_key(race_id, event_id, hold.shard),
+                "SET taken = taken - :one",
+                condition="taken >= :one",
+                vals={":one": 1},
+            ),
             {
                 "Delete": {
                     "TableName": self._inv,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from racecap.dal.dynamo import values
 from racecap.dal.retry import cancellation_codes, retry_contention
 
 TransactItem = dict[str, Any]
@@ -27,6 +28,27 @@ class ConditionFailed(Exception):
     @property
     def first(self) -> int:
         return self.indexes[0]
+
+
+def update_item(
+    table: str,
+    key: dict[str, Any],
+    expression: str,
+    *,
+    condition: str | None = None,
+    names: dict[str, str] | None = None,
+    vals: dict[str, Any] | None = None,
+) -> TransactItem:
+    """One ``Update`` of a transaction (``vals`` as plain values), in the shape every
+    adapter's Update items share; absent parts are left out, as DynamoDB wants them."""
+    update: dict[str, Any] = {"TableName": table, "Key": key, "UpdateExpression": expression}
+    if condition is not None:
+        update["ConditionExpression"] = condition
+    if names:
+        update["ExpressionAttributeNames"] = names
+    if vals:
+        update["ExpressionAttributeValues"] = values(vals)
+    return {"Update": update}
 
 
 def transact(client: Any, items: list[TransactItem]) -> None:
