@@ -15,7 +15,7 @@
 //   RACECAP_BACKOFF_SCALE      multiplies every waiting-screen wait (1 = real; the local
 //                              burst uses less and says so in its report)
 //   RACECAP_CONFIRM_TIMEOUT_S  a runner gives up waiting after this long (600)
-//   RACECAP_PAYMENT_TOKEN      the card (tok_visa)
+//   RACECAP_PAYMENT_METHOD      the card (pm_card_visa)
 //   RACECAP_PAGE_REFRESHES     race-page burst: refreshes per reader (5)
 //   RACECAP_OUTCOMES           a JSONL file: one line per milestone and one per runner,
 //                              read by tools/burst for its progress line and report
@@ -41,7 +41,7 @@ const CFG = {
   thinkMax: num('RACECAP_THINK_MAX_S', 60),
   backoffScale: num('RACECAP_BACKOFF_SCALE', 1),
   confirmTimeout: num('RACECAP_CONFIRM_TIMEOUT_S', 600),
-  token: process.env.RACECAP_PAYMENT_TOKEN || 'tok_visa',
+  token: process.env.RACECAP_PAYMENT_METHOD || 'pm_card_visa',
   refreshes: num('RACECAP_PAGE_REFRESHES', 5),
   maxRetries: 3,
 };
@@ -107,7 +107,7 @@ function newRunner(context, events, done) {
   const month = String(1 + Math.floor(Math.random() * 12)).padStart(2, '0');
   const day = String(1 + Math.floor(Math.random() * 28)).padStart(2, '0');
   v.dateOfBirth = `${year}-${month}-${day}`;
-  v.paymentToken = CFG.token;
+  v.paymentMethod = CFG.token;
   v.tries = 0;
   v.t0 = Date.now();
   events.emit('counter', 'racecap.runners.arrived', 1);

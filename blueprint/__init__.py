@@ -480,6 +480,10 @@ COMMON_ENV: dict[str, Ref] = {
     # and the secret holding its keys; only functions granted ReadSecret may read it.
     "PAYMENTS_API_BASE": Param("PaymentsApiBase", "https://api.stripe.com"),
     "PAYMENTS_SECRET_ID": SecretId("PaymentProvider"),
+    # Requests per second to the provider, for all functions together (a Redis limiter, with
+    # 10 % headroom inside): below Stripe's own limit (test mode 25/s; live ~100/s, or what
+    # Stripe raised it to before a big opening — README "The payment provider's limits").
+    "PAYMENTS_RATE_PER_SECOND": Param("PaymentsRatePerSecond", "24"),
     # Per-address token buckets on the runner API: requests per second, and the burst a
     # page load (a dozen calls) and a few quick retries fit in.
     "RATE_LIMIT_PER_SECOND": Param("RunnerRateLimitPerSecond", "5"),
@@ -504,14 +508,16 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         "RegistrationApi",
         "functions/registration_api",
-        "Holds, registration + payment, registration status",
+        "Holds, registration + payment, payment webhooks, registration status",
         grants=(
             TableAccess("Races", "read"),
             TableAccess("Inventory", "readwrite"),
-            TableAccess("Registrations", "read"),
+            TableAccess("Registrations", "readwrite"),  # the webhook: outside refunds, disputes
             TableAccess("Idempotency", "readwrite"),
+            TableAccess("Audit", "readwrite"),  # the webhook: a refund made outside Racecap is audited
             QueueAccess("Registrations", "send"),
-            ReadSecret("PaymentProvider"),  # creates and confirms payments
+            QueueAccess("Emails", "send"),  # the webhook: refund emails
+            ReadSecret("PaymentProvider"),  # creates intents, verifies webhooks
             ReadSecret("FairnessSigningKey"),  # signs device, queue and admission tokens
         ),
         warm_start="provisioned",
@@ -673,6 +679,9 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
+    Route("POST", "/api/holds/{holdId}/payment/confirm", "RegistrationApi"),
+    # Stripe's webhook deliveries (signed; no per-address rate limit: Stripe sends from few addresses).
+    Route("POST", "/api/payments/webhook", "RegistrationApi"),
     Route("GET", "/api/registrations/{registrationId}", "RegistrationApi"),
     Route("POST", "/api/device", "RegistrationApi"),
     Route("GET", "/api/races/{raceId}/queue", "RegistrationApi"),

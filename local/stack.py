@@ -282,7 +282,9 @@ class LocalStack:
         return self._spawn("payments", cmd, self.ports.payments, {"PYTHONPATH": str(ROOT)})
 
     def _start_stripe(self) -> servers.ServerProcess:
-        cmd = [sys.executable, "-m", "local.stripe_standin", "--port", str(self.ports.stripe)]
+        # Signed events go to the gateway's webhook route, as Stripe posts them to the stage's.
+        webhook = f"{self.url}/api/payments/webhook"
+        cmd = [sys.executable, "-m", "local.stripe_standin", "--port", str(self.ports.stripe), "--webhook-url", webhook]
         return self._spawn("stripe", cmd, self.ports.stripe, {"PYTHONPATH": str(ROOT)})
 
     def _start_sfn(self) -> servers.ServerProcess:

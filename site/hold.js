@@ -9,7 +9,7 @@ import {
 import { normaliseDate, registrationBody, validate } from './validate.js';
 
 const LOCAL = ['localhost', '127.0.0.1', '[::1]'].includes(location.hostname);
-const TOKENS = [['tok_visa', 'succeeds'], ['tok_declined', 'is declined'], ['tok_slow', 'succeeds after a delay']];
+const TOKENS = [['pm_card_visa', 'succeeds'], ['pm_card_chargeDeclined', 'is declined'], ['pm_card_authenticationRequired', 'asks for 3-D Secure']];
 
 export function holdPage(holdId) {
   const ctx = store.get(`hold:${holdId}`) || { holdId };
@@ -77,20 +77,20 @@ export function holdPage(holdId) {
     h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' }, 'Continue to payment'));
 
   const useToken = (t) => {
-    fields.paymentToken.input.value = state.paymentToken = t;
+    fields.paymentMethod.input.value = state.paymentMethod = t;
     delete state.pending;
     save();
-    setErr('paymentToken', '');
+    setErr('paymentMethod', '');
   };
   const who = h('p', { testid: 'runner-summary' });
   const payment = h('fieldset', { testid: 'payment-step' }, h('legend', {}, 'Payment'), who,
-    LOCAL && h('div', { cls: 'alert info', testid: 'test-tokens' },
-      h('p', {}, 'Local test stack, no real payments. Use a test token:'),
+    LOCAL && h('div', { cls: 'alert info', testid: 'test-cards' },
+      h('p', {}, 'Local test stack, no real payments. Use a test payment method:'),
       h('ul', {}, TOKENS.map(([t, d]) => h('li', {}, h('button', {
         type: 'button', cls: 'link', testid: `use-${t}`, onclick: () => useToken(t),
       }, h('code', {}, t)), ` ${d}`)))),
-    field('paymentToken', 'Payment token', { autocomplete: 'off', spellcheck: 'false', required: true },
-      'From the payment provider.'),
+    field('paymentMethod', 'Payment method', { autocomplete: 'off', spellcheck: 'false', required: true },
+      'A payment method id from the payment provider (pm_...).'),
     h('div', { cls: 'row' },
       h('button', { type: 'submit', cls: 'primary', testid: 'submit-registration' }, 'Pay and register'),
       h('button', { type: 'button', testid: 'edit-details', onclick: () => step(1, 'email') }, 'Edit details')));
@@ -184,7 +184,7 @@ export function holdPage(holdId) {
       );
       const id = data.registrationId;
       const runner = { ...payload };
-      delete runner.paymentToken;
+      delete runner.paymentMethod;
       store.set(`reg:${id}`, { ...runner, raceId: ctx.raceId, raceName: ctx.raceName, eventName: ctx.eventName });
       store.set(`poll:${id}`, { n: 0, next: Date.now() + POLL_S[0] * 1000 * pollScale() });
       store.set(`hold:${holdId}`, { ...ctx, registrationId: id });
@@ -207,7 +207,7 @@ export function holdPage(holdId) {
       showSummary(errs);
       if (!Object.keys(errs).some((n) => fields[n])) problem.replaceChildren(errorBox(e.message));
     } else if (e.code === 'PAYMENT_DECLINED' || e.code === 'EMAIL_ALREADY_REGISTERED') {
-      const name = e.code === 'PAYMENT_DECLINED' ? 'paymentToken' : 'email';
+      const name = e.code === 'PAYMENT_DECLINED' ? 'paymentMethod' : 'email';
       delete state.pending;
       step(name === 'email' ? 1 : 2);
       const again = name === 'email' || /another card/i.test(e.message) ? '' : ' Try another card.';
@@ -237,14 +237,14 @@ export function holdPage(holdId) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (form.getAttribute('aria-busy') === 'true') return;
-    const errs = check(state.step === 1 ? DETAILS : [...DETAILS, 'paymentToken']);
+    const errs = check(state.step === 1 ? DETAILS : [...DETAILS, 'paymentMethod']);
     const bad = Object.keys(errs);
     if (bad.length) {
       step(bad.some((n) => DETAILS.includes(n)) ? 1 : 2);
       return showSummary(errs);
     }
     summary.hidden = true;
-    if (state.step === 1) return step(2, 'paymentToken');
+    if (state.step === 1) return step(2, 'paymentMethod');
     submit(state.pending || registrationBody(state));
   });
 

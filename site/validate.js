@@ -54,7 +54,7 @@ export const CHECKS = {
   firstName: (v) => checkName(v, 'first name'),
   lastName: (v) => checkName(v, 'last name'),
   dateOfBirth: (v, now) => checkDateOfBirth(v, now),
-  paymentToken: (v) => (String(v || '').trim() ? '' : 'Enter your payment token.'),
+  paymentMethod: (v) => (String(v || '').trim() ? '' : 'Enter your payment method.'),
 };
 
 // Returns {field: message} for every failing field among `names`.
@@ -74,6 +74,6 @@ export function registrationBody(values) {
     firstName: String(values.firstName || '').trim(),
     lastName: String(values.lastName || '').trim(),
     dateOfBirth: normaliseDate(values.dateOfBirth),
-    paymentToken: String(values.paymentToken || '').trim(),
+    paymentMethod: String(values.paymentMethod || '').trim(),
   };
 }

@@ -6,7 +6,8 @@ The non-negotiables, per race:
 * confirmed registrations ≤ cap for every event, and the cap shards agree;
 * one registration per email per race;
 * bibs per event are 1..N: no gaps, no duplicates;
-* every successful charge has a confirmed registration (or a refund);
+* every succeeded payment (from the provider's own records) belongs to one confirmed
+  registration, or was refunded exactly once; every dispute is flagged on its registration;
 * emails sent equal registrations confirmed (once the email queue has drained);
 * nothing in any dead-letter queue.
 """
@@ -17,6 +18,8 @@ import argparse
 import json
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -59,9 +62,48 @@ class AuditReport:
         return "\n".join(lines)
 
 
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback only
-        return json.load(resp)
+def _get_json(url: str, headers: dict[str, str] | None = None) -> Any:
+    request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 - loopback only
+    for attempt in range(20):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback only
+                return json.load(resp)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 429 or attempt == 19:  # the provider's rate limit: the audit waits its turn
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Where the provider's own records are read (Stripe's API: the stand-in locally)."""
+
+    api_base: str
+    secret_key: str
+
+    def _all(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        after = ""
+        while True:
+            query = urllib.parse.urlencode({**params, "limit": "100", **({"starting_after": after} if after else {})})
+            page = _get_json(f"{self.api_base}{path}?{query}", {"Authorization": f"Bearer {self.secret_key}"})
+            out += page["data"]
+            if not page.get("has_more") or not page["data"]:
+                return out
+            after = page["data"][-1]["id"]
+
+    def intents(self, race_id: str) -> list[dict[str, Any]]:
+        return self._all("/v1/payment_intents/search", {"query": f"metadata['raceId']:'{race_id}'"})
+
+    def events(self, event_type: str) -> list[dict[str, Any]]:
+        return self._all("/v1/events", {"type": event_type})
+
+
+def local_provider(stack: Any) -> Provider:
+    from local.stripe_standin.server import Keys
+
+    return Provider(stack.stripe_url, Keys().secret)
 
 
 def audit(
@@ -69,7 +111,7 @@ def audit(
     sqs: Any,
     race_id: str,
     *,
-    payments_url: str,
+    provider: Provider,
     mailbox_url: str,
     queue_urls: dict[str, str],
     expect_emails: bool = True,
@@ -133,21 +175,37 @@ def audit(
     report.violations += [f"email {e} registered {n} times" for e, n in per_email.items() if n > 1]
 
     confirmed_ids = {r["registrationId"] for r in regs}
-    charges = [
-        c for c in _get_json(f"{payments_url}/v1/charges")["data"] if c.get("metadata", {}).get("raceId") == race_id
-    ]
-    succeeded = [c for c in charges if c["status"] == "succeeded"]
+    # Every succeeded payment, from the provider's own records: it belongs to exactly one
+    # confirmed registration, or was refunded (a cancellation, or automatically) exactly once.
+    intents = provider.intents(race_id)
+    succeeded = [i for i in intents if i["status"] == "succeeded"]
     report.charges_succeeded = len(succeeded)
-    report.refunds = sum(1 for c in succeeded if c.get("refunded"))
+    refunds = Counter(
+        e["data"]["object"].get("payment_intent")
+        for e in provider.events("refund.created")
+        if e["data"]["object"].get("payment_intent")
+    )
+    report.refunds = sum(1 for i in succeeded if refunds[i["id"]])
+    twice = [i["id"] for i in succeeded if refunds[i["id"]] > 1]
+    report.violations += [f"payment {pi} refunded {refunds[pi]} times" for pi in twice]
     per_registration: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for c in succeeded:
-        per_registration[c["metadata"]["registrationId"]].append(c)
-    for rid, cs in per_registration.items():
-        kept = [c for c in cs if not c.get("refunded")]
+    for i in succeeded:
+        per_registration[i["metadata"].get("registrationId", i["id"])].append(i)
+    for rid, paid in per_registration.items():
+        kept = [i for i in paid if not refunds[i["id"]]]
         if len(kept) > 1:
             report.violations.append(f"registration {rid} was charged {len(kept)} times")
         if kept and rid not in confirmed_ids:
             report.violations.append(f"registration {rid} was charged but is not confirmed")
+    # Every dispute of this race's payments is flagged on its registration.
+    ours = {i["id"]: str(i["metadata"].get("registrationId", "")) for i in succeeded}
+    disputes = [e["data"]["object"] for e in provider.events("charge.dispute.created")]
+    disputes = [d for d in disputes if ours.get(d.get("payment_intent", ""))]
+    all_regs = {r["registrationId"]: r for r in registrations_for(dynamodb, race_id)} if disputes else {}
+    for dispute in disputes:
+        disputed = ours[dispute["payment_intent"]]
+        if disputed in all_regs and all_regs[disputed].get("disputeId") != dispute["id"]:
+            report.violations.append(f"registration {disputed}: dispute {dispute['id']} not flagged")
 
     if expect_emails:
         mail = _get_json(f"{mailbox_url}/messages.json")["messages"]
@@ -181,7 +239,7 @@ def audit_until_clean(
             dynamodb,
             sqs,
             race_id,
-            payments_url=stack.payments_url,
+            provider=local_provider(stack),
             mailbox_url=stack.mailbox_url,
             queue_urls=stack.queue_urls,
         )
@@ -209,6 +267,8 @@ def main() -> None:
     parser.add_argument("--stack", default=str(blueprint.ROOT / ".local-stack" / "run" / "stack.json"))
     parser.add_argument("--race", action="append", help="race id (default: every race)")
     args = parser.parse_args()
+    from local.stripe_standin.server import Keys
+
     info = json.load(open(args.stack))  # noqa: SIM115
     env = info["env"]
     session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
@@ -228,7 +288,7 @@ def main() -> None:
             ddb,
             sqs,
             race_id,
-            payments_url=env["PAYMENTS_URL"],
+            provider=Provider(env["PAYMENTS_API_BASE"], Keys().secret),
             mailbox_url=info["mailbox"],
             queue_urls=info["queueUrls"],
         )

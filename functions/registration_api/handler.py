@@ -1,10 +1,11 @@
 """RegistrationApi: hold a place, register and pay, release a hold, poll the outcome;
-get a device token, and wait in a race's opening queue."""
+get a device token, and wait in a race's opening queue; the payment provider's webhooks."""
 
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -20,15 +21,25 @@ from racecap.fairness.limits import client_limits
 from racecap.fairness.queue import ChallengeView, EnterRequest, NowServingView, QueueView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
-from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus
+from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus, WebhookAnswer
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import client, hold_service, opening_queue, registration_service, runner_rate_limit, signer
+from racecap.wiring import (
+    client,
+    hold_service,
+    opening_queue,
+    payment_events,
+    registration_service,
+    runner_rate_limit,
+    signer,
+)
+
+WEBHOOK_PATH = "/api/payments/webhook"
 
 settings = get_settings()  # validate the environment at cold start, not mid-burst
 # The queue's shared figure: about a second at the edge (blueprint.CACHE_BEHAVIOURS), like
 # the queue state's own cache (racecap.fairness.queue.STATE_TTL).
 SHARED_1S = {"Cache-Control": "public, max-age=1"}
-app = make_resolver(rate_limit=runner_rate_limit)
+app = make_resolver(rate_limit=runner_rate_limit, rate_exempt=(WEBHOOK_PATH,))
 
 # The same call repeated (a double click, a retry after a lost response) returns the
 # first answer without running again; the hold's state machine is the second guard.
@@ -165,28 +176,49 @@ def release_hold(holdId: str) -> Response[None]:
     return Response(204, headers=NO_STORE)
 
 
+_CONFIRM_LINK = {
+    "Confirm": {
+        "operationId": "confirm_payment_api_holds__holdId__payment_confirm_post",
+        "parameters": {"holdId": "$request.path.holdId"},
+    }
+}
+_OUTCOME_LINK = {
+    "Outcome": {
+        "operationId": "registration_status_api_registrations__registrationId__get",
+        "parameters": {"registrationId": "$response.body#/registrationId"},
+    }
+}
+_BUSY: OpenAPIResponse = {
+    "description": "TOO_MANY_REQUESTS: the payment provider's request budget is spent for now, or it is not "
+    "answering; the place stays held. Retry after Retry-After.",
+    "headers": {"Retry-After": {"description": "Seconds to wait"}},
+}
+
+
 @app.post(
     "/api/holds/<holdId>/registration",
-    summary="Register and pay for a held place",
-    description="Repeating the same call returns the same registration and never charges twice.",
+    summary="The runner's details: claim the email, get the hold's payment to confirm",
+    description=(
+        "Claims the email for the race, then answers with the hold's one PaymentIntent "
+        "(`clientSecret`, for Stripe.js's `confirmPayment`) and the amount, from the server's price. "
+        "Repeating the call (a retry, a second tab, after a decline) returns the same intent. "
+        "With `paymentMethod` (a `pm_…` id) the intent is confirmed here instead. "
+        "Once paid: `QUEUED` (202)."
+    ),
     tags=["Registration"],
     responses={
-        202: {
-            "description": "Paid and queued",
-            "links": {
-                "Outcome": {
-                    "operationId": "registration_status_api_registrations__registrationId__get",
-                    "parameters": {"registrationId": "$response.body#/registrationId"},
-                }
-            },
-        },
+        200: {"description": "Payment required: confirm it with `clientSecret`", "links": _CONFIRM_LINK},
+        202: {"description": "Paid and queued", "links": _OUTCOME_LINK},
         400: {"description": "VALIDATION_ERROR with fields"},
-        402: {"description": "PAYMENT_DECLINED; the place stays held"},
+        402: {"description": "PAYMENT_DECLINED (with `paymentMethod`); the place stays held"},
         409: {
-            "description": "EMAIL_ALREADY_REGISTERED, or CONFLICT: the same call is still being processed",
+            "description": "EMAIL_ALREADY_REGISTERED, or CONFLICT: a payment with other details is in progress, "
+            "or the same call is still being processed",
             "headers": {"Retry-After": {"description": "While the same call is still being processed"}},
         },
         410: {"description": "HOLD_EXPIRED"},
+        404: {"description": "HOLD_NOT_FOUND"},
+        429: _BUSY,
     },
 )
 @tracer.capture_method
@@ -195,7 +227,64 @@ def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Respo
         result = _register(call={"holdId": holdId, "request": body.model_dump(mode="json")})
     except IdempotencyAlreadyInProgressError as exc:
         raise Conflict("This registration is already being processed.", retry_after=2) from exc
+    status = 202 if result["status"] in ("QUEUED", "CONFIRMED") else 200
+    return Response(status, content_types.APPLICATION_JSON, result, headers=NO_STORE)
+
+
+@app.post(
+    "/api/holds/<holdId>/payment/confirm",
+    summary="After the browser confirmed the hold's payment: register if it succeeded",
+    description=(
+        "The server asks the payment provider; the browser's word is never taken for it. "
+        "Safe to repeat: one registration, whichever of this call and the provider's webhook comes first."
+    ),
+    tags=["Registration"],
+    responses={
+        202: {"description": "Paid and queued (or already confirmed)", "links": _OUTCOME_LINK},
+        402: {"description": "PAYMENT_DECLINED (or 3-D Secure failed); the place stays held: try another card"},
+        404: {"description": "HOLD_NOT_FOUND"},
+        409: {
+            "description": "PAYMENT_PENDING (3-D Secure or the bank still deciding; see Retry-After), "
+            "PAYMENT_NOT_STARTED (send the details first), or CONFLICT",
+            "headers": {"Retry-After": {"description": "When PAYMENT_PENDING: when to ask again"}},
+        },
+        410: {"description": "HOLD_EXPIRED (the payment was cancelled with the hold)"},
+        429: _BUSY,
+    },
+)
+@tracer.capture_method
+def confirm_payment(holdId: str) -> Response[RegistrationAccepted]:
+    result = registration_service().confirm(holdId)
     return Response(202, content_types.APPLICATION_JSON, result, headers=NO_STORE)
+
+
+@app.post(
+    WEBHOOK_PATH,
+    summary="The payment provider's signed events (Stripe webhooks)",
+    description=(
+        "Verifies `Stripe-Signature` (HMAC-SHA256, timestamp within 5 minutes), applies each event once "
+        "by the state it describes, and answers 2xx only once the effect is durable. Handles "
+        "payment_intent.succeeded, payment_intent.payment_failed, charge.refunded, charge.dispute.created."
+    ),
+    tags=["Payments"],
+    responses={
+        200: {"description": "Applied (or a duplicate, or an event type Racecap does not use)"},
+        400: {"description": "INVALID_SIGNATURE: missing, wrong or too old Stripe-Signature; nothing changed"},
+        503: {
+            "description": "NOT_YET: the registration the event is about is still being written; deliver again",
+            "headers": {"Retry-After": {"description": "Seconds to wait"}},
+        },
+        429: _BUSY,
+    },
+)
+@tracer.capture_method
+def payment_webhook() -> Response[WebhookAnswer]:
+    event = app.current_event
+    payload = (event.body or "").encode("utf-8")
+    signature = lower_headers(event.raw_event).get("stripe-signature")
+    outcome = payment_events().receive(payload, signature)
+    answer = WebhookAnswer(received=True, outcome=outcome)
+    return Response(200, content_types.APPLICATION_JSON, answer, headers=NO_STORE)
 
 
 @app.get(

@@ -25,7 +25,7 @@ FIELDS = {
     "firstName": "First name",
     "lastName": "Last name",
     "dateOfBirth": "Date of birth",
-    "paymentToken": "Payment token",
+    "paymentMethod": "Payment method",
 }
 
 
@@ -122,10 +122,10 @@ def fill_details(page: Page, runner: Runner) -> None:
     expect(page.get_by_test_id("runner-summary")).to_contain_text(runner.email.strip())
 
 
-def pay(page: Page, token: str = "tok_visa") -> None:
+def pay(page: Page, token: str = "pm_card_visa") -> None:
     """Picks one of the local provider's test tokens (the page lists them) and pays."""
     page.get_by_test_id(f"use-{token}").click()
-    expect(field(page, "paymentToken")).to_have_value(token)
+    expect(field(page, "paymentMethod")).to_have_value(token)
     page.get_by_test_id("submit-registration").click()
 
 

@@ -92,9 +92,9 @@ def test_a_runner_goes_from_the_race_list_to_a_bib(page: Page, backend, snap) ->
     expect(page.get_by_test_id("hold-summary")).to_contain_text(name)
     expect(page.get_by_test_id("hold-countdown")).to_have_text(re.compile(r"Your place is held for 9:[0-5]\d\."))
     fill_details(page, runner)
-    expect(page.get_by_test_id("test-tokens")).to_contain_text("tok_declined")
+    expect(page.get_by_test_id("test-cards")).to_contain_text("pm_card_chargeDeclined")
     snap(page, "payment")
-    pay(page, "tok_visa")
+    pay(page, "pm_card_visa")
 
     expect(page.get_by_test_id("page-title")).to_have_text("Confirming your registration")
     expect(page.get_by_test_id("poll-countdown")).to_have_text(re.compile(r"Checking again in \d s\."))
@@ -155,7 +155,7 @@ def test_an_email_already_registered_is_shown_on_the_email_field_and_nothing_typ
     hold_id = api.post(f"/api/races/{race_id}/events/{event_id}/holds").json()["holdId"]
     taken = api.post(
         f"/api/holds/{hold_id}/registration",
-        json={**first.__dict__, "paymentToken": "tok_visa"},
+        json={**first.__dict__, "paymentMethod": "pm_card_visa"},
     )
     assert taken.status_code == 202, taken.text
 
@@ -164,7 +164,7 @@ def test_an_email_already_registered_is_shown_on_the_email_field_and_nothing_typ
     # The same address, as people type it: other case, stray spaces.
     again = Runner(email=f"  {first.email.upper()} ", firstName="Grace", lastName="Hopper")
     fill_details(page, again)
-    pay(page, "tok_visa")
+    pay(page, "pm_card_visa")
 
     error = page.get_by_test_id("error-email")
     expect(error).to_contain_text("is already registered for")
@@ -183,7 +183,7 @@ def test_an_email_already_registered_is_shown_on_the_email_field_and_nothing_typ
     email.fill(fresh.email)
     expect(error).to_be_hidden()
     page.get_by_test_id("continue-button").click()
-    expect(field(page, "paymentToken")).to_have_value("tok_visa")  # kept from the first try
+    expect(field(page, "paymentMethod")).to_have_value("pm_card_visa")  # kept from the first try
     page.get_by_test_id("submit-registration").click()
     expect_confirmed(page, fresh)
 
@@ -195,18 +195,18 @@ def test_a_declined_card_keeps_the_place_and_another_card_works(page: Page, back
     open_race(page, race_id)
     hold_place(page)
     fill_details(page, runner)
-    pay(page, "tok_declined")
+    pay(page, "pm_card_chargeDeclined")
 
-    error = page.get_by_test_id("error-paymentToken")
+    error = page.get_by_test_id("error-paymentMethod")
     expect(error).to_have_text("Your card was declined. Your place is still held: try another card.")
-    token = field(page, "paymentToken")
+    token = field(page, "paymentMethod")
     expect(token).to_be_focused()
     expect(token).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_test_id("runner-summary")).to_contain_text(runner.email)
     expect(page.get_by_test_id("hold-countdown")).to_contain_text("Your place is held for")
     snap(page, "declined")
 
-    pay(page, "tok_visa")
+    pay(page, "pm_card_visa")
     expect_confirmed(page, runner)
 
 
@@ -219,7 +219,7 @@ def test_an_expired_hold_says_so_and_the_next_hold_starts_from_what_was_typed(pa
     expect(page.get_by_test_id("hold-countdown")).to_have_text(re.compile(r"Your place is held for 0:[0-5]\d\."))
     fill_details(page, runner)
     expire_hold(backend, hold_id)
-    pay(page, "tok_visa")
+    pay(page, "pm_card_visa")
 
     expired = page.get_by_test_id("hold-expired")
     expect(expired).to_contain_text("Your hold expired before we received your registration.")
@@ -236,7 +236,7 @@ def test_an_expired_hold_says_so_and_the_next_hold_starts_from_what_was_typed(pa
     for name in ("email", "firstName", "lastName", "dateOfBirth"):
         expect(field(page, name)).to_have_value(getattr(runner, name))
     page.get_by_test_id("continue-button").click()
-    pay(page, "tok_visa")
+    pay(page, "pm_card_visa")
     expect_confirmed(page, runner)
 
 
@@ -249,7 +249,7 @@ def test_a_network_failure_keeps_everything_typed_and_try_again_registers_once(p
     hold_place(page)
     fill_details(page, runner)
     page.route(registration, lambda route: route.abort("internetdisconnected"))
-    pay(page, "tok_visa")
+    pay(page, "pm_card_visa")
 
     error = page.get_by_test_id("form-error").get_by_test_id("error")
     expect(error).to_contain_text("We could not reach Racecap")
@@ -260,7 +260,7 @@ def test_a_network_failure_keeps_everything_typed_and_try_again_registers_once(p
     wait_for_form(page)
     expect(page.get_by_test_id("payment-step")).to_be_visible()
     expect(page.get_by_test_id("runner-summary")).to_contain_text(runner.email)
-    expect(field(page, "paymentToken")).to_have_value("tok_visa")
+    expect(field(page, "paymentMethod")).to_have_value("pm_card_visa")
     expect(page.get_by_test_id("form-error")).to_contain_text("Your last attempt did not finish")
 
     page.unroute(registration)
@@ -303,7 +303,7 @@ def test_a_narrow_mobile_screen_gets_the_whole_flow_without_sideways_scrolling(n
     )
     snap(page, "payment")
     assert horizontal_overflow(page) == 0
-    page.get_by_test_id("use-tok_visa").tap()
+    page.get_by_test_id("use-pm_card_visa").tap()
     page.get_by_test_id("submit-registration").tap()
     expect_confirmed(page, runner)
     assert horizontal_overflow(page) == 0
@@ -364,9 +364,9 @@ def test_keyboard_only_labels_focus_order_and_contrast(page: Page, backend, snap
         page.keyboard.type(value)
     expect(page.get_by_test_id("error-email")).to_be_hidden()  # errors clear as the runner fixes them
     page.keyboard.press("Enter")
-    expect(field(page, "paymentToken")).to_be_focused()
+    expect(field(page, "paymentMethod")).to_be_focused()
     assert contrast_failures(page) == []
-    page.keyboard.type("tok_visa")
+    page.keyboard.type("pm_card_visa")
     page.keyboard.press("Enter")
 
     expect_confirmed(page, runner)

@@ -236,6 +236,30 @@ class FakeHolds:
         except ConditionFailed:
             pass  # already moved on: the same outcome
 
+    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
+        t = self.tables
+
+        def ok(h: Hold) -> bool:
+            return self._paying_with(attempt)(h) and h.intentId in (None, intent_id)
+
+        try:
+            t.transact([t.hold_item(hold.holdId, ok, intentId=intent_id)])
+        except ConditionFailed:
+            return False
+        return True
+
+    def extend(self, hold: Hold, until: datetime) -> bool:
+        t = self.tables
+
+        def ok(h: Hold) -> bool:
+            return h.status == HoldPhase.PAYING and h.expiresAt == hold.expiresAt and not h.extended
+
+        try:
+            t.transact([t.hold_item(hold.holdId, ok, expiresAt=until, extended=True)])
+        except ConditionFailed:
+            return False
+        return True
+
     def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
         def free(key: str) -> None:
             self.tables.client_holds[key] -= 1
@@ -358,6 +382,16 @@ class FakeRegistrations:
             lambda: rid in t.regs and t.regs[rid].status == phase,
             lambda: t.regs.__setitem__(rid, t.regs[rid].model_copy(update=changes)),
         )
+
+    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool:
+        with self.tables.lock:
+            reg = self.tables.regs.get(registration_id)
+            if reg is None:
+                return False
+            self.tables.regs[registration_id] = reg.model_copy(
+                update={"disputeId": dispute_id, "disputedAt": reg.disputedAt or now}
+            )
+            return True
 
     def begin_cancel_item(self, registration_id: str, now: str, by: str) -> TransactItem:
         return self._reg_item(

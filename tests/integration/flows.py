@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import random
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -13,14 +15,15 @@ from local.stack import LocalStack
 from tools.audit import AuditReport, audit_until_clean
 
 
-def runner(email: str | None = None, token: str = "tok_visa") -> dict[str, str]:
-    return {
+def runner(email: str | None = None, token: str | None = "pm_card_visa") -> dict[str, str]:
+    body = {
         "email": email or f"runner-{uuid.uuid4().hex[:10]}@example.com",
         "firstName": "Ada",
         "lastName": "Lovelace",
         "dateOfBirth": "1990-12-10",
-        "paymentToken": token,
+        "paymentMethod": token,
     }
+    return {k: v for k, v in body.items() if v is not None}  # type: ignore[misc]
 
 
 def event_ids(api: requests.Session, race_id: str) -> list[str]:
@@ -31,8 +34,57 @@ def hold(api: requests.Session, race_id: str, event_id: str) -> requests.Respons
     return api.post(f"/api/races/{race_id}/events/{event_id}/holds")
 
 
-def register(api: requests.Session, hold_id: str, body: dict[str, Any]) -> requests.Response:
-    return api.post(f"/api/holds/{hold_id}/registration", json=body)
+def register(api: requests.Session, hold_id: str, body: dict[str, Any], *, patience: int = 20) -> requests.Response:
+    """The details (and, in these tests, a PaymentMethod to confirm on the server). Like the
+    site, a 429 from the provider's shared budget is waited out (Retry-After): the place is kept."""
+    for _ in range(patience):
+        resp = api.post(f"/api/holds/{hold_id}/registration", json=body)
+        if resp.status_code != 429 or resp.json().get("error") != "TOO_MANY_REQUESTS":
+            return resp
+        time.sleep(min(5.0, float(resp.headers.get("Retry-After", "1"))) * (0.5 + random.random()))
+    return resp
+
+
+def confirm(api: requests.Session, hold_id: str) -> requests.Response:
+    return api.post(f"/api/holds/{hold_id}/payment/confirm")
+
+
+# -- the Stripe stand-in, as the browser (Stripe.js) and the dashboard reach it --------------------
+def standin(stack: LocalStack) -> requests.Session:
+    from local.stripe_standin.server import Keys
+
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {Keys().secret}"
+    session.request = functools.partial(session.request, timeout=15)  # type: ignore[method-assign]
+    return session
+
+
+def browser_pays(stack: LocalStack, intent_id: str, payment_method: str = "pm_card_visa") -> dict[str, Any]:
+    """What Stripe.js's confirmPayment does with the card the runner typed (a decline is a 402)."""
+    resp = standin(stack).post(
+        f"{stack.stripe_url}/v1/payment_intents/{intent_id}/confirm", data={"payment_method": payment_method}
+    )
+    body = resp.json()
+    return body if resp.status_code == 200 else body["error"]["payment_intent"]
+
+
+def intents_for(stack: LocalStack, *, hold_id: str) -> list[dict[str, Any]]:
+    resp = standin(stack).get(
+        f"{stack.stripe_url}/v1/payment_intents/search",
+        params={"query": f"metadata['holdId']:'{hold_id}'", "limit": 100},
+    )
+    resp.raise_for_status()
+    return list(resp.json()["data"])
+
+
+def webhooks(stack: LocalStack, **knobs: Any) -> dict[str, Any]:
+    resp = standin(stack).post(f"{stack.stripe_url}/_standin/webhooks", json=knobs)
+    resp.raise_for_status()
+    return dict(resp.json())
+
+
+def deliveries(stack: LocalStack) -> list[dict[str, Any]]:
+    return list(standin(stack).get(f"{stack.stripe_url}/_standin/webhooks").json()["deliveries"])
 
 
 def hold_and_register(api: requests.Session, race_id: str, event_id: str, body: dict[str, Any]) -> tuple[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.flows import event_ids, hold, runner
+from tests.integration.flows import event_ids, hold, intents_for, runner
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +17,7 @@ def _without(field: str) -> dict:
 
 CASES = [
     ("missing email", _without("email"), 400, "email"),
-    ("missing token", _without("paymentToken"), 400, "paymentToken"),
+    ("missing last name", _without("lastName"), 400, "lastName"),
     ("bad email", {**GOOD, "email": "not-an-email"}, 400, "email"),
     ("email too long", {**GOOD, "email": "a" * 250 + "@example.com"}, 400, "email"),
     ("empty first name", {**GOOD, "firstName": "   "}, 400, "firstName"),
@@ -28,7 +28,8 @@ CASES = [
     ("future date", {**GOOD, "dateOfBirth": "2999-01-01"}, 400, "dateOfBirth"),
     ("too young", {**GOOD, "dateOfBirth": "2025-01-01"}, 400, "dateOfBirth"),
     ("unknown field", {**GOOD, "discount": "FREE"}, 400, "discount"),
-    ("token with spaces", {**GOOD, "paymentToken": "tok visa"}, 400, "paymentToken"),
+    ("payment method with spaces", {**GOOD, "paymentMethod": "pm card visa"}, 400, "paymentMethod"),
+    ("a card number is not a payment method", {**GOOD, "paymentMethod": "4242424242424242"}, 400, "paymentMethod"),
 ]
 
 
@@ -125,14 +126,17 @@ def test_unknown_registration_is_404(api_module):
         assert resp.json()["error"] == "REGISTRATION_NOT_FOUND"
 
 
-def test_an_unknown_test_token_is_declined_and_writes_nothing(api_module, backend, held):
-    race_id, event_id, hold_id = held
+def test_an_unknown_payment_method_is_declined_and_charges_nothing(api_module, backend, held, stack):
+    _, _, hold_id = held
 
-    resp = api_module.post(f"/api/holds/{hold_id}/registration", json={**GOOD, "paymentToken": "tok_unknown"})
+    resp = api_module.post(f"/api/holds/{hold_id}/registration", json={**GOOD, "paymentMethod": "pm_unknown"})
 
     assert resp.status_code == 402
     assert resp.json()["error"] == "PAYMENT_DECLINED"
-    _nothing_changed(backend, race_id, event_id, hold_id)
+    # The place stays held (the runner may try another card on the same intent); nothing charged.
+    hold = backend.holds().get(hold_id)
+    assert hold is not None and hold.status == "PAYING"
+    assert [i["status"] for i in intents_for(stack, hold_id=hold_id)] == ["requires_payment_method"]
 
 
 def test_director_bodies_that_are_not_utf8_are_400_and_change_nothing(director) -> None:

@@ -22,7 +22,7 @@ def test_no_log_line_names_a_runner(api, backend, stack) -> None:
             "firstName": f"Zephyrine{i}{tag}",
             "lastName": f"Quillfeather{i}{tag}",
             "dateOfBirth": f"19{70 + i}-0{i + 1}-1{i}",
-            "paymentToken": "tok_visa",
+            "paymentMethod": "pm_card_visa",
         }
         for i in range(3)
     ]
@@ -31,7 +31,7 @@ def test_no_log_line_names_a_runner(api, backend, stack) -> None:
     # that log warnings and errors see personal data too.
     bad = {**runners[0], "dateOfBirth": "2999-01-01"}
     assert register(api, hold(api, race_id, event_id).json()["holdId"], bad).status_code == 400
-    declined = {**runners[1], "email": f"declined.{tag}@example.com", "paymentToken": "tok_declined"}
+    declined = {**runners[1], "email": f"declined.{tag}@example.com", "paymentMethod": "pm_card_chargeDeclined"}
     assert register(api, hold(api, race_id, event_id).json()["holdId"], declined).status_code == 402
     assert register(api, hold(api, race_id, event_id).json()["holdId"], runners[2]).status_code == 409
     wait_confirmed(api, ids)

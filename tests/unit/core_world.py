@@ -57,7 +57,7 @@ class World:
         return self.writer.process(records)
 
 
-def request(email: str = "ann@example.com", card: str = "tok_visa") -> RegistrationRequest:
+def request(email: str = "ann@example.com", card: str | None = "pm_card_visa") -> RegistrationRequest:
     return RegistrationRequest(
-        email=email, firstName="Ann", lastName="Lee", dateOfBirth="1990-01-01", paymentToken=card
+        email=email, firstName="Ann", lastName="Lee", dateOfBirth="1990-01-01", paymentMethod=card
     )

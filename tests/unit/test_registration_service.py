@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,6 +15,8 @@ from racecap.errors import (
     HoldExpired,
     HoldNotFound,
     PaymentDeclined,
+    PaymentNotStarted,
+    PaymentPending,
     RegistrationNotFound,
 )
 from racecap.logic.registration import retry_after
@@ -92,13 +95,13 @@ def test_an_email_registered_on_another_hold_is_refused(world):
     assert world.holds.get(other).status == HoldPhase.HELD
 
 
-def test_a_hold_paying_under_another_attempt_is_a_conflict(world):
+def test_a_hold_paying_under_another_email_is_a_conflict(world):
     hold_id = _hold(world)
     world.payments.fail_next = 1
     with pytest.raises(Busy):
-        world.registration.register(hold_id, request(card="tok_visa"))
-    with pytest.raises(Conflict, match="in progress"):
         world.registration.register(hold_id, request(card="pm_card_visa"))
+    with pytest.raises(Conflict, match="in progress"):
+        world.registration.register(hold_id, request("bo@example.com", card="pm_card_visa"))
 
 
 def test_a_hold_gone_meanwhile_but_paid_by_this_runner_answers_its_registration(world, monkeypatch):
@@ -122,20 +125,24 @@ def test_a_hold_gone_meanwhile_and_expired_has_expired(world, monkeypatch):
         world.registration.register(hold_id, request())
 
 
-def test_a_declined_card_keeps_the_place_and_frees_the_email(world):
+def test_a_declined_card_keeps_the_place_and_the_intent(world):
     hold_id = _hold(world)
     with pytest.raises(PaymentDeclined, match="declined"):
-        world.registration.register(hold_id, request(card="tok_declined"))
+        world.registration.register(hold_id, request(card="pm_card_chargeDeclined"))
     hold = world.holds.get(hold_id)
-    assert hold.status == HoldPhase.HELD and hold.attempt is None
+    assert hold.status == HoldPhase.PAYING and hold.intentId is not None and world.queue.sent == []
+    # Re-sending the details (a reload) answers the same intent's secret, not the old decline.
+    again = world.registration.register(hold_id, request(card=None))
+    assert again.status == "PAYMENT_REQUIRED" and again.clientSecret
     assert world.registration.register(hold_id, request()).status == "QUEUED"  # another card works
+    assert len(world.payments.intents) == 1 and len(world.payments.succeeded) == 1
 
 
 def test_a_refused_card_is_a_decline(world):
     hold_id = _hold(world)
     with pytest.raises(PaymentDeclined, match="not accepted"):
-        world.registration.register(hold_id, request(card="tok_unknown"))
-    assert world.holds.get(hold_id).status == HoldPhase.HELD
+        world.registration.register(hold_id, request(card="pm_unknown"))
+    assert world.holds.get(hold_id).status == HoldPhase.PAYING and world.queue.sent == []
 
 
 def test_an_unknown_outcome_keeps_paying_and_the_retry_charges_once(world):
@@ -158,12 +165,70 @@ def test_a_rate_limited_provider_asks_the_runner_to_come_back(world):
     assert world.holds.get(hold_id).status == HoldPhase.PAYING
 
 
-def test_a_payment_not_decided_yet_keeps_paying(world):
+def test_a_payment_waiting_for_3ds_keeps_paying_and_hands_the_secret_back(world):
     hold_id = _hold(world)
-    with pytest.raises(Busy, match="still being processed"):
-        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    answer = world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    assert answer.status == "REQUIRES_ACTION" and answer.clientSecret
     assert world.holds.get(hold_id).status == HoldPhase.PAYING
     assert world.payments.intents[0].status == IntentStatus.REQUIRES_ACTION
+    with pytest.raises(PaymentPending):
+        world.registration.confirm(hold_id)
+
+
+# -- the browser confirms: details → client secret → Stripe.js → confirm ---------------------------
+def test_details_claim_the_email_and_answer_the_holds_one_intent(world):
+    hold_id = _hold(world)
+    first = world.registration.register(hold_id, request(card=None))
+    assert (first.status, first.amountCents, first.currency) == ("PAYMENT_REQUIRED", 2500, "USD")
+    second = world.registration.register(hold_id, request(card=None))  # a second tab
+    assert second.clientSecret == first.clientSecret and len(world.payments.intents) == 1
+    (intent,) = world.payments.intents
+    assert intent.amount_cents == 2500 and world.holds.get(hold_id).intentId == intent.id
+    # The email is claimed before any card can be charged: another hold cannot take it.
+    with pytest.raises(EmailAlreadyRegistered):
+        world.registration.register(_hold(world), request(card=None))
+
+
+def test_confirm_registers_only_what_the_provider_says_succeeded(world):
+    hold_id = _hold(world)
+    with pytest.raises(PaymentNotStarted):
+        world.registration.confirm(hold_id)
+    world.registration.register(hold_id, request(card=None))
+    with pytest.raises(PaymentPending):  # the browser has not paid: its word is not taken
+        world.registration.confirm(hold_id)
+    (intent,) = world.payments.intents
+    world.payments.confirm_intent(intent.id, payment_method="pm_card_chargeDeclined", idempotency_key="b1")
+    with pytest.raises(PaymentDeclined):
+        world.registration.confirm(hold_id)
+    world.payments.confirm_intent(intent.id, payment_method="pm_card_visa", idempotency_key="b2")
+    assert world.registration.confirm(hold_id).status == "QUEUED"
+    assert world.registration.confirm(hold_id).status == "QUEUED"  # a repeat changes nothing
+    assert len(world.queue.sent) == 1
+
+
+def test_a_webhook_and_a_confirm_queue_the_registration_once(world):
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request(card=None))
+    (intent,) = world.payments.intents
+    paid = world.payments.confirm_intent(intent.id, payment_method="pm_card_visa", idempotency_key="b")
+    assert world.registration.payment_succeeded(paid) == "queued"
+    assert world.registration.payment_succeeded(paid) == "already"
+    assert world.registration.confirm(hold_id).status == "QUEUED"
+    assert len(world.queue.sent) == 1
+
+
+def test_a_payment_for_a_hold_that_is_gone_is_an_orphan(world):
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request(card=None))
+    (intent,) = world.payments.intents
+    other = world.payments.create_intent(
+        amount_cents=2500, currency="usd", idempotency_key="x", metadata=dict(intent.metadata), description="d"
+    )
+    paid = world.payments.confirm_intent(other.id, payment_method="pm_card_visa", idempotency_key="c")
+    assert world.registration.payment_succeeded(paid) == "orphan"  # not the hold's intent
+    gone = replace(paid, metadata={**paid.metadata, "holdId": "hold_gone"})
+    assert world.registration.payment_succeeded(gone) == "orphan"
+    assert world.queue.sent == []
 
 
 # -- the waiting screen --------------------------------------------------------------------------

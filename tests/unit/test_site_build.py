@@ -177,7 +177,7 @@ def test_contract_test_ids_exist_for_browser_tests() -> None:
     # Form fields and their inline errors: data-testid="field-<name>" / "error-<name>".
     assert "testid: `field-${name}`" in text
     assert "testid: `error-${name}`" in text
-    for name in ("email", "firstName", "lastName", "dateOfBirth", "paymentToken"):
+    for name in ("email", "firstName", "lastName", "dateOfBirth", "paymentMethod"):
         assert f"field('{name}'" in text, name
 
 

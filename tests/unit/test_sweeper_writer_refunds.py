@@ -12,6 +12,7 @@ from racecap.domain import Hold, HoldPhase, RegistrationPhase
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
 from racecap.logic import writer as writer_module
 from racecap.logic.races import sold_out_flag
+from racecap.logic.sweeper import THREE_DS_EXTENSION
 
 from tests.fakes.catalog import open_race
 from tests.unit.core_world import DIRECTOR, World, request
@@ -30,14 +31,14 @@ def _hold(world: World) -> str:
     return world.hold_service.hold("race-1", "ev0").holdId
 
 
-def _stranded(world: World, card: str = "tok_visa") -> Hold:
-    """A runner whose payment began and who never came back (the answer was lost)."""
+def _stranded(world: World, card: str | None = "pm_card_visa") -> Hold:
+    """A runner who sent the details, paid in the browser (or not: ``card=None``) and closed the tab."""
     hold_id = _hold(world)
-    world.payments.fail_after_next = 1 if card == "tok_visa" else 0
-    world.payments.fail_next = 0 if card == "tok_visa" else 1
-    with pytest.raises(Busy):
-        world.registration.register(hold_id, request(card=card))
-    return world.holds.get(hold_id)
+    world.registration.register(hold_id, request(card=None))
+    hold = world.holds.get(hold_id)
+    if card is not None:
+        world.payments.confirm_intent(hold.intentId, payment_method=card, idempotency_key=f"browser-{hold_id}")
+    return hold
 
 
 # -- the sweeper ------------------------------------------------------------------------------
@@ -52,22 +53,12 @@ def test_expired_held_places_go_back_and_clear_sold_out(world):
 
 def test_a_hold_not_yet_expired_is_left_alone(world):
     hold_id = _hold(world)
-    assert world.sweeper.sweep()["released"] == 0
+    world.registration.register(_hold(world), request(card=None))
+    assert world.sweeper.sweep() == {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0}
     assert world.holds.get(hold_id).status == HoldPhase.HELD
 
 
-def test_a_payment_in_its_grace_period_is_waited_for(world):
-    hold_id = _hold(world)
-    expires = world.holds.get(hold_id).expiresAt
-    world.payments.fail_after_next = 1
-    with pytest.raises(Busy):  # paid in the hold's last 30 seconds; the answer was lost
-        world.registration.register(hold_id, request(), now=expires - timedelta(seconds=30))
-    hold = world.holds.get(hold_id)
-    assert world.sweeper.sweep(expires + timedelta(seconds=1))["waiting"] == 1
-    assert world.holds.get(hold.holdId).status == HoldPhase.PAYING
-
-
-def test_a_paid_runner_who_never_came_back_is_queued(world):
+def test_a_paid_runner_who_closed_the_tab_is_queued_not_freed(world):
     hold = _stranded(world)
     assert world.sweeper.sweep(LATER)["recovered"] == 1
     (message,) = world.queue.sent
@@ -75,37 +66,53 @@ def test_a_paid_runner_who_never_came_back_is_queued(world):
     assert world.holds.get(hold.holdId).status == HoldPhase.QUEUED
     assert world.write_queued() == []
     assert world.regs.get(hold.registrationId).bib == 1
+    assert world.payments.refunds == []
 
 
-def test_a_payment_that_never_charged_frees_place_and_email(world):
-    hold = _stranded(world, card="tok_unreachable")
+def test_an_unpaid_intent_is_cancelled_before_place_and_email_are_freed(world):
+    hold = _stranded(world, card=None)
     assert world.sweeper.sweep(LATER)["abandoned"] == 1
+    assert world.payments.intents[0].status == IntentStatus.CANCELED  # no browser can charge it now
     assert world.holds.get(hold.holdId).status == HoldPhase.EXPIRED
     assert world.tables.taken("race-1", "ev0") == 0
     assert world.registration.register(_hold(world), request()).status == "QUEUED"  # the email is free
 
 
-def test_a_payment_waiting_for_3d_secure_is_cancelled_then_freed(world):
+def test_a_declined_intent_is_cancelled_then_freed(world):
+    hold = _stranded(world, card="pm_card_chargeDeclined")
+    assert world.sweeper.sweep(LATER)["abandoned"] == 1
+    assert world.holds.get(hold.holdId).status == HoldPhase.EXPIRED
+
+
+def test_an_intent_lost_before_it_was_recorded_is_found_by_its_metadata(world):
     hold_id = _hold(world)
+    world.payments.fail_after_next = 1  # created, but the answer was lost: intentId not recorded
     with pytest.raises(Busy):
-        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+        world.registration.register(hold_id, request(card=None))
+    assert world.holds.get(hold_id).intentId is None
     assert world.sweeper.sweep(LATER)["abandoned"] == 1
     assert world.payments.intents[0].status == IntentStatus.CANCELED
 
 
+def test_a_payment_waiting_for_3d_secure_is_extended_once_then_cancelled(world):
+    hold = _stranded(world, card="pm_card_authenticationRequired")
+    assert world.sweeper.sweep(hold.expiresAt + timedelta(seconds=1))["waiting"] == 1
+    extended = world.holds.get(hold.holdId)
+    assert extended.extended and extended.expiresAt == hold.expiresAt + timedelta(seconds=1) + THREE_DS_EXTENSION
+    assert world.sweeper.sweep(hold.expiresAt + timedelta(seconds=2))["waiting"] == 0  # not due again yet
+    assert world.sweeper.sweep(extended.expiresAt + timedelta(seconds=1))["abandoned"] == 1  # once only
+    assert world.payments.intents[0].status == IntentStatus.CANCELED
+
+
 def test_a_payment_still_processing_is_asked_again_later(world):
-    hold_id = _hold(world)
-    with pytest.raises(Busy):
-        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    hold = _stranded(world, card=None)
     world.payments.put_intent(replace(world.payments.intents[0], status=IntentStatus.PROCESSING))
     assert world.sweeper.sweep(LATER)["waiting"] == 1
-    assert world.holds.get(hold_id).status == HoldPhase.PAYING
+    assert world.holds.get(hold.holdId).status == HoldPhase.PAYING
 
 
 def test_a_payment_that_succeeds_while_being_cancelled_is_queued(world, monkeypatch):
-    hold_id = _hold(world)
-    with pytest.raises(Busy):
-        world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))
+    hold = _stranded(world, card=None)
     paid = replace(world.payments.intents[0], status=IntentStatus.SUCCEEDED)
 
     def too_late(intent_id: str, *, idempotency_key: str):
@@ -114,6 +121,7 @@ def test_a_payment_that_succeeds_while_being_cancelled_is_queued(world, monkeypa
     monkeypatch.setattr(world.payments, "cancel_intent", too_late)
     assert world.sweeper.sweep(LATER)["recovered"] == 1
     assert world.queue.sent[0].chargeId == paid.id
+    assert world.holds.get(hold.holdId).status == HoldPhase.QUEUED
 
 
 def test_an_unreachable_provider_means_ask_again_never_guess(world):

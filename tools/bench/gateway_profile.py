@@ -106,7 +106,7 @@ def _profile_child(race_id: str, flows_arg: str) -> None:
             "firstName": "Pro",
             "lastName": "File",
             "dateOfBirth": "1990-01-01",
-            "paymentToken": "tok_visa",
+            "paymentMethod": "pm_card_visa",
         }
         _, reg = call("POST", f"/api/holds/{hold['holdId']}/registration", body)
         call("GET", f"/api/registrations/{reg['registrationId']}")

@@ -39,7 +39,7 @@ def _runner(email: str) -> dict[str, str]:
         "firstName": "Warm",
         "lastName": "Up",
         "dateOfBirth": "1990-01-01",
-        "paymentToken": "tok_visa",
+        "paymentMethod": "pm_card_visa",
     }
 
 

@@ -30,6 +30,9 @@ class Settings(BaseModel):
     payments_api_base: str = Field(alias="PAYMENTS_API_BASE", pattern=r"^https?://")
     # The Secrets Manager id (ARN on AWS) of the provider's keys: never the keys themselves.
     payments_secret_id: str = Field(alias="PAYMENTS_SECRET_ID", min_length=1)
+    # The provider's request budget shared by every function (Redis): Stripe allows ~100/s
+    # live and 25/s in test mode unless raised; past it runners get 429 and keep their place.
+    payments_rate_per_second: float = Field(alias="PAYMENTS_RATE_PER_SECOND", gt=0)
     service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
     # Per-address token buckets on the runner API (racecap.fairness.buckets).
     rate_limit_per_second: float = Field(alias="RATE_LIMIT_PER_SECOND", gt=0)

@@ -91,6 +91,10 @@ class Hold(_Record):
     shard: str = ""  # the cap shard its place came from; set when claimed
     attempt: Attempt | None = None  # while PAYING and after
     chargeId: str | None = None  # the provider's payment (intent) id, once paid
+    # The hold's one PaymentIntent, recorded when it is created (idempotency key ``intent-<holdId>``).
+    intentId: str | None = None
+    # Pushed back once (bounded) while the runner's bank asks for 3-D Secure at expiry.
+    extended: bool = False
     queuedAt: datetime | None = None
     bib: int | None = None
     # Per-client hold limits it counts against (counter key -> limit when held): the
@@ -131,6 +135,9 @@ class Registration(PaidRegistration):
     cancelledBy: str | None = None
     cancelledAt: str | None = None
     refundId: str | None = None
+    # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
+    disputeId: str | None = None
+    disputedAt: str | None = None
 
 
 class Shard(_Record):
@@ -202,6 +209,7 @@ class RegistrationRowData(TypedDict, total=False):
     confirmedAt: str
     cancelledAt: str
     refundId: str
+    disputeId: str
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)

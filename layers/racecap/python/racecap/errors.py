@@ -67,6 +67,20 @@ class Conflict(DomainError):
     code, status = "CONFLICT", 409
 
 
+class PaymentPending(DomainError):
+    """The payment is not decided yet (3-D Secure, a bank still processing): ask again."""
+
+    code, status = "PAYMENT_PENDING", 409
+
+
+class PaymentNotStarted(DomainError):
+    code, status = "PAYMENT_NOT_STARTED", 409
+
+
+class InvalidSignature(DomainError):
+    code, status = "INVALID_SIGNATURE", 400
+
+
 class Busy(DomainError):
     """Back-pressure: the runner should retry after ``retry_after`` seconds."""
 

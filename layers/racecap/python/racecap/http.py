@@ -79,10 +79,12 @@ def _human(err: dict[str, Any]) -> str:
 RateCheck = Callable[[Mapping[str, str]], int]  # headers (lower-case) -> seconds to wait; 0 = go
 
 
-def make_resolver(rate_limit: RateCheck | None = None) -> RacecapResolver:
-    """The resolver; ``rate_limit`` (the runner API's) answers 429 before anything else runs."""
+def make_resolver(rate_limit: RateCheck | None = None, rate_exempt: Iterable[str] = ()) -> RacecapResolver:
+    """The resolver; ``rate_limit`` (the runner API's) answers 429 before anything else runs,
+    except on the ``rate_exempt`` paths (the provider's webhook: few addresses, many events)."""
     app = RacecapResolver(enable_validation=True)
     app.rate_limit = rate_limit
+    app.rate_exempt = frozenset(rate_exempt)
 
     @app.exception_handler(DomainError)
     def _domain(exc: DomainError) -> Response:
@@ -121,12 +123,13 @@ class RacecapResolver(APIGatewayHttpResolver):
     """
 
     rate_limit: RateCheck | None = None
+    rate_exempt: frozenset[str] = frozenset()
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
         if not came_through_cloudfront(headers):
             return _proxy(403, "FORBIDDEN", "Call the API through the site's address, not the API's own URL.")
-        if self.rate_limit is not None:
+        if self.rate_limit is not None and event.get("rawPath") not in self.rate_exempt:
             wait = self.rate_limit(headers)
             if wait > 0:
                 return _proxy(

@@ -95,7 +95,20 @@ class HoldCreated(BaseModel):
 
 class RegistrationAccepted(BaseModel):
     registrationId: str
-    status: Literal["QUEUED", "CONFIRMED"]
+    status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING", "QUEUED", "CONFIRMED"] = Field(
+        description="PAYMENT_REQUIRED / REQUIRES_ACTION / PROCESSING: confirm the payment in the browser "
+        "with `clientSecret` (Stripe.js), then call the hold's payment/confirm; QUEUED / CONFIRMED: paid."
+    )
+    clientSecret: str | None = Field(
+        default=None, description="The hold's PaymentIntent client secret (Stripe.js), while unpaid."
+    )
+    amountCents: int | None = Field(default=None, description="What the card is charged: the server's price.")
+    currency: str | None = None
+
+
+class WebhookAnswer(BaseModel):
+    received: bool
+    outcome: str = Field(description="What the event did: queued, already, orphan, declined, cancelled, flagged…")
 
 
 class RegistrationStatus(BaseModel):
@@ -220,6 +233,7 @@ class RegistrationRow(BaseModel):
     confirmedAt: str
     cancelledAt: str | None = None
     refundId: str | None = None
+    disputeId: str | None = Field(default=None, description="Set when the runner's card issuer opened a dispute.")
 
 
 class RegistrationPage(BaseModel):

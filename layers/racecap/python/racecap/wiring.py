@@ -15,15 +15,17 @@ from racecap.cache import TieredCache
 from racecap.config import ConfigurationError, get_settings
 from racecap.dal.audit import DynamoAudit
 from racecap.dal.holds import DynamoHolds
-from racecap.dal.http_payments import HttpPaymentProvider
 from racecap.dal.inventory import DynamoInventory
 from racecap.dal.mailer import SesMailer, ses_client
+from racecap.dal.payment_limit import LimitedPaymentProvider
 from racecap.dal.payments import PaymentProvider
 from racecap.dal.queues import SqsQueue
 from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.stripe_provider import StripePaymentProvider, keys_from_secret
 from racecap.dal.transactions import TransactItem
 from racecap.dal.transactions import transact as run_transaction
+from racecap.dal.webhooks import DynamoWebhookLog
 from racecap.dal.windows import DynamoWindows
 from racecap.dal.workflows import StepFunctionsWorkflow
 from racecap.fairness.buckets import AddressBuckets
@@ -36,6 +38,7 @@ from racecap.logic.admin import RaceAdmin
 from racecap.logic.audit import AuditTrail
 from racecap.logic.holds import HoldService
 from racecap.logic.participants import Participants
+from racecap.logic.payment_events import PaymentEvents
 from racecap.logic.races import RaceCatalog
 from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService
@@ -82,8 +85,15 @@ def registrations() -> DynamoRegistrations:
 
 @lru_cache(maxsize=1)
 def payments() -> PaymentProvider:
-    # Bounded so a charge (with retries) ends well inside API Gateway's 29 s limit.
-    return HttpPaymentProvider(get_settings().payments_url, timeout_s=5.0, retries=2)
+    """Stripe through the official SDK (timeouts sized for API Gateway's 29 s), behind the
+    request budget every function shares through Redis: past it, ``PaymentRateLimited``."""
+    s = get_settings()
+    stripe = StripePaymentProvider(keys_from_secret(s.payments_secret_id), api_base=s.payments_api_base)
+    budget = SendRateLimiter(clients.cache, s.payments_rate_per_second, key=PAYMENTS_BUDGET_KEY)
+    return LimitedPaymentProvider(stripe, budget.reserve)
+
+
+PAYMENTS_BUDGET_KEY = "rc:ratelimit:payments"
 
 
 @lru_cache(maxsize=1)
@@ -187,6 +197,22 @@ def participants() -> Participants:
 @lru_cache(maxsize=1)
 def race_stats() -> RaceStats:
     return RaceStats(inventory(), registrations(), holds().live_counts, cache())
+
+
+@lru_cache(maxsize=1)
+def payment_events() -> PaymentEvents:
+    emails = SqsQueue(clients.sqs(), get_settings().emails_queue_url)
+    log = DynamoWebhookLog(clients.dynamodb(), get_settings().inventory_table)
+    return PaymentEvents(
+        payments(), registration_service(), holds(), registrations(), cancellations(), emails, log, _race_name
+    )
+
+
+def _race_name(race_id: str) -> str | None:
+    try:
+        return catalog().definition(race_id)[0].name
+    except Exception:  # a refund email must not wait on a race that no longer exists
+        return None
 
 
 @lru_cache(maxsize=1)

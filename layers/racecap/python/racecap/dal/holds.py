@@ -12,7 +12,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from racecap.dal.dynamo import from_item, query_all, to_item, values
+from racecap.dal.dynamo import from_item, is_conditional_failure, query_all, to_item, values
 from racecap.dal.keys import (
     LIVE_PARTITIONS,
     email_key,
@@ -237,6 +237,53 @@ class DynamoHolds:
             vals,
             extra=[self._release_email(hold, attempt.email)],
         )
+
+    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
+        """Record the hold's one PaymentIntent while this attempt pays. False when the hold
+        moved on (expired, or another attempt) or already names another intent."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="SET intentId = :intent",
+                ConditionExpression=(
+                    "#s = :paying AND attempt.#k = :key AND (attribute_not_exists(intentId) OR intentId = :intent)"
+                ),
+                ExpressionAttributeNames={"#s": "status", "#k": "key"},
+                ExpressionAttributeValues=values(
+                    {":paying": HoldPhase.PAYING, ":key": attempt.key, ":intent": intent_id}
+                ),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
+
+    def extend(self, hold: Hold, until: datetime) -> bool:
+        """Push a PAYING hold's expiry back once (3-D Secure under way): bounded by the caller,
+        and only once (``extended``), so a hold can never be kept forever."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="SET expiresAt = :until, gsi1sk = :until, extended = :yes",
+                ConditionExpression="#s = :paying AND expiresAt = :was AND attribute_not_exists(extended)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values(
+                    {
+                        ":paying": HoldPhase.PAYING,
+                        ":until": until.isoformat(),
+                        ":was": hold.expiresAt.isoformat(),
+                        ":yes": True,
+                    }
+                ),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
 
     def _release_email(self, hold: Hold, email: str) -> TransactItem:
         return {

@@ -53,6 +53,14 @@ class HoldStore(Protocol):
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None: ...
 
+    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
+        """Record the hold's one PaymentIntent while ``attempt`` pays; False: the hold moved on."""
+        ...
+
+    def extend(self, hold: Hold, until: datetime) -> bool:
+        """Push a PAYING hold's expiry to ``until``, once; False: moved on or extended already."""
+        ...
+
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
         """HELD or PAYING holds whose ``expiresAt`` has passed (the sweeper's index)."""
         ...
@@ -92,6 +100,8 @@ class RegistrationStore(Protocol):
     def undo_cancel_item(self, registration_id: str) -> TransactItem: ...
 
     def finish_cancel_items(self, reg: Registration, hold: Hold, refund_id: str, now: str) -> list[TransactItem]: ...
+
+    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool: ...
 
 
 class MessageQueue(Protocol):

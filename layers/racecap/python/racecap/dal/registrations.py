@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, cast
 
-from racecap.dal.dynamo import from_item, query_all, query_raw, to_item, values
+from racecap.dal.dynamo import from_item, is_conditional_failure, query_all, query_raw, to_item, values
 from racecap.dal.keys import (
     bib_counter_key,
     bib_sk,
@@ -312,6 +312,23 @@ class DynamoRegistrations:
                 }
             },
         ]
+
+    # -- disputes -------------------------------------------------------------------------------
+    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool:
+        """Mark a registration as disputed (the director sees it); False when it does not exist."""
+        try:
+            self._db.update_item(
+                TableName=self._regs,
+                Key=reg_key(registration_id),
+                UpdateExpression="SET disputeId = :d, disputedAt = if_not_exists(disputedAt, :now)",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues=values({":d": dispute_id, ":now": now}),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
 
 
 # A projection keeps 50,000 rows to a few MB of reads and skips the slow generic deserializer.

@@ -57,6 +57,17 @@ class RefundData(_Data):
     pass
 
 
+class UnmatchedRefundData(BaseModel):
+    """A payment no place could be given for, refunded automatically (names may be unknown)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    raceName: str = Field(default="the race", min_length=1, max_length=300)
+    registrationId: str = Field(min_length=1, max_length=100)
+    amountCents: int = Field(ge=0)
+    currency: str = Field(pattern=r"^[A-Za-z]{3}$")
+
+
 def parse_message(body: str) -> EmailMessage:
     """The message on the queue, validated; ``PoisonMessage`` if it never can be."""
     try:
@@ -234,7 +245,44 @@ def render_refund(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
 
 
+_UNMATCHED_TEXT = Template(
+    """Hello,
+
+We received your payment of $amount for $raceName, but your hold on the place had already
+ended (it expired or was released) before the payment reached us, so we could not register
+you. We have refunded the full $amount to your original payment method; it can take a few
+days to appear. You are welcome to hold a new place if any are left.
+
+  Reference:  $registrationId
+
+Racecap
+"""
+)
+
+_UNMATCHED_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">We refunded your payment</h1>
+<p style="margin:0 0 16px">We received your payment of <strong>$amount</strong> for <strong>$raceName</strong>,
+but your hold on the place had already ended before the payment reached us, so we could not register you.
+The full amount has been refunded to your original payment method; it can take a few days to appear.</p>
+<p style="margin:0;font-size:14px;color:#66788a">Reference $registrationId</p>"""
+)
+
+
+def render_unmatched_refund(raw: dict[str, Any]) -> RenderedEmail:
+    d: UnmatchedRefundData = _data(UnmatchedRefundData, raw)  # type: ignore[arg-type]
+    values = {
+        "raceName": d.raceName,
+        "amount": format_money(d.amountCents, d.currency.upper()),
+        "registrationId": d.registrationId,
+    }
+    subject = _one_line(f"Your payment for {d.raceName} was refunded: {values['amount']}")
+    content = _UNMATCHED_HTML.substitute(_escaped(values))
+    text = _UNMATCHED_TEXT.substitute(values)
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
 TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "confirmation": render_confirmation,
     "refund": render_refund,
+    "unmatched_refund": render_unmatched_refund,
 }

@@ -96,6 +96,22 @@ class Cancellations:
             raise Conflict(f"Registration {registration_id} is {status} and cannot be cancelled.")
         raise Conflict("The registration kept changing while we cancelled it; please retry.")
 
+    def refunded_elsewhere(self, registration_id: str) -> bool:
+        """The provider says the registration's payment was refunded outside Racecap (its
+        dashboard): cancel the registration and give the place back, audited as such. The
+        refund call that finishes it answers ``AlreadyRefunded``; nothing is refunded twice.
+        False when there is no registration (yet) to cancel."""
+        reg = self._regs.get(registration_id)
+        if reg is None:
+            return False
+        if reg.status == RegistrationPhase.CONFIRMED:
+            self._begin(PROVIDER, reg, "refunded in the payment provider's dashboard")
+            logger.warning("payment refunded outside Racecap", extra={"registrationId": registration_id})
+            metrics.add_metric(name="RefundedOutside", unit="Count", value=1)
+        race, _ = self._catalog.definition(reg.raceId)
+        self.cancel(PROVIDER, race, registration_id)
+        return True
+
     def _begin(self, director: Director, reg: Registration, reason: str) -> None:
         rid = reg.registrationId
         now = datetime.now(UTC).isoformat()
@@ -147,6 +163,10 @@ class Cancellations:
         self._catalog.places_came_back(reg.raceId, reg.eventId)
         metrics.add_metric(name="RegistrationCancelled", unit="Count", value=1)
         logger.info("registration cancelled and refunded", extra={"registrationId": rid, "refundId": refund_id})
+
+
+# Who the audit names for a refund made in the provider's dashboard, outside Racecap.
+PROVIDER = Director(sub="payment-provider", username="payment provider (refund made outside Racecap)")
 
 
 def _view(reg: Registration, changed: bool) -> CancellationView:

@@ -1,27 +1,37 @@
 """Registering and paying for a held place, and asking how it went.
 
-The order of steps is what makes the non-negotiables hold under crashes:
+One PaymentIntent per hold; the browser confirms it (Stripe.js, 3-D Secure when the card
+asks), the server decides. The order of steps is what makes the non-negotiables hold under
+crashes:
 
 1. claim the email for the race and mark the hold PAYING with this attempt — one
-   transaction, so two runners can't both get one email, nor one hold pay twice;
-2. create and confirm a payment intent with an idempotency key derived from (hold, email,
-   card): a retry of the same attempt can never charge twice, the provider replays its
-   first answer;
-3. put the paid registration on the queue, then mark the hold QUEUED.
+   transaction, so two runners can't both get one email, and the loser of an email race
+   is never even offered the card form;
+2. create the hold's PaymentIntent with an idempotency key derived from the hold alone
+   (``intent-<holdId>``): a second tab, a retry after a lost answer or after a decline all
+   get the same intent, so one hold can never be charged twice; amount and currency are
+   the server's price; the intent's id is recorded on the hold;
+3. once the intent has succeeded — told by the runner's confirm call, the
+   ``payment_intent.succeeded`` webhook or the sweeper, whichever comes first — put the
+   paid registration on the queue, then mark the hold QUEUED. The writer keys on the
+   registration id, so a second message changes nothing.
 
-A crash after 2 or 3 leaves the hold PAYING; the runner's retry resumes it, and if the
-runner never comes back the sweeper asks the provider for the hold's intents and
-finishes (or unwinds) it. So no paid registration is ever lost.
+A crash after 2 or 3 leaves the hold PAYING; the next confirm, the webhook (retried by the
+provider for days), the sweeper at expiry and the reconciliation all finish it. So no paid
+registration is ever lost.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from racecap.dal.payments import (
     IntentStatus,
+    PaymentIntent,
     PaymentProvider,
     PaymentRateLimited,
     PaymentRejected,
@@ -45,6 +55,8 @@ from racecap.errors import (
     HoldExpired,
     HoldNotFound,
     PaymentDeclined,
+    PaymentNotStarted,
+    PaymentPending,
     RegistrationNotFound,
 )
 from racecap.logic.holds import hold_id_for
@@ -53,9 +65,20 @@ from racecap.logic.validation import RegistrationRequest
 from racecap.models import Event, Race, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics
 
+T = TypeVar("T")
+
 # The paper's waiting screen: poll after 10, 20, 40, then every 60 seconds.
 BACKOFF_SCHEDULE = ((10, 10), (30, 20), (70, 40))
 BACKOFF_LAST = 60
+
+CONFIRMABLE = frozenset({IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION})
+# What the runner sees of an unpaid intent (``RegistrationAccepted.status``).
+UNPAID_STATUS = {
+    IntentStatus.REQUIRES_PAYMENT_METHOD: "PAYMENT_REQUIRED",
+    IntentStatus.REQUIRES_CONFIRMATION: "PAYMENT_REQUIRED",
+    IntentStatus.REQUIRES_ACTION: "REQUIRES_ACTION",
+    IntentStatus.PROCESSING: "PROCESSING",
+}
 
 
 def retry_after(queued_for_s: float) -> int:
@@ -65,12 +88,14 @@ def retry_after(queued_for_s: float) -> int:
     return BACKOFF_LAST
 
 
-def attempt_key(hold_id: str, email: str, token: str) -> str:
-    return hashlib.sha256(f"{hold_id}|{email}|{token}".encode()).hexdigest()[:40]
+def attempt_key(hold_id: str, email: str) -> str:
+    """Same hold + same email = same attempt (a retry, a second tab): it may begin again."""
+    return hashlib.sha256(f"{hold_id}|{email}".encode()).hexdigest()[:40]
 
 
-def charge_key(attempt: Attempt) -> str:
-    return f"charge-{attempt.key}"
+def intent_key(hold_id: str) -> str:
+    """The idempotency key of the hold's one PaymentIntent: derived from the hold alone."""
+    return f"intent-{hold_id}"
 
 
 def payment_metadata(hold: Hold, attempt: Attempt) -> dict[str, str]:
@@ -107,6 +132,25 @@ def registration_message(
     )
 
 
+def provider_call(call: Callable[[], T], hold_id: str) -> T:
+    """One call to the provider, its failures in the runner's terms: the place stays held."""
+    try:
+        return call()
+    except PaymentRateLimited as exc:
+        logger.warning("payment provider rate limited", extra={"holdId": hold_id})
+        metrics.add_metric(name="PaymentRateLimited", unit="Count", value=1)
+        raise Busy(
+            "The payment service is busy; your place is kept. Please retry in a moment.",
+            retry_after=max(1, math.ceil(exc.retry_after)),
+        ) from exc
+    except PaymentUnavailable as exc:
+        # Unknown outcome: never assume declined. The retry, the webhook or the sweeper
+        # will find out from the provider.
+        logger.warning("payment provider unavailable", extra={"holdId": hold_id, "error": str(exc)})
+        metrics.add_metric(name="PaymentUnavailable", unit="Count", value=1)
+        raise Busy("The payment service is not answering; please retry in a moment.", retry_after=5) from exc
+
+
 class RegistrationService:
     def __init__(
         self,
@@ -123,20 +167,21 @@ class RegistrationService:
         self._queue = queue
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
+        """The runner's details: claim the email, then the hold's intent (and, given a
+        PaymentMethod, confirm it here). Answers with the intent's client secret while unpaid."""
         now = now or datetime.now(UTC)
         hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
-        already = self._already_registered(hold, request)
+        already = self._already_registered(hold, request.email)
         if already is not None:
             return already
         if hold.status in GONE_PHASES or (hold.status == HoldPhase.HELD and hold.expired(now)):
             raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
-        race, events = self._catalog.definition(hold.raceId)
-        event = next(e for e in events if e.eventId == hold.eventId)
+        race, event = self._race_event(hold)
         attempt = Attempt(
-            key=attempt_key(hold_id, request.email, request.paymentToken),
+            key=attempt_key(hold_id, request.email),
             email=request.email,
             firstName=request.firstName,
             lastName=request.lastName,
@@ -150,48 +195,60 @@ class RegistrationService:
             metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
             raise EmailAlreadyRegistered(f"{request.email} is already registered for {race.name}.")
         if outcome == BeginOutcome.HOLD_GONE:
-            return self._explain_hold_gone(hold_id, request)
+            return self._explain_hold_gone(hold_id, request.email)
+        hold = hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt})
 
-        try:
-            intent = self._payments.create_intent(
-                amount_cents=attempt.amountCents,
-                currency=attempt.currency,
-                idempotency_key=charge_key(attempt),
-                metadata=payment_metadata(hold, attempt),
-                description=f"{race.name} — {event.name}",
-                payment_method=request.paymentToken,
-                confirm=True,
+        intent = self._hold_intent(hold, attempt, race, event)
+        confirming = bool(request.paymentMethod) and intent.status in CONFIRMABLE
+        if confirming and request.paymentMethod:
+            intent = self._confirm_on_server(hold, intent, request.paymentMethod)
+        # A decline is news only to the call that confirmed; re-sending the details (a second
+        # tab, a reload after a declined card) gets the client secret to try another card.
+        return self._settle(hold, attempt, intent, race, event, now, report_decline=confirming)
+
+    def confirm(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
+        """The runner's browser says it confirmed the intent: the server asks the provider."""
+        now = now or datetime.now(UTC)
+        hold = self._holds.get(hold_id)
+        if hold is None:
+            raise HoldNotFound(f"No hold with id {hold_id}.")
+        if hold.status in DONE_PHASES:
+            return RegistrationAccepted(
+                registrationId=hold.registrationId,
+                status="CONFIRMED" if hold.status == HoldPhase.CONFIRMED else "QUEUED",
             )
-        except PaymentRateLimited as exc:
-            logger.warning("payment provider rate limited", extra={"holdId": hold_id})
-            raise Busy(
-                "The payment service is busy; please retry in a moment.", retry_after=max(1, math.ceil(exc.retry_after))
-            ) from exc
-        except PaymentUnavailable as exc:
-            # Unknown outcome: keep PAYING. The runner's retry (same attempt) or the
-            # sweeper will find out from the provider; never assume declined.
-            logger.warning("payment provider unavailable", extra={"holdId": hold_id, "error": str(exc)})
-            metrics.add_metric(name="PaymentUnavailable", unit="Count", value=1)
-            raise Busy("The payment service is not answering; please retry in a moment.", retry_after=5) from exc
-        except PaymentRejected as exc:
-            # The provider refused the card outright (an unknown token): nothing was
-            # charged, so this is a decline as far as the runner is concerned.
-            self._holds.payment_declined(hold, attempt)
-            metrics.add_metric(name="PaymentRejected", unit="Count", value=1)
-            raise PaymentDeclined("That card was not accepted. Your place is still held: try another card.") from exc
-        if intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD:
-            self._holds.payment_declined(hold, attempt)
-            metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
-            raise PaymentDeclined("Your card was declined. Your place is still held: try another card.")
-        if intent.status != IntentStatus.SUCCEEDED:
-            # Not decided yet (processing, or 3-D Secure the server cannot complete): keep
-            # PAYING, like an unknown outcome; the retry replays the intent and the sweeper
-            # cancels it if it never succeeds.
-            raise Busy("Your payment is still being processed; please retry in a moment.", retry_after=5)
+        if hold.status in GONE_PHASES or hold.status == HoldPhase.CANCELLED:
+            raise HoldExpired("Your hold on this place has expired; please hold a new place.")
+        if hold.status != HoldPhase.PAYING or hold.attempt is None or hold.intentId is None:
+            raise PaymentNotStarted("Send the runner's details first; no payment has started for this hold.")
+        intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
+        race, event = self._race_event(hold)
+        answer = self._settle(hold, hold.attempt, intent, race, event, now, report_decline=True)
+        if answer.status == "PAYMENT_REQUIRED" and intent.decline_code is None:
+            raise PaymentPending("The payment has not been confirmed yet.", retry_after=2)
+        if answer.status in ("REQUIRES_ACTION", "PROCESSING"):
+            raise PaymentPending("Your payment is still being processed; please retry in a moment.", retry_after=2)
+        return answer
 
-        self.enqueue_paid(hold, attempt, intent.id, race, event, now)
+    def payment_succeeded(self, intent: PaymentIntent, now: datetime | None = None) -> str:
+        """A succeeded intent, however we learnt of it (webhook, reconciliation): queue the
+        registration once. Answers "queued", "already" (nothing to do) or "orphan" (no hold
+        is entitled to this payment: the caller refunds it)."""
+        now = now or datetime.now(UTC)
+        hold_id = intent.metadata.get("holdId", "")
+        hold = self._holds.get(hold_id) if hold_id else None
+        if hold is None:
+            return "orphan"
+        if hold.status in DONE_PHASES or hold.status == HoldPhase.CANCELLED:
+            return "already" if hold.chargeId == intent.id else "orphan"
+        if hold.status != HoldPhase.PAYING or hold.attempt is None:
+            return "orphan"
+        if hold.intentId not in (None, intent.id) or not self._pays_for(intent, hold.attempt):
+            return "orphan"
+        race, event = self._race_event(hold)
+        self.enqueue_paid(hold, hold.attempt, intent.id, race, event, now)
         metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
-        return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
+        return "queued"
 
     def enqueue_paid(
         self, hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
@@ -199,22 +256,105 @@ class RegistrationService:
         self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
         self._holds.mark_queued(hold, attempt, payment_id, now)
 
-    def _already_registered(self, hold: Hold, request: RegistrationRequest) -> RegistrationAccepted | None:
+    # -- steps ---------------------------------------------------------------------------------
+    def _race_event(self, hold: Hold) -> tuple[Race, Event]:
+        race, events = self._catalog.definition(hold.raceId)
+        return race, next(e for e in events if e.eventId == hold.eventId)
+
+    def _hold_intent(self, hold: Hold, attempt: Attempt, race: Race, event: Event) -> PaymentIntent:
+        """The hold's one intent: recorded already, or created now (the same key replays it)."""
+        if hold.intentId is not None:
+            intent_id = hold.intentId
+            return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
+        intent = provider_call(
+            lambda: self._payments.create_intent(
+                amount_cents=attempt.amountCents,
+                currency=attempt.currency,
+                idempotency_key=intent_key(hold.holdId),
+                metadata=payment_metadata(hold, attempt),
+                description=f"{race.name} — {event.name}",
+            ),
+            hold.holdId,
+        )
+        if not self._holds.set_intent(hold, attempt, intent.id):
+            # Moved on meanwhile (expired and swept, or queued by a webhook): say what it is now.
+            return self._explain_moved(hold.holdId, attempt.email, intent)
+        return intent
+
+    def _explain_moved(self, hold_id: str, email: str, intent: PaymentIntent) -> PaymentIntent:
+        now_hold = self._holds.get(hold_id)
+        if now_hold is not None and now_hold.status == HoldPhase.PAYING and now_hold.intentId == intent.id:
+            return intent
+        if now_hold is not None and self._already_registered(now_hold, email) is not None:
+            return intent
+        raise HoldExpired("Your hold on this place has expired; please hold a new place.")
+
+    def _confirm_on_server(self, hold: Hold, intent: PaymentIntent, payment_method: str) -> PaymentIntent:
+        try:
+            return provider_call(
+                lambda: self._payments.confirm_intent(
+                    intent.id, payment_method=payment_method, idempotency_key=f"confirm-{intent.id}-{payment_method}"
+                ),
+                hold.holdId,
+            )
+        except PaymentRejected as exc:
+            # An unknown PaymentMethod, or an intent no longer confirmable: nothing charged.
+            metrics.add_metric(name="PaymentRejected", unit="Count", value=1)
+            raise PaymentDeclined("That card was not accepted. Your place is still held: try another card.") from exc
+
+    def _settle(
+        self,
+        hold: Hold,
+        attempt: Attempt,
+        intent: PaymentIntent,
+        race: Race,
+        event: Event,
+        now: datetime,
+        *,
+        report_decline: bool,
+    ) -> RegistrationAccepted:
+        if intent.status == IntentStatus.SUCCEEDED:
+            if not self._pays_for(intent, attempt):
+                raise Conflict("This payment does not match the hold; nothing was registered.")
+            self.enqueue_paid(hold, attempt, intent.id, race, event, now)
+            metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
+            return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
+        if intent.status == IntentStatus.CANCELED:
+            raise HoldExpired("Your hold on this place has expired; please hold a new place.")
+        if report_decline and intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD and intent.decline_code:
+            metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
+            if intent.decline_code == "payment_intent_authentication_failure":
+                raise PaymentDeclined("The card's 3-D Secure check failed. Your place is still held: try again.")
+            raise PaymentDeclined("Your card was declined. Your place is still held: try another card.")
+        return RegistrationAccepted(
+            registrationId=hold.registrationId,
+            status=UNPAID_STATUS[intent.status],  # type: ignore[arg-type]
+            clientSecret=intent.client_secret,
+            amountCents=attempt.amountCents,
+            currency=attempt.currency,
+        )
+
+    @staticmethod
+    def _pays_for(intent: PaymentIntent, attempt: Attempt) -> bool:
+        """The server's price, in the server's currency: a payment for anything else is not this place's."""
+        return intent.amount_cents == attempt.amountCents and intent.currency.lower() == attempt.currency.lower()
+
+    def _already_registered(self, hold: Hold, email: str) -> RegistrationAccepted | None:
         if hold.status not in DONE_PHASES:
             return None
-        if hold.attempt is None or hold.attempt.email != request.email:
+        if hold.attempt is None or hold.attempt.email != email:
             raise Conflict("This hold has already been used for another registration.")
         if hold.status == HoldPhase.CONFIRMED:
             return RegistrationAccepted(registrationId=hold.registrationId, status="CONFIRMED")
         return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
 
-    def _explain_hold_gone(self, hold_id: str, request: RegistrationRequest) -> RegistrationAccepted:
+    def _explain_hold_gone(self, hold_id: str, email: str) -> RegistrationAccepted:
         hold = self._holds.get(hold_id)
-        done = self._already_registered(hold, request) if hold else None
+        done = self._already_registered(hold, email) if hold else None
         if done is not None:
             return done
         if hold is not None and hold.status == HoldPhase.PAYING:
-            raise Conflict("A payment for this hold is already in progress.", retry_after=2)
+            raise Conflict("A payment for this hold is already in progress with other details.", retry_after=2)
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
     # -- the waiting screen -----------------------------------------------------------------

@@ -1,10 +1,13 @@
 """The hold sweeper (every minute): expired places go back to the pool.
 
-A HELD hold past its expiry is released. A PAYING hold past its expiry plus a grace
-period is a payment whose runner never came back (a crash, a closed tab, a lost
-response): the provider is asked for the hold's payment intents. One succeeded → the paid
-registration is queued (it is never lost); one still able to complete is cancelled first;
-none paid → the email and place are freed.
+A HELD hold past its expiry is released. A PAYING hold past its expiry is a payment the
+runner did not finish in time (or finished without telling us: a closed tab, a crash): the
+hold's intent is asked for. Succeeded → the paid registration is queued (it is never lost).
+Waiting for 3-D Secure (``requires_action``) → the hold is extended once, by
+``THREE_DS_EXTENSION``, so the runner can finish. Otherwise the intent is cancelled *before*
+the place is freed: if the cancel fails because the payment succeeded meanwhile, the
+registration is queued instead; once cancelled, no browser can charge it any more, and the
+email and place are freed.
 """
 
 from __future__ import annotations
@@ -19,12 +22,9 @@ from racecap.logic.races import RaceDefinitions, sold_out_flag
 from racecap.logic.registration import RegistrationService
 from racecap.observability import logger, metrics
 
-# Longer than a charge can take with the provider client's retries, so the sweeper
-# never races a payment that is still in flight.
-PAYING_GRACE = timedelta(minutes=2)
-# Statuses that may still turn into a payment without our server (3-D Secure completed in
-# a browser, a bank still processing). A declined intent needs a new confirmation.
-STILL_IN_FLIGHT = frozenset({IntentStatus.REQUIRES_CONFIRMATION, IntentStatus.REQUIRES_ACTION, IntentStatus.PROCESSING})
+# How long a hold waiting for 3-D Secure at its expiry is kept, once: enough for a bank's
+# challenge page, short enough that an abandoned challenge does not keep a place for long.
+THREE_DS_EXTENSION = timedelta(minutes=5)
 
 
 class HoldSweeper:
@@ -68,31 +68,41 @@ class HoldSweeper:
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return None
         attempt = hold.attempt
-        if now - datetime.fromisoformat(attempt.startedAt) < PAYING_GRACE:
+        intents = self._hold_intents(hold)
+        paid = next((i for i in intents if i.status == IntentStatus.SUCCEEDED), None)
+        three_ds = any(i.status == IntentStatus.REQUIRES_ACTION for i in intents)
+        if paid is None and three_ds and not hold.extended:
+            if self._holds.extend(hold, now + THREE_DS_EXTENSION):
+                logger.info("hold extended for 3-D Secure", extra={"holdId": hold.holdId})
+                metrics.add_metric(name="HoldExtendedFor3DS", unit="Count", value=1)
             return "waiting"
-        paid = self._paid_intent(hold.holdId)
+        if paid is None:
+            paid = self._cancel_all(intents)
         if paid is not None:
-            race, events = self._catalog.definition(hold.raceId)
-            event = next(e for e in events if e.eventId == hold.eventId)
-            self._registration.enqueue_paid(hold, attempt, paid.id, race, event, now)
-            logger.info("recovered a paid registration", extra={"registrationId": hold.registrationId})
-            return "recovered"
+            outcome = self._registration.payment_succeeded(paid, now)
+            if outcome == "queued":
+                logger.info("recovered a paid registration", extra={"registrationId": hold.registrationId})
+                return "recovered"
+            return None
         return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
 
-    def _paid_intent(self, hold_id: str) -> PaymentIntent | None:
-        """The hold's succeeded intent, if any. An intent that could still complete on its
-        own is cancelled first, so freeing the place can never race a late payment.
-        Raises ``PaymentUnavailable`` when the outcome cannot be known yet."""
-        intents = self._payments.find_intents(hold_id=hold_id)
+    def _hold_intents(self, hold: Hold) -> list[PaymentIntent]:
+        """The hold's intent as recorded; after a crash before it was recorded, whatever the
+        provider knows for the hold (its metadata names it)."""
+        if hold.intentId is not None:
+            return [self._payments.retrieve_intent(hold.intentId)]
+        return self._payments.find_intents(hold_id=hold.holdId)
+
+    def _cancel_all(self, intents: list[PaymentIntent]) -> PaymentIntent | None:
+        """Cancel every intent that could still be paid; the one that succeeded meanwhile, if any.
+        Raises ``PaymentUnavailable`` when the outcome cannot be known yet (processing)."""
         for intent in intents:
-            if intent.status == IntentStatus.SUCCEEDED:
-                return intent
-        for intent in intents:
-            if intent.status in STILL_IN_FLIGHT:
-                try:
-                    self._payments.cancel_intent(intent.id, idempotency_key=f"cancel-{intent.id}")
-                except IntentNotCancelable as exc:
-                    if exc.intent.status == IntentStatus.SUCCEEDED:
-                        return exc.intent
-                    raise PaymentUnavailable(f"intent {intent.id} is {exc.intent.status}") from exc
+            if intent.status in (IntentStatus.CANCELED, IntentStatus.SUCCEEDED):
+                continue
+            try:
+                self._payments.cancel_intent(intent.id, idempotency_key=f"cancel-{intent.id}")
+            except IntentNotCancelable as exc:
+                if exc.intent.status == IntentStatus.SUCCEEDED:
+                    return exc.intent
+                raise PaymentUnavailable(f"intent {intent.id} is {exc.intent.status}") from exc
         return None

@@ -27,7 +27,10 @@ class RegistrationRequest(BaseModel):
     firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     dateOfBirth: date
-    paymentToken: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_\-]+$")
+    # Optional: a PaymentMethod id (``pm_…``) to confirm on the server (load generators,
+    # Stripe's "finalize on the server" flow). Without it the answer carries the intent's
+    # client secret and the browser confirms with Stripe.js. Never card numbers.
+    paymentMethod: str | None = Field(default=None, min_length=4, max_length=200, pattern=r"^pm_[A-Za-z0-9_]+$")
 
     @field_validator("email")
     @classmethod

@@ -1,0 +1,41 @@
+"""Which provider events have been applied (Inventory ``WEBHOOK#<eventId>``).
+
+The effects of an event are state transitions guarded by conditions, so applying one twice
+changes nothing; the log only spares the work (and the provider calls) of a repeat. It is
+written after the effect is durable, so a crash in between means one harmless re-apply.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from racecap.dal.dynamo import to_item
+from racecap.dal.keys import key
+
+KEEP = timedelta(days=30)  # longer than the provider retries a delivery (three days)
+
+
+def event_key(event_id: str) -> dict[str, Any]:
+    return key(f"WEBHOOK#{event_id}", "EVENT")
+
+
+class DynamoWebhookLog:
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def seen(self, event_id: str) -> bool:
+        resp = self._db.get_item(TableName=self._table, Key=event_key(event_id), ConsistentRead=True)
+        return "Item" in resp
+
+    def remember(self, event_id: str, event_type: str) -> None:
+        now = datetime.now(UTC)
+        item = {
+            "pk": f"WEBHOOK#{event_id}",
+            "sk": "EVENT",
+            "type": event_type,
+            "appliedAt": now.isoformat(),
+            "ttl": int((now + KEEP).timestamp()),
+        }
+        self._db.put_item(TableName=self._table, Item=to_item(item))

@@ -1,0 +1,204 @@
+"""What the payment provider tells us: webhooks (and reconciliation's replay of its events).
+
+Each event is applied by the state it describes, never by its order or count:
+
+* ``payment_intent.succeeded`` → the hold's registration is queued (``RegistrationService.
+  payment_succeeded``: once, whoever comes first — the runner's confirm, this, the sweeper);
+  a succeeded payment no hold is entitled to any more is refunded automatically, keyed on
+  the intent (once), with an email saying why;
+* ``payment_intent.payment_failed`` → nothing to change: the runner is still on the form with
+  the place held and may try another card on the same intent; counted;
+* ``charge.refunded`` → a refund made outside Racecap cancels the registration and returns the
+  place, audited as such (``Cancellations.refunded_elsewhere``); Racecap's own refunds find
+  the registration cancelling or cancelled and change nothing;
+* ``charge.dispute.created`` → the registration is flagged; the director sees it.
+
+An event is answered 2xx only once its effect is durable; when it cannot be applied yet (the
+writer has not written the registration) ``NotYet`` asks the provider to deliver it again.
+Applied event ids are remembered, so a duplicate costs one read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from racecap.dal.payments import (
+    AlreadyRefunded,
+    IntentStatus,
+    InvalidWebhookSignature,
+    PaymentIntent,
+    PaymentProvider,
+    ProviderEvent,
+)
+from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
+from racecap.domain import EmailMessage, HoldPhase
+from racecap.errors import Busy, InvalidSignature
+from racecap.logic.refunds import Cancellations
+from racecap.logic.registration import RegistrationService
+from racecap.observability import logger, metrics
+
+HANDLED = (
+    "payment_intent.succeeded",
+    "payment_intent.payment_failed",
+    "charge.refunded",
+    "charge.dispute.created",
+)
+
+
+class EventLog(Protocol):
+    def seen(self, event_id: str) -> bool: ...
+
+    def remember(self, event_id: str, event_type: str) -> None: ...
+
+
+class NotYet(Busy):
+    """The event is about something not written yet: the provider retries the delivery."""
+
+    code, status = "NOT_YET", 503
+
+
+def unmatched_refund_key(intent_id: str) -> str:
+    return f"unmatched-refund-{intent_id}"
+
+
+def intent_from(obj: Mapping[str, Any]) -> PaymentIntent:
+    """An intent as the event carries it (``data.object``), in the port's terms."""
+    error = obj.get("last_payment_error") or {}
+    return PaymentIntent(
+        id=str(obj["id"]),
+        status=IntentStatus(str(obj["status"])),
+        amount_cents=int(obj["amount"]),
+        currency=str(obj["currency"]),
+        metadata={str(k): str(v) for k, v in (obj.get("metadata") or {}).items()},
+        latest_charge=obj.get("latest_charge"),
+        decline_code=error.get("decline_code") or error.get("code"),
+    )
+
+
+class PaymentEvents:
+    def __init__(
+        self,
+        payments: PaymentProvider,
+        registration: RegistrationService,
+        holds: HoldStore,
+        registrations: RegistrationStore,
+        cancellations: Cancellations,
+        emails: MessageQueue,
+        log: EventLog,
+        race_name: Any,
+    ) -> None:
+        self._payments = payments
+        self._registration = registration
+        self._holds = holds
+        self._regs = registrations
+        self._cancellations = cancellations
+        self._emails = emails
+        self._log = log
+        self._race_name = race_name  # race id -> its name, for the refund email (None: unknown)
+
+    def receive(self, payload: bytes, signature: str | None) -> str:
+        """A webhook delivery: verified, then applied once. Answers what was done."""
+        try:
+            event = self._payments.parse_webhook(payload, signature)
+        except InvalidWebhookSignature as exc:
+            metrics.add_metric(name="WebhookSignatureRefused", unit="Count", value=1)
+            raise InvalidSignature("The Stripe-Signature header is missing, wrong or too old.") from exc
+        if event.type not in HANDLED:
+            return "ignored"
+        if self._log.seen(event.id):
+            metrics.add_metric(name="WebhookDuplicate", unit="Count", value=1)
+            return "duplicate"
+        outcome = self.apply(event)
+        self._log.remember(event.id, event.type)
+        return outcome
+
+    def apply(self, event: ProviderEvent) -> str:
+        data = event.data
+        if event.type == "payment_intent.succeeded":
+            return self.succeeded(intent_from(data))
+        if event.type == "payment_intent.payment_failed":
+            metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
+            return "declined"
+        if event.type == "charge.refunded":
+            return self._refunded(data)
+        if event.type == "charge.dispute.created":
+            return self._disputed(data)
+        return "ignored"
+
+    def succeeded(self, intent: PaymentIntent) -> str:
+        if not intent.metadata.get("holdId"):
+            return "ignored"  # not a Racecap payment (another integration on the same account)
+        outcome = self._registration.payment_succeeded(intent)
+        if outcome == "orphan":
+            self.refund_unmatched(intent)
+        return outcome
+
+    def refund_unmatched(self, intent: PaymentIntent) -> None:
+        """Money with no place to give for it: refund it (once: the key is the intent) and say why."""
+        hold_id = intent.metadata.get("holdId", "")
+        hold = self._holds.get(hold_id) if hold_id else None
+        if hold is not None and hold.chargeId == intent.id and hold.status != HoldPhase.CANCELLED:
+            return  # the place is this payment's after all
+        try:
+            self._payments.refund(
+                intent_id=intent.id, idempotency_key=unmatched_refund_key(intent.id), reason="requested_by_customer"
+            )
+        except AlreadyRefunded:
+            pass  # refunded before (by us, under this key, or by hand): the email is deduplicated
+        logger.warning("refunded a payment no hold was entitled to", extra={"intentId": intent.id})
+        metrics.add_metric(name="UnmatchedPaymentRefunded", unit="Count", value=1)
+        email = intent.metadata.get("email")
+        if email:
+            race_id = intent.metadata.get("raceId", "")
+            race_name = self._race_name(race_id) if race_id else None
+            self._emails.send(
+                EmailMessage(
+                    kind="unmatched_refund",
+                    dedupKey=f"unmatched-refund:{intent.id}",
+                    to=email,
+                    data={
+                        "raceName": race_name or "the race",
+                        "registrationId": intent.metadata.get("registrationId") or intent.id,
+                        "amountCents": intent.amount_cents,
+                        "currency": intent.currency,
+                    },
+                )
+            )
+
+    def _registration_id(self, intent_id: str, metadata: Mapping[str, Any] | None) -> str | None:
+        rid = (metadata or {}).get("registrationId")
+        if rid:
+            return str(rid)
+        return self._payments.retrieve_intent(intent_id).metadata.get("registrationId")
+
+    def _refunded(self, charge: Mapping[str, Any]) -> str:
+        intent_id = str(charge.get("payment_intent") or "")
+        rid = self._registration_id(intent_id, charge.get("metadata")) if intent_id else None
+        if not rid:
+            return "ignored"
+        reg = self._regs.get(rid)
+        if reg is None:
+            hold = self._holds.get(str((charge.get("metadata") or {}).get("holdId", "")))
+            if hold is not None and hold.status == HoldPhase.QUEUED and hold.chargeId == intent_id:
+                raise NotYet("The registration is still being written; deliver again later.", retry_after=5)
+            return "ignored"  # an unmatched payment's own refund, or a payment never registered
+        if reg.chargeId != intent_id:
+            return "ignored"
+        self._cancellations.refunded_elsewhere(rid)
+        return "cancelled"
+
+    def _disputed(self, dispute: Mapping[str, Any]) -> str:
+        intent_id = str(dispute.get("payment_intent") or "")
+        rid = self._registration_id(intent_id, dispute.get("metadata")) if intent_id else None
+        if not rid:
+            return "ignored"
+        if not self._regs.flag_dispute(rid, str(dispute["id"]), datetime.now(UTC).isoformat()):
+            hold = self._holds.get(self._payments.retrieve_intent(intent_id).metadata.get("holdId", ""))
+            if hold is not None and hold.status == HoldPhase.QUEUED:
+                raise NotYet("The registration is still being written; deliver again later.", retry_after=5)
+            return "ignored"
+        logger.warning("payment disputed", extra={"registrationId": rid, "disputeId": dispute["id"]})
+        metrics.add_metric(name="PaymentDisputed", unit="Count", value=1)
+        return "flagged"
