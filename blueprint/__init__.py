@@ -484,6 +484,9 @@ COMMON_ENV: dict[str, Ref] = {
     # 10 % headroom inside): below Stripe's own limit (test mode 25/s; live ~100/s, or what
     # Stripe raised it to before a big opening — README "The payment provider's limits").
     "PAYMENTS_RATE_PER_SECOND": Param("PaymentsRatePerSecond", "24"),
+    # The site's card form: Stripe.js and the account's publishable key (public, not secrets).
+    "PAYMENTS_PUBLISHABLE_KEY": Param("PaymentsPublishableKey", "pk_test_set_me_after_deploy"),
+    "PAYMENTS_SCRIPT_URL": Param("PaymentsScriptUrl", "https://js.stripe.com/v3/"),
     # Per-address token buckets on the runner API: requests per second, and the burst a
     # page load (a dozen calls) and a few quick retries fit in.
     "RATE_LIMIT_PER_SECOND": Param("RunnerRateLimitPerSecond", "5"),
@@ -554,11 +557,13 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         "HoldSweeper",
         "functions/hold_sweeper",
-        "Returns the places of expired holds to the pool",
+        "Returns the places of expired holds to the pool; reconciles payments with the provider",
         grants=(
             TableAccess("Races", "read"),
             TableAccess("Inventory", "readwrite"),
-            ReadSecret("PaymentProvider"),  # finds and cancels an expiring hold's payment
+            QueueAccess("Registrations", "send"),  # a paid hold found at expiry or by reconciliation
+            QueueAccess("Emails", "send"),  # the email that goes with an automatic refund
+            ReadSecret("PaymentProvider"),  # cancels an expiring hold's payment; lists succeeded payments
         ),
         timeout_s=60,
         reserved_concurrency=1,

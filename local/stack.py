@@ -139,7 +139,13 @@ class LocalStack:
             urls,
             f"redis://127.0.0.1:{self.ports.redis}/0",
             # The test-token provider stands in for the real one, as a deploy parameter would.
-            {"PaymentsUrl": self.payments_url, "PaymentsApiBase": self.stripe_url, **self.params},
+            {
+                "PaymentsUrl": self.payments_url,
+                "PaymentsApiBase": self.stripe_url,
+                "PaymentsScriptUrl": f"{self.stripe_url}/v3/",
+                "PaymentsPublishableKey": stripe_standin.Keys().publishable,
+                **self.params,
+            },
         )
         return resolver(ref)
 

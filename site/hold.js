@@ -6,10 +6,17 @@ import {
   BUSY, DETAILS, POLL_S, backLink, duration, enc, errorBox, every, go, h, money, page, pollScale, retitle, say,
   setText, statusLines, store, toMs,
 } from './ui.js';
+import { mountCardForm } from './pay.js';
 import { normaliseDate, registrationBody, validate } from './validate.js';
 
 const LOCAL = ['localhost', '127.0.0.1', '[::1]'].includes(location.hostname);
-const TOKENS = [['pm_card_visa', 'succeeds'], ['pm_card_chargeDeclined', 'is declined'], ['pm_card_authenticationRequired', 'asks for 3-D Secure']];
+// Stripe's documented test cards (the local stack's provider is a stand-in that knows them).
+const TEST_CARDS = [
+  ['4242 4242 4242 4242', 'succeeds'],
+  ['4000 0000 0000 0002', 'is declined'],
+  ['4000 0025 0000 3155', 'asks for 3-D Secure'],
+];
+const PENDING_TRIES = 30; // 3-D Secure or a bank still deciding: ask again, as Retry-After says
 
 export function holdPage(holdId) {
   const ctx = store.get(`hold:${holdId}`) || { holdId };
@@ -76,21 +83,19 @@ export function holdPage(holdId) {
     }, 'Year-month-day, for example 1990-04-23. Runners must be at least 5 years old.'),
     h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' }, 'Continue to payment'));
 
-  const useToken = (t) => {
-    fields.paymentMethod.input.value = state.paymentMethod = t;
-    delete state.pending;
-    save();
-    setErr('paymentMethod', '');
-  };
   const who = h('p', { testid: 'runner-summary' });
+  // The provider's card form goes here (its own frame, its own origin).
+  const cardHost = h('div', { cls: 'card-form', testid: 'card-form' });
+  const cardErr = h('p', { cls: 'field-error', role: 'alert', testid: 'error-card', hidden: true });
+  const setCardErr = (msg) => {
+    cardErr.textContent = msg || '';
+    cardErr.hidden = !msg;
+  };
   const payment = h('fieldset', { testid: 'payment-step' }, h('legend', {}, 'Payment'), who,
     LOCAL && h('div', { cls: 'alert info', testid: 'test-cards' },
-      h('p', {}, 'Local test stack, no real payments. Use a test payment method:'),
-      h('ul', {}, TOKENS.map(([t, d]) => h('li', {}, h('button', {
-        type: 'button', cls: 'link', testid: `use-${t}`, onclick: () => useToken(t),
-      }, h('code', {}, t)), ` ${d}`)))),
-    field('paymentMethod', 'Payment method', { autocomplete: 'off', spellcheck: 'false', required: true },
-      'A payment method id from the payment provider (pm_...).'),
+      h('p', {}, 'Local test stack, no real payments. Use a test card (any future expiry, any CVC):'),
+      h('ul', {}, TEST_CARDS.map(([n, d]) => h('li', {}, h('code', {}, n), ` ${d}`)))),
+    cardErr, cardHost,
     h('div', { cls: 'row' },
       h('button', { type: 'submit', cls: 'primary', testid: 'submit-registration' }, 'Pay and register'),
       h('button', { type: 'button', testid: 'edit-details', onclick: () => step(1, 'email') }, 'Edit details')));
@@ -164,12 +169,89 @@ export function holdPage(holdId) {
     form.setAttribute('aria-busy', on);
   };
 
+  let card = null; // the mounted card form, once the server has answered the details
+
+  // Registered (queued): on to the waiting screen.
+  function finish(id, payload) {
+    const runner = { ...payload };
+    store.set(`reg:${id}`, { ...runner, raceId: ctx.raceId, raceName: ctx.raceName, eventName: ctx.eventName });
+    store.set(`poll:${id}`, { n: 0, next: Date.now() + POLL_S[0] * 1000 * pollScale() });
+    store.set(`hold:${holdId}`, { ...ctx, registrationId: id });
+    store.del(`form:${holdId}`);
+    return go(`/registrations/${enc(id)}`, true);
+  }
+
+  // The details were accepted: the email is ours and the hold has its payment. Show the card form.
+  async function showCardForm(data) {
+    state.step = 2;
+    state.registrationId = data.registrationId;
+    save();
+    step(2);
+    status.set('Loading the secure card form…');
+    try {
+      if (card) card.destroy();
+      card = await mountCardForm(cardHost, data);
+      status.set('');
+      const frame = cardHost.querySelector('iframe');
+      if (frame) frame.focus();
+    } catch (e) {
+      if (signal.aborted) return;
+      status.set('');
+      problem.replaceChildren(errorBox(e.message, () => submit(state.pending || registrationBody(state))));
+    }
+  }
+
+  // The card, then the server's word: it asks the provider, never takes the page's.
+  async function payNow() {
+    if (!card) return submit(registrationBody(state));
+    lock(true);
+    setCardErr('');
+    problem.replaceChildren();
+    status.set('Paying…');
+    try {
+      const paid = await card.confirm();
+      if (paid.error) {
+        const msg = `${paid.error} Your place is still held: try another card.`;
+        setCardErr(msg);
+        say(msg);
+        return;
+      }
+      status.set('Payment received. Registering you…');
+      for (let i = 0; ; i++) {
+        try {
+          const { data } = await withBusyRetry(
+            () => api('POST', `/holds/${enc(holdId)}/payment/confirm`, { signal }),
+            { signal, attempts: 10, onWait: (s) => status.wait(s, (left) => `Busy: trying again in ${left} s.`) },
+          );
+          return finish(data.registrationId, registrationBody(state));
+        } catch (e) {
+          if (e.code !== 'PAYMENT_PENDING' || i >= PENDING_TRIES) throw e;
+          await sleepFor(e.retryAfter || 2);
+        }
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e.code === 'PAYMENT_DECLINED') {
+        setCardErr(`${e.message}`);
+        say(e.message);
+      } else {
+        fail(e);
+      }
+    } finally {
+      if (!signal.aborted) {
+        lock(false);
+        status.set('');
+      }
+    }
+  }
+  const sleepFor = (s) => new Promise((r) => setTimeout(r, s * 1000));
+
   async function submit(payload) {
     state.pending = payload; // a retry resends exactly this body
     save();
     lock(true);
     problem.replaceChildren();
-    status.set('Sending your registration…');
+    status.set('Sending your details…');
     try {
       const { data } = await withBusyRetry(
         () => api('POST', `/holds/${enc(holdId)}/registration`, { body: payload, signal }),
@@ -182,14 +264,11 @@ export function holdPage(holdId) {
           },
         },
       );
-      const id = data.registrationId;
-      const runner = { ...payload };
-      delete runner.paymentMethod;
-      store.set(`reg:${id}`, { ...runner, raceId: ctx.raceId, raceName: ctx.raceName, eventName: ctx.eventName });
-      store.set(`poll:${id}`, { n: 0, next: Date.now() + POLL_S[0] * 1000 * pollScale() });
-      store.set(`hold:${holdId}`, { ...ctx, registrationId: id });
-      store.del(`form:${holdId}`);
-      return go(`/registrations/${enc(id)}`, true);
+      if (data.status === 'QUEUED' || data.status === 'CONFIRMED') return finish(data.registrationId, payload);
+      delete state.pending;
+      lock(false);
+      status.set('');
+      return showCardForm(data);
     } catch (e) {
       if (signal.aborted) return;
       lock(false);
@@ -206,15 +285,13 @@ export function holdPage(holdId) {
       step(Object.keys(errs).some((n) => DETAILS.includes(n)) ? 1 : 2);
       showSummary(errs);
       if (!Object.keys(errs).some((n) => fields[n])) problem.replaceChildren(errorBox(e.message));
-    } else if (e.code === 'PAYMENT_DECLINED' || e.code === 'EMAIL_ALREADY_REGISTERED') {
-      const name = e.code === 'PAYMENT_DECLINED' ? 'paymentMethod' : 'email';
+    } else if (e.code === 'EMAIL_ALREADY_REGISTERED') {
       delete state.pending;
-      step(name === 'email' ? 1 : 2);
-      const again = name === 'email' || /another card/i.test(e.message) ? '' : ' Try another card.';
-      setErr(name, `${e.message}${again}`);
-      fields[name].input.select();
-      fields[name].input.focus();
-      say(fields[name].err.textContent);
+      step(1);
+      setErr('email', e.message);
+      fields.email.input.select();
+      fields.email.input.focus();
+      say(fields.email.err.textContent);
     } else if (e.code === 'HOLD_EXPIRED' || e.status === 404) {
       store.set('carry', Object.fromEntries(DETAILS.map((n) => [n, state[n]])));
       store.del(`hold:${holdId}`);
@@ -237,15 +314,14 @@ export function holdPage(holdId) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (form.getAttribute('aria-busy') === 'true') return;
-    const errs = check(state.step === 1 ? DETAILS : [...DETAILS, 'paymentMethod']);
-    const bad = Object.keys(errs);
-    if (bad.length) {
-      step(bad.some((n) => DETAILS.includes(n)) ? 1 : 2);
+    const errs = check(DETAILS);
+    if (Object.keys(errs).length) {
+      step(1);
       return showSummary(errs);
     }
     summary.hidden = true;
-    if (state.step === 1) return step(2, 'paymentMethod');
-    submit(state.pending || registrationBody(state));
+    if (state.step === 1 || !card) return submit(state.pending || registrationBody(state));
+    payNow();
   });
 
   body.append(
@@ -253,8 +329,10 @@ export function holdPage(holdId) {
       ctx.priceCents != null ? ` · ${money(ctx.priceCents, ctx.currency)}` : ''),
     h('div', { cls: 'timer-box' }, timer, bar), form, h('p', {}, release), ...releaseStatus.el,
   );
-  step(state.step === 2 && !Object.keys(validate(state, DETAILS)).length ? 2 : 1);
-  if (state.pending) {
+  step(1);
+  if (state.step === 2 && !state.pending && !Object.keys(validate(state, DETAILS)).length) {
+    submit(registrationBody(state)); // a reload on the card form: the same intent comes back
+  } else if (state.pending) {
     problem.replaceChildren(errorBox('Your last attempt did not finish. Your details are saved.',
       () => submit(state.pending)));
   }

@@ -54,7 +54,6 @@ export const CHECKS = {
   firstName: (v) => checkName(v, 'first name'),
   lastName: (v) => checkName(v, 'last name'),
   dateOfBirth: (v, now) => checkDateOfBirth(v, now),
-  paymentMethod: (v) => (String(v || '').trim() ? '' : 'Enter your payment method.'),
 };
 
 // Returns {field: message} for every failing field among `names`.
@@ -74,6 +73,5 @@ export function registrationBody(values) {
     firstName: String(values.firstName || '').trim(),
     lastName: String(values.lastName || '').trim(),
     dateOfBirth: normaliseDate(values.dateOfBirth),
-    paymentMethod: String(values.paymentMethod || '').trim(),
   };
 }

@@ -1,4 +1,6 @@
-"""HoldSweeper: every minute (EventBridge), expired holds give their places back."""
+"""HoldSweeper: every minute (EventBridge), expired holds give their places back, then the
+payments reconciliation: every payment that succeeded is queued or refunded (never paid
+without a place), whatever happened to its webhook."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import sweeper
+from racecap.wiring import payment_events, sweeper
 
 get_settings()
 
@@ -18,4 +20,5 @@ get_settings()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     counts = sweeper().sweep()
     logger.info("swept holds", extra=counts)
-    return counts
+    reconciled = payment_events().reconcile()
+    return {**counts, **{f"reconciled_{k}": v for k, v in reconciled.items()}}

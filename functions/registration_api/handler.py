@@ -228,6 +228,8 @@ def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Respo
     except IdempotencyAlreadyInProgressError as exc:
         raise Conflict("This registration is already being processed.", retry_after=2) from exc
     status = 202 if result["status"] in ("QUEUED", "CONFIRMED") else 200
+    if status == 200:  # what the site's card form needs: public configuration, not secrets
+        result |= {"publishableKey": settings.payments_publishable_key, "paymentsScript": settings.payments_script_url}
     return Response(status, content_types.APPLICATION_JSON, result, headers=NO_STORE)
 
 

@@ -25,7 +25,6 @@ FIELDS = {
     "firstName": "First name",
     "lastName": "Last name",
     "dateOfBirth": "Date of birth",
-    "paymentMethod": "Payment method",
 }
 
 
@@ -122,11 +121,29 @@ def fill_details(page: Page, runner: Runner) -> None:
     expect(page.get_by_test_id("runner-summary")).to_contain_text(runner.email.strip())
 
 
-def pay(page: Page, token: str = "pm_card_visa") -> None:
-    """Picks one of the local provider's test tokens (the page lists them) and pays."""
-    page.get_by_test_id(f"use-{token}").click()
-    expect(field(page, "paymentMethod")).to_have_value(token)
+CARD_FRAME = "iframe[title='Secure payment input frame']"
+CHALLENGE_FRAME = "iframe[title='3D Secure authentication']"
+
+
+def type_card(page: Page, number: str = "4242 4242 4242 4242") -> None:
+    """Types a card into the provider's own frame (Stripe's Payment Element; the stand-in locally)."""
+    card = page.frame_locator(CARD_FRAME)
+    card.locator("#number").fill(number)
+    card.locator("#expiry").fill("12 / 34")
+    card.locator("#cvc").fill("123")
+
+
+def pay(page: Page, number: str = "4242 4242 4242 4242") -> None:
+    """Types one of Stripe's test cards (the page lists them) into the card form and pays."""
+    expect(page.locator(CARD_FRAME)).to_be_visible()
+    type_card(page, number)
     page.get_by_test_id("submit-registration").click()
+
+
+def answer_3d_secure(page: Page, approve: bool) -> None:
+    expect(page.locator(CHALLENGE_FRAME)).to_be_visible()
+    button = "Complete authentication" if approve else "Fail authentication"
+    page.frame_locator(CHALLENGE_FRAME).get_by_role("button", name=button).click()
 
 
 def expect_confirmed(page: Page, runner: Runner | None = None) -> str:

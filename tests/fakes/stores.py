@@ -323,6 +323,7 @@ class FakeRegistrations:
                     lambda h, r=reg: h.registrationId == r.registrationId,
                     status=HoldPhase.CONFIRMED,
                     bib=reg.bib,
+                    chargeId=reg.chargeId,
                 ),
                 fake_item(
                     lambda r=reg: (

@@ -57,7 +57,7 @@ def test_given_a_small_opening_burst_when_artillery_runs_it_then_every_runner_wi
     assert s["success_rate"] == 1
     # The warm-up's runner (the initial registration test) is confirmed too.
     assert result.audit is not None and result.audit["ok"], result.audit
-    assert result.audit["confirmed"] == RUNNERS + 1
+    assert result.audit["confirmed"] == RUNNERS + 1, result.audit
     assert result.audit["emails_sent"] == RUNNERS + 1
     assert s["registrations_completed"] == RUNNERS
     # The paper's figure, by its definition: registrations / (first request -> last completion).

@@ -286,3 +286,21 @@ def test_the_providers_rate_limit_is_a_429_with_retry_after_and_the_place_is_kep
     assert _taken(backend, race_id, api) == 4  # every place is still held
     finished = [register(api, h, bodies[h]) for h, r in zip(holds, answers, strict=True) if r.status_code != 202]
     assert all(r.status_code == 202 for r in finished), [r.text for r in finished]
+
+
+def test_a_crash_between_the_payment_and_its_queueing_is_caught_by_reconciliation(api, backend, stack):
+    """Paid, then nothing: no confirm call (the API crashed), no webhook (not delivered). The
+    scheduled reconciliation finds the succeeded payment at the provider and queues it."""
+    race_id = backend.create_race([3])
+    webhooks(stack, paused=True)
+    try:
+        hold_id, started = _details(api, race_id)
+        (intent,) = intents_for(stack, hold_id=hold_id)
+        browser_pays(stack, intent["id"])
+        confirmed = wait_confirmed(api, [started["registrationId"]], timeout=60)
+    finally:
+        webhooks(stack, paused=False)
+    assert confirmed[started["registrationId"]]["bib"] == 1
+    report = wait_for_audit(stack, backend, race_id)
+    assert report.ok, report.summary()
+    assert (report.confirmed, report.charges_succeeded, report.refunds) == (1, 1, 0)

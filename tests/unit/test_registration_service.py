@@ -217,6 +217,19 @@ def test_a_webhook_and_a_confirm_queue_the_registration_once(world):
     assert len(world.queue.sent) == 1
 
 
+def test_a_late_webhook_after_the_writer_outran_the_api_is_not_an_orphan(world, monkeypatch):
+    """The writer confirms the hold before the API's own mark_queued runs (a fast queue): the
+    hold never passes through QUEUED with its chargeId, and the webhook must still see it as paid."""
+    hold_id = _hold(world)
+    monkeypatch.setattr(world.holds, "mark_queued", lambda *a, **k: None)  # the API is still on its way
+    world.registration.register(hold_id, request())
+    assert world.write_queued() == []
+    hold = world.holds.get(hold_id)
+    assert hold.status == HoldPhase.CONFIRMED
+    (paid,) = world.payments.succeeded
+    assert world.registration.payment_succeeded(paid) == "already"
+
+
 def test_a_payment_for_a_hold_that_is_gone_is_an_orphan(world):
     hold_id = _hold(world)
     world.registration.register(hold_id, request(card=None))

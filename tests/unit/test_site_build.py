@@ -172,12 +172,15 @@ def test_contract_test_ids_exist_for_browser_tests() -> None:
         "retry",
         "noscript",
         "loading",
+        "card-form",
+        "error-card",
+        "test-cards",
     ):
         assert re.search(rf"""['"`]{re.escape(testid)}['"`]""", text), testid
     # Form fields and their inline errors: data-testid="field-<name>" / "error-<name>".
     assert "testid: `field-${name}`" in text
     assert "testid: `error-${name}`" in text
-    for name in ("email", "firstName", "lastName", "dateOfBirth", "paymentMethod"):
+    for name in ("email", "firstName", "lastName", "dateOfBirth"):
         assert f"field('{name}'" in text, name
 
 

@@ -33,6 +33,9 @@ class Settings(BaseModel):
     # The provider's request budget shared by every function (Redis): Stripe allows ~100/s
     # live and 25/s in test mode unless raised; past it runners get 429 and keep their place.
     payments_rate_per_second: float = Field(alias="PAYMENTS_RATE_PER_SECOND", gt=0)
+    # What the site's card form needs (public by design: a publishable key and a script URL).
+    payments_publishable_key: str = Field(alias="PAYMENTS_PUBLISHABLE_KEY", pattern=r"^pk_")
+    payments_script_url: str = Field(alias="PAYMENTS_SCRIPT_URL", pattern=r"^https?://")
     service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
     # Per-address token buckets on the runner API (racecap.fairness.buckets).
     rate_limit_per_second: float = Field(alias="RATE_LIMIT_PER_SECOND", gt=0)

@@ -104,6 +104,8 @@ class RegistrationAccepted(BaseModel):
     )
     amountCents: int | None = Field(default=None, description="What the card is charged: the server's price.")
     currency: str | None = None
+    publishableKey: str | None = Field(default=None, description="For `Stripe(publishableKey)`, while unpaid.")
+    paymentsScript: str | None = Field(default=None, description="Where Stripe.js is loaded from, while unpaid.")
 
 
 class WebhookAnswer(BaseModel):

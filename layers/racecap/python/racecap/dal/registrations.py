@@ -144,11 +144,13 @@ class DynamoRegistrations:
                     "Update": {
                         "TableName": self._inv,
                         "Key": hold_key(reg.holdId),
-                        "UpdateExpression": "SET #s = :confirmed, bib = :bib REMOVE gsi1pk, gsi1sk",
+                        # chargeId too: the writer may get here before the API's mark_queued
+                        # does, and a late webhook must find the hold's payment on it.
+                        "UpdateExpression": "SET #s = :confirmed, bib = :bib, chargeId = :charge REMOVE gsi1pk, gsi1sk",
                         "ConditionExpression": "registrationId = :rid",
                         "ExpressionAttributeNames": {"#s": "status"},
                         "ExpressionAttributeValues": values(
-                            {":confirmed": HoldPhase.CONFIRMED, ":bib": reg.bib, ":rid": rid}
+                            {":confirmed": HoldPhase.CONFIRMED, ":bib": reg.bib, ":rid": rid, ":charge": reg.chargeId}
                         ),
                     }
                 },

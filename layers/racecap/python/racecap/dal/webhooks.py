@@ -29,6 +29,14 @@ class DynamoWebhookLog:
         resp = self._db.get_item(TableName=self._table, Key=event_key(event_id), ConsistentRead=True)
         return "Item" in resp
 
+    def mark(self) -> int | None:
+        """Up to which event creation time (unix s) reconciliation has applied the provider's payments."""
+        resp = self._db.get_item(TableName=self._table, Key=key("RECONCILE", "MARK"), ConsistentRead=True)
+        return int(resp["Item"]["created"]["N"]) if "Item" in resp else None
+
+    def set_mark(self, created: int) -> None:
+        self._db.put_item(TableName=self._table, Item=to_item({"pk": "RECONCILE", "sk": "MARK", "created": created}))
+
     def remember(self, event_id: str, event_type: str) -> None:
         now = datetime.now(UTC)
         item = {

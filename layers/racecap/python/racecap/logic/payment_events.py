@@ -20,8 +20,9 @@ Applied event ids are remembered, so a duplicate costs one read.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from racecap.dal.payments import (
@@ -30,6 +31,7 @@ from racecap.dal.payments import (
     InvalidWebhookSignature,
     PaymentIntent,
     PaymentProvider,
+    PaymentUnavailable,
     ProviderEvent,
 )
 from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
@@ -47,10 +49,21 @@ HANDLED = (
 )
 
 
+# Reconciliation re-reads the provider's succeeded payments from a little before its last
+# run: events are listed by creation time, and one created during the last run's listing
+# must not be skipped. Applying one twice changes nothing (state-based).
+RECONCILE_OVERLAP = timedelta(minutes=5)
+RECONCILE_FIRST_LOOKBACK = timedelta(days=3)  # as far back as Stripe retries a webhook
+
+
 class EventLog(Protocol):
     def seen(self, event_id: str) -> bool: ...
 
     def remember(self, event_id: str, event_type: str) -> None: ...
+
+    def mark(self) -> int | None: ...
+
+    def set_mark(self, created: int) -> None: ...
 
 
 class NotYet(Busy):
@@ -127,6 +140,31 @@ class PaymentEvents:
             return self._disputed(data)
         return "ignored"
 
+    def reconcile(self, now: datetime | None = None) -> dict[str, int]:
+        """The scheduled backstop for lost webhooks and crashes between a payment and its
+        queueing: every payment that succeeded since the last run (with an overlap) is applied
+        as its webhook would be — queued if no one did, refunded with an email if no hold is
+        entitled to it. Never paid without a place."""
+        now = now or datetime.now(UTC)
+        mark = self._log.mark()
+        overlap = int(RECONCILE_OVERLAP.total_seconds())
+        since = mark - overlap if mark else int((now - RECONCILE_FIRST_LOOKBACK).timestamp())
+        counts: Counter[str] = Counter()
+        newest = since
+        try:
+            for event in self._payments.list_events(types=["payment_intent.succeeded"], created_after=since):
+                counts[self.succeeded(intent_from(event.data))] += 1
+                newest = max(newest, event.created)
+        except PaymentUnavailable as exc:  # busy or down: the next tick starts from the same mark
+            logger.warning("reconciliation postponed", extra={"error": str(exc)})
+            return {"postponed": 1}
+        self._log.set_mark(max(newest, mark or 0))
+        for outcome in ("queued", "orphan"):
+            if counts[outcome]:
+                logger.warning(f"reconciliation: {outcome} payments", extra={"count": counts[outcome]})
+                metrics.add_metric(name=f"Reconciled{outcome.title()}", unit="Count", value=counts[outcome])
+        return dict(counts)
+
     def succeeded(self, intent: PaymentIntent) -> str:
         if not intent.metadata.get("holdId"):
             return "ignored"  # not a Racecap payment (another integration on the same account)
@@ -139,7 +177,7 @@ class PaymentEvents:
         """Money with no place to give for it: refund it (once: the key is the intent) and say why."""
         hold_id = intent.metadata.get("holdId", "")
         hold = self._holds.get(hold_id) if hold_id else None
-        if hold is not None and hold.chargeId == intent.id and hold.status != HoldPhase.CANCELLED:
+        if hold is not None and intent.id in (hold.chargeId, hold.intentId) and hold.status != HoldPhase.CANCELLED:
             return  # the place is this payment's after all
         try:
             self._payments.refund(

@@ -240,7 +240,8 @@ class RegistrationService:
         if hold is None:
             return "orphan"
         if hold.status in DONE_PHASES or hold.status == HoldPhase.CANCELLED:
-            return "already" if hold.chargeId == intent.id else "orphan"
+            # The hold's own payment (recorded as its intent, or as paid by whoever queued it).
+            return "already" if intent.id in (hold.chargeId, hold.intentId) else "orphan"
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return "orphan"
         if hold.intentId not in (None, intent.id) or not self._pays_for(intent, hold.attempt):
