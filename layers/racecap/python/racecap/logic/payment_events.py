@@ -35,7 +35,7 @@ from racecap.dal.payments import (
     ProviderEvent,
 )
 from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
-from racecap.domain import EmailMessage, HoldPhase
+from racecap.domain import DONE_PHASES, EmailMessage, HoldPhase
 from racecap.errors import Busy, InvalidSignature
 from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService
@@ -177,7 +177,7 @@ class PaymentEvents:
         """Money with no place to give for it: refund it (once: the key is the intent) and say why."""
         hold_id = intent.metadata.get("holdId", "")
         hold = self._holds.get(hold_id) if hold_id else None
-        if hold is not None and intent.id in (hold.chargeId, hold.intentId) and hold.status != HoldPhase.CANCELLED:
+        if hold is not None and hold.status in DONE_PHASES and intent.id in (hold.chargeId, hold.intentId):
             return  # the place is this payment's after all
         try:
             self._payments.refund(
