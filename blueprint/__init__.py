@@ -485,7 +485,7 @@ COMMON_ENV: dict[str, Ref] = {
     # Stripe raised it to before a big opening — README "The payment provider's limits").
     "PAYMENTS_RATE_PER_SECOND": Param("PaymentsRatePerSecond", "24"),
     # The site's card form: Stripe.js and the account's publishable key (public, not secrets).
-    "PAYMENTS_PUBLISHABLE_KEY": Param("PaymentsPublishableKey", "pk_test_set_me_after_deploy"),
+    "PAYMENTS_PUBLISHABLE_KEY": Param("PaymentsPublishableKey", "set-the-publishable-key-after-deploy"),
     "PAYMENTS_SCRIPT_URL": Param("PaymentsScriptUrl", "https://js.stripe.com/v3/"),
     # Per-address token buckets on the runner API: requests per second, and the burst a
     # page load (a dozen calls) and a few quick retries fit in.

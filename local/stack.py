@@ -430,7 +430,8 @@ def main() -> None:
             f"  Through the edge cache  {stack.edge_url}   (nginx, as CloudFront caches)\n"
             f"  API docs (Swagger UI)   {stack.url}/api/docs\n"
             f"  Local mailbox (SES)     {stack.mailbox_url}\n"
-            f"  Payments (test tokens)  tok_visa succeeds, tok_declined is declined, tok_slow takes 3 s\n"
+            f"  Payments (test cards)   4242 4242 4242 4242 succeeds, 4000 0000 0000 0002 is declined,\n"
+            f"                          4000 0025 0000 3155 asks for 3-D Secure (Stripe stand-in {stack.stripe_url})\n"
             f"  Logs                    {stack.log_dir}\n\n  Press Ctrl-C to stop.\n",
             flush=True,
         )

@@ -34,7 +34,7 @@ class Settings(BaseModel):
     # live and 25/s in test mode unless raised; past it runners get 429 and keep their place.
     payments_rate_per_second: float = Field(alias="PAYMENTS_RATE_PER_SECOND", gt=0)
     # What the site's card form needs (public by design: a publishable key and a script URL).
-    payments_publishable_key: str = Field(alias="PAYMENTS_PUBLISHABLE_KEY", pattern=r"^pk_")
+    payments_publishable_key: str = Field(alias="PAYMENTS_PUBLISHABLE_KEY", min_length=1)
     payments_script_url: str = Field(alias="PAYMENTS_SCRIPT_URL", pattern=r"^https?://")
     service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
     # Per-address token buckets on the runner API (racecap.fairness.buckets).
