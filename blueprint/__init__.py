@@ -73,6 +73,15 @@ class OriginSecret:
 
 
 @dataclass(frozen=True)
+class WarmStartTarget:
+    """Application Auto Scaling's id of a provisioned function's warm environments: the
+    scalable target ``function:<function name>:<LIVE_ALIAS>`` whose floor (MinCapacity)
+    the registration window raises before an opening and lowers after it."""
+
+    function: str
+
+
+@dataclass(frozen=True)
 class Param:
     """A deploy-time parameter with a default (e.g. the SES sender address)."""
 
@@ -81,8 +90,22 @@ class Param:
 
 
 Ref = (
-    TableName | QueueUrl | BucketName | SecretId | FunctionArn | StateMachineArn | CacheUrl | OriginSecret | Param | str
+    TableName
+    | QueueUrl
+    | BucketName
+    | SecretId
+    | FunctionArn
+    | StateMachineArn
+    | CacheUrl
+    | OriginSecret
+    | WarmStartTarget
+    | Param
+    | str
 )
+
+# The alias a warm-started function is invoked through (SnapStart and provisioned
+# concurrency both live on a published version behind it).
+LIVE_ALIAS = "live"
 
 
 # ---------------------------------------------------------------------------
@@ -217,7 +240,17 @@ class ReadSecret:
     secret: str
 
 
-Grant = TableAccess | QueueAccess | SendEmail | StartExecution | StopExecution | BucketAccess | ReadSecret
+@dataclass(frozen=True)
+class ScaleWarmStart:
+    """Read and move the floor of a provisioned function's warm environments (its
+    Application Auto Scaling target), and schedule the floor's return to zero."""
+
+    function: str
+
+
+Grant = (
+    TableAccess | QueueAccess | SendEmail | StartExecution | StopExecution | BucketAccess | ReadSecret | ScaleWarmStart
+)
 
 
 # ---------------------------------------------------------------------------
@@ -499,6 +532,9 @@ COMMON_ENV: dict[str, Ref] = {
     "POWERTOOLS_LOG_LEVEL": "INFO",
 }
 
+# The most warm environments the registration API keeps ready during an opening.
+REGISTRATION_WARM_MAX = 200
+
 FUNCTIONS: tuple[Function, ...] = (
     Function(
         "PublicApi",
@@ -524,7 +560,7 @@ FUNCTIONS: tuple[Function, ...] = (
             ReadSecret("FairnessSigningKey"),  # signs device, queue and admission tokens
         ),
         warm_start="provisioned",
-        provisioned_max=200,
+        provisioned_max=REGISTRATION_WARM_MAX,
         memory_mb=1024,
     ),
     Function(
@@ -571,9 +607,17 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         "WindowTasks",
         "functions/window_tasks",
-        "Tasks of the registration-window workflow: warm, open, close",
-        grants=(TableAccess("Races", "readwrite"), TableAccess("Inventory", "readwrite")),
+        "Tasks of the registration-window workflow: warm, pre-warm, open, cool down, close",
+        grants=(
+            TableAccess("Races", "readwrite"),
+            TableAccess("Inventory", "readwrite"),
+            ScaleWarmStart("RegistrationApi"),  # the pre-warm before an opening, undone after it
+        ),
         timeout_s=30,
+        extra_env={
+            "WARM_START_TARGET": WarmStartTarget("RegistrationApi"),
+            "WARM_START_MAX": str(REGISTRATION_WARM_MAX),
+        },
     ),
     Function(
         "AdminApi",

@@ -158,6 +158,27 @@ def state_machine_arn(sm_id: str, account: str = ACCOUNT, region: str = REGION) 
     return f"arn:aws:states:{region}:{account}:stateMachine:{blueprint.state_machine(sm_id).local_name}"
 
 
+def warm_start_target(function_id: str) -> str:
+    """The scalable target's resource id (a local function's name is its blueprint id)."""
+    return f"function:{blueprint.function(function_id).id}:{blueprint.LIVE_ALIAS}"
+
+
+def provision_warm_starts(client: Any) -> None:
+    """What the CDK app's ``add_auto_scaling(min_capacity=0, max_capacity=provisioned_max)``
+    registers for each provisioned function, in moto's Application Auto Scaling: the
+    window's pre-warm moves the same floor here as on AWS (nothing locally keeps
+    environments warm; the floor is the record of what AWS would do)."""
+    for fn in blueprint.FUNCTIONS:
+        if fn.warm_start == "provisioned":
+            client.register_scalable_target(
+                ServiceNamespace="lambda",
+                ResourceId=warm_start_target(fn.id),
+                ScalableDimension="lambda:function:ProvisionedConcurrency",
+                MinCapacity=0,
+                MaxCapacity=fn.provisioned_max,
+            )
+
+
 # The local stack's stand-in for the origin secret, passed like a deploy parameter.
 ORIGIN_SECRET_PARAM = "OriginSecret"  # noqa: S105 (a parameter name, not a secret)
 
@@ -188,6 +209,8 @@ def local_resolver(queue_urls: Mapping[str, str], cache_url: str, params: Mappin
                 return function_arn(function_id)
             case blueprint.StateMachineArn(state_machine=sm_id):
                 return state_machine_arn(sm_id)
+            case blueprint.WarmStartTarget(function=function_id):
+                return warm_start_target(function_id)
             case blueprint.Param(name=name, default=default):
                 return overrides.get(name, default)
         raise TypeError(f"unknown blueprint reference: {ref!r}")

@@ -163,6 +163,8 @@ class LocalStack:
             "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{self.ports.s3}",
             # moto serves Secrets Manager too, on the same port as S3.
             "AWS_ENDPOINT_URL_SECRETS_MANAGER": f"http://127.0.0.1:{self.ports.s3}",
+            # ... and Application Auto Scaling (the window's pre-warm of provisioned functions).
+            "AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING": f"http://127.0.0.1:{self.ports.s3}",
             "AWS_ENDPOINT_URL_LAMBDA": self.url,
         }
 
@@ -323,6 +325,10 @@ class LocalStack:
         s3 = session.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"])
         self.queue_urls = provision.provision(ddb, sqs)
         provision.provision_buckets(s3)
+        scaling = session.client(
+            "application-autoscaling", endpoint_url=env["AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING"]
+        )
+        provision.provision_warm_starts(scaling)
         secrets = session.client("secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL_SECRETS_MANAGER"])
         # The Stripe stand-in's own keys, put where an operator puts the real ones on AWS.
         keys = stripe_standin.Keys()

@@ -17,6 +17,20 @@ from .refs import Registry
 
 SES_SEND_ACTIONS = ["ses:SendEmail", "ses:SendRawEmail"]
 STOP_EXECUTION_ACTIONS = ["states:StopExecution", "states:DescribeExecution"]
+# The pre-warm: move one provisioned function's floor and schedule its return to zero.
+# Application Auto Scaling scopes writes to scalable-target ARNs whose ids it generates,
+# so the ARN is a pattern; the condition keys pin the namespace and dimension (Lambda
+# provisioned concurrency), and the target's resource id is the function's live alias.
+WARM_START_WRITE_ACTIONS = [
+    "application-autoscaling:RegisterScalableTarget",
+    "application-autoscaling:PutScheduledAction",
+    "application-autoscaling:DeleteScheduledAction",
+]
+# Describe actions take no resource-level scoping at all.
+WARM_START_READ_ACTIONS = [
+    "application-autoscaling:DescribeScalableTargets",
+    "application-autoscaling:DescribeScheduledActions",
+]
 # A presigned PUT carries the signer's rights: exactly PutObject. Reading: exactly GetObject.
 BUCKET_ACTIONS = {"put": ["s3:PutObject"], "read": ["s3:GetObject"]}
 
@@ -56,5 +70,24 @@ def _apply(registry: Registry, fn: lambda_.Function, grant: blueprint.Grant) -> 
             )
         case blueprint.ReadSecret(secret=secret_id):
             registry.secrets[secret_id].grant_read(fn)
+        case blueprint.ScaleWarmStart(function=function_id):
+            if blueprint.function(function_id).warm_start != "provisioned":
+                raise TypeError(f"{function_id} has no provisioned warm starts to scale")
+            targets = Stack.of(fn).format_arn(
+                service="application-autoscaling", resource="scalable-target", resource_name="*"
+            )
+            fn.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=WARM_START_WRITE_ACTIONS,
+                    resources=[targets],
+                    conditions={
+                        "StringEquals": {
+                            "application-autoscaling:service-namespace": "lambda",
+                            "application-autoscaling:scalable-dimension": "lambda:function:ProvisionedConcurrency",
+                        }
+                    },
+                )
+            )
+            fn.add_to_role_policy(iam.PolicyStatement(actions=WARM_START_READ_ACTIONS, resources=["*"]))
         case _:
             raise TypeError(f"unknown blueprint grant: {grant!r}")

@@ -23,8 +23,15 @@ BUCKET_DEPLOYMENT_PREFIX = "Custom::CDKBucketDeployment"
 
 WHY_STAR_FOR_FUNCTIONS = (
     "Resource '*' only for Lambda's VPC ENI actions (ec2:CreateNetworkInterface and friends) and X-Ray "
-    "PutTraceSegments/PutTelemetryRecords, which support no resource-level scoping; every data action "
-    "names its table, queue or state machine (asserted in tests/infra/test_stack.py)."
+    "PutTraceSegments/PutTelemetryRecords, and (WindowTasks' pre-warm) Application Auto Scaling's "
+    "DescribeScalableTargets/DescribeScheduledActions, which support no resource-level scoping; every data "
+    "action names its table, queue or state machine (asserted in tests/infra/test_stack.py)."
+)
+WHY_SCALABLE_TARGETS = (
+    "Application Auto Scaling generates scalable-target ids, so its write actions (RegisterScalableTarget, "
+    "Put/DeleteScheduledAction) are granted on the scalable-target ARN pattern, pinned by condition keys to "
+    "Lambda provisioned concurrency (service-namespace lambda, dimension ProvisionedConcurrency); the "
+    "function's code names its one target (WARM_START_TARGET) and moves only its floor."
 )
 WHY_INDEXES = (
     "The table's own global secondary indexes, granted together with the table by its blueprint "
@@ -162,6 +169,9 @@ def _functions(stack: RacecapStack) -> None:
             elif isinstance(grant, blueprint.BucketAccess):
                 bucket = stack.buckets.by_id[grant.bucket]
                 _ack(role, f"IAM5[Resource::<{_logical_id(bucket)}.Arn>/{grant.prefix}*]", WHY_BUCKET_PREFIX)
+            elif isinstance(grant, blueprint.ScaleWarmStart):
+                targets = f"arn:<AWS::Partition>:application-autoscaling:{region}:{account}:scalable-target/*"
+                _ack(role, f"IAM5[Resource::{targets}]", WHY_SCALABLE_TARGETS)
             elif isinstance(grant, blueprint.StopExecution):
                 machine = stack.state_machines.by_id[grant.state_machine]
                 # How CDK names the state machine inside an execution ARN, as cdk-nag prints it.

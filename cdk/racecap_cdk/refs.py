@@ -83,6 +83,11 @@ class RefResolver:
             case blueprint.StateMachineArn(state_machine=sm_id):
                 blueprint.state_machine(sm_id)
                 return Lazy.string(_Late(lambda: reg.state_machines[sm_id].state_machine_arn))
+            case blueprint.WarmStartTarget(function=function_id):
+                blueprint.function(function_id)
+                return Lazy.string(
+                    _Late(lambda: f"function:{reg.functions[function_id].function_name}:{blueprint.LIVE_ALIAS}")
+                )
             case blueprint.Param():
                 return self._param(ref).value_as_string
         raise TypeError(f"unknown blueprint reference: {ref!r}")

@@ -1,4 +1,5 @@
-"""WindowTasks: the Task states of the RegistrationWindow workflow (warm, open, close).
+"""WindowTasks: the Task states of the RegistrationWindow workflow (warm, open, close, and
+the pre-warm of provisioned environments before the opening and its cool-down after).
 
 Errors propagate as exceptions: their class names are what the ASL's Retry/Catch match.
 """
@@ -11,16 +12,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 from racecap.config import get_settings
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import window_tasks
+from racecap.wiring import warm_starts, window_tasks
 
 get_settings()
 
 
 class WindowTask(BaseModel):
-    task: str = Field(pattern="^(warm|open|close)$")
+    task: str = Field(pattern="^(warm|open|close|prewarm|cooldown)$")
     raceId: str = Field(min_length=1)
     # The workflow execution running the task ($$.Execution.Name): a replaced one no-ops.
     execution: str | None = None
+    # prewarm: when the floor must be back to zero even if the workflow is stopped.
+    coolDownAt: str | None = None
 
 
 @logger.inject_lambda_context
@@ -28,4 +31,6 @@ class WindowTask(BaseModel):
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = WindowTask.model_validate(event)
+    if task.task in ("prewarm", "cooldown"):
+        return warm_starts().run(task.task, task.raceId, task.execution, task.coolDownAt)
     return window_tasks().run(task.task, task.raceId, task.execution)

@@ -75,6 +75,10 @@ class TemplateView:
                 target = self.ref_target(parts[1])
                 assert self.resources[target]["Type"] == "AWS::SecretsManager::Secret"
                 return "OriginSecret"
+            if parts[0] == "function:" and parts[2] == f":{blueprint.LIVE_ALIAS}" and len(parts) == 3:
+                target = self.ref_target(parts[1])
+                assert self.resources[target]["Type"] == "AWS::Lambda::Function" and "Ref" in parts[1]
+                return f"WarmStartTarget:{self.tag(target)}"
             raise AssertionError(f"unexpected Fn::Join: {value!r}")
         target = self.ref_target(value)
         if target in self.parameters:
@@ -121,6 +125,8 @@ def blueprint_label(ref: blueprint.Ref) -> str:
             return "CacheUrl"
         case blueprint.OriginSecret():
             return "OriginSecret"
+        case blueprint.WarmStartTarget(function=f):
+            return f"WarmStartTarget:{f}"
         case blueprint.Param(name=name, default=default):
             return f"Param:{name}={default}"
     raise TypeError(ref)

@@ -10,6 +10,7 @@ import boto3
 import pytest
 import requests
 
+from local import provision
 from local.stack import LocalStack
 
 from .admin import iso, wait_until
@@ -41,11 +42,33 @@ def _act(director: Any, race_id: str, action: str) -> dict[str, Any]:
     return resp.json()
 
 
+@pytest.fixture(scope="module")
+def scaling(stack: LocalStack) -> Any:
+    return boto3.client(
+        "application-autoscaling",
+        endpoint_url=stack.aws_env()["AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING"],
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def _warm_floor(scaling: Any) -> tuple[int, list[dict[str, Any]]]:
+    """The registration API's provisioned-environment floor and its scheduled actions."""
+    target = {"ServiceNamespace": "lambda", "ScalableDimension": "lambda:function:ProvisionedConcurrency"}
+    rid = provision.warm_start_target("RegistrationApi")
+    (found,) = scaling.describe_scalable_targets(**target, ResourceIds=[rid])["ScalableTargets"]
+    actions = scaling.describe_scheduled_actions(**target, ResourceId=rid)["ScheduledActions"]
+    return int(found["MinCapacity"]), actions
+
+
 def _public_status(api: requests.Session, race_id: str) -> str:
     return str(api.get(f"/api/races/{race_id}").json()["status"])
 
 
-def test_a_scheduled_window_warms_opens_and_closes_on_time(director: Any, api: requests.Session, sfn: Any) -> None:
+def test_a_scheduled_window_warms_opens_and_closes_on_time(
+    director: Any, api: requests.Session, sfn: Any, scaling: Any
+) -> None:
     fay = director("fay")
     # Warm every function first: a cold start must not eat the few seconds the window is open.
     fay.create_race((5,))
@@ -68,6 +91,13 @@ def test_a_scheduled_window_warms_opens_and_closes_on_time(director: Any, api: r
     assert datetime.now(UTC) >= opens - timedelta(seconds=0.5)
     assert fay.get(f"/api/admin/races/{rid}").json()["registrationState"] == "OPEN"  # the Open task ran
     assert hold(api, rid, eid).status_code == 201
+    # Pre-warmed for the race's burst (5 places: one environment), with the floor's return
+    # to zero scheduled at the cool-down time (here the closing, under 30 min away).
+    floor, actions = _warm_floor(scaling)
+    assert floor >= 1
+    (backstop,) = [a for a in actions if a["ScheduledActionName"] == f"racecap-cooldown-{rid}"]
+    assert backstop["ScalableTargetAction"]["MinCapacity"] == 0
+    assert backstop["Schedule"] == f"at({closes.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')})"
 
     wait_until(lambda: fay.get(f"/api/admin/races/{rid}").json()["registrationState"] == "CLOSED", timeout=15)
     assert datetime.now(UTC) >= closes - timedelta(seconds=0.5)
@@ -79,7 +109,13 @@ def test_a_scheduled_window_warms_opens_and_closes_on_time(director: Any, api: r
         for e in sfn.get_execution_history(executionArn=arn)["events"]
         if e["type"] == "TaskStateEntered"
     ]
-    assert tasks == ["WarmUp", "Open", "Close"]
+    assert tasks == ["WarmUp", "RaiseWarmStarts", "Open", "LowerWarmStarts", "Close"]
+    # Lowered after the opening (unless another test's opening still holds the shared
+    # floor: the cool-down keeps it for them); nothing left scheduled for this race.
+    floor, actions = _warm_floor(scaling)
+    assert [a for a in actions if rid in a["ScheduledActionName"]] == []
+    if not actions:
+        assert floor == 0
 
 
 def test_open_now_and_close_now_replace_the_workflow_and_repeat_harmlessly(

@@ -138,6 +138,8 @@ class FakeLambda:
         if function == WINDOW_FUNCTION:
             if payload.get("raceId") == "race-missing":
                 return 200, unhandled, {"errorType": "RaceNotFound", "errorMessage": "no race race-missing"}
+            if str(payload.get("raceId")).startswith("race-noscale") and payload.get("task") in ("prewarm", "cooldown"):
+                return 200, unhandled, {"errorType": "WarmStartTargetMissing", "errorMessage": "no target"}
             return 200, {}, {"done": payload.get("task")}
         return (
             404,
@@ -550,11 +552,13 @@ def test_registration_window_runs_its_tasks_at_their_times(sfn: Any, fake_lambda
     race = unique("race")
     now = datetime.now(UTC)
     times = {"warm": now + timedelta(seconds=1), "open": now + timedelta(seconds=2)}
-    times["close"] = now + timedelta(seconds=3)
+    times["cool"], times["close"] = now + timedelta(seconds=2.5), now + timedelta(seconds=3)
+    times["prewarm"], times["cooldown"] = times["warm"], times["cool"]
     window = {
         "raceId": race,
         "warmUpAt": iso(times["warm"]),
         "opensAt": iso(times["open"]),
+        "coolDownAt": iso(times["cool"]),
         "closesAt": iso(times["close"]),
     }
     execution = start(sfn, machine, window)
@@ -568,20 +572,41 @@ def test_registration_window_runs_its_tasks_at_their_times(sfn: Any, fake_lambda
     calls = fake_lambda.calls_to(WINDOW_FUNCTION, raceId=race)
     name = execution.rsplit(":", 1)[-1]  # each task names its execution ($$.Execution.Name)
     assert [c.payload for c in calls] == [
-        {"task": t, "raceId": race, "execution": name} for t in ("warm", "open", "close")
+        {"task": t, "raceId": race, "execution": name}
+        | ({"coolDownAt": window["coolDownAt"]} if t == "prewarm" else {})
+        for t in ("warm", "prewarm", "open", "cooldown", "close")
     ]
     for call in calls:
         due = times[call.payload["task"]].timestamp()
         assert due - 0.05 <= call.at < due + 1.0, (call, due)
 
     entered = [t for t in history_types(sfn, execution) if t.endswith("StateEntered")]
-    assert entered == ["WaitStateEntered", "TaskStateEntered"] * 3 + ["SucceedStateEntered"]
+    wait, task = "WaitStateEntered", "TaskStateEntered"
+    assert entered == [wait, task, task, wait, task, wait, task, wait, task, "SucceedStateEntered"]
+
+
+def test_a_failed_pre_warm_or_cool_down_never_stops_the_window(sfn: Any, fake_lambda: FakeLambda) -> None:
+    machine = create(sfn, window_definition())
+    race = unique("race-noscale")
+    now = iso(datetime.now(UTC))
+    window = {"raceId": race, "warmUpAt": now, "opensAt": now, "coolDownAt": now, "closesAt": now}
+    desc = wait_done(sfn, start(sfn, machine, window))
+    assert desc["status"] == "SUCCEEDED", desc
+    tasks = [c.payload["task"] for c in fake_lambda.calls_to(WINDOW_FUNCTION, raceId=race)]
+    assert tasks == ["warm", "prewarm", "open", "cooldown", "close"]  # no retries of a task error
+    output = json.loads(desc["output"])
+    assert output["prewarmFailure"]["Error"] == output["cooldownFailure"]["Error"] == "WarmStartTargetMissing"
+    assert {k: output[k] for k in window} == window
 
 
 def test_registration_window_task_error_ends_in_window_failed(sfn: Any, fake_lambda: FakeLambda) -> None:
     machine = create(sfn, window_definition())
     past = iso(datetime.now(UTC) - timedelta(minutes=1))
-    execution = start(sfn, machine, {"raceId": "race-missing", "warmUpAt": past, "opensAt": past, "closesAt": past})
+    execution = start(
+        sfn,
+        machine,
+        {"raceId": "race-missing", "warmUpAt": past, "opensAt": past, "coolDownAt": past, "closesAt": past},
+    )
     desc = wait_done(sfn, execution)
     assert desc["status"] == "FAILED"
     assert desc["error"] == "RaceNotFound"  # WindowFailed reports the task's error
@@ -604,12 +629,13 @@ def test_registration_window_open_now_by_restarting(sfn: Any, fake_lambda: FakeL
             "raceId": race,
             "warmUpAt": iso(now - timedelta(seconds=1)),
             "opensAt": iso(now + timedelta(days=60)),
+            "coolDownAt": iso(now + timedelta(days=60, minutes=30)),
             "closesAt": iso(now + timedelta(days=90)),
         },
     )
     deadline = time.monotonic() + 5
-    while not fake_lambda.calls_to(WINDOW_FUNCTION, raceId=race, task="warm"):
-        assert time.monotonic() < deadline, "warm-up never ran"
+    while not fake_lambda.calls_to(WINDOW_FUNCTION, raceId=race, task="prewarm"):
+        assert time.monotonic() < deadline, "warm-up and pre-warm never ran"
         time.sleep(0.05)
     time.sleep(0.5)
     assert sfn.describe_execution(executionArn=first)["status"] == "RUNNING"
@@ -624,13 +650,14 @@ def test_registration_window_open_now_by_restarting(sfn: Any, fake_lambda: FakeL
             "raceId": race,
             "warmUpAt": iso(now),
             "opensAt": iso(now),
+            "coolDownAt": iso(now + timedelta(seconds=1)),
             "closesAt": iso(now + timedelta(seconds=1)),
         },
     )
     assert wait_done(sfn, second)["status"] == "SUCCEEDED"
     assert sfn.describe_execution(executionArn=first)["status"] == "ABORTED"
     tasks = [c.payload["task"] for c in fake_lambda.calls_to(WINDOW_FUNCTION, raceId=race)]
-    assert tasks == ["warm", "warm", "open", "close"]
+    assert tasks == ["warm", "prewarm", "warm", "prewarm", "open", "cooldown", "close"]
 
 
 def test_api_errors_and_idempotency(sfn: Any) -> None:

@@ -48,6 +48,10 @@ class Settings(BaseModel):
     window_state_machine_arn: str | None = Field(
         default=None, alias="WINDOW_STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:"
     )
+    # WindowTasks only: the provisioned function's scalable target the pre-warm raises, and
+    # the most environments it may ask for (the target's own MaxCapacity).
+    warm_start_target: str | None = Field(default=None, alias="WARM_START_TARGET", pattern=r"^function:")
+    warm_start_max: int = Field(default=0, alias="WARM_START_MAX", ge=0)
     # The results functions only (their ``extra_env``); None elsewhere.
     results_table: str | None = Field(default=None, alias="RESULTS_TABLE", min_length=1)
     results_bucket: str | None = Field(default=None, alias="RESULTS_BUCKET", min_length=3)

@@ -25,6 +25,7 @@ from racecap.dal.registrations import DynamoRegistrations
 from racecap.dal.stripe_provider import StripePaymentProvider, keys_from_secret
 from racecap.dal.transactions import TransactItem
 from racecap.dal.transactions import transact as run_transaction
+from racecap.dal.warm_starts import AutoScalingWarmStarts
 from racecap.dal.webhooks import DynamoWebhookLog
 from racecap.dal.windows import DynamoWindows
 from racecap.dal.workflows import StepFunctionsWorkflow
@@ -39,6 +40,7 @@ from racecap.logic.audit import AuditTrail
 from racecap.logic.holds import HoldService
 from racecap.logic.participants import Participants
 from racecap.logic.payment_events import PaymentEvents
+from racecap.logic.prewarm import WarmStarts
 from racecap.logic.races import RaceCatalog
 from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService
@@ -125,6 +127,14 @@ def windows() -> DynamoWindows:
 @lru_cache(maxsize=1)
 def window_tasks() -> WindowTasks:
     return WindowTasks(race_store(), inventory(), catalog(), cache(), windows())
+
+
+@lru_cache(maxsize=1)
+def warm_starts() -> WarmStarts:
+    settings = get_settings()
+    target = settings.warm_start_target
+    scaler = AutoScalingWarmStarts(clients.aws("application-autoscaling"), target) if target else None
+    return WarmStarts(race_store(), windows(), scaler, settings.warm_start_max)
 
 
 # -- fairness: who a client is, rate limits, the opening queue ------------------------------

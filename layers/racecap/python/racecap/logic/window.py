@@ -35,6 +35,9 @@ from racecap.observability import logger
 
 # Caches are warmed and shards checked this long before the opening (the paper's pre-warm).
 WARM_UP_BEFORE = timedelta(minutes=10)
+# Provisioned environments raised for the opening go back to zero this long after it
+# (or at the closing, if sooner): the burst is over by then (logic/prewarm.py).
+COOL_DOWN_AFTER = timedelta(minutes=30)
 
 
 class RaceGone(Exception):
@@ -282,9 +285,16 @@ class WindowControl:
         #    action starts it again.
         if execution is not None and opens is not None and closes is not None:
             warm = max(now, opens - WARM_UP_BEFORE)
+            cool = min(closes, max(now, opens) + COOL_DOWN_AFTER)
             self._workflow.start(
                 execution,
-                {"raceId": race_id, "warmUpAt": iso_z(warm), "opensAt": iso_z(opens), "closesAt": iso_z(closes)},
+                {
+                    "raceId": race_id,
+                    "warmUpAt": iso_z(warm),
+                    "opensAt": iso_z(opens),
+                    "coolDownAt": iso_z(cool),
+                    "closesAt": iso_z(closes),
+                },
             )
         logger.info("registration window changed", extra={"raceId": race_id, "action": action, "execution": execution})
         return self.view(race, changed=True)
