@@ -33,7 +33,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 
 
 # How the data layer names its adapters (the classes that talk to AWS or a provider).
-ADAPTER = re.compile(r"^(Dynamo|Sqs|Ses|StepFunctions|Http|Stripe|Limited)[A-Z]")
+ADAPTER = re.compile(r"^(Dynamo|Sqs|Ses|StepFunctions|AutoScaling|Http|Stripe|Limited)[A-Z]")
 
 
 def imported_modules(source: str) -> list[str]:

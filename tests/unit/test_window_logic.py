@@ -35,6 +35,8 @@ def test_scheduling_starts_one_execution_with_the_races_times(w):
         "raceId": race.raceId,
         "warmUpAt": iso_z(race.registrationOpensAt - timedelta(minutes=10)),
         "opensAt": iso_z(race.registrationOpensAt),
+        # The pre-warm's floor goes back to zero 30 min after the opening, or at the closing.
+        "coolDownAt": iso_z(min(race.registrationClosesAt, race.registrationOpensAt + timedelta(minutes=30))),
         "closesAt": iso_z(race.registrationClosesAt),
     }
     again = w.window.schedule(DANA, w.race(race.raceId))  # the same click twice
