@@ -584,6 +584,7 @@ FUNCTIONS: tuple[Function, ...] = (
         "Sends queued emails through SES without exceeding the account's send rate",
         grants=(
             TableAccess("Idempotency", "readwrite"),
+            TableAccess("Registrations", "write"),  # the delivery log, beside each registration
             QueueAccess("Emails", "consume"),
             SendEmail(),
         ),
@@ -641,6 +642,10 @@ FUNCTIONS: tuple[Function, ...] = (
         extra_env={"WINDOW_STATE_MACHINE_ARN": StateMachineArn("RegistrationWindow")},
     ),
 )
+
+# The function whose environment names every table, queue and secret the audit of a
+# deployed stage reads (``python -m tools.audit --stage``, stack output AuditFunctionName).
+AUDIT_FUNCTION = "AdminApi"
 
 _RESULTS_ENV: dict[str, Ref] = {
     "RESULTS_TABLE": TableName("Results"),

@@ -5,7 +5,9 @@
   handler function with a Lambda context. Director routes get their JWT checked first,
   as the HTTP API's JWT authorizer would.
 * ``/2015-03-31/functions/<name>/invocations``: the Lambda Invoke API, so the local
-  Step Functions interpreter's Task states reach the same handlers.
+  Step Functions interpreter's Task states reach the same handlers;
+  ``/2015-03-31/functions/<name>/configuration``: GetFunctionConfiguration (name and
+  environment), so ``tools.audit --stage`` finds a local stage as it finds a deployed one.
 * everything else: the built static site, as CloudFront serves it from S3.
 """
 
@@ -289,12 +291,12 @@ class Gateway:
 
     # -- Lambda Invoke API ----------------------------------------------------------
     def _invoke(self, environ: dict[str, Any], start: StartResponse, method: str, path: str) -> list[bytes]:
-        m = re.fullmatch(r"/2015-03-31/functions/([^/]+)/invocations", path)
-        if method != "POST" or not m:
+        m = re.fullmatch(r"/2015-03-31/functions/([^/]+)/(invocations|configuration)", path)
+        if not m or method != {"invocations": "POST", "configuration": "GET"}[m.group(2)]:
             return _json(start, 404, {"Type": "User", "message": "Unknown operation"})
         name = m.group(1).rsplit(":", 1)[-1] if m.group(1).startswith("arn:") else m.group(1)
         try:
-            blueprint.function(name)
+            fn = blueprint.function(name)
         except KeyError:
             return _json(
                 start,
@@ -302,6 +304,11 @@ class Gateway:
                 {"Type": "User", "message": f"Function not found: {name}"},
                 {"x-amzn-ErrorType": "ResourceNotFoundException"},
             )
+        if m.group(2) == "configuration":
+            # This process hosts every function with every function's variables: each one's
+            # own are the keys the blueprint declares for it.
+            variables = {k: os.environ[k] for k in blueprint.function_env(fn) if k in os.environ}
+            return _json(start, 200, {"FunctionName": fn.id, "Environment": {"Variables": variables}})
         raw = _read_body(environ)
         payload = json.loads(raw) if raw else {}
         try:

@@ -1,6 +1,12 @@
 """What a race director would check after a burst — read straight from the backend.
 
     python -m tools.audit --stack .local-stack/run/stack.json [--race RACE_ID]
+    python -m tools.audit --stage <AdminApi function name or ARN> [--race RACE_ID]
+
+``--stage`` audits a deployed stage with the AWS credentials and region of the
+environment: its names come from the stage itself, the provider's records from the
+provider's API with the stage's own key, the emails from the email sender's delivery log
+(``tools/stage.py``).
 
 The non-negotiables, per race:
 * confirmed registrations ≤ cap for every event, and the cap shards agree;
@@ -22,6 +28,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +40,12 @@ from local.runtime import install_layer_path
 install_layer_path()
 
 from racecap.dal.dynamo import from_item, query_all, values  # noqa: E402
+
+from tools.stage import DeliveredConfirmations, discover, stage_secret_key  # noqa: E402
+
+# Which confirmations were sent, per registration: the local mailbox, or (a deployed stage)
+# the email sender's delivery log.
+Confirmations = Callable[[set[str]], Counter[str]]
 
 
 @dataclass
@@ -112,14 +125,22 @@ def audit(
     race_id: str,
     *,
     provider: Provider,
-    mailbox_url: str,
-    queue_urls: dict[str, str],
+    queue_urls: Mapping[str, str],
+    mailbox_url: str | None = None,
+    confirmations: Confirmations | None = None,
+    tables: Mapping[str, str] | None = None,
     expect_emails: bool = True,
 ) -> AuditReport:
+    """The race's invariants. Locally the mailbox (``mailbox_url``) holds the emails; a
+    stage passes its own ``tables`` and ``confirmations`` (``audit_stage``)."""
+    if confirmations is None and expect_emails:
+        assert mailbox_url is not None, "mailbox_url or confirmations"
+        confirmations = mailbox_confirmations(mailbox_url)
+    names = dict(tables) if tables is not None else {t.id: t.local_name for t in blueprint.TABLES}
     report = AuditReport(race_id)
-    races = blueprint.table("Races").local_name
-    inventory = blueprint.table("Inventory").local_name
-    regs_table = blueprint.table("Registrations").local_name
+    races = names["Races"]
+    inventory = names["Inventory"]
+    regs_table = names["Registrations"]
 
     items = list(
         query_all(
@@ -201,16 +222,14 @@ def audit(
     ours = {i["id"]: str(i["metadata"].get("registrationId", "")) for i in succeeded}
     disputes = [e["data"]["object"] for e in provider.events("charge.dispute.created")]
     disputes = [d for d in disputes if ours.get(d.get("payment_intent", ""))]
-    all_regs = {r["registrationId"]: r for r in registrations_for(dynamodb, race_id)} if disputes else {}
+    all_regs = {r["registrationId"]: r for r in registrations_for(dynamodb, race_id, regs_table)} if disputes else {}
     for dispute in disputes:
         disputed = ours[dispute["payment_intent"]]
         if disputed in all_regs and all_regs[disputed].get("disputeId") != dispute["id"]:
             report.violations.append(f"registration {disputed}: dispute {dispute['id']} not flagged")
 
-    if expect_emails:
-        mail = _get_json(f"{mailbox_url}/messages.json")["messages"]
-        # A confirmation names its registration id; count each registration once.
-        confirmed_mail = Counter(rid for m in mail for rid in _registration_ids(m) if rid in confirmed_ids)
+    if expect_emails and confirmations is not None:
+        confirmed_mail = confirmations(confirmed_ids)
         report.emails_sent = len(confirmed_mail)
         twice = [rid for rid, n in confirmed_mail.items() if n > 1]
         if twice:
@@ -248,14 +267,56 @@ def audit_until_clean(
         time.sleep(interval_s)
 
 
+def mailbox_confirmations(mailbox_url: str) -> Confirmations:
+    """Confirmations in the local SES stand-in's mailbox, per registration."""
+
+    def confirmations(registration_ids: set[str]) -> Counter[str]:
+        mail = _get_json(f"{mailbox_url}/messages.json")["messages"]
+        # A confirmation names its registration id; count each registration's emails.
+        return Counter(rid for m in mail for rid in _registration_ids(m) if rid in registration_ids)
+
+    return confirmations
+
+
+def audit_stage(session: Any, function: str, race_ids: list[str] | None = None) -> list[AuditReport]:
+    """Audit a stage found through one of its functions (every race unless ``race_ids``)."""
+    dynamodb, sqs = session.client("dynamodb"), session.client("sqs")
+    stage = discover(session.client("lambda"), sqs, function)
+    provider = Provider(stage.payments_api_base, stage_secret_key(stage))
+    confirmations = DeliveredConfirmations(dynamodb, stage)
+    ids = race_ids or _race_ids(dynamodb, stage.tables["Races"])
+    return [
+        audit(
+            dynamodb,
+            sqs,
+            race_id,
+            provider=provider,
+            queue_urls=stage.queue_urls,
+            confirmations=confirmations,
+            tables=stage.tables,
+        )
+        for race_id in ids
+    ]
+
+
+def _race_ids(dynamodb: Any, races_table: str) -> list[str]:
+    ids: list[str] = []
+    pages = dynamodb.get_paginator("scan").paginate(
+        TableName=races_table, FilterExpression="sk = :s", ExpressionAttributeValues=values({":s": "RACE"})
+    )
+    for page in pages:
+        ids += [from_item(i)["raceId"] for i in page["Items"]]
+    return ids
+
+
 def _registration_ids(message: dict[str, Any]) -> set[str]:
     """The registration a confirmation email is about, from its SES tags."""
     tags = message.get("tags", {})
     return {tags["registrationId"]} if tags.get("kind") == "confirmation" and tags.get("registrationId") else set()
 
 
-def registrations_for(dynamodb: Any, race_id: str) -> list[dict[str, Any]]:
-    table = blueprint.table("Registrations").local_name
+def registrations_for(dynamodb: Any, race_id: str, table: str | None = None) -> list[dict[str, Any]]:
+    table = table or blueprint.table("Registrations").local_name
     out: list[dict[str, Any]] = []
     for page in dynamodb.get_paginator("scan").paginate(TableName=table):
         out += [from_item(i) for i in page["Items"]]
@@ -264,9 +325,16 @@ def registrations_for(dynamodb: Any, race_id: str) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stack", default=str(blueprint.ROOT / ".local-stack" / "run" / "stack.json"))
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--stack", default=str(blueprint.ROOT / ".local-stack" / "run" / "stack.json"))
+    where.add_argument("--stage", help="a deployed stage's AdminApi function (stack output AuditFunctionName)")
     parser.add_argument("--race", action="append", help="race id (default: every race)")
     args = parser.parse_args()
+    if args.stage:
+        reports = audit_stage(boto3.session.Session(), args.stage, args.race)
+        for report in reports:
+            print(report.summary())
+        sys.exit(0 if all(r.ok for r in reports) else 1)
     from local.stripe_standin.server import Keys
 
     info = json.load(open(args.stack))  # noqa: SIM115

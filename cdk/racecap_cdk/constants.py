@@ -86,6 +86,7 @@ OUTPUT_USER_POOL_ID = "DirectorUserPoolId"
 OUTPUT_USER_POOL_CLIENT_ID = "DirectorUserPoolClientId"
 OUTPUT_ALARM_TOPIC = "AlarmTopicArn"
 OUTPUT_DASHBOARD = "DashboardName"
+OUTPUT_AUDIT_FUNCTION = "AuditFunctionName"
 
 # --- inner construct ids -----------------------------------------------------------------
 VPC_ID = "Vpc"

@@ -85,6 +85,9 @@ class RacecapStack(Stack):
         CfnOutput(self, c.OUTPUT_USER_POOL_CLIENT_ID, value=self.auth.client.user_pool_client_id)
         CfnOutput(self, c.OUTPUT_ALARM_TOPIC, value=self.monitoring.topic.topic_arn)
         CfnOutput(self, c.OUTPUT_DASHBOARD, value=self.monitoring.dashboard.dashboard_name)
+        # `python -m tools.audit --stage <this>`: the function whose configuration names the
+        # stage's tables, queues and payment secret (tools/stage.py).
+        CfnOutput(self, c.OUTPUT_AUDIT_FUNCTION, value=self.functions.by_id[blueprint.AUDIT_FUNCTION].function_name)
 
     @property
     def availability_zones(self) -> list[str]:

@@ -438,3 +438,32 @@ def test_given_a_poison_message_then_it_fails_before_anything_is_sent_or_stored(
         n.handle_record(record({**confirmation(), "kind": "horoscope"}), context())
     assert mailer.attempts == 0
     assert persistence.records == {}
+
+
+class RecordingLog:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.items: list[tuple[str, str, str, str]] = []
+
+    def record(self, registration_id: str, kind: str, dedup_key: str, ses_message_id: str, at: Any) -> None:
+        if self.fail:
+            raise RuntimeError("table unavailable")
+        self.items.append((registration_id, kind, dedup_key, ses_message_id))
+
+
+def test_given_an_email_is_sent_then_the_delivery_log_has_it_once_duplicates_included():
+    log = RecordingLog()
+    n = notifier(FakeMailer(), deliveries=log)
+    body = confirmation()
+    for i in range(3):
+        n.handle_record(record(body, f"m-{i}"), context())
+    assert log.items == [(body["data"]["registrationId"], "confirmation", body["dedupKey"], "ses-1")]
+
+
+def test_given_the_delivery_log_fails_then_the_email_is_not_sent_again():
+    mailer = FakeMailer()
+    n = notifier(mailer, deliveries=RecordingLog(fail=True))
+    body = confirmation()
+    assert n.handle_record(record(body), context()) == "ses-1"
+    assert n.handle_record(record(body, "m-2"), context()) == "ses-1"  # the redelivery finds it sent
+    assert len(mailer.sent) == 1

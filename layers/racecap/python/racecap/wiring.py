@@ -14,6 +14,7 @@ from racecap import clients
 from racecap.cache import TieredCache
 from racecap.config import ConfigurationError, get_settings
 from racecap.dal.audit import DynamoAudit
+from racecap.dal.deliveries import DynamoDeliveryLog
 from racecap.dal.holds import DynamoHolds
 from racecap.dal.inventory import DynamoInventory
 from racecap.dal.mailer import SesMailer, ses_client
@@ -245,4 +246,5 @@ def notifier() -> Notifier:
         SesMailer(ses_client(), settings.email_from),
         SendRateLimiter(clients.cache, settings.email_send_rate_per_second),
         DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=clients.dynamodb()),
+        deliveries=DynamoDeliveryLog(clients.dynamodb(), settings.registrations_table),
     )

@@ -11,6 +11,9 @@
   redelivers it later (the DLQ only after ``maxReceiveCount``). Nothing is dropped.
 * **Poison fails fast.** A message that cannot be rendered raises ``PoisonMessage``
   before anything is sent or stored.
+* **Every send is on record.** Each email SES accepts is written to the delivery log
+  (``racecap.dal.deliveries``), which outlives the deduplication records: the audit of a
+  deployed stage counts confirmations there.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -29,6 +33,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from racecap.dal.deliveries import DeliveryLog
 from racecap.dal.mailer import Mailer, MailThrottled
 from racecap.logic.emails import EmailMessage, PoisonMessage, RenderedEmail, parse_message, render, tags_for
 from racecap.observability import logger, metrics
@@ -73,8 +78,10 @@ class Notifier:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        deliveries: DeliveryLog | None = None,
     ) -> None:
         self._mailer = mailer
+        self._deliveries = deliveries
         self._limiter = limiter
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -135,6 +142,7 @@ class Notifier:
                 self._sleep(delay)
                 continue
             metrics.add_metric(name="EmailSent", unit="Count", value=1)
+            self._log_delivery(message, message_id)
             logger.info(
                 "email sent",
                 extra={
@@ -145,6 +153,20 @@ class Notifier:
                 },
             )
             return message_id
+
+    def _log_delivery(self, message: EmailMessage, message_id: str) -> None:
+        """Best effort, after the send: failing here would make the queue send it again,
+        and a runner getting a second email is worse than the audit flagging a missing one
+        (the failure is logged and counted, so the audit's finding can be explained)."""
+        registration_id = message.data.get("registrationId")
+        if self._deliveries is None or not isinstance(registration_id, str) or not registration_id:
+            return
+        try:
+            self._deliveries.record(registration_id, message.kind, message.dedupKey, message_id, datetime.now(UTC))
+        except Exception:
+            log = {"dedupKey": message.dedupKey, "sesMessageId": message_id}
+            logger.exception("delivery log write failed", extra=log)
+            metrics.add_metric(name="EmailDeliveryLogFailed", unit="Count", value=1)
 
 
 def _on_duplicate(response: Any, idempotent_data: DataRecord) -> Any:
