@@ -58,6 +58,12 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _kill_tree(pid: int) -> None:
+    for p in _descendants(pid) | {pid}:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+
+
 def _alive(pids: set[int]) -> set[int]:
     alive = set()
     for pid in pids:
@@ -114,7 +120,12 @@ def test_make_run_starts_seeds_and_stops_everything_on_ctrl_c(tmp_path: Path):
         assert "Traceback" not in second.stderr
     finally:
         proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=STARTUP_S)
+        try:
+            rest, _ = proc.communicate(timeout=STARTUP_S)
+        except subprocess.TimeoutExpired:
+            # A stack left running (its stdout pipe unread) outlived a failed run by an hour.
+            _kill_tree(proc.pid)
+            raise
     assert proc.returncode == 0
     assert "nothing left running" in rest
     time.sleep(0.5)
