@@ -168,7 +168,11 @@ def _queue_response(view: QueueView) -> Response[QueueView]:
     "/api/holds/<holdId>",
     summary="Give a held place back",
     tags=["Registration"],
-    responses={204: {"description": "Released"}, 404: {"description": "HOLD_NOT_FOUND"}},
+    responses={
+        204: {"description": "Released"},
+        404: {"description": "HOLD_NOT_FOUND"},
+        409: {"description": "CONFLICT: the place is paid for (the director cancels a registration)"},
+    },
 )
 @tracer.capture_method
 def release_hold(holdId: str) -> Response[None]:
