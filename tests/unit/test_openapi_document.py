@@ -54,3 +54,64 @@ def test_the_document_lists_every_routed_operation_and_no_other() -> None:
         ("ANY", "/api/{proxy+}"),
     }
     assert documented == {(r.method, r.path) for r in blueprint.ROUTES} - hidden
+
+
+def _body_models() -> dict[str, type]:
+    from pydantic import BaseModel
+    from racecap.fairness import queue
+    from racecap.logic import admin, validation
+    from racecap.results import models
+
+    return {
+        name: obj
+        for module in (admin, queue, validation, models)
+        for name, obj in vars(module).items()
+        if isinstance(obj, type) and issubclass(obj, BaseModel)
+    }
+
+
+def _body_schema_names() -> set[str]:
+    names: set[str] = set()
+    for _, _, op in OPERATIONS:
+        schema = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        refs = [schema.get("$ref", "")] + [s.get("$ref", "") for s in schema.get("anyOf", [])]
+        names |= {ref.rsplit("/", 1)[1] for ref in refs if ref}
+    return names
+
+
+BODIES = sorted(_body_schema_names())
+
+
+@pytest.mark.parametrize("name", BODIES)
+def test_request_bodies_take_json_types_as_documented_not_pydantics_lax_ones(name: str) -> None:
+    """An integer field refuses `true` and "5"; a boolean field refuses 1 and "true"
+    (pydantic's lax mode would take them, and the document would then lie: schemathesis ST201)."""
+    from pydantic import ValidationError
+
+    model = _body_models()[name]
+    props = DOC["components"]["schemas"][name]["properties"]
+    checked = 0
+    for field, prop in props.items():
+        types = {prop.get("type")} | {s.get("type") for s in prop.get("anyOf", [])}
+        wrong = [True, "5"] if "integer" in types else [1, "true"] if "boolean" in types else []
+        for value in wrong:
+            with pytest.raises(ValidationError) as caught:
+                model.model_validate({field: value})
+            assert any(e["loc"][:1] == (field,) for e in caught.value.errors()), (field, value)
+            checked += 1
+    assert checked or not any(p.get("type") in ("integer", "boolean") for p in props.values())
+
+
+def test_bounds_are_written_as_json_schema_keywords_a_client_reads() -> None:
+    """pydantic writes bounds it applied after a validator as raw "ge"/"le" keys: clients and
+    fuzzers ignore those, so the document would hide every bound on those fields."""
+
+    def walk(node: object, where: str) -> list[str]:
+        if isinstance(node, dict):
+            raw = [f"{where}.{k}" for k in ("ge", "gt", "le", "lt") if k in node and "type" in node]
+            return raw + [bad for k, v in node.items() for bad in walk(v, f"{where}.{k}")]
+        if isinstance(node, list):
+            return [bad for i, v in enumerate(node) for bad in walk(v, f"{where}[{i}]")]
+        return []
+
+    assert walk(DOC, "doc") == []

@@ -20,9 +20,10 @@ import math
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from annotated_types import Ge, Le
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool
 
 from racecap.cache import TieredCache
 from racecap.errors import Conflict, DomainError
@@ -33,7 +34,7 @@ from racecap.fairness.store import QueueStore
 from racecap.fairness.tokens import Signer, TokenNotYours
 from racecap.logic.audit import AuditTrail
 from racecap.logic.races import RaceCatalog, race_status
-from racecap.models import Director, Event
+from racecap.models import WHOLE_NUMBER, Director, Event
 from racecap.observability import metrics
 
 STATE_TTL = 1.0  # the shared "now serving" figure: about a second stale at most
@@ -72,11 +73,12 @@ class FairnessSettings(BaseModel):
 class FairnessPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    queueEnabled: bool | None = None
-    admissionRatePerMinute: int | None = Field(default=None, ge=1, le=MAX_RATE_PER_MIN)
-    holdLimit: int | None = Field(default=None, ge=1, le=50)
-    addressHoldLimit: int | None = Field(default=None, ge=1, le=100_000)
-    powDifficulty: int | None = Field(default=None, ge=0, le=28)
+    # Strict per field, as in the race's own settings: `true` is not a hold limit.
+    queueEnabled: StrictBool | None = None
+    admissionRatePerMinute: Annotated[int, Strict(), Ge(1), Le(MAX_RATE_PER_MIN), WHOLE_NUMBER] | None = None
+    holdLimit: Annotated[int, Strict(), Ge(1), Le(50), WHOLE_NUMBER] | None = None
+    addressHoldLimit: Annotated[int, Strict(), Ge(1), Le(100_000), WHOLE_NUMBER] | None = None
+    powDifficulty: Annotated[int, Strict(), Ge(0), Le(28), WHOLE_NUMBER] | None = None
 
 
 class QueueStats(BaseModel):

@@ -12,12 +12,14 @@ import math
 import secrets
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
+from annotated_types import Ge, Gt, Le
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     StrictBool,
     ValidationError,
     ValidationInfo,
@@ -31,6 +33,7 @@ from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound,
 from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
 from racecap.logic.races import race_status
 from racecap.models import (
+    WHOLE_NUMBER,
     AdminEventView,
     AdminRaceList,
     AdminRaceSummary,
@@ -162,8 +165,8 @@ def _null_is_not_a_value(schema: dict[str, Any]) -> None:
 class RacePatch(BaseModel):
     """Fields to change; those left out stay as they are."""
 
-    expectedVersion: JsonInt | None = Field(
-        default=None, ge=1, description="The version you edited; a Conflict if the race changed meanwhile."
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
+        default=None, description="The version you edited; a Conflict if the race changed meanwhile."
     )
     name: str | None = Field(default=None, min_length=1, max_length=150, pattern=SOME_TEXT)
     location: str | None = Field(default=None, max_length=150)
@@ -172,7 +175,7 @@ class RacePatch(BaseModel):
     currency: Currency | None = None
     registrationOpensAt: datetime | None = None
     registrationClosesAt: datetime | None = None
-    holdMinutes: JsonInt | None = Field(default=None, ge=1, le=60)
+    holdMinutes: Annotated[int, Strict(), Ge(1), Le(60), WHOLE_NUMBER] | None = None
     published: StrictBool | None = None
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
@@ -184,10 +187,12 @@ class RacePatch(BaseModel):
 
 
 class EventPatch(BaseModel):
-    expectedVersion: JsonInt | None = Field(default=None, ge=1)
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = None
     name: str | None = Field(default=None, min_length=1, max_length=100, pattern=SOME_TEXT)
-    cap: JsonInt | None = Field(default=None, gt=0, le=1_000_000, description="May go down only to the places taken.")
-    priceCents: JsonInt | None = Field(default=None, gt=0, le=10_000_000)
+    cap: Annotated[int, Strict(), Gt(0), Le(1_000_000), WHOLE_NUMBER] | None = Field(
+        default=None, description="May go down only to the places taken."
+    )
+    priceCents: Annotated[int, Strict(), Gt(0), Le(10_000_000), WHOLE_NUMBER] | None = None
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from racecap.models import JsonInt
+
 UploadStatus = Literal["WAITING_FOR_FILE", "PROCESSING", "READY", "REJECTED"]
 
 
@@ -22,7 +24,7 @@ class UploadRequest(BaseModel):
         max_length=20,
         description="The values the category (gender division) column may hold, compared in capitals.",
     )
-    ageGroupYears: int = Field(default=5, ge=1, le=50, description="Width of the age groups: 5 gives 40-44.")
+    ageGroupYears: JsonInt = Field(default=5, ge=1, le=50, description="Width of the age groups: 5 gives 40-44.")
     rankBy: Literal["chip", "gun"] = Field(default="chip", description="Which time decides the places.")
 
 
