@@ -15,7 +15,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 LOGIC_COVERAGE := --cov=racecap.logic --cov-branch --cov-fail-under=90 --cov-report=term:skip-covered
 
 .PHONY: help install run test lint typecheck openapi openapi-check unit infra-tests integration browser \
-        site layers synth deploy burst bench fuzz token clean
+        site layers synth deploy burst bench fuzz token smoke preflight clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -78,6 +78,10 @@ fuzz: install site ## schemathesis, all checks + stateful, for RACECAP_FUZZ_SECO
 
 bench: install site ## the benchmark: writes reports/bench.json
 	@$(ENV) $(PY) -m tools.bench
+
+smoke: install ## smoke-test a stage end to end: TARGET=https://… SECRET=<SmokeDirectorSecretArn> (no SECRET: make run's stack)
+	@test -n "$(TARGET)" || { echo "usage: make smoke TARGET=https://… SECRET=<stack output SmokeDirectorSecretArn>"; exit 2; }
+	@$(ENV) $(PY) -m tools.smoke --target "$(TARGET)" $(if $(SECRET),--secret "$(SECRET)",)
 
 token: ## print a race director's bearer token for the running local stack (DIRECTOR=name: another director)
 	@bash local/install.sh >&2  # progress to stderr: stdout is the token alone, for TOKEN=$$(make -s token)

@@ -486,6 +486,26 @@ SECRETS: tuple[Secret, ...] = (
     ),
 )
 
+
+@dataclass(frozen=True)
+class SmokeDirector:
+    """The stage's own race director for ``make smoke``: a user of the directors' pool (TOTP
+    MFA like every director) whose sign-in lives in one secret. The stack declares the user and
+    the secret (username, pool, app client, a generated password); ``python -m tools.smoke
+    enroll`` sets the password and adds the TOTP seed once after a deploy."""
+
+    secret_id: str = "SmokeDirector"  # noqa: S105 - the secret's id, not its value
+    # A name no mailbox answers: Cognito never mails it (the invitation is suppressed).
+    username: str = "smoke-director@racecap.invalid"
+    fields: tuple[str, ...] = ("username", "password", "userPoolId", "clientId", "totpSeed")
+
+    @property
+    def local_secret_name(self) -> str:
+        return f"{APP_NAME}-{_kebab(self.secret_id)}"
+
+
+SMOKE_DIRECTOR = SmokeDirector()
+
 QUEUES: tuple[Queue, ...] = (
     # Paid registrations waiting to be persisted; visibility > 6x writer timeout (AWS advice).
     Queue("Registrations", visibility_timeout_s=60, max_receive_count=5),

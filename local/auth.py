@@ -130,18 +130,31 @@ def ensure_issuer(directory: Path) -> Issuer:
 
 
 class LocalAuthorizer:
-    """What the HTTP API JWT authorizer does with a director route's Authorization header."""
+    """What the HTTP API JWT authorizer does with a director route's Authorization header.
+
+    It trusts the local issuer and, when the stack runs one, the directors' user pool in moto
+    (``local.directors``: where ``make smoke``'s director signs in with SRP + TOTP); each
+    issuer with its own keys and app clients, as one authorizer per pool would on AWS."""
 
     def __init__(self, jwks: dict[str, Any], issuer: str, audiences: list[str]) -> None:
-        self._keys = {k["kid"]: jwt.PyJWK(k) for k in jwks["keys"]}
-        self._issuer = issuer
-        self._audiences = set(audiences)
+        self._trusted: dict[str, tuple[dict[str, jwt.PyJWK], set[str]]] = {}
+        self.trust(jwks, issuer, audiences)
+
+    def trust(self, jwks: dict[str, Any], issuer: str, audiences: list[str]) -> None:
+        self._trusted[issuer] = ({k["kid"]: jwt.PyJWK(k) for k in jwks["keys"]}, set(audiences))
 
     @classmethod
     def from_env(cls) -> LocalAuthorizer:
         jwks = json.loads(Path(os.environ["RACECAP_JWKS_FILE"]).read_text())
         audiences = os.environ.get("RACECAP_JWT_AUDIENCE", AUDIENCE).split(",")
-        return cls(jwks, os.environ.get("RACECAP_JWT_ISSUER", ISSUER), audiences)
+        authorizer = cls(jwks, os.environ.get("RACECAP_JWT_ISSUER", ISSUER), audiences)
+        if os.environ.get("RACECAP_COGNITO_JWKS_FILE"):
+            authorizer.trust(
+                json.loads(Path(os.environ["RACECAP_COGNITO_JWKS_FILE"]).read_text()),
+                os.environ["RACECAP_COGNITO_ISSUER"],
+                [os.environ["RACECAP_COGNITO_CLIENT_ID"]],
+            )
+        return authorizer
 
     def claims(self, authorization: str) -> dict[str, str] | None:
         """The token's claims as API Gateway passes them on, or None (→ 401)."""
@@ -150,14 +163,17 @@ class LocalAuthorizer:
             return None
         try:
             header = jwt.get_unverified_header(token.strip())
-            key = self._keys.get(str(header.get("kid")))
+            # Which issuer's keys to check with; the signature check below proves the claim.
+            issuer = str(jwt.decode(token.strip(), options={"verify_signature": False}).get("iss"))
+            keys, audiences = self._trusted.get(issuer, ({}, set()))
+            key = keys.get(str(header.get("kid")))
             if key is None or header.get("alg") != "RS256":
                 return None
             claims: dict[str, Any] = jwt.decode(
                 token.strip(),
                 key=key,
                 algorithms=["RS256"],
-                issuer=self._issuer,
+                issuer=issuer,
                 leeway=LEEWAY_S,
                 options={"require": ["exp", "iat", "iss", "sub"], "verify_aud": False},
             )
@@ -166,8 +182,8 @@ class LocalAuthorizer:
         # Cognito ID tokens name the app client in ``aud``, access tokens in ``client_id``;
         # the JWT authorizer accepts either.
         audience = claims.get("aud") or claims.get("client_id")
-        audiences = set(audience) if isinstance(audience, list) else {audience}
-        if not audiences & self._audiences:
+        found = set(audience) if isinstance(audience, list) else {audience}
+        if not found & audiences:
             return None
         return {k: _as_api_gateway_string(v) for k, v in claims.items()}
 

@@ -508,7 +508,10 @@ def start_moto(port: int, log_dir: Path, *, timeout: float = 30.0) -> ServerProc
         status, body = _http(s.port, "GET", "/")
         return status == 200 and b"ListAllMyBucketsResult" in body
 
-    return spawn("s3", [str(binary), "-H", HOST, "-p", str(port)], port, log_dir, ready=ready, timeout=timeout)
+    # cognito-idp checks TOTP codes only when told to (the directors' pool requires TOTP MFA).
+    env = {**os.environ, "MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP": "true"}
+    cmd = [str(binary), "-H", HOST, "-p", str(port)]
+    return spawn("s3", cmd, port, log_dir, env=env, ready=ready, timeout=timeout)
 
 
 NGINX = "/usr/sbin/nginx"

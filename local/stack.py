@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import blueprint
-from local import auth, provision, servers
+from local import auth, directors, provision, servers
 from local.runtime import ACCOUNT, LAYER_PATH, REGION
 from local.stripe_standin import server as stripe_standin
 
@@ -103,6 +103,7 @@ class LocalStack:
         self.queue_urls: dict[str, str] = {}
         self.log_dir = work_dir / "logs"
         self.issuer = auth.Issuer(work_dir / "auth")
+        self.directors: directors.DirectorPool | None = None  # moto's user pool, once provisioned
         # The fairness tokens' signing key, fresh for each stack, put into (moto's) Secrets
         # Manager where an operator puts the real one on AWS; tests mint tokens with it.
         self.fairness_key = secrets.token_hex(32)
@@ -163,6 +164,8 @@ class LocalStack:
             "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{self.ports.s3}",
             # moto serves Secrets Manager too, on the same port as S3.
             "AWS_ENDPOINT_URL_SECRETS_MANAGER": f"http://127.0.0.1:{self.ports.s3}",
+            # ... and the directors' user pool (SRP + TOTP sign-in, as on AWS: local/directors.py).
+            "AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER": f"http://127.0.0.1:{self.ports.s3}",
             # ... and Application Auto Scaling (the window's pre-warm of provisioned functions).
             "AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING": f"http://127.0.0.1:{self.ports.s3}",
             "AWS_ENDPOINT_URL_LAMBDA": self.url,
@@ -232,6 +235,7 @@ class LocalStack:
             "ports": asdict(self.ports),
             "queueUrls": self.queue_urls,
             "auth": {"dir": str(self.issuer.dir), "issuer": self.issuer.issuer, "audience": self.issuer.audience},
+            "smokeSecret": self.directors.smoke_secret if self.directors else None,
             "env": self.function_env(),
         }
 
@@ -339,6 +343,10 @@ class LocalStack:
                 "FairnessSigningKey": {"signingKey": self.fairness_key},
             },
         )
+        cognito = session.client("cognito-idp", endpoint_url=env["AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER"])
+        self.directors = directors.provision_directors(
+            cognito, secrets, env["AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER"], self.work_dir / "auth"
+        )
         for sm in blueprint.STATE_MACHINES:
             sfn.create_state_machine(
                 name=sm.local_name,
@@ -362,6 +370,8 @@ class LocalStack:
         ]  # fmt: skip
         # The content security policy lets the site load the card form from the Stripe stand-in.
         env = self.function_env() | self.issuer.gateway_env() | {"RACECAP_PAYMENT_ORIGIN": self.stripe_url}
+        if self.directors is not None:
+            env |= self.directors.gateway_env()
         return self._spawn("gateway", cmd, self.ports.gateway, env)
 
     def _start_edge(self) -> servers.ServerProcess:

@@ -24,6 +24,7 @@ from .constructs.queues import Queues
 from .constructs.schedules import Schedules
 from .constructs.secrets import Secrets
 from .constructs.site import Site
+from .constructs.smoke import SmokeDirector
 from .constructs.state_machines import StateMachines
 from .constructs.tables import Tables
 from .constructs.triggers import QueueTriggers
@@ -71,6 +72,7 @@ class RacecapStack(Stack):
         self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
         reg.dead_letter_queues.update(self.schedules.failures)
         self.auth = DirectorAuth(self, c.AUTH_ID)
+        self.smoke = SmokeDirector(self, c.SMOKE_DIRECTOR_ID, user_pool=self.auth.user_pool, client=self.auth.client)
         self.http_api = HttpApi(
             self, c.HTTP_API_ID, functions=self.functions.entry_points, director_authorizer=self.auth.authorizer
         )
@@ -83,6 +85,9 @@ class RacecapStack(Stack):
         CfnOutput(self, c.OUTPUT_API_URL, value=self.http_api.api.api_endpoint)
         CfnOutput(self, c.OUTPUT_USER_POOL_ID, value=self.auth.user_pool.user_pool_id)
         CfnOutput(self, c.OUTPUT_USER_POOL_CLIENT_ID, value=self.auth.client.user_pool_client_id)
+        CfnOutput(self, c.OUTPUT_SMOKE_SECRET, value=self.smoke.secret.secret_arn)
+        CfnOutput(self, c.OUTPUT_SMOKE_RUNNER_POLICY, value=self.smoke.runner_policy.managed_policy_arn)
+        CfnOutput(self, c.OUTPUT_SMOKE_ENROLLER_POLICY, value=self.smoke.enroller_policy.managed_policy_arn)
         CfnOutput(self, c.OUTPUT_ALARM_TOPIC, value=self.monitoring.topic.topic_arn)
         CfnOutput(self, c.OUTPUT_DASHBOARD, value=self.monitoring.dashboard.dashboard_name)
         # `python -m tools.audit --stage <this>`: the function whose configuration names the

@@ -77,3 +77,17 @@ def test_expired_foreign_and_forged_tokens_are_refused(
 def test_an_access_token_is_matched_on_client_id(issuer: Issuer, authorizer: LocalAuthorizer) -> None:
     token = issuer.mint("nina", aud=None, client_id=issuer.audience, token_use="access")
     assert authorizer.claims(f"Bearer {token}") is not None
+
+
+def test_a_second_trusted_issuer_is_checked_with_its_own_keys_and_clients(
+    issuer: Issuer, authorizer: LocalAuthorizer, tmp_path: Path
+) -> None:
+    # What the local stack does for moto's user pool (make smoke's director signs in there).
+    pool = ensure_issuer(tmp_path / "pool")
+    pool_iss, pool_client = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_pool", "pool-client"
+    authorizer.trust(json.loads(pool.jwks_file.read_text()), pool_iss, [pool_client])
+
+    assert authorizer.claims(f"Bearer {pool.mint('smoke', iss=pool_iss, aud=pool_client)}") is not None
+    assert authorizer.claims(f"Bearer {issuer.mint('nina')}") is not None  # the local issuer still works
+    assert authorizer.claims(f"Bearer {pool.mint('smoke', iss=pool_iss, aud=issuer.audience)}") is None
+    assert authorizer.claims(f"Bearer {issuer.mint('smoke', iss=pool_iss, aud=pool_client)}") is None  # wrong keys

@@ -64,6 +64,7 @@ USAGE_ONLY = frozenset(
         "AWS::CloudFront::OriginAccessControl",
         "AWS::Cognito::UserPool",
         "AWS::Cognito::UserPoolClient",
+        "AWS::Cognito::UserPoolUser",  # billed per monthly active user: the smoke director, when it runs
         "AWS::DynamoDB::Table",
         "AWS::EC2::FlowLog",
         "AWS::EC2::InternetGateway",
@@ -80,6 +81,7 @@ USAGE_ONLY = frozenset(
         "AWS::EC2::VPCCidrBlock",
         "AWS::Events::Rule",
         "AWS::IAM::InstanceProfile",
+        "AWS::IAM::ManagedPolicy",
         "AWS::IAM::Policy",
         "AWS::IAM::Role",
         "AWS::Lambda::EventSourceMapping",
