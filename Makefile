@@ -83,6 +83,10 @@ smoke: install ## smoke-test a stage end to end: TARGET=https://… SECRET=<Smok
 	@test -n "$(TARGET)" || { echo "usage: make smoke TARGET=https://… SECRET=<stack output SmokeDirectorSecretArn>"; exit 2; }
 	@$(ENV) $(PY) -m tools.smoke --target "$(TARGET)" $(if $(SECRET),--secret "$(SECRET)",)
 
+preflight: install ## before an opening: will the account and stage take it? TARGET=<stack name> RUNNERS_PER_MINUTE=5000
+	@test -n "$(TARGET)" || { echo "usage: make preflight TARGET=<CloudFormation stack name> RUNNERS_PER_MINUTE=<expected burst>"; exit 2; }
+	@$(ENV) $(PY) -m tools.preflight --stack "$(TARGET)" --runners-per-minute $${RUNNERS_PER_MINUTE:-5000}
+
 token: ## print a race director's bearer token for the running local stack (DIRECTOR=name: another director)
 	@bash local/install.sh >&2  # progress to stderr: stdout is the token alone, for TOKEN=$$(make -s token)
 	@$(ENV) $(PY) -m local.auth token $(if $(DIRECTOR),--director $(DIRECTOR),)
