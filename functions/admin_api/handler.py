@@ -21,7 +21,7 @@ from racecap.auth import director_from_claims
 from racecap.config import get_settings
 from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
-from racecap.logic.admin import EventDraft, EventPatch, RaceDraft, RacePatch
+from racecap.logic.admin import MAX_EVENTS, EventDraft, EventPatch, RaceDraft, RacePatch
 from racecap.logic.audit import CURSOR_PATTERN as AUDIT_CURSOR
 from racecap.logic.participants import CURSOR_PATTERN, PAGE_MAX, build_export_page
 from racecap.logic.validation import CancelRequest
@@ -118,9 +118,10 @@ def edit_race(raceId: str, body: Annotated[RacePatch, Body()]) -> Response[Admin
 @app.post(
     "/api/admin/races/<raceId>/events",
     summary="Add an event to a race",
+    description=f"A race has at most {MAX_EVENTS} events (409 TOO_MANY_EVENTS beyond).",
     tags=["Admin: races"],
     security=SECURITY,
-    responses={**NOT_YOURS, 201: {"description": "Created"}},
+    responses={**NOT_YOURS, 201: {"description": "Created"}, 409: {"description": "TOO_MANY_EVENTS or CONFLICT"}},
 )
 @tracer.capture_method
 def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[AdminRaceView]:

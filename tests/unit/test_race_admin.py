@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
+from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, TooManyEvents, ValidationFailed
 from racecap.logic import admin as admin_module
 from racecap.logic.admin import EventDraft, EventPatch, RaceAdmin, RacePatch, shards_for
 from racecap.models import Director
@@ -86,8 +86,9 @@ def test_an_added_event_comes_last_with_its_own_shards(w):
 def test_a_race_has_at_most_fifty_events(w, monkeypatch):
     monkeypatch.setattr(admin_module, "MAX_EVENTS", 2)
     race = w.create(5, 5)
-    with pytest.raises(ValidationFailed):
+    with pytest.raises(TooManyEvents):
         w.admin.add_event(DANA, race.raceId, EventDraft(name="Third", cap=1, priceCents=1))
+    assert len(w.races.get_race(race.raceId)[1]) == 2
 
 
 def test_an_event_added_to_a_race_changed_meanwhile_is_a_conflict(w, monkeypatch):

@@ -105,6 +105,13 @@ class CapBelowTaken(Conflict):
     code = "CAP_BELOW_TAKEN"
 
 
+class TooManyEvents(Conflict):
+    """The race already has the most events one race may have: the request was valid, the
+    race's state refuses it (a schema cannot say how many events a race has)."""
+
+    code = "TOO_MANY_EVENTS"
+
+
 class RefundFailed(DomainError):
     """The payment provider refused the refund; nothing changed on our side."""
 

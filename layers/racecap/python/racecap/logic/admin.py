@@ -29,7 +29,7 @@ from pydantic import (
 from racecap.dal.ports import Inventory, RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import EventChanges, RaceChanges
-from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, ValidationFailed
+from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, TooManyEvents, ValidationFailed
 from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
 from racecap.logic.races import race_status
 from racecap.models import (
@@ -302,7 +302,7 @@ class RaceAdmin:
     def add_event(self, director: Director, race_id: str, draft: EventDraft) -> AdminRaceView:
         race, events = self.owned(director, race_id)
         if len(events) >= MAX_EVENTS:
-            raise ValidationFailed(f"A race has at most {MAX_EVENTS} events.", fields={"events": "Too many."})
+            raise TooManyEvents(f"A race has at most {MAX_EVENTS} events; this one has {len(events)}.")
         event = Event(
             raceId=race_id,
             eventId=new_id("evt"),
