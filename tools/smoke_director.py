@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from botocore.exceptions import ClientError
 from cryptography.hazmat.primitives.hashes import SHA1
 from cryptography.hazmat.primitives.twofactor.totp import TOTP
 from pycognito.aws_srp import AWSSRP
@@ -72,6 +73,10 @@ def _totp(seed: str) -> TOTP:
     return TOTP(key, 6, SHA1(), TOTP_STEP_S, enforce_key_length=False)  # noqa: S303 - RFC 6238 as Cognito uses it
 
 
+def _next_step(sleep: Any = time.sleep, clock: Any = time.time) -> None:
+    sleep(TOTP_STEP_S - clock() % TOTP_STEP_S + 0.2)
+
+
 def _srp(cognito: Any, d: DirectorSecret) -> dict[str, Any]:
     srp = AWSSRP(username=d.username, password=d.password, pool_id=d.userPoolId, client_id=d.clientId, client=cognito)
     try:
@@ -80,18 +85,30 @@ def _srp(cognito: Any, d: DirectorSecret) -> dict[str, Any]:
         return dict(challenge.get_tokens())
 
 
-def sign_in(cognito: Any, d: DirectorSecret) -> str:
+def _late_code(exc: ClientError) -> bool:
+    """Cognito refused the code: a wrong seed, or a code that expired on the way (a slow answer
+    on a loaded machine). One more try with the next step's code tells them apart."""
+    return exc.response.get("Error", {}).get("Code") in {"CodeMismatchException", "EnableSoftwareTokenMFAException"}
+
+
+def sign_in(cognito: Any, d: DirectorSecret, *, tries: int = 2) -> str:
     """The director's ID token (what the API's JWT authorizer checks), after SRP and TOTP."""
     if not d.totpSeed:
         raise SignInError("the secret has no TOTP seed yet: run `python -m tools.smoke enroll --secret …` once")
     answer = _srp(cognito, d)
     if answer.get("ChallengeName") == "SOFTWARE_TOKEN_MFA":
-        answer = cognito.respond_to_auth_challenge(
-            ClientId=d.clientId,
-            ChallengeName="SOFTWARE_TOKEN_MFA",
-            Session=answer["Session"],
-            ChallengeResponses={"USERNAME": d.username, "SOFTWARE_TOKEN_MFA_CODE": totp_code(d.totpSeed)},
-        )
+        try:
+            answer = cognito.respond_to_auth_challenge(
+                ClientId=d.clientId,
+                ChallengeName="SOFTWARE_TOKEN_MFA",
+                Session=answer["Session"],
+                ChallengeResponses={"USERNAME": d.username, "SOFTWARE_TOKEN_MFA_CODE": totp_code(d.totpSeed)},
+            )
+        except ClientError as exc:
+            if tries > 1 and _late_code(exc):
+                _next_step()
+                return sign_in(cognito, d, tries=tries - 1)
+            raise
     if "AuthenticationResult" not in answer:
         raise SignInError(f"Cognito asked for {answer.get('ChallengeName')!r} instead of issuing tokens")
     return str(answer["AuthenticationResult"]["IdToken"])
@@ -115,11 +132,18 @@ def enroll(cognito: Any, secrets: Any, secret_id: str) -> DirectorSecret:
         )
     associated = cognito.associate_software_token(Session=answer["Session"])
     seed = associated["SecretCode"]
-    verified = cognito.verify_software_token(
-        Session=associated.get("Session", answer["Session"]),
-        UserCode=totp_code(seed),
-        FriendlyDeviceName="racecap-smoke",
-    )
+    session = associated.get("Session", answer["Session"])
+    try:
+        verified = cognito.verify_software_token(
+            Session=session, UserCode=totp_code(seed), FriendlyDeviceName="racecap-smoke"
+        )
+    except ClientError as exc:
+        if not _late_code(exc):
+            raise
+        _next_step()
+        verified = cognito.verify_software_token(
+            Session=session, UserCode=totp_code(seed), FriendlyDeviceName="racecap-smoke"
+        )
     if verified.get("Status") != "SUCCESS":
         raise SignInError(f"Cognito did not accept the first TOTP code ({verified.get('Status')})")
     done = cognito.respond_to_auth_challenge(
