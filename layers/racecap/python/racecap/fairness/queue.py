@@ -35,7 +35,7 @@ from racecap.fairness.tokens import Signer, TokenNotYours
 from racecap.logic.audit import AuditTrail
 from racecap.logic.races import RaceCatalog, race_status
 from racecap.models import WHOLE_NUMBER, Director, Event
-from racecap.observability import metrics
+from racecap.observability import logger, metrics
 
 STATE_TTL = 1.0  # the shared "now serving" figure: about a second stale at most
 STATE_LOCAL_TTL = 0.5
@@ -243,16 +243,22 @@ class OpeningQueue:
         if existing is not None and not self._expired(existing):
             metrics.add_metric(name="QueueSameDevice", unit="Count", value=1)
             return self._view(race_id, device, int(existing["arrival"]), self.state(race_id))
-        after = self._store.next_arrival(race_id)
-        if after is None:
-            return self._off(race_id)
-        arrival = int(after["seq"])
         old = int(existing["arrival"]) if existing is not None else None
+        issued = self._store.next_arrival(race_id, device, old)
+        if issued is None:
+            return self._off(race_id)
+        arrival, _ = issued
         if not self._store.put_entry(race_id, device, arrival, self._clock(), old):
-            # Another tab of this device entered at the same moment: keep its place. The
-            # number just issued is left unused (it is admitted with nobody behind it).
+            # Another tab of this device entered at the same moment: keep its place. (The
+            # same number, unless its binding was already dropped: then this one is left
+            # unused, admitted with nobody behind it.)
             found = self._store.entry(race_id, device)
             arrival = int(found["arrival"]) if found else arrival
+        try:
+            self._store.settle_arrival(race_id, device, old)
+        except Exception:
+            # The place is written; a binding left behind only costs a few bytes.
+            logger.exception("queue binding not dropped", extra={"raceId": race_id})
         metrics.add_metric(name="QueueEntered", unit="Count", value=1)
         return self._view(race_id, device, arrival, self.state(race_id))
 

@@ -4,7 +4,9 @@ Layout (pk / sk):
   QUEUE#<raceId>              / STATE  the director's settings and the queue's counters:
                                        seq (arrival numbers issued), drawSize + drawSeed (the draw),
                                        anchorAt + anchorCount (where "now serving" stood at
-                                       the last rate change, pause or resume)
+                                       the last rate change, pause or resume);
+                                       issue:<deviceId>:<replaced arrival> while an entry
+                                       is being written (``next_arrival``)
   QENTRY#<raceId>#<deviceId>  / ENTRY  one device's place: its arrival number; admittedAt
                                        once it was first admitted (one per device and race)
   POW#<challengeId>           / POW    a spent proof-of-work challenge (TTL clean-up)
@@ -23,6 +25,7 @@ from typing import Any
 
 from racecap.dal.dynamo import from_item, is_conditional_failure, to_item, values
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact
+from racecap.errors import Conflict
 
 
 def state_key(race_id: str) -> dict[str, Any]:
@@ -77,20 +80,49 @@ class QueueStore:
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
 
-    def next_arrival(self, race_id: str) -> dict[str, Any] | None:
-        """Issue the next arrival number (the whole state after it), or None if the queue is off."""
-        try:
-            resp = self._db.update_item(
-                TableName=self._table,
-                Key=state_key(race_id),
-                UpdateExpression="ADD seq :one",
-                ConditionExpression="enabled = :yes",
-                ExpressionAttributeValues=values({":one": 1, ":yes": True}),
-                ReturnValues="ALL_NEW",
-            )
-        except self._db.exceptions.ConditionalCheckFailedException:
-            return None
-        return from_item(resp["Attributes"])
+    def next_arrival(self, race_id: str, device_id: str, replacing: int | None) -> tuple[int, dict[str, Any]] | None:
+        """Issue this entry's arrival number (with the whole state after it), or None if the
+        queue is off.
+
+        The number is bound to the entry (the device, and the arrival it replaces if it
+        re-joins) in the same write that counts it: the SDK's retry of a write whose answer
+        was lost finds its own number there and takes it, instead of counting again and
+        leaving a number nobody holds. The binding lives only until the entry is written
+        (``settle_arrival``), so the hot STATE item never grows with the queue."""
+        issue = _issue_name(device_id, replacing)
+        for _ in range(3):
+            try:
+                resp = self._db.update_item(
+                    TableName=self._table,
+                    Key=state_key(race_id),
+                    UpdateExpression="SET seq = if_not_exists(seq, :zero) + :one, "
+                    "#issue = if_not_exists(seq, :zero) + :one",
+                    ConditionExpression="enabled = :yes AND attribute_not_exists(#issue)",
+                    ExpressionAttributeNames={"#issue": issue},
+                    ExpressionAttributeValues=values({":zero": 0, ":one": 1, ":yes": True}),
+                    ReturnValues="ALL_NEW",
+                )
+                state = from_item(resp["Attributes"])
+                return int(state[issue]), state
+            except self._db.exceptions.ConditionalCheckFailedException:
+                # The queue is off, or this entry's number was already issued (our own
+                # attempt whose answer was lost, or another tab of this device): read which.
+                state = self.state(race_id) or {}
+                if issue in state:
+                    return int(state[issue]), state
+                if not state.get("enabled"):
+                    return None
+                # The other tab's entry was written and its binding dropped in between: ask again.
+        raise Conflict("The queue is busy; please retry.", retry_after=1)
+
+    def settle_arrival(self, race_id: str, device_id: str, replacing: int | None) -> None:
+        """The entry now holds its number: drop the binding ``next_arrival`` made."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=state_key(race_id),
+            UpdateExpression="REMOVE #issue",
+            ExpressionAttributeNames={"#issue": _issue_name(device_id, replacing)},
+        )
 
     def drain(self, race_id: str, seen_seq: int, now: float) -> bool:
         """Everyone issued has been admitted: switch the queue off, unless someone just entered."""
@@ -189,6 +221,11 @@ class QueueStore:
             if is_conditional_failure(exc):
                 return False
             raise
+
+
+def _issue_name(device_id: str, replacing: int | None) -> str:
+    """The STATE attribute that binds a number to one entry while it is being written."""
+    return f"issue:{device_id}:{replacing or 0}"
 
 
 def _num(value: float) -> Decimal:
