@@ -127,7 +127,7 @@ def windows() -> DynamoWindows:
 
 @lru_cache(maxsize=1)
 def window_tasks() -> WindowTasks:
-    return WindowTasks(race_store(), inventory(), catalog(), cache(), windows())
+    return WindowTasks(race_store(), inventory(), catalog(), cache(), windows(), opened=opening_queue().opened)
 
 
 @lru_cache(maxsize=1)
@@ -185,7 +185,9 @@ def window_control() -> WindowControl:
     if arn is None:
         raise ConfigurationError("WINDOW_STATE_MACHINE_ARN is not set for this function")
     workflow = StepFunctionsWorkflow(clients.aws("stepfunctions"), arn)
-    return WindowControl(race_store(), windows(), workflow, transact, audit_trail(), catalog())
+    return WindowControl(
+        race_store(), windows(), workflow, transact, audit_trail(), catalog(), opened=opening_queue().opened
+    )
 
 
 @lru_cache(maxsize=1)

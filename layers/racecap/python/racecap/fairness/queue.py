@@ -193,14 +193,26 @@ class OpeningQueue:
         now = self._clock()
         is_open = race_status(race) == "OPEN"
         if state.get("enabled") and is_open and state.get("drawnAt") is None:
-            self._store.draw(race_id, secrets.token_hex(16), now, default_rate(events))
-            metrics.add_metric(name="QueueDrawn", unit="Count", value=1)
+            # A backstop: whoever opened the race drew already (``opened``), unless that failed.
+            if self._store.draw(race_id, secrets.token_hex(16), now, default_rate(events)):
+                metrics.add_metric(name="QueueDrawn", unit="Count", value=1)
             state = self._reload(race_id)
         elif state.get("enabled") and is_open and _empty_for(state, now) >= DRAIN_AFTER_EMPTY_S:
             if self._store.drain(race_id, int(state.get("seq", 0)), now):
                 metrics.add_metric(name="QueueDrained", unit="Count", value=1)
             state = self._reload(race_id)
         return {**state, "_defaultRate": default_rate(events), "_opensAt": race.registrationOpensAt.isoformat()}
+
+    def opened(self, race_id: str, events: list[Event]) -> None:
+        """Registration has just opened: close the pre-opening pool now, in the change's own
+        environment. Every other environment sees the opening only when the race's version
+        stamp reaches it (about a second); had the draw waited for them, runners arriving in
+        that second would join the lottery instead of queueing behind it. A number issued
+        after this draw is past ``drawSize``, so it is first in, first out, whatever a stale
+        environment believes about the race. Nothing happens for a race without a queue."""
+        if self._store.draw(race_id, secrets.token_hex(16), self._clock(), default_rate(events)):
+            metrics.add_metric(name="QueueDrawn", unit="Count", value=1)
+        self._cache.delete(f"queue:{race_id}:state")
 
     def _reload(self, race_id: str) -> dict[str, Any]:
         self._cache.delete(f"queue:{race_id}:state")

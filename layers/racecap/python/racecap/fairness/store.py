@@ -141,8 +141,9 @@ class QueueStore:
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
 
-    def draw(self, race_id: str, seed_hex: str, now: float, default_rate: int) -> None:
-        """Close the pre-opening pool at its current size and fix the lottery's seed: once."""
+    def draw(self, race_id: str, seed_hex: str, now: float, default_rate: int) -> bool:
+        """Close the pre-opening pool at its current size and fix the lottery's seed: once,
+        and only while the queue is on. True if this call drew."""
         try:
             self._db.update_item(
                 TableName=self._table,
@@ -152,14 +153,15 @@ class QueueStore:
                     "anchorAt = :now, anchorCount = :zero, ratePerMin = if_not_exists(ratePerMin, :rate), "
                     "#version = #version + :one"
                 ),
-                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(drawnAt)",
+                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(drawnAt) AND enabled = :yes",
                 ExpressionAttributeNames={"#version": "version"},
                 ExpressionAttributeValues=values(
-                    {":zero": 0, ":one": 1, ":seed": seed_hex, ":now": _num(now), ":rate": default_rate}
+                    {":zero": 0, ":one": 1, ":seed": seed_hex, ":now": _num(now), ":rate": default_rate, ":yes": True}
                 ),
             )
+            return True
         except self._db.exceptions.ConditionalCheckFailedException:
-            pass  # another environment drew first: its draw stands
+            return False  # another environment drew first (its draw stands), or no queue is on
 
     # -- entries ---------------------------------------------------------------------------
     def entry(self, race_id: str, device_id: str) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import RaceChanges, WindowRecord
 from racecap.errors import Conflict
 from racecap.logic.races import RaceCatalog, race_status, sold_out_flag
-from racecap.models import Director, Race, RegistrationState, WindowView, WorkflowView
+from racecap.models import Director, Event, Race, RegistrationState, WindowView, WorkflowView
 from racecap.observability import logger
 
 # Caches are warmed and shards checked this long before the opening (the paper's pre-warm).
@@ -52,12 +52,14 @@ class WindowTasks:
         catalog: RaceCatalog,
         cache: TieredCache,
         windows: WindowStore | None = None,
+        opened: Callable[[str, list[Event]], None] | None = None,
     ) -> None:
         self._store = store
         self._inventory = inventory
         self._catalog = catalog
         self._cache = cache
         self._windows = windows
+        self._opened = opened  # the opening queue's draw (``OpeningQueue.opened``)
 
     def run(self, task: str, race_id: str, execution: str | None = None) -> dict[str, object]:
         if task == "warm":
@@ -89,7 +91,7 @@ class WindowTasks:
         found = self._store.get_race(race_id)
         if found is None:
             raise RaceGone(race_id)
-        race = found[0]
+        race, events = found
         also: list[TransactItem] = []
         if execution is not None and self._windows is not None:
             if not self._is_current(race_id, execution):
@@ -97,6 +99,8 @@ class WindowTasks:
                 return {"raceId": race_id, "skipped": "superseded"}
             also.append(self._windows.guard_item(race_id, execution))
         if race.registrationState == state:
+            if state == "OPEN":
+                just_opened(self._opened, race_id, events)  # a retried task: the draw is idempotent
             return {"raceId": race_id, "registrationState": state, "version": race.version, "changed": False}
         try:
             race = self._store.apply_update(race, {"registrationState": state}, also)
@@ -105,12 +109,25 @@ class WindowTasks:
                 return {"raceId": race_id, "skipped": "superseded"}
             raise  # an edit landed meanwhile: the ASL retries ``Conflict``
         self._catalog.invalidate(race_id, race.version)
+        if state == "OPEN":
+            just_opened(self._opened, race_id, events)
         logger.info("registration state changed", extra={"raceId": race_id, "state": state})
         return {"raceId": race_id, "registrationState": state, "version": race.version, "changed": True}
 
     def _is_current(self, race_id: str, execution: str) -> bool:
         window = self._windows.get(race_id) if self._windows is not None else None
         return window is not None and window.execution == execution
+
+
+def just_opened(opened: Callable[[str, list[Event]], None] | None, race_id: str, events: list[Event]) -> None:
+    """Tell the opening queue at once (it draws its lottery); if that fails, the queue still
+    draws when an environment first sees the race open, a second later at most."""
+    if opened is None:
+        return
+    try:
+        opened(race_id, events)
+    except Exception:
+        logger.exception("the opening queue was not told of the opening", extra={"raceId": race_id})
 
 
 def iso_z(at: datetime) -> str:
@@ -128,6 +145,7 @@ class WindowControl:
         audit: Any,  # racecap.logic.audit.AuditTrail
         catalog: RaceCatalog,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        opened: Callable[[str, list[Event]], None] | None = None,
     ) -> None:
         self._store = store
         self._windows = windows
@@ -136,6 +154,7 @@ class WindowControl:
         self._audit = audit
         self._catalog = catalog
         self._now = clock
+        self._opened = opened  # the opening queue's draw (``OpeningQueue.opened``)
 
     # -- what a director sees ---------------------------------------------------------------
     def view(self, race: Race, changed: bool = False) -> WindowView:
@@ -275,6 +294,9 @@ class WindowControl:
                 self._transact(items)
         except (ConditionFailed, Conflict) as exc:
             raise Conflict("The registration window was changed meanwhile; reload it and retry.") from exc
+        if changes.get("registrationState") == "OPEN":
+            found = self._store.get_race(race_id)
+            just_opened(self._opened, race_id, found[1] if found else [])
         # 2. Stop the old execution. If this fails, the guard above still keeps it harmless.
         if old is not None and old.execution:
             try:
