@@ -526,9 +526,6 @@ COMMON_ENV: dict[str, Ref] = {
     "CACHE_URL": CacheUrl(),
     "EMAIL_FROM": Param("EmailFrom", "Racecap <no-reply@racecap.example>"),
     "EMAIL_SEND_RATE_PER_SECOND": Param("EmailSendRatePerSecond", "10"),
-    # The payment provider's API (Stripe-shaped). Locally: the test-token provider in
-    # local/payments.py; on AWS: the real provider, its key in Secrets Manager.
-    "PAYMENTS_URL": Param("PaymentsUrl", "https://payments.racecap.example"),
     # Stripe: the API base the official SDK calls (locally the stand-in, local/stripe_standin)
     # and the secret holding its keys; only functions granted ReadSecret may read it.
     "PAYMENTS_API_BASE": Param("PaymentsApiBase", "https://api.stripe.com"),

@@ -39,7 +39,6 @@ class Ports:
     redis: int = 6390
     ses: int = 8005
     sfn: int = 8083
-    payments: int = 8006
     stripe: int = 8007
     s3: int = 8008
     edge: int = 8090  # nginx, the local CloudFront in front of the gateway
@@ -123,10 +122,6 @@ class LocalStack:
         return f"http://127.0.0.1:{self.ports.ses}"
 
     @property
-    def payments_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports.payments}"
-
-    @property
     def stripe_url(self) -> str:
         """The Stripe stand-in: the API base the SDK is pointed at, and Stripe.js's origin."""
         return f"http://127.0.0.1:{self.ports.stripe}"
@@ -139,9 +134,8 @@ class LocalStack:
         resolver = provision.local_resolver(
             urls,
             f"redis://127.0.0.1:{self.ports.redis}/0",
-            # The test-token provider stands in for the real one, as a deploy parameter would.
+            # The Stripe stand-in takes the real provider's place, as deploy parameters would.
             {
-                "PaymentsUrl": self.payments_url,
                 "PaymentsApiBase": self.stripe_url,
                 "PaymentsScriptUrl": f"{self.stripe_url}/v3/",
                 "PaymentsPublishableKey": stripe_standin.Keys().publishable,
@@ -210,7 +204,6 @@ class LocalStack:
             self._step("redis-server", lambda: servers.start_redis(self.ports.redis, self.log_dir))
             self._step("S3 + Secrets Manager (moto)", lambda: servers.start_moto(self.ports.s3, self.log_dir))
             self._step("local SES", self._start_ses)
-            self._step("payments (test tokens)", self._start_payments)
             self._step("Stripe stand-in", self._start_stripe)
             self._step("Step Functions (ASL)", self._start_sfn)
             self._say("provisioning tables, queues and state machines from blueprint")
@@ -288,10 +281,6 @@ class LocalStack:
             str(self.ses_max_rate),
         ]
         return self._spawn("ses", cmd, self.ports.ses, {"PYTHONPATH": str(ROOT)})
-
-    def _start_payments(self) -> servers.ServerProcess:
-        cmd = [sys.executable, "-m", "local.payments", "--port", str(self.ports.payments)]
-        return self._spawn("payments", cmd, self.ports.payments, {"PYTHONPATH": str(ROOT)})
 
     def _start_stripe(self) -> servers.ServerProcess:
         # Signed events go to the gateway's webhook route, as Stripe posts them to the stage's.

@@ -1,8 +1,9 @@
 """The payment providers the port's contract suite runs against: one entry each.
 
-A provider says which cards mean what to it, which parts of the port it implements
-(``supports``), how to lose one answer (a fault), and how to sign a webhook. The Stripe
-adapter joins by adding one ``PortUnderTest`` factory to ``PROVIDERS``.
+A provider says which cards mean what to it, how to lose one answer (a fault), and how to
+sign a webhook. Every provider implements the whole port (the Charges-style adapter that
+could not, and the skips it needed, are gone); another provider joins by adding one
+``PortUnderTest`` factory to ``PROVIDERS``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import urllib3
-from racecap.dal.http_payments import HttpPaymentProvider
 from racecap.dal.payments import PaymentProvider
 from racecap.dal.stripe_provider import StripeKeys, StripePaymentProvider
 
@@ -26,20 +26,12 @@ from tests.fakes.payments import FakePaymentProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Capabilities a temporary adapter may lack (the contract cases needing one are skipped).
-TWO_STEP = "two_step"  # create now, confirm later (the browser's confirmPayment)
-CANCEL = "cancel"  # cancel an intent that has not succeeded
-EVENTS = "events"  # list_events
-WEBHOOKS = "webhooks"  # parse_webhook
-ALL = frozenset({TWO_STEP, CANCEL, EVENTS, WEBHOOKS})
-
 
 @dataclass
 class PortUnderTest:
     name: str
     provider: PaymentProvider
     cards: Mapping[str, str]  # "ok", "declined", "invalid"
-    supports: frozenset[str]
     lose_next_answer: Callable[[], None]  # the next mutating call works but its answer is lost
     sign: Callable[[bytes], str] | None = None
     extra: dict[str, object] = field(default_factory=dict)
@@ -55,12 +47,11 @@ def fake_port() -> Iterator[PortUnderTest]:
         "fake",
         fake,
         {
-            "ok": "tok_visa",
-            "declined": "tok_declined",
-            "invalid": "tok_nope",
+            "ok": "pm_card_visa",
+            "declined": "pm_card_chargeDeclined",
+            "invalid": "pm_card_nope",
             "action": "pm_card_authenticationRequired",
         },
-        ALL,
         lose,
         sign=fake.sign,
     )
@@ -70,44 +61,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def http_port() -> Iterator[PortUnderTest]:
-    """The temporary Charges-style adapter against the real local server (its own process)."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "local.payments", "--port", str(port), "--slow-seconds", "0.2"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    http = urllib3.PoolManager()
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                http.request("GET", url + "/_stats", retries=False, timeout=1.0)
-                break
-            except urllib3.exceptions.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("local.payments did not start") from None
-                time.sleep(0.05)
-        provider = HttpPaymentProvider(url, retries=0)  # no retries: a lost answer stays lost
-
-        def lose() -> None:
-            http.request("POST", url + "/_faults", body=b'{"fail_after_charge_next": 1}', retries=False)
-
-        yield PortUnderTest(
-            "http",
-            provider,
-            {"ok": "tok_visa", "declined": "tok_declined", "invalid": "tok_nope"},
-            frozenset(),
-            lose,
-        )
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def stripe_port() -> Iterator[PortUnderTest]:
@@ -155,7 +108,6 @@ def stripe_port() -> Iterator[PortUnderTest]:
                 "invalid": "pm_card_nope",
                 "action": "pm_card_authenticationRequired",
             },
-            ALL,
             lose,
             sign=lambda payload: stripe_sign(payload, keys.webhook_secret),
         )
@@ -167,6 +119,5 @@ def stripe_port() -> Iterator[PortUnderTest]:
 # name -> a generator of one PortUnderTest, set up once per session
 PROVIDERS: dict[str, Callable[[], Iterator[PortUnderTest]]] = {
     "fake": fake_port,
-    "http": http_port,
     "stripe": stripe_port,
 }

@@ -1,9 +1,10 @@
 """An in-memory ``PaymentProvider`` (the port in ``racecap.dal.payments``), in Stripe's terms.
 
-Payment methods: ``tok_visa`` / ``pm_card_visa`` succeed, ``tok_slow`` succeeds after
-``slow_seconds`` (0 by default), ``tok_declined`` / ``pm_card_chargeDeclined`` are declined
-(a result: ``requires_payment_method`` with ``decline_code``), ``pm_card_authenticationRequired``
-stops at ``requires_action`` (3-D Secure), anything else is ``PaymentRejected``.
+Payment methods are Stripe's test ones, as the stand-in knows them: ``pm_card_visa``
+succeeds, ``pm_card_chargeDeclined`` / ``pm_card_chargeDeclinedInsufficientFunds`` are
+declined (a result: ``requires_payment_method`` with ``decline_code``),
+``pm_card_authenticationRequired`` stops at ``requires_action`` (3-D Secure), anything else
+is ``PaymentRejected``.
 
 Idempotency as Stripe keeps it: a key replays its first answer for the same parameters and
 is ``PaymentRejected("idempotency_key_reused")`` for others; a rejected request stores
@@ -43,10 +44,9 @@ from racecap.dal.payments import (
     Refund,
 )
 
-SUCCEEDS = frozenset({"tok_visa", "pm_card_visa", "tok_slow"})
-DECLINES = {"tok_declined": "card_declined", "pm_card_chargeDeclined": "card_declined"}
+SUCCEEDS = frozenset({"pm_card_visa"})
+DECLINES = {"pm_card_chargeDeclined": "card_declined", "pm_card_chargeDeclinedInsufficientFunds": "insufficient_funds"}
 NEEDS_ACTION = frozenset({"pm_card_authenticationRequired"})
-TOKENS = ("tok_visa", "tok_declined", "tok_slow")  # the local server's test tokens, too
 WEBHOOK_SECRET = "whsec_fake"
 SIGNATURE_TOLERANCE_S = 300
 
@@ -66,8 +66,7 @@ class FakeIntent:
 
 
 class FakePaymentProvider:
-    def __init__(self, slow_seconds: float = 0.0, clock: Callable[[], float] = time.time) -> None:
-        self.slow_seconds = slow_seconds
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.fail_next = 0
         self.fail_after_next = 0
@@ -238,8 +237,6 @@ class FakePaymentProvider:
     # -- how a payment method behaves ---------------------------------------------------------
     def _apply(self, intent: PaymentIntent, payment_method: str) -> PaymentIntent:
         if payment_method in SUCCEEDS:
-            if payment_method == "tok_slow" and self.slow_seconds:
-                time.sleep(self.slow_seconds)
             return replace(
                 intent, status=IntentStatus.SUCCEEDED, latest_charge=f"ch_for_{intent.id}", decline_code=None
             )

@@ -14,7 +14,6 @@ import redis
 import requests
 from racecap.cache import TieredCache
 from racecap.dal.holds import DynamoHolds
-from racecap.dal.http_payments import ChargesClient
 from racecap.dal.inventory import DynamoInventory
 from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
@@ -54,9 +53,6 @@ class Backend:
 
     def registrations(self) -> DynamoRegistrations:
         return DynamoRegistrations(self.dynamodb, self.table("Registrations"), self.table("Inventory"))
-
-    def payments(self) -> ChargesClient:
-        return ChargesClient(self.stack.payments_url)
 
     def admin(self) -> RaceAdmin:
         return RaceAdmin(self.store(), self.inventory(), catalog=self.catalog())

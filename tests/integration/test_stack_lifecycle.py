@@ -30,7 +30,6 @@ PORT_VARS = {
     "redis": "RACECAP_REDIS_PORT",
     "ses": "RACECAP_SES_PORT",
     "sfn": "RACECAP_SFN_PORT",
-    "payments": "RACECAP_PAYMENTS_PORT",
     "stripe": "RACECAP_STRIPE_PORT",
     "s3": "RACECAP_S3_PORT",
     "edge": "RACECAP_EDGE_PORT",

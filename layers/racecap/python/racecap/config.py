@@ -26,7 +26,6 @@ class Settings(BaseModel):
     cache_url: str = Field(alias="CACHE_URL", pattern=r"^rediss?://")
     email_from: str = Field(alias="EMAIL_FROM", min_length=3)
     email_send_rate_per_second: float = Field(alias="EMAIL_SEND_RATE_PER_SECOND", gt=0)
-    payments_url: str = Field(alias="PAYMENTS_URL", pattern=r"^https?://")
     payments_api_base: str = Field(alias="PAYMENTS_API_BASE", pattern=r"^https?://")
     # The Secrets Manager id (ARN on AWS) of the provider's keys: never the keys themselves.
     payments_secret_id: str = Field(alias="PAYMENTS_SECRET_ID", min_length=1)

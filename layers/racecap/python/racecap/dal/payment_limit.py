@@ -14,12 +14,28 @@ and is not limited.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
 
-from racecap.dal.payments import PaymentIntent, PaymentProvider, PaymentRateLimited, ProviderEvent, Refund
+from racecap.dal.payments import PaymentProvider, PaymentRateLimited, ProviderEvent
 
+P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def _through_limiter(
+    method: Callable[Concatenate[PaymentProvider, P], T],
+) -> Callable[Concatenate[LimitedPaymentProvider, P], T]:
+    """The port's ``method``, called on the wrapped provider once a slot is reserved: one
+    wrapper for every call, typed from the port so a signature cannot drift from it."""
+    name = method.__name__
+
+    def call(self: LimitedPaymentProvider, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        forward: Callable[P, T] = getattr(self._provider, name)
+        return self._limited(lambda: forward(*args, **kwargs))
+
+    call.__name__ = name
+    return call
 
 
 class LimitedPaymentProvider:
@@ -44,49 +60,12 @@ class LimitedPaymentProvider:
             self._sleep(wait)
         return call()
 
-    def create_intent(
-        self,
-        *,
-        amount_cents: int,
-        currency: str,
-        idempotency_key: str,
-        metadata: Mapping[str, str],
-        description: str,
-        payment_method: str | None = None,
-        confirm: bool = False,
-    ) -> PaymentIntent:
-        return self._limited(
-            lambda: self._provider.create_intent(
-                amount_cents=amount_cents,
-                currency=currency,
-                idempotency_key=idempotency_key,
-                metadata=metadata,
-                description=description,
-                payment_method=payment_method,
-                confirm=confirm,
-            )
-        )
-
-    def retrieve_intent(self, intent_id: str) -> PaymentIntent:
-        return self._limited(lambda: self._provider.retrieve_intent(intent_id))
-
-    def confirm_intent(self, intent_id: str, *, payment_method: str, idempotency_key: str) -> PaymentIntent:
-        return self._limited(
-            lambda: self._provider.confirm_intent(
-                intent_id, payment_method=payment_method, idempotency_key=idempotency_key
-            )
-        )
-
-    def cancel_intent(self, intent_id: str, *, idempotency_key: str) -> PaymentIntent:
-        return self._limited(lambda: self._provider.cancel_intent(intent_id, idempotency_key=idempotency_key))
-
-    def find_intents(self, *, hold_id: str) -> list[PaymentIntent]:
-        return self._limited(lambda: self._provider.find_intents(hold_id=hold_id))
-
-    def refund(self, *, intent_id: str, idempotency_key: str, reason: str | None = None) -> Refund:
-        return self._limited(
-            lambda: self._provider.refund(intent_id=intent_id, idempotency_key=idempotency_key, reason=reason)
-        )
+    create_intent = _through_limiter(PaymentProvider.create_intent)
+    retrieve_intent = _through_limiter(PaymentProvider.retrieve_intent)
+    confirm_intent = _through_limiter(PaymentProvider.confirm_intent)
+    cancel_intent = _through_limiter(PaymentProvider.cancel_intent)
+    find_intents = _through_limiter(PaymentProvider.find_intents)
+    refund = _through_limiter(PaymentProvider.refund)
 
     def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:
         # One reservation for the listing: its pages follow each other, not in parallel.

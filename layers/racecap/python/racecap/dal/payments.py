@@ -5,10 +5,9 @@ chosen by the caller (derived from the hold or registration, never random per tr
 provider replays its first answer for a repeat, so adapters may retry freely and a caller
 that crashed mid-payment may call again with the same key, or ask ``find_intents``.
 
-Adapters live in their own modules (``stripe_provider``, and the temporary
-``http_payments`` for the local Charges-style server); the in-memory fake is
-``tests/fakes/payments.py``, and ``tests/contract/test_payment_port.py`` runs the same cases
-against all of them.
+Adapters live in their own modules (``stripe_provider``: the official SDK, pointed at the
+local stand-in or at Stripe); the in-memory fake is ``tests/fakes/payments.py``, and
+``tests/contract/test_payment_port.py`` runs the same cases against both.
 
 Outcomes:
 
