@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> None:
         help="a second, lighter burst in the same run, for latency below saturation (0: skip)",
     )
     p.add_argument("--out", type=Path, default=ROOT / "reports")
+    p.add_argument(
+        "--only-flow",
+        action="store_true",
+        help="only the full-flow burst's figures: (b), (c), (d) and CPU by process (no cold, raw or results sections)",
+    )
     for section in sections():
         if section.options:
             section.options(p)
@@ -49,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     path = args.out / "bench.json"
     path.write_text(json.dumps(bench, indent=2, default=str))
     b, c, t = bench["b_full_flow"], bench["c_fraction_of_raw_limit"], bench["target"]
-    raw_rate = bench["a_raw_dynamodb_local_writes"]["conditional_writes_per_s"]
+    raw_rate = bench.get("a_raw_dynamodb_local_writes", {}).get("conditional_writes_per_s")
     writes = c["dynamodb_write_requests_per_registration"]
     print(
         f"\n[bench] wrote {path}\n"
@@ -59,8 +64,8 @@ def main(argv: list[str] | None = None) -> None:
         f"  (c) {c['fraction']} of what (a) allows at {writes} writes/registration\n"
         f"  (d) ${bench['d_aws_calls_and_cost']['cost_per_1000_registrations_usd']['total']} per 1,000 registrations\n"
         f"  (e) cold starts: "
-        + ", ".join(f"{k} {v.get('median_ms')} ms" for k, v in bench["e_cold_start_import_ms"].items())
-        + f"\n  (f) idle cost of a stage ${bench['f_idle_monthly_cost']['idle_monthly_usd']}/month"
+        + ", ".join(f"{k} {v.get('median_ms')} ms" for k, v in bench.get("e_cold_start_import_ms", {}).items())
+        + f"\n  (f) idle cost of a stage ${bench.get('f_idle_monthly_cost', {}).get('idle_monthly_usd')}/month"
         + f"\n  target met: {t['met']}  {json.dumps({k: v for k, v in t.items() if k != 'met'})}",
         flush=True,
     )

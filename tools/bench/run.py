@@ -58,7 +58,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="racecap-bench-"))
     bench = Bench(args=args, work=work, cfg=burst_config(args))
     cfg = bench.cfg
-    all_sections = sections()
+    # --only-flow: the burst's own figures ((b), (c), (d), CPU by process) without the other
+    # sections, for before/after runs of one change (each section still runs alone too).
+    all_sections = [] if getattr(args, "only_flow", False) else sections()
 
     def measure(when: str) -> None:
         for section in all_sections:
