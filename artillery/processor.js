@@ -2,9 +2,18 @@
 // Racecap's burst runners, for Artillery 2 (see the scenarios in this folder).
 //
 // Each virtual user is one runner with a unique identity. The flow is the one the site
-// follows: race page -> hold a place -> fill in the form (think) -> register and pay ->
-// the waiting screen, which polls the registration with the server's back-off
-// (Retry-After 10, 20, 40, 60 s) until it is CONFIRMED.
+// follows: race page -> hold a place -> fill in the form (think) -> send the details (the
+// answer carries the hold's PaymentIntent client secret) -> pay in the card form, i.e.
+// confirm the intent at the payment provider with the publishable key, as Stripe.js does
+// (3-D Secure approved when the card asks) -> the hold's payment/confirm route -> the
+// waiting screen, which polls the registration with the server's back-off (Retry-After
+// 10, 20, 40, 60 s) until it is CONFIRMED. The provider's webhook reaches the API as well;
+// whichever comes first queues the registration.
+//
+// Cards, per 20 runners (in arrival order, per Artillery worker): 2 are declined (one
+// generic decline, one insufficient funds) and then pay with a good card, as a runner
+// stays on the form and tries another card; 1 asks for 3-D Secure and approves it; the
+// other 17 pay with 4242. That is the issue's 10 % declines and 5 % 3-D Secure.
 //
 // Configuration comes from the environment (tools/burst sets it; defaults are the
 // paper's realistic values):
@@ -15,7 +24,8 @@
 //   RACECAP_BACKOFF_SCALE      multiplies every waiting-screen wait (1 = real; the local
 //                              burst uses less and says so in its report)
 //   RACECAP_CONFIRM_TIMEOUT_S  a runner gives up waiting after this long (600)
-//   RACECAP_PAYMENT_METHOD      the card (pm_card_visa)
+//   RACECAP_PAY_RETRY_S        a runner clicks "Pay" again this long after the provider
+//                              itself answered 429 (1)
 //   RACECAP_PAGE_REFRESHES     race-page burst: refreshes per reader (5)
 //   RACECAP_OUTCOMES           a JSONL file: one line per milestone and one per runner,
 //                              read by tools/burst for its progress line and report
@@ -24,6 +34,9 @@
 //   racecap.runners.{arrived,held,unplaced,registered,confirmed,not_confirmed}
 //   racecap.server_errors (5xx answers), racecap.retries, racecap.polls
 //   racecap.api_errors.<request>.<CODE> (the API's error codes, e.g. SOLD_OUT)
+//   racecap.payments.{declined,three_ds,provider_429,busy_429}: declines seen in the card
+//   form, 3-D Secure challenges, the provider's own 429s to the card form, and the API's
+//   429 + Retry-After on the registration and confirm routes (its provider budget)
 
 const fs = require('node:fs');
 const crypto = require('node:crypto');
@@ -41,10 +54,24 @@ const CFG = {
   thinkMax: num('RACECAP_THINK_MAX_S', 60),
   backoffScale: num('RACECAP_BACKOFF_SCALE', 1),
   confirmTimeout: num('RACECAP_CONFIRM_TIMEOUT_S', 600),
-  token: process.env.RACECAP_PAYMENT_METHOD || 'pm_card_visa',
+  payRetry: num('RACECAP_PAY_RETRY_S', 1),
   refreshes: num('RACECAP_PAGE_REFRESHES', 5),
   maxRetries: 3,
+  // A 429 with Retry-After is the API saying "your place is kept, ask again then": a runner
+  // keeps asking (the site does), so its budget is larger than for 5xx answers.
+  maxBusyRetries: 40,
+  maxCardTries: 25,
 };
+
+// Stripe's test PaymentMethods (the stand-in knows them; on a stage in test mode, Stripe).
+const GOOD_CARD = 'pm_card_visa';
+const CARD_CYCLE = new Map([
+  [0, 'pm_card_chargeDeclined'],
+  [10, 'pm_card_chargeDeclinedInsufficientFunds'],
+  [5, 'pm_card_authenticationRequired'],
+]);
+let arrivals = 0;
+const PAY_COUNTERS = ['declined', 'three_ds', 'provider_429', 'busy_429'];
 
 const COUNTERS = ['arrived', 'held', 'unplaced', 'registered', 'confirmed', 'not_confirmed'];
 const FIRST = ['Ada', 'Grace', 'Alan', 'Katherine', 'Edsger', 'Barbara', 'Donald', 'Frances', 'Ken', 'Radia'];
@@ -96,6 +123,7 @@ function sleep(seconds, done) {
 function newRunner(context, events, done) {
   for (const c of COUNTERS) events.emit('counter', `racecap.runners.${c}`, 0);
   for (const c of ['racecap.server_errors', 'racecap.retries', 'racecap.polls']) events.emit('counter', c, 0);
+  for (const c of PAY_COUNTERS) events.emit('counter', `racecap.payments.${c}`, 0);
   const id = crypto.randomUUID();
   const v = context.vars;
   v.runnerId = id;
@@ -107,7 +135,9 @@ function newRunner(context, events, done) {
   const month = String(1 + Math.floor(Math.random() * 12)).padStart(2, '0');
   const day = String(1 + Math.floor(Math.random() * 28)).padStart(2, '0');
   v.dateOfBirth = `${year}-${month}-${day}`;
-  v.paymentMethod = CFG.token;
+  v.card = CARD_CYCLE.get(arrivals % 20) || GOOD_CARD;
+  v.firstCard = v.card;
+  arrivals += 1;
   v.tries = 0;
   v.t0 = Date.now();
   events.emit('counter', 'racecap.runners.arrived', 1);
@@ -193,13 +223,18 @@ function afterRegister(req, res, context, events, done) {
   const v = context.vars;
   v.tries += 1;
   if (res.statusCode === 202 && body.registrationId) {
-    v.registrationId = body.registrationId;
-    v.tRegistered = Date.now();
+    registered(v, events, body);
+  } else if (res.statusCode === 200 && body.clientSecret) {
+    // Payment required: the card form, for the hold's one PaymentIntent.
     v.again = false;
-    v.polls = 0;
-    events.emit('counter', 'racecap.runners.registered', 1);
-    record({ e: 'registered', t: v.tRegistered });
-    if (body.status === 'CONFIRMED') confirmed(v, events, body);
+    v.tries = 0;
+    v.clientSecret = body.clientSecret;
+    v.intentId = body.clientSecret.split('_secret_')[0];
+    v.publishableKey = body.publishableKey;
+    v.providerOrigin = new URL(body.paymentsScript).origin;
+    v.paid = false;
+  } else if (busy(res, v, events)) {
+    // 429 + Retry-After: the provider's budget is spent for now; the place stays held.
   } else if (retryable(res) && v.tries <= CFG.maxRetries) {
     v.again = true;
     v.wait = retryAfter(res, 1);
@@ -209,6 +244,121 @@ function afterRegister(req, res, context, events, done) {
     v.outcome = 'not_confirmed';
     v.outcomeCode = body.error || `HTTP_${res.statusCode}`;
     v.detail = { status: res.statusCode, message: body.message, fields: body.fields, tries: v.tries };
+  }
+  return done();
+}
+
+function registered(v, events, body) {
+  v.registrationId = body.registrationId;
+  v.tRegistered = Date.now();
+  v.again = false;
+  v.polls = 0;
+  events.emit('counter', 'racecap.runners.registered', 1);
+  record({ e: 'registered', t: v.tRegistered });
+  if (body.status === 'CONFIRMED') confirmed(v, events, body);
+}
+
+// The API's 429 with Retry-After: wait what it says (unscaled: it is the server's word, not
+// the waiting screen's pace) and ask again, within a generous budget.
+function busy(res, v, events) {
+  if (res.statusCode !== 429 || res.headers['retry-after'] === undefined) return false;
+  events.emit('counter', 'racecap.payments.busy_429', 1);
+  v.busy = (v.busy || 0) + 1;
+  if (v.busy > CFG.maxBusyRetries) return false;
+  v.again = true;
+  v.wait = retryAfter(res, 1);
+  v.unscaled = true;
+  events.emit('counter', 'racecap.retries', 1);
+  return true;
+}
+
+// -- the card form: what Stripe.js does for the page ------------------------------------------
+async function provider(v, path, params) {
+  const res = await fetch(v.providerOrigin + path, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${v.publishableKey}`,
+      'Content-Type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ client_secret: v.clientSecret, ...params }).toString(),
+  });
+  let body = {};
+  try {
+    body = await res.json();
+  } catch {
+    body = {};
+  }
+  return { status: res.status, body };
+}
+
+const pause = (seconds) => new Promise((resolve) => setTimeout(resolve, Math.max(0, seconds * 1000)));
+
+// Pays the hold's intent with the runner's card until it succeeds: a decline keeps the
+// runner on the form and they type a good card; 3-D Secure is approved on the challenge
+// page; the provider's own 429 (the card form shows an error) is a click on "Pay" again.
+async function payAtProvider(context, events) {
+  const v = context.vars;
+  if (!v.clientSecret || v.paid || v.outcome) return;
+  for (let tries = 1; ; tries += 1) {
+    if (tries > CFG.maxCardTries) {
+      v.outcome = 'not_confirmed';
+      v.outcomeCode = 'CARD_FORM_GAVE_UP';
+      return;
+    }
+    let answer;
+    try {
+      answer = await provider(v, `/v1/payment_intents/${v.intentId}/confirm`, { payment_method: v.card });
+    } catch (err) {
+      await pause(CFG.payRetry); // the provider did not answer: the card form says so, the runner tries again
+      continue;
+    }
+    const intent = answer.body.error ? answer.body.error.payment_intent || {} : answer.body;
+    if (answer.status === 429) {
+      events.emit('counter', 'racecap.payments.provider_429', 1);
+      await pause(CFG.payRetry);
+    } else if (intent.status === 'succeeded' || intent.status === 'processing') {
+      v.paid = true;
+      return;
+    } else if (intent.status === 'requires_action') {
+      events.emit('counter', 'racecap.payments.three_ds', 1);
+      await pause(CFG.thinkMin / 4); // the bank's page, read and approved
+      const done = await provider(v, `/3ds/${v.intentId}`, { outcome: 'approve' });
+      if (done.status === 200 && done.body.status === 'succeeded') {
+        v.paid = true;
+        return;
+      }
+    } else if (answer.status === 402 || (intent.status === 'requires_payment_method' && intent.last_payment_error)) {
+      events.emit('counter', 'racecap.payments.declined', 1);
+      v.declines = (v.declines || 0) + 1;
+      v.card = GOOD_CARD; // "Your place is still held: try another card."
+      await pause(CFG.thinkMin / 4);
+    } else {
+      v.outcome = 'not_confirmed';
+      v.outcomeCode = `PROVIDER_${answer.status}_${intent.status || (answer.body.error || {}).code || ''}`;
+      return;
+    }
+  }
+}
+
+function afterConfirm(req, res, context, events, done) {
+  const body = parse(res);
+  countAnswer('confirm', res, body, events);
+  const v = context.vars;
+  v.tries += 1;
+  if (res.statusCode === 202 && body.registrationId) {
+    registered(v, events, body);
+  } else if (busy(res, v, events)) {
+    // the provider's budget: the place stays held, ask again after Retry-After
+  } else if (retryable(res) && v.tries <= CFG.maxRetries * 4) {
+    // 409 PAYMENT_PENDING + Retry-After (the bank still deciding) or a 5xx
+    v.again = true;
+    v.wait = retryAfter(res, 1);
+    events.emit('counter', 'racecap.retries', 1);
+  } else {
+    v.again = false;
+    v.outcome = 'not_confirmed';
+    v.outcomeCode = body.error || `HTTP_${res.statusCode}`;
+    v.detail = { status: res.statusCode, message: body.message, tries: v.tries, card: v.firstCard };
   }
   return done();
 }
@@ -224,8 +374,11 @@ function confirmed(v, events, body) {
 
 // Retry a hold or registration the server asked to retry (429, 5xx, 409 + Retry-After).
 function backoffBeforeRetry(context, events, done) {
-  if (!context.vars.again) return done();
-  return sleep(context.vars.wait * CFG.backoffScale, done);
+  const v = context.vars;
+  if (!v.again) return done();
+  const scale = v.unscaled ? 1 : CFG.backoffScale;
+  v.unscaled = false;
+  return sleep(v.wait * scale, done);
 }
 
 // The waiting screen: the first check after 10 s, then whatever Retry-After says.
@@ -275,6 +428,8 @@ function finish(context, events, done) {
     registered: v.tRegistered || null,
     confirmed: v.tConfirmed || null,
     polls: v.polls || 0,
+    card: v.firstCard || null,
+    declines: v.declines || 0,
     email: outcome === 'not_confirmed' ? v.email : undefined,
     detail: v.detail,
   });
@@ -286,7 +441,10 @@ function hasEvent(vars) {
   return Boolean(vars.eventId) && !vars.holdId && !vars.outcome;
 }
 function hasHold(vars) {
-  return Boolean(vars.holdId) && !vars.registrationId && !vars.outcome;
+  return Boolean(vars.holdId) && !vars.clientSecret && !vars.registrationId && !vars.outcome;
+}
+function mustConfirm(vars) {
+  return Boolean(vars.paid) && !vars.registrationId && !vars.outcome;
 }
 function hasRegistration(vars) {
   return Boolean(vars.registrationId) && !vars.outcome;
@@ -328,6 +486,9 @@ module.exports = {
   afterHold,
   think,
   afterRegister,
+  payAtProvider,
+  afterConfirm,
+  mustConfirm,
   backoffBeforeRetry,
   waitingScreen,
   afterStatus,

@@ -209,6 +209,24 @@ def _time(epoch: float | None) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
+def _payments_html(pay: dict[str, Any] | None, provider: dict[str, Any] | None) -> str:
+    """How the runners paid, and what the payment provider counted (tools/burst/summary.py)."""
+    if not pay:
+        return ""
+    cards = ", ".join(f"{_e(card)} {n:,}" for card, n in sorted(pay["first_card"].items()))
+    text = (
+        f"<p>Payments: first card {cards or 'none'}; declined {pay['declines']:,} (then paid with a good card: "
+        f"{pay['declined_then_confirmed']:,}); 3-D Secure approved {pay['three_ds_approved']:,}; 429s waited out: "
+        f"the provider's own {pay['provider_429']:,}, the API's with Retry-After {pay['api_429_retry_after']:,}."
+    )
+    if provider:
+        text += (
+            f" The provider (limit {provider['limit_per_second']:g} requests/s) counted {provider['api_calls']:,} "
+            f"API calls and answered {provider['answered_429']:,} of them 429."
+        )
+    return text + "</p>"
+
+
 def render(s: dict[str, Any]) -> str:
     cfg = s.get("config", {})
     hourly = s.get("estimated_hourly_registrations")
@@ -298,6 +316,7 @@ def render(s: dict[str, Any]) -> str:
             f"(refunded {audit['refunds']:,}); confirmation emails {audit['emails_sent']:,}; "
             f"DLQ messages {audit['dlq_messages']:,}. Queues drained "
             f"{_num(s.get('drain_s'), '.1f')} s after the last runner finished.</p><ul>{violations}</ul>"
+            + _payments_html(s.get("payments"), s.get("provider"))
         )
     else:
         audit_html = (

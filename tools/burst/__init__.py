@@ -4,6 +4,7 @@
     RUNNERS=5000 THINK_MAX=20 make burst
     SCENARIO=oversubscribed make burst           # 5x more runners than places
     SCENARIO=race-page make burst                # read burst on the race page
+    PROVIDER_RATE=5 make burst                   # the Stripe stand-in at 5 requests/s: runners meet its limit
     TARGET=https://d123.cloudfront.net RACE_ID=race_... make burst   # a deployed stage
 
     python -m tools.burst --help                 # every knob, each also an env variable
@@ -27,6 +28,7 @@ The package, one room per job:
     warm.py       warm the functions and JVMs; the initial registration test
     artillery.py  run Artillery with the scenario's overrides; progress; `ensure` verdicts
     summary.py    the figures from the runners' outcomes and the tables
+    provider.py   the Stripe stand-in's limit during the burst, and the calls it counted
     run.py        run_burst: one whole burst, hooks included
     cli.py        the command line and the printed figures
 """

@@ -50,12 +50,30 @@ def print_figures(summary: dict[str, Any]) -> None:
                 f"  estimated hourly registrations      {fmt(summary['estimated_hourly_registrations'])}"
                 "   (RunSignUp, 45 web servers: 440,510)",
                 f"  peak confirmations per second       {summary['peak_confirmations_per_s']}",
+                *_payment_lines(summary.get("payments"), summary.get("provider")),
                 *latency,
                 "",
             ]
         ),
         flush=True,
     )
+
+
+def _payment_lines(p: dict[str, Any] | None, provider: dict[str, Any] | None) -> list[str]:
+    if not p:
+        return []
+    calls = []
+    if provider:
+        calls = [
+            f"  the provider (limit {provider['limit_per_second']:g}/s): {provider['api_calls']} API calls, "
+            f"{provider['answered_429']} answered 429"
+        ]
+    return [
+        *calls,
+        f"  payments: declined {p['declines']} (then paid with a good card: {p['declined_then_confirmed']}), "
+        f"3-D Secure approved {p['three_ds_approved']}",
+        f"  429s waited out: provider's own {p['provider_429']}, API's with Retry-After {p['api_429_retry_after']}",
+    ]
 
 
 def _env_float(name: str, default: float) -> float:
@@ -66,6 +84,12 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
     d = BurstConfig()
     p = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=os.environ.get("SCENARIO", d.scenario))
+    p.add_argument(
+        "--provider-rate",
+        type=float,
+        default=_env_float("PROVIDER_RATE", 0) or None,
+        help="the Stripe stand-in's requests/s during the burst (default: its 25/s, Stripe's test mode)",
+    )
     p.add_argument("--runners", type=int, default=int(_env_float("RUNNERS", d.runners)))
     p.add_argument("--arrival", type=float, default=_env_float("ARRIVAL_S", d.arrival_s), help="seconds")
     p.add_argument("--think-min", type=float, default=_env_float("THINK_MIN", d.think_min_s))
@@ -110,6 +134,7 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         warm=not a.no_warm,
         warm_registrations=a.warm_registrations,
         p99_limit_ms=a.p99_limit,
+        provider_rate_per_second=a.provider_rate,
         out_dir=a.out,
     )
 

@@ -46,6 +46,9 @@ class BurstConfig:
     warm_registrations: int = 400  # JIT warm-up of the local JVMs (a separate race); 0 to skip
     warm_concurrency: int | None = None  # default: one request per gateway thread, twice over
     p99_limit_ms: int = P99_LIMIT_MS  # the scenario's `ensure` p99 thresholds (the product's: 1 s)
+    # The Stripe stand-in's request limit during the burst (requests/s; locally only). None:
+    # its default, Stripe's test-mode 25/s. Set low, runners meet the provider's limit.
+    provider_rate_per_second: float | None = None
     drain_timeout_s: float = 300.0
     artillery_timeout_s: float = 1800.0
     out_dir: Path = ROOT / "reports"

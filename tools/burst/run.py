@@ -19,6 +19,7 @@ from local.stack import LocalStack
 from tools.audit import AuditReport
 from tools.burst.artillery import ARTILLERY_CPU_S, ensure_checks, run_artillery
 from tools.burst.config import BurstConfig, BurstResult, BurstRun
+from tools.burst.provider import ProviderWindow
 from tools.burst.scenarios import scenario
 from tools.burst.stack import Clients, audit_until_clean, confirmations, drain, event_caps, seed_race, start_stack
 from tools.burst.summary import summarize
@@ -88,9 +89,14 @@ def run_burst(
             probe("start")
         if hooks and sc.before:
             sc.before(ctx)
+        provider = ProviderWindow.open(stack, cfg.provider_rate_per_second) if cfg.local and stack else None
+        if provider and cfg.provider_rate_per_second is not None:
+            say(f"the payment provider's limit is {cfg.provider_rate_per_second:g} requests/s for this burst")
         try:
             code, outcomes, art_json, log = run_artillery(cfg, base, race_id, work, clients, event_ids, say)
         finally:
+            if provider:
+                provider.restore()
             if hooks and sc.during_end:
                 sc.during_end(ctx)
         checks = ensure_checks(log)
@@ -107,6 +113,8 @@ def run_burst(
             drain_s = drain(stack, clients, cfg.drain_timeout_s, say)
             if probe:
                 probe("end")
+        provider_figures = provider.figures(race_id) if provider else None
+        if cfg.local and stack is not None and clients is not None and sc.registers:
             audit_report = audit_until_clean(stack, clients, race_id, 60.0)
             say(audit_report.summary())
             if not audit_report.ok:
@@ -117,6 +125,8 @@ def run_burst(
             problems += sc.after(ctx, summary)
         if ctx.figures:
             summary[sc.name] = ctx.figures
+        if provider_figures is not None:
+            summary["provider"] = provider_figures
         summary["race_id"] = race_id
         summary["artillery_cpu_s"] = round(ARTILLERY_CPU_S.get(str(art_json), 0.0), 1)
         summary["drain_s"] = drain_s

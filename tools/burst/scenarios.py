@@ -11,7 +11,7 @@ from tools.burst.config import ARTILLERY_DIR, Scenario
 OPENING = Scenario(
     name="opening",
     artillery=ARTILLERY_DIR / "opening-burst.yml",
-    threshold_endpoints=("hold", "register"),
+    threshold_endpoints=("hold", "register", "confirm"),
 )
 OVERSUBSCRIBED = Scenario(
     name="oversubscribed",

@@ -141,7 +141,23 @@ def summarize(
         "periods": periods,
         "errors": errors,
         "vusers_failed": int(counters.get("vusers.failed", 0)),
+        "payments": _payments(runners, counters),
         "event_caps": [{"name": n, "cap": c} for n, c, _ in (event_caps_ or [])],
+    }
+
+
+def _payments(runners: list[dict[str, Any]], counters: dict[str, int]) -> dict[str, Any]:
+    """How the runners paid: the card each started with, the declines they got past (a good
+    card next), the 3-D Secure challenges, and the 429s they waited out (the provider's own,
+    in the card form; the API's, with Retry-After, on the registration and confirm routes)."""
+    paying = [r for r in runners if r.get("card") and r.get("held")]
+    return {
+        "first_card": dict(Counter(r["card"] for r in paying)),
+        "declined_then_confirmed": sum(1 for r in paying if r.get("declines") and r["outcome"] == "confirmed"),
+        "declines": int(counters.get("racecap.payments.declined", 0)),
+        "three_ds_approved": int(counters.get("racecap.payments.three_ds", 0)),
+        "provider_429": int(counters.get("racecap.payments.provider_429", 0)),
+        "api_429_retry_after": int(counters.get("racecap.payments.busy_429", 0)),
     }
 
 
