@@ -22,6 +22,39 @@ PRICES = {
 }
 
 
+# The payment provider's price, kept apart from AWS's: Stripe's standard US card pricing,
+# 2.9 % + 30 cents per successful charge (no fee for a declined attempt or for API calls;
+# a refund does not give the fee back). The race's price sets the percentage part.
+PROVIDER_FEE = {"percent_of_charge": 0.029, "fixed_per_successful_charge_usd": 0.30}
+
+
+def provider_costs(provider: dict[str, Any] | None, registrations: int) -> dict[str, Any] | None:
+    """The provider's side of a registration: its API calls (counted by the Stripe stand-in
+    during the burst, the card form's own calls included) and its fees per 1,000."""
+    if not provider:
+        return None
+    n = max(registrations, 1)
+    charges = provider["charges_succeeded"]
+    mean_price = provider["amount_charged_cents"] / charges / 100 if charges else 0.0
+    fee_per_charge = mean_price * PROVIDER_FEE["percent_of_charge"] + PROVIDER_FEE["fixed_per_successful_charge_usd"]
+    return {
+        "api_calls_per_registration": round(provider["api_calls"] / n, 3),
+        "api_calls_per_registration_by_route": {k: round(v / n, 3) for k, v in provider["api_calls_by_route"].items()},
+        "answered_429_during_the_burst": provider["answered_429"],
+        "request_limit_per_s": provider["limit_per_second"],
+        "mean_price_charged_usd": round(mean_price, 2),
+        "fee_model": PROVIDER_FEE,
+        "fees_per_1000_registrations_usd": round(fee_per_charge * 1000, 2),
+        "notes": [
+            "One successful charge per registration (the audit checks it against the provider's records).",
+            "API calls: server-side (create the intent, retrieve on confirm, webhook-driven and sweeper "
+            "calls) and the card form's confirm with the publishable key (a decline adds one); they cost "
+            "nothing but count against the account's request limit (25/s test mode, ~100/s live).",
+            "Fees are the provider's, charged on the race's price; kept out of the AWS total on purpose.",
+        ],
+    }
+
+
 def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any]:
     n = max(registrations, 1)
     by_service: dict[str, dict[str, Any]] = defaultdict(lambda: {"requests": 0.0, "operations": {}, "errors": {}})
@@ -118,6 +151,7 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
             "at each function's blueprint memory size.",
             "Empty SQS long-polls (idle pollers) are excluded: they cost per hour, not per registration.",
             "Not in the model (no price in PRODUCT.md): ElastiCache, CloudWatch Logs/metrics, CloudFront.",
+            "The payment provider is not AWS: its calls and fees are under payment_provider, apart from this total.",
         ],
     }
 
