@@ -481,6 +481,10 @@ function readerDone(context, events, done) {
 }
 
 module.exports = {
+  // helpers the fairness scenarios' clients share (fairness.js)
+  parse,
+  retryAfter,
+  otherEvent,
   newRunner,
   pickEvent,
   afterHold,

@@ -5,6 +5,7 @@
     SCENARIO=oversubscribed make burst           # 5x more runners than places
     SCENARIO=race-page make burst                # read burst on the race page
     PROVIDER_RATE=5 make burst                   # the Stripe stand-in at 5 requests/s: runners meet its limit
+    SCENARIO=bots make burst                     # a token bot, an address bot, honest runners
     TARGET=https://d123.cloudfront.net RACE_ID=race_... make burst   # a deployed stage
 
     python -m tools.burst --help                 # every knob, each also an env variable

@@ -89,6 +89,7 @@ def run_artillery(
     clients: Clients | None,
     event_ids: list[str],
     say: Any,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[int, Path, Path, Path]:
     outcomes = work / "outcomes.jsonl"
     report_json = work / "artillery.json"
@@ -108,7 +109,12 @@ def run_artillery(
                 for name in sc.threshold_endpoints
             ]
         }
+    if sc.ensure_conditions is not None:
+        overrides["config"].setdefault("ensure", {})["conditions"] = [
+            {"expression": e} for e in sc.ensure_conditions(cfg)
+        ]
     cmd, env = artillery_command()
+    env.update(extra_env or {})
     env.update(
         {
             "RACECAP_RACE_ID": race_id,

@@ -5,6 +5,7 @@ figures printed at the end.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,9 @@ def print_figures(summary: dict[str, Any]) -> None:
         f"  ({s['count']:,.0f} requests)"
         for name, s in summary["endpoints"].items()
     ]
+    figures = summary.get(summary["scenario"])
+    if figures:
+        print("\n".join(f"  {k:<16} {json.dumps(v)}" for k, v in figures.items()), flush=True)
     if not scenario(summary["scenario"]).registers:
         print(
             "\n".join(
@@ -74,6 +78,10 @@ def _payment_lines(p: dict[str, Any] | None, provider: dict[str, Any] | None) ->
         f"3-D Secure approved {p['three_ds_approved']}",
         f"  429s waited out: provider's own {p['provider_429']}, API's with Retry-After {p['api_429_retry_after']}",
     ]
+
+
+# A scenario's own knobs, from the environment (each scenario's module says which it reads).
+SCENARIO_OPTIONS = ("BOT_TOKENS", "ADDRESS_CEILING", "BOT_TRIES")
 
 
 def _env_float(name: str, default: float) -> float:
@@ -136,6 +144,7 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         p99_limit_ms=a.p99_limit,
         provider_rate_per_second=a.provider_rate,
         out_dir=a.out,
+        options={k.lower(): int(os.environ[k]) for k in SCENARIO_OPTIONS if os.environ.get(k)},
     )
 
 

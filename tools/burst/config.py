@@ -54,6 +54,8 @@ class BurstConfig:
     out_dir: Path = ROOT / "reports"
     report: bool = True
     quiet: bool = False
+    # Knobs one scenario reads (e.g. bots: BOT_TOKENS, ADDRESS_CEILING); each documents its own.
+    options: dict[str, int] = field(default_factory=dict)
 
     @property
     def local(self) -> bool:
@@ -89,6 +91,8 @@ class BurstRun:
     clients: Clients | None = None
     # Filled by the hooks; lands in the summary (and the JSON report) under the scenario's name.
     figures: dict[str, Any] = field(default_factory=dict)
+    # Set by ``before``: extra environment for Artillery's processor (identities it plays).
+    artillery_env: dict[str, str] = field(default_factory=dict)
 
 
 def default_places(cfg: BurstConfig) -> int:
@@ -117,3 +121,6 @@ class Scenario:
     before: Callable[[BurstRun], None] | None = None
     during_end: Callable[[BurstRun], None] | None = None
     after: Callable[[BurstRun, dict[str, Any]], list[str]] | None = None
+    # The `ensure` conditions for this config, replacing the script's (whose numbers are the
+    # full run's), when they depend on the config.
+    ensure_conditions: Callable[[BurstConfig], list[str]] | None = None

@@ -93,7 +93,9 @@ def run_burst(
         if provider and cfg.provider_rate_per_second is not None:
             say(f"the payment provider's limit is {cfg.provider_rate_per_second:g} requests/s for this burst")
         try:
-            code, outcomes, art_json, log = run_artillery(cfg, base, race_id, work, clients, event_ids, say)
+            code, outcomes, art_json, log = run_artillery(
+                cfg, base, race_id, work, clients, event_ids, say, ctx.artillery_env
+            )
         finally:
             if provider:
                 provider.restore()
