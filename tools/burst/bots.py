@@ -17,13 +17,16 @@ import json
 import time
 from typing import Any
 
-from racecap.dal.dynamo import from_item, to_item
-from racecap.fairness.identity import new_device_token
-from racecap.fairness.store import QueueStore
-from racecap.fairness.tokens import Signer
-
 import blueprint
+from local.runtime import install_layer_path
 from tools.burst.config import ARTILLERY_DIR, BurstConfig, BurstRun, Scenario
+
+install_layer_path()  # the scenario registry imports this module first: racecap is not on the path yet
+
+from racecap.dal.dynamo import from_item, to_item  # noqa: E402
+from racecap.fairness.identity import new_device_token  # noqa: E402
+from racecap.fairness.store import QueueStore  # noqa: E402
+from racecap.fairness.tokens import Signer  # noqa: E402
 
 HOLD_LIMIT = 4  # the race's (and the product's default) per-device limit
 HAMMER_ADDRESS = "203.0.113.44"  # documentation addresses (RFC 5737): never an honest runner's
