@@ -7,15 +7,8 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.errors import Conflict
 from racecap.fairness.identity import DeviceView, lower_headers, new_device_token
 from racecap.fairness.limits import client_limits
 from racecap.fairness.queue import ChallengeView, EnterRequest, NowServingView, QueueView
@@ -40,17 +33,6 @@ settings = get_settings()  # validate the environment at cold start, not mid-bur
 # the queue state's own cache (racecap.fairness.queue.STATE_TTL).
 SHARED_1S = {"Cache-Control": "public, max-age=1"}
 app = make_resolver(rate_limit=runner_rate_limit, rate_exempt=(WEBHOOK_PATH,))
-
-# The same call repeated (a double click, a retry after a lost response) returns the
-# first answer without running again; the hold's state machine is the second guard.
-idempotency = IdempotencyConfig(expires_after_seconds=3600, raise_on_no_idempotency_key=True)
-persistence = DynamoDBPersistenceLayer(table_name=settings.idempotency_table)
-
-
-@idempotent_function(data_keyword_argument="call", config=idempotency, persistence_store=persistence)
-def _register(call: dict[str, Any]) -> dict[str, Any]:
-    request = RegistrationRequest.model_validate(call["request"])
-    return registration_service().register(call["holdId"], request).model_dump()
 
 
 @app.post(
@@ -227,13 +209,13 @@ _BUSY: OpenAPIResponse = {
 )
 @tracer.capture_method
 def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Response[RegistrationAccepted]:
-    try:
-        result = _register(call={"holdId": holdId, "request": body.model_dump(mode="json")})
-    except IdempotencyAlreadyInProgressError as exc:
-        raise Conflict("This registration is already being processed.", retry_after=2) from exc
-    status = 202 if result["status"] in ("QUEUED", "CONFIRMED") else 200
+    # No idempotency record: the same call repeated (a double click, a retry after a lost
+    # response) is safe by the hold's state machine (racecap.logic.registration's doc).
+    result = registration_service().register(holdId, body)
+    status = 202 if result.status in ("QUEUED", "CONFIRMED") else 200
     if status == 200:  # what the site's card form needs: public configuration, not secrets
-        result |= {"publishableKey": settings.payments_publishable_key, "paymentsScript": settings.payments_script_url}
+        result.publishableKey = settings.payments_publishable_key
+        result.paymentsScript = settings.payments_script_url
     return Response(status, content_types.APPLICATION_JSON, result, headers=NO_STORE)
 
 
@@ -317,5 +299,4 @@ def registration_status(registrationId: str) -> Response[RegistrationStatus]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    idempotency.register_lambda_context(context)
     return app.resolve(event, context)

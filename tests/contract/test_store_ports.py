@@ -132,6 +132,25 @@ def test_begin_payment_claims_the_email_once_per_race(stores, race):
     assert found is not None and found.status == HoldPhase.PAYING and found.attempt == attempt
 
 
+def test_a_registration_call_has_its_turn_until_the_intent_is_recorded(stores, race):
+    """The registration call's idempotency on the hold: a duplicate of the same attempt waits
+    while the first call creates the intent; the turn ends with the intent, on failure, or in time."""
+    hold = _held(stores, race)
+    attempt = _attempt("tu@example.com")
+    assert stores.holds.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
+    assert stores.holds.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.HOLD_GONE  # a duplicate
+    stores.holds.end_call(hold, attempt)  # the first call failed: the retry may begin at once
+    assert stores.holds.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
+    later = NOW + timedelta(seconds=26)  # a crashed call's turn runs out
+    assert stores.holds.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
+    assert stores.holds.set_intent(hold, attempt, "pi_turn")
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and found.busyUntil is None and found.intentId == "pi_turn"
+    # With the intent recorded, repeats begin freely (they replay that intent).
+    assert stores.holds.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
+    assert stores.holds.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
+
+
 def test_an_expired_hold_cannot_begin_paying(stores, race):
     hold = _held(stores, race)
     late = NOW + timedelta(minutes=11)

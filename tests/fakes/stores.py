@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from pydantic import BaseModel
+from racecap.dal.holds import BUSY_FOR
 from racecap.dal.registrations import CounterMoved, DuplicateRegistration
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import (
@@ -174,13 +175,16 @@ class FakeHolds:
             raise
         return True
 
-    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime) -> BeginOutcome:
+    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False) -> BeginOutcome:
         t = self.tables
 
         def hold_ok(h: Hold) -> bool:
             fresh = h.status == HoldPhase.HELD and h.expiresAt > now
             same = h.status == HoldPhase.PAYING and h.attempt is not None and h.attempt.key == attempt.key
-            return fresh or same
+            free = not turn or h.intentId is not None or h.busyUntil is None or h.busyUntil <= now
+            return fresh or (same and free)
+
+        busy = {"busyUntil": now + BUSY_FOR} if turn else {}
 
         def email_ok() -> bool:
             claim = t.emails.get((hold.raceId, attempt.email))
@@ -194,7 +198,7 @@ class FakeHolds:
         try:
             t.transact(
                 [
-                    t.hold_item(hold.holdId, hold_ok, status=HoldPhase.PAYING, attempt=attempt),
+                    t.hold_item(hold.holdId, hold_ok, status=HoldPhase.PAYING, attempt=attempt, **busy),
                     fake_item(email_ok, claim_email),
                 ]
             )
@@ -209,7 +213,9 @@ class FakeHolds:
         t = self.tables
         t.transact(
             [
-                t.hold_item(hold.holdId, self._paying_with(attempt), status=HoldPhase.HELD, attempt=None),
+                t.hold_item(
+                    hold.holdId, self._paying_with(attempt), status=HoldPhase.HELD, attempt=None, busyUntil=None
+                ),
                 t.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True),
             ]
         )
@@ -243,10 +249,21 @@ class FakeHolds:
             return self._paying_with(attempt)(h) and h.intentId in (None, intent_id)
 
         try:
-            t.transact([t.hold_item(hold.holdId, ok, intentId=intent_id)])
+            t.transact([t.hold_item(hold.holdId, ok, intentId=intent_id, busyUntil=None)])
         except ConditionFailed:
             return False
         return True
+
+    def end_call(self, hold: Hold, attempt: Attempt) -> None:
+        t = self.tables
+
+        def ok(h: Hold) -> bool:
+            return h.attempt is not None and h.attempt.key == attempt.key
+
+        try:
+            t.transact([t.hold_item(hold.holdId, ok, busyUntil=None)])
+        except ConditionFailed:
+            pass
 
     def extend(self, hold: Hold, until: datetime) -> bool:
         t = self.tables

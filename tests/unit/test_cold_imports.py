@@ -30,7 +30,6 @@ FORBIDDEN = AVOIDABLE_AT_COLD_START
 # Powertools' idempotency utility imports its DynamoDB persistence layer (which imports
 # boto3) from the package's __init__, so any function using idempotency pays it.
 STILL_LOADS_BOTO3 = {
-    "RegistrationApi": "Powertools idempotency record (redundant with the hold's attempt key, issue 14)",
     "EmailSender": "Powertools idempotency per SQS message",
 }
 

@@ -281,3 +281,56 @@ def test_unknown_registrations_are_not_found(world, rid):
 @pytest.mark.parametrize(("seconds", "wait"), [(0, 10), (9, 10), (10, 20), (29, 20), (30, 40), (69, 40), (70, 60)])
 def test_the_back_off_schedule(seconds, wait):
     assert retry_after(seconds) == wait
+
+
+def test_a_duplicate_while_the_first_call_creates_the_intent_is_told_it_is_being_processed(world, monkeypatch):
+    """No idempotency record: the hold itself says a call of this attempt is creating the
+    intent, so the duplicate never reaches the provider; one intent, one charge."""
+    hold_id = _hold(world)
+    create = world.payments.create_intent
+    duplicate: list[Exception] = []
+
+    def create_while_a_duplicate_arrives(**kwargs):
+        try:
+            world.registration.register(hold_id, request())
+        except Conflict as exc:
+            duplicate.append(exc)
+        return create(**kwargs)
+
+    monkeypatch.setattr(world.payments, "create_intent", create_while_a_duplicate_arrives)
+    first = world.registration.register(hold_id, request())
+
+    (conflict,) = duplicate
+    assert "already being processed" in str(conflict) and conflict.retry_after == 2
+    assert first.status == "QUEUED"
+    assert world.holds.get(hold_id).busyUntil is None
+    assert len(world.payments.intents) == 1 and len(world.payments.succeeded) == 1 and len(world.queue.sent) == 1
+    assert world.registration.register(hold_id, request()) == first  # a late repeat: the same answer
+
+
+def test_other_details_during_that_call_are_still_refused(world, monkeypatch):
+    hold_id = _hold(world)
+    create = world.payments.create_intent
+    other: list[Exception] = []
+
+    def create_while_another_runner_tries(**kwargs):
+        try:
+            world.registration.register(hold_id, request("bo@example.com"))
+        except Conflict as exc:
+            other.append(exc)
+        return create(**kwargs)
+
+    monkeypatch.setattr(world.payments, "create_intent", create_while_another_runner_tries)
+    world.registration.register(hold_id, request())
+    assert "other details" in str(other[0])
+
+
+def test_a_failed_call_hands_the_hold_back_to_the_retry_at_once(world):
+    hold_id = _hold(world)
+    world.payments.rate_limit_next = 1
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request())
+    hold = world.holds.get(hold_id)
+    assert hold.status == HoldPhase.PAYING and hold.busyUntil is None and hold.intentId is None
+    assert world.registration.register(hold_id, request()).status == "QUEUED"
+    assert len(world.payments.succeeded) == 1

@@ -27,6 +27,10 @@ from racecap.domain import Attempt, BeginOutcome, EmailClaimPhase, Hold, HoldPha
 from racecap.errors import TooManyHolds
 
 TTL_AFTER_EXPIRY = timedelta(days=30)  # backstop clean-up of old hold records only
+# How long one registration call has the hold to itself until its intent is recorded: longer
+# than the provider's bounded create call (2 + 5 s per try, 2 retries), so a duplicate cannot
+# race it; ended at once when the call fails, so only a crashed call makes a retry wait.
+BUSY_FOR = timedelta(seconds=25)
 
 
 def hold_from_item(item: dict[str, Any]) -> Hold:
@@ -163,28 +167,34 @@ class DynamoHolds:
         return True
 
     # -- paying -------------------------------------------------------------------------------
-    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime) -> BeginOutcome:
+    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False) -> BeginOutcome:
         """Claim the email for the race and move the hold to PAYING, atomically.
 
         The same attempt may begin again (a retry after a crash or a lost response);
-        a different attempt cannot while one is paying.
+        a different attempt cannot while one is paying. With ``turn`` (the registration call),
+        one call at a time until the hold's intent is recorded (``set_intent``): ``busyUntil``
+        marks the call creating it, so a duplicate arriving meanwhile is told HOLD_GONE (the
+        caller answers "already being processed") instead of racing it to the provider. That
+        is the call's idempotency, kept on the hold itself: no separate record to write.
         """
+        expression = "SET #s = :paying, attempt = :attempt"
+        again = "#s = :paying AND attempt.#k = :key"
+        vals: dict[str, Any] = {
+            ":paying": HoldPhase.PAYING,
+            ":held": HoldPhase.HELD,
+            ":now": now.isoformat(),
+            ":attempt": asdict(attempt),
+            ":key": attempt.key,
+        }
+        if turn:
+            expression += ", busyUntil = :busy"
+            again += " AND (attribute_exists(intentId) OR attribute_not_exists(busyUntil) OR busyUntil <= :now)"
+            vals[":busy"] = (now + BUSY_FOR).isoformat()
         try:
             transact(
                 self._db,
                 [
-                    self._update_hold(
-                        hold,
-                        "SET #s = :paying, attempt = :attempt",
-                        "(#s = :held AND expiresAt > :now) OR (#s = :paying AND attempt.#k = :key)",
-                        {
-                            ":paying": HoldPhase.PAYING,
-                            ":held": HoldPhase.HELD,
-                            ":now": now.isoformat(),
-                            ":attempt": asdict(attempt),
-                            ":key": attempt.key,
-                        },
-                    ),
+                    self._update_hold(hold, expression, f"(#s = :held AND expiresAt > :now) OR ({again})", vals),
                     {
                         "Put": {
                             "TableName": self._table,
@@ -215,7 +225,7 @@ class DynamoHolds:
             [
                 self._update_hold(
                     hold,
-                    "SET #s = :held, lastDecline = :now REMOVE attempt",
+                    "SET #s = :held, lastDecline = :now REMOVE attempt, busyUntil",
                     "#s = :paying AND attempt.#k = :key",
                     {
                         ":held": HoldPhase.HELD,
@@ -245,7 +255,7 @@ class DynamoHolds:
             self._db.update_item(
                 TableName=self._table,
                 Key=hold_key(hold.holdId),
-                UpdateExpression="SET intentId = :intent",
+                UpdateExpression="SET intentId = :intent REMOVE busyUntil",
                 ConditionExpression=(
                     "#s = :paying AND attempt.#k = :key AND (attribute_not_exists(intentId) OR intentId = :intent)"
                 ),
@@ -259,6 +269,22 @@ class DynamoHolds:
                 raise
             return False
         return True
+
+    def end_call(self, hold: Hold, attempt: Attempt) -> None:
+        """The call that began this attempt failed before recording the intent (the provider
+        busy or not answering): let the runner's retry in at once rather than after ``BUSY_FOR``."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="REMOVE busyUntil",
+                ConditionExpression="attempt.#k = :key",
+                ExpressionAttributeNames={"#k": "key"},
+                ExpressionAttributeValues=values({":key": attempt.key}),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
 
     def extend(self, hold: Hold, until: datetime) -> bool:
         """Push a PAYING hold's expiry back once (3-D Secure under way): bounded by the caller,

@@ -45,7 +45,14 @@ class HoldStore(Protocol):
         """HELD → RELEASED, or → EXPIRED once past ``expiresAt``; the place goes back. False: moved already."""
         ...
 
-    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime) -> BeginOutcome: ...
+    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False) -> BeginOutcome:
+        """HELD → PAYING with ``attempt`` and its email claimed; the same attempt again. With
+        ``turn``, not while another call of it is still creating the intent (then HOLD_GONE)."""
+        ...
+
+    def end_call(self, hold: Hold, attempt: Attempt) -> None:
+        """The call that began ``attempt`` failed before recording the intent: the next may begin."""
+        ...
 
     def payment_declined(self, hold: Hold, attempt: Attempt) -> None: ...
 
@@ -54,7 +61,8 @@ class HoldStore(Protocol):
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None: ...
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
-        """Record the hold's one PaymentIntent while ``attempt`` pays; False: the hold moved on."""
+        """Record the hold's one PaymentIntent while ``attempt`` pays (ending its call's turn);
+        False: the hold moved on."""
         ...
 
     def extend(self, hold: Hold, until: datetime) -> bool:

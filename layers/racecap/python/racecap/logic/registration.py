@@ -16,6 +16,11 @@ crashes:
    paid registration on the queue, then mark the hold QUEUED. The writer keys on the
    registration id, so a second message changes nothing.
 
+The call itself needs no idempotency record: a repeat of step 1 with the same attempt (same
+hold, same email) is allowed, step 2 replays the same intent, and while the first call is
+still creating it the hold says so (``busyUntil``), so a duplicate is told "already being
+processed" instead of racing it. One registration and one charge either way.
+
 A crash after 2 or 3 leaves the hold PAYING; the next confirm, the webhook (retried by the
 provider for days), the sweeper at expiry and the reconciliation all finish it. So no paid
 registration is ever lost.
@@ -190,15 +195,20 @@ class RegistrationService:
             currency=event.currency,
             startedAt=now.isoformat(),
         )
-        outcome = self._holds.begin_payment(hold, attempt, now)
+        outcome = self._holds.begin_payment(hold, attempt, now, turn=True)
         if outcome == BeginOutcome.EMAIL_TAKEN:
             metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
             raise EmailAlreadyRegistered(f"{request.email} is already registered for {race.name}.")
         if outcome == BeginOutcome.HOLD_GONE:
-            return self._explain_hold_gone(hold_id, request.email)
+            return self._explain_hold_gone(hold_id, attempt)
         hold = hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt})
 
-        intent = self._hold_intent(hold, attempt, race, event)
+        try:
+            intent = self._hold_intent(hold, attempt, race, event)
+        except Exception:
+            if hold.intentId is None:  # this call had the hold to itself: the retry may begin now
+                self._holds.end_call(hold, attempt)
+            raise
         confirming = bool(request.paymentMethod) and intent.status in CONFIRMABLE
         if confirming and request.paymentMethod:
             intent = self._confirm_on_server(hold, intent, request.paymentMethod)
@@ -349,12 +359,15 @@ class RegistrationService:
             return RegistrationAccepted(registrationId=hold.registrationId, status="CONFIRMED")
         return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
 
-    def _explain_hold_gone(self, hold_id: str, email: str) -> RegistrationAccepted:
+    def _explain_hold_gone(self, hold_id: str, attempt: Attempt) -> RegistrationAccepted:
         hold = self._holds.get(hold_id)
-        done = self._already_registered(hold, email) if hold else None
+        done = self._already_registered(hold, attempt.email) if hold else None
         if done is not None:
             return done
         if hold is not None and hold.status == HoldPhase.PAYING:
+            if hold.attempt is not None and hold.attempt.key == attempt.key:
+                # A double click or a retry while the first call still creates the intent.
+                raise Conflict("This registration is already being processed.", retry_after=2)
             raise Conflict("A payment for this hold is already in progress with other details.", retry_after=2)
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
