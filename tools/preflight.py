@@ -194,15 +194,13 @@ class Gatherer:
     def cache(self) -> CacheLimits | Unreadable:
         def read() -> CacheLimits:
             ec = self.client("elasticache")
+
+            def stack_of(arn: str) -> str | None:
+                tags = ec.list_tags_for_resource(ResourceName=arn)["TagList"]
+                return next((t["Value"] for t in tags if t["Key"] == STACK_TAG), None)
+
             caches = ec.describe_serverless_caches()["ServerlessCaches"]
-            ours = [
-                c
-                for c in caches
-                if {t["Key"]: t["Value"] for t in ec.list_tags_for_resource(ResourceName=c["ARN"])["TagList"]}.get(
-                    STACK_TAG
-                )
-                == self.stack
-            ]
+            ours = [c for c in caches if stack_of(c["ARN"]) == self.stack]
             if not ours:
                 raise LookupError(f"no serverless cache tagged {STACK_TAG}={self.stack}")
             limits = ours[0].get("CacheUsageLimits", {}).get("ECPUPerSecond", {})
