@@ -26,13 +26,18 @@
 //   RACECAP_CONFIRM_TIMEOUT_S  a runner gives up waiting after this long (600)
 //   RACECAP_PAY_RETRY_S        a runner clicks "Pay" again this long after the provider
 //                              itself answered 429 (1)
+//   RACECAP_MAX_RETRIES        retries of a hold or registration the server refused with
+//                              5xx/409+Retry-After (3)
+//   RACECAP_RETRY_SCALE        multiplies those retries' Retry-After (default: the back-off
+//                              scale; the chaos burst waits what the server says, 1)
 //   RACECAP_PAGE_REFRESHES     race-page burst: refreshes per reader (5)
 //   RACECAP_OUTCOMES           a JSONL file: one line per milestone and one per runner,
 //                              read by tools/burst for its progress line and report
 //
 // Counters it emits (all start at 0, so `ensure` conditions can name them):
 //   racecap.runners.{arrived,held,unplaced,registered,confirmed,not_confirmed}
-//   racecap.server_errors (5xx answers), racecap.retries, racecap.polls
+//   racecap.server_errors (5xx answers but a 503 with Retry-After),
+//   racecap.retry_later (429/503 with Retry-After), racecap.retries, racecap.polls
 //   racecap.api_errors.<request>.<CODE> (the API's error codes, e.g. SOLD_OUT)
 //   racecap.payments.{declined,three_ds,provider_429,busy_429}: declines seen in the card
 //   form, 3-D Secure challenges, the provider's own 429s to the card form, and the API's
@@ -56,7 +61,8 @@ const CFG = {
   confirmTimeout: num('RACECAP_CONFIRM_TIMEOUT_S', 600),
   payRetry: num('RACECAP_PAY_RETRY_S', 1),
   refreshes: num('RACECAP_PAGE_REFRESHES', 5),
-  maxRetries: 3,
+  maxRetries: num('RACECAP_MAX_RETRIES', 3),
+  retryScale: num('RACECAP_RETRY_SCALE', num('RACECAP_BACKOFF_SCALE', 1)),
   // A 429 with Retry-After is the API saying "your place is kept, ask again then": a runner
   // keeps asking (the site does), so its budget is larger than for 5xx answers.
   maxBusyRetries: 40,
@@ -108,9 +114,29 @@ function retryable(res) {
   return s === 429 || s >= 500 || (s === 409 && res.headers['retry-after'] !== undefined);
 }
 
+// A 429 or 503 that says when to come back (Retry-After) is the API asking the runner to
+// wait, as the product promises under load or while a dependency recovers: counted as
+// racecap.retry_later, not as a server error. Any other 5xx is one (the chaos burst also
+// refuses a 429 without Retry-After from the API). Every answer is also a line in the outcomes file (status, latency):
+// the chaos burst's report puts them on its timeline of faults.
 function countAnswer(name, res, body, events) {
-  if (res.statusCode >= 500) events.emit('counter', 'racecap.server_errors', 1);
-  if (res.statusCode >= 400 && body.error) {
+  const s = res.statusCode;
+  const told = res.headers && res.headers['retry-after'] !== undefined;
+  if ((s === 429 || s === 503) && told) {
+    events.emit('counter', 'racecap.retry_later', 1);
+  } else if (s >= 500) {
+    events.emit('counter', 'racecap.server_errors', 1);
+  }
+  const phases = res.timings && res.timings.phases;
+  record({
+    e: 'req',
+    t: Date.now(),
+    name,
+    status: s,
+    ms: phases && Number.isFinite(phases.total) ? phases.total : null,
+    retryAfter: told ? res.headers['retry-after'] : null,
+  });
+  if (s >= 400 && body.error) {
     events.emit('counter', `racecap.api_errors.${name}.${body.error}`, 1);
   }
 }
@@ -122,7 +148,7 @@ function sleep(seconds, done) {
 // -- the runner's steps ----------------------------------------------------------------------
 function newRunner(context, events, done) {
   for (const c of COUNTERS) events.emit('counter', `racecap.runners.${c}`, 0);
-  for (const c of ['racecap.server_errors', 'racecap.retries', 'racecap.polls']) events.emit('counter', c, 0);
+  for (const c of ['racecap.server_errors', 'racecap.retry_later', 'racecap.retries', 'racecap.polls']) events.emit('counter', c, 0);
   for (const c of PAY_COUNTERS) events.emit('counter', `racecap.payments.${c}`, 0);
   const id = crypto.randomUUID();
   const v = context.vars;
@@ -376,7 +402,7 @@ function confirmed(v, events, body) {
 function backoffBeforeRetry(context, events, done) {
   const v = context.vars;
   if (!v.again) return done();
-  const scale = v.unscaled ? 1 : CFG.backoffScale;
+  const scale = v.unscaled ? 1 : CFG.retryScale;
   v.unscaled = false;
   return sleep(v.wait * scale, done);
 }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import multiprocessing.process
 import os
 import signal
 import threading
@@ -25,6 +26,7 @@ import traceback
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -240,48 +242,63 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queue-urls", required=True, help="JSON map of queue id -> URL")
     parser.add_argument("--schedule-scale", type=float, default=1.0, help="shrink schedule intervals (tests)")
+    parser.add_argument("--pids-file", type=Path, default=None, help="write {name: pid} here (fault tests)")
     args = parser.parse_args()
     urls: dict[str, str] = json.loads(args.queue_urls)
     # One process per concurrent "execution environment", as Lambda runs them: module
     # state (Powertools' metrics, the idempotency layer) is never shared between two
     # invocations in flight. Processes are forked before any AWS client exists.
     ctx = multiprocessing.get_context("fork")
-    procs = (
-        [
-            ctx.Process(target=_run_poller, args=(t, urls[t.queue], n), name=f"{t.function}-{n}", daemon=True)
-            for t in blueprint.QUEUE_TRIGGERS
-            for n in range(concurrency(t))
-        ]
-        + [
-            ctx.Process(target=_run_schedule, args=(s, args.schedule_scale), name=f"schedule-{s.id}", daemon=True)
-            for s in blueprint.SCHEDULES
-        ]
-        + [
-            ctx.Process(target=_run_watcher, args=(t,), name=f"objects-{t.function}", daemon=True)
-            for t in blueprint.OBJECT_TRIGGERS
-        ]
-    )
-    for p in procs:
-        p.start()
+    specs: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+    for t in blueprint.QUEUE_TRIGGERS:
+        for n in range(concurrency(t)):
+            specs[f"{t.function}-{n}"] = (_run_poller, (t, urls[t.queue], n))
+    for sched in blueprint.SCHEDULES:
+        specs[f"schedule-{sched.id}"] = (_run_schedule, (sched, args.schedule_scale))
+    for ot in blueprint.OBJECT_TRIGGERS:
+        specs[f"objects-{ot.function}"] = (_run_watcher, (ot,))
+
+    def start(name: str) -> multiprocessing.process.BaseProcess:
+        target, target_args = specs[name]
+        proc = ctx.Process(target=target, args=target_args, name=name, daemon=True)
+        proc.start()
+        return proc
+
+    procs = {name: start(name) for name in specs}
+    _write_pids(args.pids_file, procs)
     print(f"[pollers] {len(procs)} pollers and schedules running, one process each", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     while not stop.is_set():
         stop.wait(0.5)
-        for p in procs:
+        if stop.is_set():
+            break
+        for name, p in list(procs.items()):
             if not p.is_alive():
-                print(f"[pollers] {p.name} exited with {p.exitcode}", flush=True)
-                stop.set()
-    for p in procs:
+                # An execution environment that died mid-batch (killed, out of memory) is
+                # replaced, as Lambda starts a new one; its batch comes back to the queue
+                # when the visibility timeout ends, since nothing deleted it.
+                print(f"[pollers] {name} exited with {p.exitcode}; starting a new one", flush=True)
+                procs[name] = start(name)
+                _write_pids(args.pids_file, procs)
+    for p in procs.values():
         p.terminate()
     deadline = time.monotonic() + STOP_GRACE_S + 2
-    for p in procs:
+    for p in procs.values():
         p.join(timeout=max(0.1, deadline - time.monotonic()))
-    for p in procs:  # every wait is bounded: what has not stopped by now is killed
+    for p in procs.values():  # every wait is bounded: what has not stopped by now is killed
         if p.is_alive():
             p.kill()
             p.join(timeout=2)
+
+
+def _write_pids(path: Path | None, procs: dict[str, multiprocessing.process.BaseProcess]) -> None:
+    if path is None:
+        return
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({name: p.pid for name, p in procs.items()}))
+    os.replace(tmp, path)  # atomic: a reader never sees half a file
 
 
 if __name__ == "__main__":

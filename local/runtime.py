@@ -65,6 +65,11 @@ class FunctionHost:
 
     def __init__(self) -> None:
         install_layer_path()
+        # The chaos burst's DynamoDB faults, when the stack was started with them (and only
+        # then): below botocore's retries, before any handler creates a client.
+        from local import faults
+
+        faults.install_from_env()
         self._pools: dict[str, queue.LifoQueue[ModuleType]] = {}
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()

@@ -118,6 +118,14 @@ class ServerProcess:
         if _group_alive(pgid):
             _signal_group(pgid, signal.SIGKILL)
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once, as a crash would (no shutdown of its own)."""
+        _signal_group(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10.0)
+        deadline = time.monotonic() + 5.0
+        while _group_alive(self.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def __enter__(self) -> ServerProcess:
         return self
 
@@ -392,8 +400,15 @@ def start_dynamodb(
     return spawn("dynamodb", cmd, port, log_dir, cwd=log_dir, ready=ready, timeout=timeout)
 
 
-def elasticmq_conf(port: int, *, region: str = "us-east-1", account_id: str = "000000000000") -> str:
-    """ElasticMQ's config: REST SQS on 127.0.0.1:``port``, queue URLs naming the same address."""
+def elasticmq_conf(
+    port: int, *, region: str = "us-east-1", account_id: str = "000000000000", store: Path | None = None
+) -> str:
+    """ElasticMQ's config: REST SQS on 127.0.0.1:``port``, queue URLs naming the same address.
+
+    With ``store`` (a folder), queues and their messages are persisted there (the queue
+    definitions in a .conf ElasticMQ rewrites, the messages in an H2 database), so a
+    restarted ElasticMQ comes back with every queue and every message, in flight included,
+    as SQS never loses an accepted message. Without it everything lives in memory."""
     return f"""\
 include classpath("application.conf")
 
@@ -419,6 +434,28 @@ aws {{
 
 # Queues are created through the API (local/provision.py), none declared here.
 queues {{}}
+{_elasticmq_storage(store)}"""
+
+
+def _elasticmq_storage(store: Path | None) -> str:
+    if store is None:
+        return ""
+    # H2's file URI: no auto-server, one process (ElasticMQ) owns it; ElasticMQ keeps
+    # its own schema in it and prunes nothing on start (prune-data-on-init false).
+    return f"""
+queues-storage {{
+  enabled = true
+  path = "{store / "queues.conf"}"
+}}
+
+messages-storage {{
+  enabled = true
+  driver-class = "org.h2.Driver"
+  uri = "jdbc:h2:{store / "messages"}"
+  username = ""
+  password = ""
+  prune-data-on-init = false
+}}
 """
 
 
@@ -431,15 +468,22 @@ def start_elasticmq(
     account_id: str = "000000000000",
     timeout: float = JAVA_START_TIMEOUT,
     jvm_args: Sequence[str] = (),
+    persist: bool = False,
 ) -> ServerProcess:
-    """ElasticMQ (SQS API) on 127.0.0.1:``port``; its .conf is written into ``work_dir``."""
+    """ElasticMQ (SQS API) on 127.0.0.1:``port``; its .conf is written into ``work_dir``.
+
+    ``persist``: queues and messages are kept in ``work_dir/elasticmq-store`` and survive a
+    restart on the same ``work_dir`` (see ``elasticmq_conf``)."""
     if port > 0 and port_in_use(port):
         raise PortInUseError(port, _port_var("elasticmq"))
     _require(ELASTICMQ_DIR, "elasticmq-server_*.jar", "ElasticMQ")
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     conf = work_dir / "elasticmq.conf"
-    conf.write_text(elasticmq_conf(port, region=region, account_id=account_id))
+    store = work_dir / "elasticmq-store" if persist else None
+    if store is not None:
+        store.mkdir(exist_ok=True)
+    conf.write_text(elasticmq_conf(port, region=region, account_id=account_id, store=store))
     cmd = [
         _java(),
         "-Djava.net.preferIPv4Stack=true",

@@ -11,6 +11,7 @@ with RACECAP_<NAME>_PORT (RACECAP_PORT for the gateway). Resources are created f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -18,12 +19,14 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import blueprint
-from local import auth, directors, provision, servers
+from local import auth, directors, faults, provision, servers
 from local.runtime import ACCOUNT, LAYER_PATH, REGION
 from local.stripe_standin import server as stripe_standin
 
@@ -82,6 +85,8 @@ class LocalStack:
         ses_max_rate: float = 14.0,
         params: dict[str, str] | None = None,
         extra_env: dict[str, str] | None = None,
+        faults_dir: Path | None = None,
+        persist_queues: bool = False,
         quiet: bool = False,
     ) -> None:
         self.work_dir = work_dir
@@ -97,8 +102,15 @@ class LocalStack:
         self.params.setdefault(provision.ORIGIN_SECRET_PARAM, secrets.token_urlsafe(32))
         # Extra variables for the function processes (gateway, pollers), e.g. instrumentation.
         self.extra_env = dict(extra_env or {})
+        # The chaos burst's switch for DynamoDB faults under the handlers (local/faults.py):
+        # only a stack given a folder has the hook at all.
+        self.faults_dir = faults_dir
+        self.persist_queues = persist_queues
+        if faults_dir is not None:
+            self.extra_env[faults.ENV_VAR] = str(faults_dir)
         self.quiet = quiet
         self.procs: list[servers.ServerProcess] = []
+        self._spawner: ThreadPoolExecutor | None = None
         self.queue_urls: dict[str, str] = {}
         self.log_dir = work_dir / "logs"
         self.issuer = auth.Issuer(work_dir / "auth")
@@ -199,9 +211,9 @@ class LocalStack:
             self._step("DynamoDB Local", lambda: servers.start_dynamodb(self.ports.dynamodb, self.log_dir))
             self._step(
                 "ElasticMQ (SQS)",
-                lambda: servers.start_elasticmq(self.ports.sqs, self.log_dir, self.work_dir),
+                self._start_elasticmq,
             )
-            self._step("redis-server", lambda: servers.start_redis(self.ports.redis, self.log_dir))
+            self._step("redis-server", self._start_redis)
             self._step("S3 + Secrets Manager (moto)", lambda: servers.start_moto(self.ports.s3, self.log_dir))
             self._step("local SES", self._start_ses)
             self._step("Stripe stand-in", self._start_stripe)
@@ -236,6 +248,51 @@ class LocalStack:
         for proc in reversed(self.procs):
             proc.stop()
         self.procs.clear()
+        if self._spawner is not None:
+            self._spawner.shutdown(wait=False)
+            self._spawner = None
+
+    def server(self, name: str) -> servers.ServerProcess:
+        """The running server called ``name`` (redis, elasticmq, gateway, pollers …)."""
+        for proc in self.procs:
+            if proc.name == name:
+                return proc
+        raise KeyError(name)
+
+    def kill(self, name: str) -> int:
+        """SIGKILL a server's whole process group, as a crash would: no shutdown of its own.
+        Returns the pid it had; ``restart(name)`` brings it back on the same port."""
+        proc = self.server(name)
+        proc.kill()
+        self.procs.remove(proc)
+        return proc.pid
+
+    def restart(self, name: str) -> int:
+        """Start ``name`` again (after ``kill``, or stopping it now) on its port; the new pid."""
+        with contextlib.suppress(KeyError):
+            self.kill(name)
+        starts = {"redis": self._start_redis, "elasticmq": self._start_elasticmq}
+        self.procs.append(self._on_spawner(starts[name]))
+        return self.procs[-1].pid
+
+    def _on_spawner(self, start: Callable[[], servers.ServerProcess]) -> servers.ServerProcess:
+        """Run ``start`` on the stack's own long-lived thread. A child's parent-death signal
+        fires when the *thread* that started it exits (servers.py): a server restarted from
+        a short-lived thread (a fault schedule's) would be killed when that thread ends."""
+        if self._spawner is None:
+            self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stack-spawner")
+        return self._spawner.submit(start).result()
+
+    def poller_pids(self) -> dict[str, int]:
+        """{name: pid} of the pollers' processes (``<FunctionId>-<n>``, ``schedule-…``)."""
+        try:
+            return {k: int(v) for k, v in json.loads(self._pollers_pids.read_text()).items()}
+        except (OSError, ValueError):
+            return {}
+
+    @property
+    def _pollers_pids(self) -> Path:
+        return self.work_dir / "pollers-pids.json"
 
     def stop_redis(self) -> None:
         """Stop the cache (fault tests: Redis is an accelerator, never a dependency)."""
@@ -246,7 +303,7 @@ class LocalStack:
     def restart_redis(self) -> None:
         """A Redis restart: it comes back empty (nothing is persisted), as ElastiCache would after a failover."""
         self.stop_redis()
-        self.procs.append(servers.start_redis(self.ports.redis, self.log_dir))
+        self.procs.append(self._on_spawner(self._start_redis))
 
     def __enter__(self) -> LocalStack:
         return self.start()
@@ -267,6 +324,14 @@ class LocalStack:
     def _spawn(self, name: str, cmd: list[str], port: int, env: dict[str, str] | None = None) -> servers.ServerProcess:
         var = "RACECAP_PORT" if name == "gateway" else f"RACECAP_{name.upper()}_PORT"
         return servers.spawn(name, cmd, port, self.log_dir, env={**os.environ, **(env or {})}, cwd=ROOT, port_var=var)
+
+    def _start_redis(self) -> servers.ServerProcess:
+        return servers.start_redis(self.ports.redis, self.log_dir)
+
+    def _start_elasticmq(self) -> servers.ServerProcess:
+        # Queues and messages persisted in the work folder: a restarted ElasticMQ has lost
+        # nothing, as SQS never loses an accepted message (the chaos burst restarts it).
+        return servers.start_elasticmq(self.ports.sqs, self.log_dir, self.work_dir, persist=self.persist_queues)
 
     def _start_ses(self) -> servers.ServerProcess:
         cmd = [
@@ -379,6 +444,8 @@ class LocalStack:
             json.dumps(self.queue_urls),
             "--schedule-scale",
             str(self.schedule_scale),
+            "--pids-file",
+            str(self._pollers_pids),
         ]
         return self._spawn("pollers", cmd, 0, self.function_env())
 

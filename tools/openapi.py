@@ -129,7 +129,11 @@ GENERIC: dict[int, tuple[str, tuple[str, ...]]] = {
     415: ("UNSUPPORTED_MEDIA_TYPE: a body that is not application/json", ("racecap",)),
     429: ("Too many requests: retry after `Retry-After` seconds, or back off if none", ("racecap", "gateway")),
     500: ("INTERNAL_ERROR, or API Gateway's answer when a function fails", ("racecap", "gateway")),
-    503: ("API Gateway's answer when a function times out", ("gateway",)),
+    503: (
+        "SERVICE_UNAVAILABLE: a service behind the API did not answer or kept throttling through the "
+        "SDK's retries; retry after `Retry-After` seconds. Or API Gateway's answer when a function times out",
+        ("racecap", "gateway"),
+    ),
 }
 
 
@@ -223,7 +227,7 @@ def _truthful_responses(method: str, op: dict) -> None:
         elif mine is not None and mine.get("description"):
             description = f"{mine['description']}; or {generic[0].lower()}{generic[1:]}"
         errors[str(status)] = {"description": description, "content": _error_content(answered_by)}
-        if status == 429:
+        if status in (429, 503):
             errors[str(status)]["headers"] = {"Retry-After": RETRY_AFTER}
     for code, response in errors.items():
         if code not in added:  # a status only this route answers: Racecap's own

@@ -227,6 +227,27 @@ def _payments_html(pay: dict[str, Any] | None, provider: dict[str, Any] | None) 
     return text + "</p>"
 
 
+def _chaos(c: dict[str, Any] | None) -> str:
+    """The chaos burst's faults: when each hit, what it did, and the latency in the 10 s after."""
+    if not c:
+        return ""
+    base = c.get("baseline_latency_ms", {})
+    rows = "".join(
+        f"<tr><td>{r['at_s']:.1f} s</td><td>{_e(r['fault'])}</td><td><code>{_e(r['detail'])}</code></td>"
+        f"<td>{_num(r['next_10s'].get('requests'))}</td><td>{_num(r['next_10s'].get('p50_ms'), ',.0f')}</td>"
+        f"<td>{_num(r['next_10s'].get('p99_ms'), ',.0f')}</td><td>{_e(r['next_10s'].get('answers'))}</td></tr>"
+        for r in c.get("timeline", [])
+    )
+    return (
+        "<h2>Chaos: faults injected</h2>"
+        f"<p>Injected into DynamoDB calls: {_e(c.get('injected'))} ({_e(c.get('injected_by_operation'))}). "
+        f"Answers runners saw: {_e(c.get('answers'))}. Before the first fault: p50 "
+        f"{_num(base.get('p50_ms'), ',.0f')} ms, p99 {_num(base.get('p99_ms'), ',.0f')} ms.</p>"
+        "<table><tr><th>at</th><th>fault</th><th>what hit</th><th>requests in the next 10 s</th>"
+        f"<th>p50 ms</th><th>p99 ms</th><th>answers</th></tr>{rows}</table>"
+    )
+
+
 def render(s: dict[str, Any]) -> str:
     cfg = s.get("config", {})
     hourly = s.get("estimated_hourly_registrations")
@@ -403,6 +424,7 @@ run out); HTTP codes are every non-2xx status; network errors are timeouts or re
 
 <h2>Post-burst audit</h2>
 {audit_html}
+{_chaos(s.get("chaos"))}
 
 <h2>Settings</h2>
 <table>{config_rows}</table>

@@ -102,7 +102,8 @@ def run_artillery(
             "phases": [{"name": sc.phase, "duration": cfg.arrival_s, "arrivalCount": cfg.runners}],
         }
     }
-    if cfg.p99_limit_ms != P99_LIMIT_MS:  # Artillery replaces arrays given in --overrides
+    # Artillery replaces arrays given in --overrides; a scenario naming no endpoint drops them.
+    if cfg.p99_limit_ms != P99_LIMIT_MS or not sc.threshold_endpoints:
         overrides["config"]["ensure"] = {
             "thresholds": [
                 {f"plugins.metrics-by-endpoint.response_time.{name}.p99": cfg.p99_limit_ms}
@@ -125,6 +126,7 @@ def run_artillery(
             "RACECAP_OUTCOMES": str(outcomes),
         }
     )
+    env.update(sc.artillery_env)
     if sc.think_s is not None:
         env["RACECAP_THINK_MIN_S"], env["RACECAP_THINK_MAX_S"] = (f"{t:g}" for t in sc.think_s)
     cmd += [

@@ -58,7 +58,7 @@ def run_burst(
                 say(f"starting a dedicated local stack in {work} (gateway {cfg.gateway_workers} workers)")
                 t0 = time.monotonic()
                 extra_env = sc.stack_env(cfg) if sc.stack_env else None
-                stack = start_stack(cfg, work / "stack", extra_env=extra_env)
+                stack = start_stack(cfg, work / "stack", extra_env=extra_env, persist_queues=sc.persist_queues)
                 say(f"stack up in {time.monotonic() - t0:.1f}s at {stack.url}")
             clients = Clients.for_stack(stack)
             caps = event_caps(cfg)

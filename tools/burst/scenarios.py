@@ -7,6 +7,7 @@ its hooks) and register it below with one line.
 from __future__ import annotations
 
 from tools.burst.bots import BOTS
+from tools.burst.chaos import CHAOS
 from tools.burst.config import ARTILLERY_DIR, Scenario
 
 OPENING = Scenario(
@@ -29,7 +30,7 @@ RACE_PAGE = Scenario(
     think_s=(1, 2),
 )
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (OPENING, OVERSUBSCRIBED, RACE_PAGE, BOTS)}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (OPENING, OVERSUBSCRIBED, RACE_PAGE, BOTS, CHAOS)}
 
 
 def scenario(name: str) -> Scenario:

@@ -29,7 +29,9 @@ from tools.burst.config import DIRECTOR, EVENT_SPLIT, BurstConfig  # noqa: E402
 from tools.burst.scenarios import scenario  # noqa: E402
 
 
-def start_stack(cfg: BurstConfig, work_dir: Path, extra_env: dict[str, str] | None = None) -> LocalStack:
+def start_stack(
+    cfg: BurstConfig, work_dir: Path, extra_env: dict[str, str] | None = None, persist_queues: bool = False
+) -> LocalStack:
     """A dedicated stack on free ports; SES and the email sender sped up for a big burst."""
     stack = LocalStack(
         work_dir,
@@ -39,6 +41,7 @@ def start_stack(cfg: BurstConfig, work_dir: Path, extra_env: dict[str, str] | No
         ses_max_rate=cfg.email_rate,
         params={"EmailSendRatePerSecond": str(cfg.email_rate)},
         extra_env=extra_env,
+        persist_queues=persist_queues,
         quiet=True,
     )
     return stack.start()

@@ -27,12 +27,19 @@ _BOTO_CONFIG = Config(
 )
 
 
+# SQS is not throttled at our rates; what fails there is a queue that does not answer.
+# Eight attempts back off for up to a minute, past API Gateway's 30 s integration timeout,
+# so the runner would see a gateway timeout instead of 503 + Retry-After (the chaos burst
+# found it: registrations hung while ElasticMQ restarted). Four attempts back off ~7 s.
+_SERVICE_CONFIG = {"sqs": _BOTO_CONFIG.merge(Config(retries={"max_attempts": 4, "mode": "adaptive"}))}
+
+
 @functools.cache
 def aws(service: str) -> Any:
     # botocore's client is the one boto3 hands out (boto3.client() wraps this call), minus
     # importing boto3: its __init__ pulls in s3transfer and the resource and docs
     # machinery, ~50 ms of every cold start for nothing a function uses (issue 14).
-    return _session().create_client(service, config=_BOTO_CONFIG)
+    return _session().create_client(service, config=_SERVICE_CONFIG.get(service, _BOTO_CONFIG))
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from racecap.config import get_settings
 from racecap.errors import DomainError
@@ -76,6 +77,22 @@ def _human(err: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
+# AWS error codes that mean "not now" once the SDK's own retries are spent (throttling,
+# contention, a service's transient failure): the client is asked to come back (503).
+UNAVAILABLE_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "ServiceUnavailable",
+        "InternalServerError",
+        "InternalFailure",
+    }
+)
+UNAVAILABLE_RETRY_AFTER_S = 2
+
 RateCheck = Callable[[Mapping[str, str]], int]  # headers (lower-case) -> seconds to wait; 0 = go
 
 
@@ -99,6 +116,28 @@ def make_resolver(rate_limit: RateCheck | None = None, rate_exempt: Iterable[str
     @app.not_found
     def _not_found(_exc: Exception) -> Response:
         return error_response(404, "NOT_FOUND", "No such resource.")
+
+    @app.exception_handler(BotoCoreError)
+    def _unreachable(exc: BotoCoreError) -> Response:
+        # A backing service that did not answer through the SDK's retries (connection
+        # refused or reset, read timeout): nothing was decided, so the client may retry.
+        return _unavailable(exc)
+
+    @app.exception_handler(ClientError)
+    def _aws_error(exc: ClientError) -> Response:
+        if exc.response.get("Error", {}).get("Code") in UNAVAILABLE_CODES:
+            return _unavailable(exc)
+        return _unexpected(exc)
+
+    def _unavailable(exc: Exception) -> Response:
+        logger.warning("backing service unavailable", extra={"error": f"{type(exc).__name__}: {exc}"})
+        metrics.add_metric(name="ServiceUnavailable", unit="Count", value=1)
+        return error_response(
+            503,
+            "SERVICE_UNAVAILABLE",
+            "A service behind the API is not answering right now; please retry.",
+            retry_after=UNAVAILABLE_RETRY_AFTER_S,
+        )
 
     @app.exception_handler(Exception)
     def _unexpected(exc: Exception) -> Response:
