@@ -126,7 +126,6 @@ def run_artillery(
             "RACECAP_OUTCOMES": str(outcomes),
         }
     )
-    env.update(sc.artillery_env)
     if sc.think_s is not None:
         env["RACECAP_THINK_MIN_S"], env["RACECAP_THINK_MAX_S"] = (f"{t:g}" for t in sc.think_s)
     cmd += [

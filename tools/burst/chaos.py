@@ -192,6 +192,9 @@ _RUNNING: dict[str, Chaos] = {}
 def _before(run: BurstRun) -> None:
     if run.stack is None or faults.ENV_VAR not in run.stack.extra_env:
         raise SystemExit("the chaos scenario kills servers: it runs on its own stack only (no TARGET, no shared stack)")
+    # Runners wait what a 503 says (Retry-After, unscaled) and keep trying for as long as a
+    # restarting ElasticMQ can take on a loaded machine (~15 s), as the site does.
+    run.artillery_env.update({"RACECAP_MAX_RETRIES": "30", "RACECAP_RETRY_SCALE": "1"})
     chaos = Chaos(run)
     _RUNNING[run.race_id] = chaos
     chaos.start()
@@ -308,9 +311,6 @@ CHAOS = Scenario(
     threshold_endpoints=(),
     stack_env=_stack_env,
     persist_queues=True,  # ElasticMQ is restarted mid-burst: SQS never loses a message
-    # Runners wait what a 503 or 429 says (Retry-After, unscaled) and keep trying for as long
-    # as a restarting ElasticMQ can take on a loaded machine (~15 s), as the site does.
-    artillery_env={"RACECAP_MAX_RETRIES": "30", "RACECAP_RETRY_SCALE": "1"},
     before=_before,
     during_end=_during_end,
     after=_after,

@@ -119,7 +119,6 @@ class Scenario:
     places: Callable[[BurstConfig], int] = default_places  # places in total unless --cap
     stack_env: Callable[[BurstConfig], dict[str, str]] | None = None  # for a dedicated stack
     persist_queues: bool = False  # a dedicated stack's ElasticMQ keeps queues and messages on disk
-    artillery_env: dict[str, str] = field(default_factory=dict)  # for processor.js (RACECAP_*)
     before: Callable[[BurstRun], None] | None = None
     during_end: Callable[[BurstRun], None] | None = None
     after: Callable[[BurstRun, dict[str, Any]], list[str]] | None = None
