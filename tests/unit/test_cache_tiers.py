@@ -62,3 +62,32 @@ def test_breaker_closes_after_cooldown():
     assert not tier.available
     time.sleep(0.06)
     assert tier.available
+
+
+class _LateHolderRedis:
+    """Another environment's rebuild finishes between our miss and our SET NX: by the time
+    we take the (now free) lock, the value is in Redis."""
+
+    def __init__(self) -> None:
+        self.gets = 0
+        self.released: list[str] = []
+
+    def get(self, key):
+        self.gets += 1
+        return None if self.gets == 1 else b'{"answer":42}'
+
+    def set(self, key, value, nx=False, px=None):
+        return True
+
+    def eval(self, script, n, lock, token):
+        self.released.append(lock)
+
+
+def test_given_the_value_stored_just_before_we_took_the_lock_then_it_is_not_rebuilt():
+    fake = _LateHolderRedis()
+    cache = TieredCache(lambda: fake)  # type: ignore[arg-type, return-value]
+    loads = []
+    value = cache.get_or_load("k", lambda: loads.append(1) or {"answer": 0}, ttl=10, local_ttl=0)
+    assert value == {"answer": 42}
+    assert loads == []
+    assert fake.released == ["rc:k:lock"]  # and the lock is not left to expire

@@ -149,6 +149,14 @@ class TieredCache:
                     metrics.add_metric(name="CacheStampedeAvoided", unit="Count", value=1)
                     return json.loads(raw)  # type: ignore[no-any-return]
             # The lock holder is slow or gone: serve the runner rather than wait longer.
+        else:
+            # Checked again under the lock: a holder may have stored the value and released
+            # the lock between our miss and our SET NX (a second rebuild otherwise).
+            raw = self.shared.call(lambda r: r.get(full), None)
+            if raw is not None:
+                self.shared.call(lambda r: r.eval(_RELEASE_LOCK, 1, lock, token), None)
+                metrics.add_metric(name="CacheStampedeAvoided", unit="Count", value=1)
+                return json.loads(raw)  # type: ignore[no-any-return]
         value = loader()
         metrics.add_metric(name="CacheRebuild", unit="Count", value=1)
         payload = json.dumps(value, separators=(",", ":"))
