@@ -26,7 +26,7 @@ from tests.browser.steps import (
     type_card,
     unique,
 )
-from tests.integration.flows import intents_for, wait_confirmed
+from tests.integration.flows import intents_for, standin, wait_confirmed
 
 pytestmark = [
     pytest.mark.browser,
@@ -122,27 +122,18 @@ def test_two_tabs_on_one_hold_make_one_intent_and_one_charge(new_page, backend, 
     expect(second.get_by_test_id("error-card").or_(second.get_by_test_id("bib"))).to_be_visible(timeout=30_000)
     intents = intents_for(stack, hold_id=hold_id)
     assert [i["status"] for i in intents] == ["succeeded"]
-    stats = requests.get(
-        f"{stack.stripe_url}/_standin/stats", headers={"Authorization": f"Bearer {_secret()}"}, timeout=10
-    ).json()
+    stats = standin(stack).get(f"{stack.stripe_url}/_standin/stats").json()
     assert stats["succeededCharges"] >= 1
     charges = _charges_for(stack, intents[0]["id"])
     assert charges == 1
 
 
-def _secret() -> str:
-    from local.stripe_standin.server import Keys
-
-    return Keys().secret
-
-
 def _charges_for(stack: Any, intent_id: str) -> int:
-    events = requests.get(
-        f"{stack.stripe_url}/v1/events",
-        params={"type": "charge.succeeded", "limit": 100},
-        headers={"Authorization": f"Bearer {_secret()}"},
-        timeout=10,
-    ).json()["data"]
+    events = (
+        standin(stack)
+        .get(f"{stack.stripe_url}/v1/events", params={"type": "charge.succeeded", "limit": 100})
+        .json()["data"]
+    )
     return sum(1 for e in events if e["data"]["object"].get("payment_intent") == intent_id)
 
 

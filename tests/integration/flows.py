@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from local.stack import LocalStack
 from tools.audit import AuditReport, audit_until_clean
@@ -55,6 +57,15 @@ def standin(stack: LocalStack) -> requests.Session:
 
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {Keys().secret}"
+    # The stand-in's 25 requests/s are the account's, shared with the stack, whose own calls
+    # are paced at 24/s: a reconciliation tick paging through a session's events leaves the
+    # tests almost nothing for a second or two. Back off and retry a 429 as Stripe's SDKs do
+    # (a refused request was not applied, so retrying a POST is safe).
+    retry = Retry(
+        total=12, status_forcelist=(429,), allowed_methods=None, backoff_factor=0.2, backoff_max=2.0,
+        respect_retry_after_header=True, raise_on_status=False,
+    )  # fmt: skip
+    session.mount("http://", HTTPAdapter(max_retries=retry))
     session.request = functools.partial(session.request, timeout=15)  # type: ignore[method-assign]
     return session
 

@@ -9,13 +9,12 @@ import uuid
 from typing import Any
 
 import pytest
-import requests
 from racecap.dal.dynamo import to_item
 from racecap.errors import SoldOut
 from racecap.logic.holds import HoldService
 
 import blueprint
-from local.stripe_standin.server import Keys
+from tests.integration.flows import standin
 from tools.audit import AuditReport, audit, local_provider
 
 pytestmark = pytest.mark.integration
@@ -83,11 +82,8 @@ def _plant_charge_without_registration(stack: Any, backend: Any, race_id: str, e
         "metadata[raceId]": race_id,
         "metadata[registrationId]": f"reg_nobody{uuid.uuid4().hex[:8]}",
     }
-    resp = requests.post(
-        f"{stack.stripe_url}/v1/payment_intents",
-        data=body,
-        headers={"Idempotency-Key": uuid.uuid4().hex, "Authorization": f"Bearer {Keys().secret}"},
-        timeout=10,
+    resp = standin(stack).post(
+        f"{stack.stripe_url}/v1/payment_intents", data=body, headers={"Idempotency-Key": uuid.uuid4().hex}
     )
     assert resp.status_code == 200, resp.text
 
