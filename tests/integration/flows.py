@@ -59,7 +59,7 @@ def standin(stack: LocalStack) -> requests.Session:
     session.headers["Authorization"] = f"Bearer {Keys().secret}"
     # The stand-in's 25 requests/s are the account's, shared with the stack, whose own calls
     # are paced at 24/s: a reconciliation tick paging through a session's events leaves the
-    # tests almost nothing for a second or two. Back off and retry a 429 as Stripe's SDKs do
+    # tests almost nothing for a second or two. Back off and retry a 429, as Stripe's docs advise
     # (a refused request was not applied, so retrying a POST is safe).
     retry = Retry(
         total=12, status_forcelist=(429,), allowed_methods=None, backoff_factor=0.2, backoff_max=2.0,

@@ -78,6 +78,13 @@ def test_given_a_queued_opening_then_lottery_before_fifo_after_one_place_per_dev
     positions = {}
     for r in early + later:
         view = r.poll(race_id).json()
+        # The places were fixed when the runners entered (above, at once); only the state a
+        # poll shows can lag: an environment whose stamp still says "not yet open" answers
+        # WAITING_FOR_DRAW until its ~1 s stamp expires.
+        deadline = time.monotonic() + 5
+        while view["state"] == "WAITING_FOR_DRAW" and time.monotonic() < deadline:
+            time.sleep(0.25)
+            view = r.poll(race_id).json()
         assert view["state"] == "PAUSED", view
         positions[r] = view["position"]
 
