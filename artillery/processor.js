@@ -507,9 +507,11 @@ function readerDone(context, events, done) {
 }
 
 module.exports = {
-  // helpers the fairness scenarios' clients share (fairness.js)
+  // helpers the fairness scenarios' clients share (fairness.js, queue.js)
   parse,
   retryAfter,
+  countAnswer,
+  record,
   otherEvent,
   newRunner,
   pickEvent,

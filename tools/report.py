@@ -248,6 +248,44 @@ def _chaos(c: dict[str, Any] | None) -> str:
     )
 
 
+def _queue(q: dict[str, Any] | None) -> str:
+    """The opening queue's figures: who was in the lottery, the waits, the two orders."""
+    if not q:
+        return ""
+
+    def wait(w: dict[str, Any]) -> str:
+        return f"p50 {_num(w.get('p50_s'), '.1f')} s, p99 {_num(w.get('p99_s'), '.1f')} s (n {_num(w.get('n'))})"
+
+    pool, later = q.get("rho_pool", {}), q.get("rho_later", {})
+    tabs = q.get("second_tabs", {})
+    return (
+        "<h2>The opening queue</h2>"
+        f"<p>{_num(q.get('joined'))} runners joined ({_num(q.get('pool'))} before the opening: the lottery's pool; "
+        f"the queue issued {_num(q.get('numbers_issued'))} numbers), {_num(q.get('admitted'))} were admitted. "
+        f"Settings: {_e(q.get('settings'))}; the director opened registration "
+        f"{_num(q.get('opened_s_after_first_arrival'), '.1f')} s after the first arrival.</p>"
+        "<table><tr><th>figure</th><th>value</th></tr>"
+        "<tr><td>queue wait (join → admitted, as the runner saw it), all</td>"
+        f"<td>{wait(q.get('queue_wait_s', {}))}</td></tr>"
+        f"<tr><td>… the lottery's pool (includes the wait for the opening)</td>"
+        f"<td>{wait(q.get('queue_wait_pool_s', {}))}</td></tr>"
+        f"<tr><td>… later arrivals</td><td>{wait(q.get('queue_wait_later_s', {}))}</td></tr>"
+        f"<tr><td>Spearman &rho;, arrival vs admission order, pool</td><td>{_num(pool.get('rho'), '.3f')} "
+        f"over {_num(pool.get('n'))} (must be within ±{_num(pool.get('bound_abs'), '.3f')})</td></tr>"
+        f"<tr><td>Spearman &rho;, later arrivals</td><td>{_num(later.get('rho'), '.3f')} over {_num(later.get('n'))} "
+        f"(must be over {_num(later.get('bound_min'), '.1f')})</td></tr>"
+        f"<tr><td>&rho; by when runners saw their admission (not judged)</td><td>pool "
+        f"{_num(q.get('rho_seen_pool'), '.3f')}, later {_num(q.get('rho_seen_later'), '.3f')}</td></tr>"
+        f"<tr><td>second tabs</td><td>{_num(tabs.get('opened'))} opened, {_num(tabs.get('same_place'))} "
+        "got the same place</td></tr>"
+        f"<tr><td>outcomes</td><td>{_e(q.get('outcomes'))} ({_num(q.get('places'))} places)</td></tr>"
+        "</table>"
+        "<p class='note'>Admission order is the admission number each runner was given: number k is admitted "
+        "when “now serving” passes k. Under a fair lottery &rho; is about normal with standard deviation "
+        "1/√(n-1); the pool's bound is max(0.1, 4.4/√(n-1)).</p>"
+    )
+
+
 def render(s: dict[str, Any]) -> str:
     cfg = s.get("config", {})
     hourly = s.get("estimated_hourly_registrations")
@@ -294,6 +332,24 @@ def render(s: dict[str, Any]) -> str:
             _card("Page reads", _num(s.get("http_requests")), f"from {_num(s.get('arrived'))} readers"),
             _card("Peak request rate", _num(s.get("peak_request_rate")) + "/s", "10-s periods"),
             _card("Race page p99", _num(race.get("p99"), ",.0f") + " ms", f"p50 {_num(race.get('median'))} ms"),
+        ]
+    queue = s.get("opening-queue")
+    if queue:
+        pool, later, waits = queue.get("rho_pool", {}), queue.get("rho_later", {}), queue.get("queue_wait_s", {})
+        cards = [
+            _card("Runners admitted", _num(queue.get("admitted")), f"of {_num(queue.get('joined'))} who joined"),
+            _card(
+                "Queue wait",
+                f"p50 {_num(waits.get('p50_s'), '.0f')} s",
+                f"p99 {_num(waits.get('p99_s'), '.0f')} s",
+            ),
+            _card("&rho; before the opening", _num(pool.get("rho"), ".3f"), f"n {_num(pool.get('n'))}: the lottery"),
+            _card(
+                "&rho; after the opening",
+                _num(later.get("rho"), ".3f"),
+                f"n {_num(later.get('n'))}: first in, first out",
+            ),
+            cards[0],
         ]
     endpoints = s.get("endpoints", {})
     latency_rows = "".join(
@@ -425,6 +481,7 @@ run out); HTTP codes are every non-2xx status; network errors are timeouts or re
 <h2>Post-burst audit</h2>
 {audit_html}
 {_chaos(s.get("chaos"))}
+{_queue(s.get("opening-queue"))}
 
 <h2>Settings</h2>
 <table>{config_rows}</table>

@@ -7,6 +7,7 @@
     PROVIDER_RATE=5 make burst                   # the Stripe stand-in at 5 requests/s: runners meet its limit
     SCENARIO=bots make burst                     # a token bot, an address bot, honest runners
     SCENARIO=chaos make burst                    # the opening burst with faults (tools/burst/chaos.py)
+    make burst SCENARIO=opening-queue            # 2,000 runners queue in the 5 min before the opening
     TARGET=https://d123.cloudfront.net RACE_ID=race_... make burst   # a deployed stage
 
     python -m tools.burst --help                 # every knob, each also an env variable
@@ -27,6 +28,8 @@ The package, one room per job:
     config.py     BurstConfig, BurstResult, Scenario (and its hooks), BurstRun
     scenarios.py  the registry: a new scenario is one module plus one line there
     chaos.py      the chaos scenario: kills and restarts servers, injects DynamoDB faults
+    bots.py       the bots scenario: per-device and per-address hold limits
+    opening_queue.py  the opening-queue scenario: lottery before the opening, FIFO after
     stack.py      the local stack: start, seed, queue depth, drain, audit, confirmations
     warm.py       warm the functions and JVMs; the initial registration test
     artillery.py  run Artillery with the scenario's overrides; progress; `ensure` verdicts

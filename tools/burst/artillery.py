@@ -96,12 +96,10 @@ def run_artillery(
     log = work / "artillery.log"
     outcomes.unlink(missing_ok=True)
     sc = scenario(cfg.scenario)
-    overrides: dict[str, Any] = {
-        "config": {
-            "target": base,
-            "phases": [{"name": sc.phase, "duration": cfg.arrival_s, "arrivalCount": cfg.runners}],
-        }
-    }
+    phases: list[dict[str, Any]] = (
+        sc.phases(cfg) if sc.phases else [{"name": sc.phase, "duration": cfg.arrival_s, "arrivalCount": cfg.runners}]
+    )
+    overrides: dict[str, Any] = {"config": {"target": base, "phases": phases}}
     # Artillery replaces arrays given in --overrides; a scenario naming no endpoint drops them.
     if cfg.p99_limit_ms != P99_LIMIT_MS or not sc.threshold_endpoints:
         overrides["config"]["ensure"] = {
@@ -136,7 +134,7 @@ def run_artillery(
         json.dumps(overrides),
         str(sc.artillery),
     ]
-    progress = Progress(outcomes, cfg.runners)
+    progress = Progress(outcomes, sum(int(p.get("arrivalCount", 0)) for p in phases))
     tty = sys.stdout.isatty() and not cfg.quiet
     t0 = time.monotonic()
     last_print = 0.0

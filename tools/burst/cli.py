@@ -81,7 +81,21 @@ def _payment_lines(p: dict[str, Any] | None, provider: dict[str, Any] | None) ->
 
 
 # A scenario's own knobs, from the environment (each scenario's module says which it reads).
-SCENARIO_OPTIONS = ("BOT_TOKENS", "ADDRESS_CEILING", "BOT_TRIES")
+SCENARIO_OPTIONS = (
+    "BOT_TOKENS",
+    "ADDRESS_CEILING",
+    "BOT_TRIES",
+    *(
+        "LATER_RUNNERS",
+        "LATER_S",
+        "GAP_S",
+        "ADMISSION_RATE",
+        "POW_DIFFICULTY",
+        "REGISTER_PERCENT",
+        "SECOND_TAB_PERCENT",
+        "PLACES_PERCENT",
+    ),  # opening-queue
+)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -90,6 +104,18 @@ def _env_float(name: str, default: float) -> float:
 
 def parse_args(argv: list[str] | None = None) -> BurstConfig:
     d = BurstConfig()
+    # The scenario's own defaults for the runners and their arrival window (e.g. the opening
+    # queue's 2,000 runners over 5 minutes), unless RUNNERS / ARRIVAL_S / the flags say otherwise.
+    named = os.environ.get("SCENARIO", d.scenario)
+    given = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(given):
+        if arg == "--scenario" and i + 1 < len(given):
+            named = given[i + 1]
+        elif arg.startswith("--scenario="):
+            named = arg.split("=", 1)[1]
+    sc = SCENARIOS.get(named)
+    default_runners = (sc.default_runners if sc else None) or d.runners
+    default_arrival = (sc.default_arrival_s if sc else None) or d.arrival_s
     p = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=os.environ.get("SCENARIO", d.scenario))
     p.add_argument(
@@ -98,8 +124,8 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         default=_env_float("PROVIDER_RATE", 0) or None,
         help="the Stripe stand-in's requests/s during the burst (default: its 25/s, Stripe's test mode)",
     )
-    p.add_argument("--runners", type=int, default=int(_env_float("RUNNERS", d.runners)))
-    p.add_argument("--arrival", type=float, default=_env_float("ARRIVAL_S", d.arrival_s), help="seconds")
+    p.add_argument("--runners", type=int, default=int(_env_float("RUNNERS", default_runners)))
+    p.add_argument("--arrival", type=float, default=_env_float("ARRIVAL_S", default_arrival), help="seconds")
     p.add_argument("--think-min", type=float, default=_env_float("THINK_MIN", d.think_min_s))
     p.add_argument("--think-max", type=float, default=_env_float("THINK_MAX", d.think_max_s))
     p.add_argument(

@@ -125,3 +125,12 @@ class Scenario:
     # The `ensure` conditions for this config, replacing the script's (whose numbers are the
     # full run's), when they depend on the config.
     ensure_conditions: Callable[[BurstConfig], list[str]] | None = None
+    # Artillery's phases for this config, replacing the one arrival phase (e.g. arrivals
+    # before an opening, a pause, arrivals after it).
+    phases: Callable[[BurstConfig], list[dict[str, Any]]] | None = None
+    # False: the race is seeded not yet open (the scenario's hooks open it during the burst),
+    # so the warm-up skips its one registration on it (the warm-up race still proves the flow).
+    seeded_open: bool = True
+    # The command line's defaults for RUNNERS and ARRIVAL_S when this scenario is picked.
+    default_runners: int | None = None
+    default_arrival_s: float | None = None

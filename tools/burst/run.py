@@ -62,7 +62,7 @@ def run_burst(
                 say(f"stack up in {time.monotonic() - t0:.1f}s at {stack.url}")
             clients = Clients.for_stack(stack)
             caps = event_caps(cfg)
-            race_id = seed_race(clients, caps)
+            race_id = seed_race(clients, caps, open_now=sc.seeded_open)
             base = stack.url
             say(f"seeded race {race_id}: " + ", ".join(f"{n} cap {c}" for n, c, _ in caps))
         else:
@@ -78,7 +78,7 @@ def run_burst(
             concurrency = cfg.warm_concurrency or min(64, 2 * cfg.gateway_workers * cfg.gateway_threads)
             if cfg.local and stack is not None and clients is not None:
                 warm_servers(stack, clients, cfg.warm_registrations, concurrency, cfg.drain_timeout_s, say)
-            warm_up(base, race_id, open_events[0]["eventId"], concurrency, say)
+            warm_up(base, race_id, open_events[0]["eventId"], concurrency, say, initial_test=sc.seeded_open)
         say(
             f"{cfg.scenario}: {cfg.runners} runners within {cfg.arrival_s:.0f}s, think "
             f"{cfg.think_min_s:g}-{cfg.think_max_s:g}s, waiting-screen back-off x{cfg.backoff_scale:g}"

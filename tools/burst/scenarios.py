@@ -9,6 +9,7 @@ from __future__ import annotations
 from tools.burst.bots import BOTS
 from tools.burst.chaos import CHAOS
 from tools.burst.config import ARTILLERY_DIR, Scenario
+from tools.burst.opening_queue import OPENING_QUEUE
 
 OPENING = Scenario(
     name="opening",
@@ -30,7 +31,7 @@ RACE_PAGE = Scenario(
     think_s=(1, 2),
 )
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (OPENING, OVERSUBSCRIBED, RACE_PAGE, BOTS, CHAOS)}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (OPENING, OVERSUBSCRIBED, RACE_PAGE, BOTS, CHAOS, OPENING_QUEUE)}
 
 
 def scenario(name: str) -> Scenario:

@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 
 import blueprint
+from local.auth import director_sub
 from local.runtime import install_layer_path
 from local.stack import LocalStack, Ports
 
@@ -64,14 +65,18 @@ class Clients:
         )
 
 
-def seed_race(clients: Clients, caps: list[tuple[str, int, int]], name: str = "Burst City Marathon") -> str:
-    """Create an open race with (name, cap, priceCents) events, straight through the layer."""
+def seed_race(
+    clients: Clients, caps: list[tuple[str, int, int]], name: str = "Burst City Marathon", *, open_now: bool = True
+) -> str:
+    """Create a race with (name, cap, priceCents) events, straight through the layer: open,
+    or (``open_now=False``) opening tomorrow, for a scenario that opens it during the burst.
+    Its owner is the burst's director (``local.auth`` mints their token for the admin API)."""
     now = datetime.now(UTC)
     draft = RaceDraft(
         name=name,
         location="Loopback Park",
         raceDate=(now + timedelta(days=90)).date().isoformat(),
-        registrationOpensAt=now - timedelta(minutes=1),
+        registrationOpensAt=now - timedelta(minutes=1) if open_now else now + timedelta(hours=20),
         registrationClosesAt=now + timedelta(days=1),
         holdMinutes=15,
         events=[EventDraft(name=n, cap=c, priceCents=p) for n, c, p in caps],
@@ -80,7 +85,7 @@ def seed_race(clients: Clients, caps: list[tuple[str, int, int]], name: str = "B
         DynamoRaceStore(clients.dynamodb, blueprint.table("Races").local_name),
         DynamoInventory(clients.dynamodb, blueprint.table("Inventory").local_name),
     )
-    return admin.create_race(DIRECTOR, draft, open_now=True).raceId
+    return admin.create_race(director_sub(DIRECTOR), draft, open_now=open_now).raceId
 
 
 def event_caps(cfg: BurstConfig) -> list[tuple[str, int, int]]:
