@@ -184,7 +184,9 @@ def periods_table(periods: list[dict[str, Any]]) -> str:
     """Latency over the burst, per Artillery reporting period (10 s)."""
     if not periods:
         return ""
-    cols = ("hold_p50", "hold_p99", "register_p50", "register_p99")
+    cols: tuple[str, ...] = ("hold_p50", "hold_p99", "register_p50", "register_p99")
+    if any(p.get("poll_p99") is not None for p in periods):
+        cols += ("poll_p50", "poll_p99")  # the opening queue's own checks
     rows = "".join(
         f"<tr><td>{_num(p.get('t'), '.0f')} s</td><td>{_num(p.get('request_rate'), ',.0f')}</td>"
         + "".join(f"<td>{_num(p.get(c), ',.0f', '')}</td>" for c in cols)
@@ -193,7 +195,9 @@ def periods_table(periods: list[dict[str, Any]]) -> str:
     )
     return (
         "<h2>Over time (Artillery's 10-second periods)</h2><table><tr><th>period start</th><th>requests/s</th>"
-        "<th>hold p50</th><th>hold p99</th><th>register p50</th><th>register p99</th></tr>"
+        "<th>hold p50</th><th>hold p99</th><th>register p50</th><th>register p99</th>"
+        + ("<th>poll p50</th><th>poll p99</th>" if "poll_p99" in cols else "")
+        + "</tr>"
         f"{rows}</table><p class='note'>A slow period while the request rate is flat points at the machine "
         "(other processes, the JVMs' garbage collection), a slow start at cold environments.</p>"
     )

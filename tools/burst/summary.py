@@ -103,7 +103,7 @@ def summarize(
             "t": round((int(period.get("period", 0)) - first_ms) / 1000, 1) if first_request else None,
             "request_rate": period.get("rates", {}).get("http.request_rate", 0),
         }
-        for name in ("hold", "register"):
+        for name in ("hold", "register", "poll"):  # poll: the opening queue's own checks
             st = period.get("summaries", {}).get(f"plugins.metrics-by-endpoint.response_time.{name}")
             if st:
                 row[f"{name}_p50"], row[f"{name}_p99"] = st.get("median"), st.get("p99")
