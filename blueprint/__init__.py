@@ -545,6 +545,10 @@ COMMON_ENV: dict[str, Ref] = {
     "FAIRNESS_KEY_SECRET_ID": SecretId("FairnessSigningKey"),
     # Checked at the edge of every API handler (racecap.http): only CloudFront knows it.
     "ORIGIN_VERIFY_SECRET": OriginSecret(),
+    # The backstop for a registration message lost after the queue accepted it: a paid hold
+    # still unconfirmed this long after it was queued is re-sent to the writer (idempotent).
+    # Longer than the writer's backlog in a normal opening, so a busy minute is not a loss.
+    "REQUEUE_UNCONFIRMED_AFTER_SECONDS": Param("RequeueUnconfirmedAfterSeconds", "300"),
     "POWERTOOLS_METRICS_NAMESPACE": "Racecap",
     "POWERTOOLS_LOG_LEVEL": "INFO",
 }

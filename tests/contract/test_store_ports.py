@@ -179,19 +179,42 @@ def test_an_abandoned_payment_frees_place_and_email(stores, race):
     assert stores.holds.begin_payment(_held(stores, race), _attempt("cy@example.com"), NOW) == BeginOutcome.STARTED
 
 
-def test_a_queued_hold_leaves_the_sweepers_view(stores, race):
+def test_a_queued_hold_leaves_the_sweepers_view_until_its_resend_time(stores, race):
     hold, attempt = _paying(stores, race, "di@example.com")
     held = _held(stores, race, minutes=1)
     later = NOW + timedelta(minutes=30)
+    due = NOW + timedelta(hours=1)
     assert {h.holdId for h in stores.holds.expired(later)} >= {hold.holdId, held.holdId}
-    stores.holds.mark_queued(hold, attempt, "pi_9", NOW)
-    stores.holds.mark_queued(hold, attempt, "pi_9", NOW)  # a repeat is harmless
+    stores.holds.mark_queued(hold, attempt, "pi_9", NOW, due)
+    stores.holds.mark_queued(hold, attempt, "pi_9", NOW, due)  # a repeat is harmless
     found = stores.holds.get(hold.holdId)
-    assert found is not None and (found.status, found.chargeId, found.queuedAt) == (HoldPhase.QUEUED, "pi_9", NOW)
+    assert found is not None
+    assert (found.status, found.chargeId, found.queuedAt, found.requeueAt) == (HoldPhase.QUEUED, "pi_9", NOW, due)
     expired = {h.holdId for h in stores.holds.expired(later)}
     assert hold.holdId not in expired and held.holdId in expired
     assert held.holdId not in {h.holdId for h in stores.holds.expired(NOW)}
-    assert stores.holds.live_counts(race) == {"ev": 1}
+    assert stores.holds.live_counts(race) == {"ev": 1}  # a queued place is not "held"
+    # Still unconfirmed at its re-send time: the sweeper sees it again.
+    assert hold.holdId in {h.holdId for h in stores.holds.expired(due)}
+
+
+def test_one_of_many_sweepers_claims_a_due_resend_and_a_confirmed_hold_is_never_resent(stores, race):
+    hold, attempt = _paying(stores, race, "dj@example.com")
+    due = NOW + timedelta(minutes=5)
+    stores.holds.mark_queued(hold, attempt, "pi_10", NOW, due)
+    seen = stores.holds.get(hold.holdId)
+    assert seen is not None
+    later = due + timedelta(minutes=10)
+    assert stores.holds.postpone_requeue(seen, later)
+    assert not stores.holds.postpone_requeue(seen, later)  # a second sweeper read the same due time
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and (found.requeueAt, found.requeues) == (later, 1)
+    assert hold.holdId not in {h.holdId for h in stores.holds.expired(due)}
+    assert hold.holdId in {h.holdId for h in stores.holds.expired(later)}
+    # Confirmed by the writer: out of the index, and a stale view cannot claim it.
+    stores.regs.confirm_batch(race, "ev", stores.regs.next_bib(race, "ev"), [_paid(found, attempt)], NOW.isoformat())
+    assert hold.holdId not in {h.holdId for h in stores.holds.expired(later + timedelta(days=1))}
+    assert not stores.holds.postpone_requeue(found, later + timedelta(hours=1))
 
 
 # -- registrations ----------------------------------------------------------------------------------

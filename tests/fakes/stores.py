@@ -93,7 +93,8 @@ class FakeTables:
 
         def apply() -> None:
             self.holds[hold_id] = self.holds[hold_id].model_copy(update=changes)
-            if changes.get("status") not in (None, HoldPhase.HELD, HoldPhase.PAYING):
+            # QUEUED stays in the index (keyed by requeueAt) until the writer confirms it.
+            if changes.get("status") not in (None, HoldPhase.HELD, HoldPhase.PAYING, HoldPhase.QUEUED):
                 self.live.discard(hold_id)
 
         return fake_item(ok, apply)
@@ -224,7 +225,7 @@ class FakeHolds:
         email = self.tables.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True)
         return self._move_place(hold, self._paying_with(attempt), HoldPhase.EXPIRED, [email])
 
-    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None:
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
         t = self.tables
         try:
             t.transact(
@@ -235,6 +236,7 @@ class FakeHolds:
                         status=HoldPhase.QUEUED,
                         chargeId=payment_id,
                         queuedAt=now,
+                        requeueAt=requeue_at,
                     ),
                     *self._free_client_slots(hold),
                 ]
@@ -284,13 +286,30 @@ class FakeHolds:
         return [fake_item(lambda: True, lambda k=key: free(k)) for key in hold.clientLimits]
 
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
+        def due(h: Hold) -> bool:
+            if h.status == HoldPhase.QUEUED:
+                return h.requeueAt is not None and h.requeueAt <= now
+            return h.expired(now)
+
         with self.tables.lock:
-            return [self.tables.holds[h] for h in self.tables.live if self.tables.holds[h].expired(now)]
+            return [self.tables.holds[h] for h in self.tables.live if due(self.tables.holds[h])]
+
+    def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
+        with self.tables.lock:
+            found = self.tables.holds.get(hold.holdId)
+            if found is None or found.status != HoldPhase.QUEUED or found.requeueAt != hold.requeueAt:
+                return False
+            if hold.requeueAt is None:
+                return False
+            self.tables.holds[hold.holdId] = found.model_copy(
+                update={"requeueAt": until, "requeues": found.requeues + 1}
+            )
+            return True
 
     def live_counts(self, race_id: str) -> dict[str, int]:
         with self.tables.lock:
             live = [self.tables.holds[h] for h in self.tables.live]
-        return dict(Counter(h.eventId for h in live if h.raceId == race_id))
+        return dict(Counter(h.eventId for h in live if h.raceId == race_id and h.status != HoldPhase.QUEUED))
 
 
 class FakeRegistrations:

@@ -163,6 +163,50 @@ def test_given_a_paid_runner_who_never_came_back_then_the_sweeper_confirms_them(
     assert (report.confirmed, report.charges_succeeded, report.refunds) == (1, 1, 0)
 
 
+def test_given_a_paid_registration_whose_message_was_lost_then_the_sweeper_sends_it_again(api, backend, stack):
+    """Paid and marked QUEUED, but the queue lost the message (the hold as ``mark_queued``
+    leaves it, with no message behind it): reconciliation sees the payment and a QUEUED hold
+    and, rightly, does nothing; only the sweeper's re-send at ``requeueAt`` can confirm it,
+    once, with the next bib."""
+    race_id = backend.create_race([3])
+    (event_id,) = event_ids(api, race_id)
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    details = register(api, hold_id, runner("lost-message@example.com", token=None))
+    assert details.status_code == 200, details.text
+    rid = details.json()["registrationId"]
+    webhooks(stack, paused=True)
+    try:
+        (intent,) = intents_for(stack, hold_id=hold_id)
+        assert browser_pays(stack, intent["id"])["status"] == "succeeded"
+        queued_at = datetime.now(UTC) - timedelta(minutes=10)
+        due = (queued_at + timedelta(minutes=5)).isoformat()
+        backend.dynamodb.update_item(
+            TableName=backend.table("Inventory"),
+            Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
+            UpdateExpression="SET #s = :queued, chargeId = :pi, queuedAt = :q, requeueAt = :due, gsi1sk = :due",
+            ConditionExpression="#s = :paying",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=values(
+                {
+                    ":queued": "QUEUED",
+                    ":paying": "PAYING",
+                    ":pi": intent["id"],
+                    ":q": queued_at.isoformat(),
+                    ":due": due,
+                }
+            ),
+        )
+        confirmed = wait_confirmed(api, [rid], timeout=60)[rid]
+    finally:
+        webhooks(stack, paused=False)
+    assert confirmed["bib"] == 1
+    found = backend.holds().get(hold_id)
+    assert found.status == "CONFIRMED" and found.requeues == 1
+    report = wait_for_audit(stack, backend, race_id)
+    assert report.ok, report.summary()
+    assert (report.confirmed, report.charges_succeeded, report.refunds) == (1, 1, 0)
+
+
 def test_given_an_oversubscribed_opening_then_every_runner_with_a_place_is_confirmed_once(api, backend, stack):
     """120 runners for 30 places, all at once, each holding then paying: the director's audit."""
     race_id = backend.create_race([30])

@@ -107,7 +107,7 @@ def register(w: AdminWorld, hold: Hold, email: str, first: str = "Ann", last: st
     """Pay for ``hold`` and confirm it, as the registration service and the writer do."""
     attempt = Attempt(f"k-{hold.holdId}", email, first, last, "1990-01-01", 2500, "USD", w.clock.now.isoformat())
     assert w.holds.begin_payment(hold, attempt, w.clock.now) == BeginOutcome.STARTED
-    w.holds.mark_queued(hold, attempt, f"pi_{hold.holdId}", w.clock.now)
+    w.holds.mark_queued(hold, attempt, f"pi_{hold.holdId}", w.clock.now, w.clock.now + timedelta(minutes=5))
     paid = PaidRegistration(
         registrationId=hold.registrationId,
         holdId=hold.holdId,

@@ -11,7 +11,9 @@ from racecap.dal.registrations import CounterMoved, DuplicateRegistration
 from racecap.domain import Hold, HoldPhase, RegistrationPhase
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
 from racecap.logic import writer as writer_module
+from racecap.logic.holds import hold_id_for
 from racecap.logic.races import sold_out_flag
+from racecap.logic.registration import REQUEUE_AFTER
 from racecap.logic.sweeper import THREE_DS_EXTENSION
 
 from tests.fakes.catalog import open_race
@@ -45,7 +47,7 @@ def _stranded(world: World, card: str | None = "pm_card_visa") -> Hold:
 def test_expired_held_places_go_back_and_clear_sold_out(world):
     hold_id = _hold(world)
     world.flags.flag(sold_out_flag("race-1", "ev0"), 5)
-    assert world.sweeper.sweep(LATER) == {"released": 1, "recovered": 0, "abandoned": 0, "waiting": 0}
+    assert world.sweeper.sweep(LATER) == {"released": 1, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
     assert world.holds.get(hold_id).status == HoldPhase.EXPIRED
     assert world.tables.taken("race-1", "ev0") == 0 and not world.flags.flags
     assert world.sweeper.sweep(LATER)["released"] == 0
@@ -54,7 +56,7 @@ def test_expired_held_places_go_back_and_clear_sold_out(world):
 def test_a_hold_not_yet_expired_is_left_alone(world):
     hold_id = _hold(world)
     world.registration.register(_hold(world), request(card=None))
-    assert world.sweeper.sweep() == {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0}
+    assert world.sweeper.sweep() == {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
     assert world.holds.get(hold_id).status == HoldPhase.HELD
 
 
@@ -148,8 +150,73 @@ def test_one_hold_failing_does_not_stop_the_sweep(world, monkeypatch):
 def test_a_hold_the_index_still_lists_after_it_moved_on_is_skipped(world):
     hold_id = _hold(world)
     world.registration.register(hold_id, request())
+    assert world.write_queued() == []
     world.tables.live.add(hold_id)  # the index lags the item
-    assert world.sweeper.sweep(LATER) == {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0}
+    assert world.sweeper.sweep(LATER) == {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
+
+
+# -- the backstop for a lost registration message --------------------------------------------------
+def _queued(world: World, email: str = "ann@example.com") -> Hold:
+    accepted = world.registration.register(_hold(world), request(email))
+    assert accepted.status == "QUEUED"
+    hold = world.holds.get(hold_id_for(accepted.registrationId))
+    assert hold.status == HoldPhase.QUEUED and hold.requeueAt == hold.queuedAt + REQUEUE_AFTER
+    return hold
+
+
+def test_a_paid_registration_whose_message_was_lost_is_sent_again_when_due_and_confirmed_once(world):
+    hold = _queued(world)
+    world.queue.sent.clear()  # the queue took the message, then lost it
+    assert world.sweeper.sweep(hold.requeueAt - timedelta(seconds=1))["resent"] == 0  # not due yet
+    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 1
+    (message,) = world.queue.sent
+    assert (message.registrationId, message.chargeId, message.email) == (
+        hold.registrationId,
+        hold.chargeId,
+        "ann@example.com",
+    )
+    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 0  # claimed: not sent twice
+    assert world.write_queued() == []
+    assert world.regs.get(hold.registrationId).bib == 1
+    assert world.holds.get(hold.holdId).status == HoldPhase.CONFIRMED
+    # Confirmed: never sent again, however late the sweeper looks.
+    assert world.sweeper.sweep(hold.requeueAt + timedelta(days=3))["resent"] == 0
+    assert world.queue.sent == []
+
+
+def test_a_late_original_and_its_resend_make_one_registration_one_email_and_no_bib_gap(world):
+    hold = _queued(world)  # the original is only late, not lost
+    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 1
+    assert len(world.queue.sent) == 2
+    assert world.write_queued() == []
+    assert [r.registrationId for r in world.regs.tables.regs.values()] == [hold.registrationId]
+    assert len(world.emails.sent) == 1
+    later = _queued(world, "bo@example.com")
+    assert world.write_queued() == []
+    assert world.regs.get(later.registrationId).bib == 2
+
+
+def test_resends_back_off_so_a_long_backlog_is_not_flooded(world):
+    hold = _queued(world)
+    first = hold.requeueAt
+    assert world.sweeper.sweep(first)["resent"] == 1
+    second = world.holds.get(hold.holdId).requeueAt
+    assert second == first + 2 * REQUEUE_AFTER
+    assert world.sweeper.sweep(second - timedelta(seconds=1))["resent"] == 0
+    assert world.sweeper.sweep(second)["resent"] == 1
+    assert world.holds.get(hold.holdId).requeueAt == second + 4 * REQUEUE_AFTER
+    assert world.holds.get(hold.holdId).requeues == 2
+
+
+def test_a_resend_the_queue_refuses_is_tried_again_at_the_next_due_time(world):
+    hold = _queued(world)
+    world.queue.sent.clear()
+    world.queue.fail_next = 1
+    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 0  # logged; the sweep goes on
+    again = world.holds.get(hold.holdId).requeueAt
+    assert world.sweeper.sweep(again)["resent"] == 1
+    assert world.write_queued() == []
+    assert world.regs.get(hold.registrationId) is not None
 
 
 # -- the writer -------------------------------------------------------------------------------------

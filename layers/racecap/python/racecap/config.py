@@ -36,6 +36,9 @@ class Settings(BaseModel):
     payments_publishable_key: str = Field(alias="PAYMENTS_PUBLISHABLE_KEY", min_length=1)
     payments_script_url: str = Field(alias="PAYMENTS_SCRIPT_URL", pattern=r"^https?://")
     service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
+    # A paid registration still unconfirmed this long after it was queued is re-sent to the
+    # writer by the sweeper (its message was lost); then after twice as long, and so on.
+    requeue_after_s: int = Field(alias="REQUEUE_UNCONFIRMED_AFTER_SECONDS", ge=1)
     # Per-address token buckets on the runner API (racecap.fairness.buckets).
     rate_limit_per_second: float = Field(alias="RATE_LIMIT_PER_SECOND", gt=0)
     rate_limit_burst: int = Field(alias="RATE_LIMIT_BURST", ge=1)

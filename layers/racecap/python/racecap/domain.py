@@ -98,6 +98,10 @@ class Hold(_Record):
     # Pushed back once (bounded) while the runner's bank asks for 3-D Secure at expiry.
     extended: bool = False
     queuedAt: datetime | None = None
+    # While QUEUED: when the sweeper re-sends the registration message if the writer has not
+    # confirmed it by then (a message lost after it was accepted), and how often it has.
+    requeueAt: datetime | None = None
+    requeues: int = 0
     bib: int | None = None
     # Per-client hold limits it counts against (counter key -> limit when held): the
     # device's and the address's (racecap.fairness.limits); freed when the place leaves HELD/PAYING.

@@ -7,6 +7,7 @@ fakes or local servers instead.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -107,7 +108,8 @@ def hold_service() -> HoldService:
 @lru_cache(maxsize=1)
 def registration_service() -> RegistrationService:
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
-    return RegistrationService(catalog(), holds(), registrations(), payments(), queue)
+    requeue_after = timedelta(seconds=get_settings().requeue_after_s)
+    return RegistrationService(catalog(), holds(), registrations(), payments(), queue, requeue_after)
 
 
 @lru_cache(maxsize=1)

@@ -311,6 +311,33 @@ class DynamoHolds:
             return False
         return True
 
+    def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
+        """Claim a QUEUED hold's due re-send and set the next one: True for exactly one of any
+        number of concurrent sweepers (the condition is the due time they all read)."""
+        if hold.requeueAt is None:
+            return False
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="SET requeueAt = :until, gsi1sk = :until ADD requeues :one",
+                ConditionExpression="#s = :queued AND requeueAt = :was",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values(
+                    {
+                        ":queued": HoldPhase.QUEUED,
+                        ":until": until.isoformat(),
+                        ":was": hold.requeueAt.isoformat(),
+                        ":one": 1,
+                    }
+                ),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
+
     def _release_email(self, hold: Hold, email: str) -> TransactItem:
         return {
             "Delete": {
@@ -322,11 +349,15 @@ class DynamoHolds:
             }
         }
 
-    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None:
-        """Paid and on the queue: the hold can no longer expire (leaves the sweeper's index)."""
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
+        """Paid and on the queue: the hold can no longer expire. It stays in the sweeper's
+        sparse index, keyed by ``requeue_at`` instead of its expiry, until the writer confirms
+        it (the writer's transaction removes it): if the message is lost, the sweeper finds
+        the hold there and sends it again. In a normal opening the writer gets there first, so
+        the index costs one key change per registration and no read."""
         update = self._update_hold(
             hold,
-            "SET #s = :queued, chargeId = :charge, queuedAt = :now REMOVE gsi1pk, gsi1sk",
+            "SET #s = :queued, chargeId = :charge, queuedAt = :now, requeueAt = :due, gsi1sk = :due",
             "#s = :paying AND attempt.#k = :key",
             {
                 ":queued": HoldPhase.QUEUED,
@@ -334,6 +365,7 @@ class DynamoHolds:
                 ":key": attempt.key,
                 ":charge": payment_id,
                 ":now": now.isoformat(),
+                ":due": requeue_at.isoformat(),
             },
         )
         # A paid place no longer counts against its client's hold limit: freed in the same
@@ -347,6 +379,7 @@ class DynamoHolds:
 
     # -- the sweeper's view ----------------------------------------------------------------------
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
+        """Holds past their expiry (HELD, PAYING) and queued holds past their re-send time."""
         out: list[Hold] = []
         for n in range(LIVE_PARTITIONS):
             page = query_all(
@@ -363,9 +396,10 @@ class DynamoHolds:
     def live_counts(self, race_id: str) -> dict[str, int]:
         """Places held right now (HELD or PAYING) per event of one race, for directors' stats.
 
-        Reads the sweeper's sparse index (only holds that can still expire are in it), so it
-        costs reads in proportion to the holds live across all races at this moment: cheap
-        on a quiet day, a few MB at the peak of a burst — the stats are cached briefly.
+        Reads the sweeper's sparse index (holds that can still expire, and queued ones the
+        writer has not confirmed yet), so it costs reads in proportion to the holds live
+        across all races at this moment: cheap on a quiet day, a few MB at the peak of a
+        burst — the stats are cached briefly.
         """
         counts: dict[str, int] = {}
         for n in range(LIVE_PARTITIONS):
@@ -374,9 +408,11 @@ class DynamoHolds:
                 TableName=self._table,
                 IndexName="gsi1",
                 KeyConditionExpression="gsi1pk = :p",
-                FilterExpression="raceId = :r",
+                # QUEUED holds waiting for the writer are in the index too (the re-send backstop).
+                FilterExpression="raceId = :r AND #s <> :queued",
                 ProjectionExpression="eventId",
-                ExpressionAttributeValues=values({":p": f"LIVE#{n}", ":r": race_id}),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values({":p": f"LIVE#{n}", ":r": race_id, ":queued": HoldPhase.QUEUED}),
             ):
                 counts[item["eventId"]] = counts.get(item["eventId"], 0) + 1
         return counts

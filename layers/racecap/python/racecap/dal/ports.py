@@ -58,7 +58,10 @@ class HoldStore(Protocol):
 
     def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool: ...
 
-    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime) -> None: ...
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
+        """PAYING → QUEUED (paid, on the queue); the sweeper sees it again at ``requeue_at``
+        unless the writer has confirmed it by then."""
+        ...
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
         """Record the hold's one PaymentIntent while ``attempt`` pays (ending its call's turn);
@@ -70,7 +73,13 @@ class HoldStore(Protocol):
         ...
 
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
-        """HELD or PAYING holds whose ``expiresAt`` has passed (the sweeper's index)."""
+        """HELD or PAYING holds whose ``expiresAt`` has passed, and QUEUED ones whose
+        ``requeueAt`` has (the sweeper's index)."""
+        ...
+
+    def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
+        """Claim a QUEUED hold's due re-send (the next one at ``until``); False: another
+        sweeper did, or the writer confirmed it."""
         ...
 
     def live_counts(self, race_id: str) -> dict[str, int]: ...

@@ -22,8 +22,10 @@ still creating it the hold says so (``busyUntil``), so a duplicate is told "alre
 processed" instead of racing it. One registration and one charge either way.
 
 A crash after 2 or 3 leaves the hold PAYING; the next confirm, the webhook (retried by the
-provider for days), the sweeper at expiry and the reconciliation all finish it. So no paid
-registration is ever lost.
+provider for days), the sweeper at expiry and the reconciliation all finish it. A message
+lost after the queue took it (the hold QUEUED, the writer never told) is sent again by the
+sweeper once the hold has waited ``REQUEUE_AFTER`` unconfirmed. So no paid registration is
+ever lost.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from racecap.dal.payments import (
@@ -71,6 +73,10 @@ from racecap.models import Event, Race, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics
 
 T = TypeVar("T")
+
+# The default wait before a queued, unconfirmed registration is re-sent (the deployed value is
+# the REQUEUE_UNCONFIRMED_AFTER_SECONDS setting).
+REQUEUE_AFTER = timedelta(minutes=5)
 
 # The paper's waiting screen: poll after 10, 20, 40, then every 60 seconds.
 BACKOFF_SCHEDULE = ((10, 10), (30, 20), (70, 40))
@@ -164,12 +170,14 @@ class RegistrationService:
         registrations: RegistrationStore,
         payments: PaymentProvider,
         queue: MessageQueue,
+        requeue_after: timedelta = REQUEUE_AFTER,
     ) -> None:
         self._catalog = catalog
         self._holds = holds
         self._registrations = registrations
         self._payments = payments
         self._queue = queue
+        self._requeue_after = requeue_after
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's details: claim the email, then the hold's intent (and, given a
@@ -265,7 +273,27 @@ class RegistrationService:
         self, hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
     ) -> None:
         self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
-        self._holds.mark_queued(hold, attempt, payment_id, now)
+        self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after)
+
+    def resend_unconfirmed(self, hold: Hold, now: datetime) -> bool:
+        """The backstop for a lost message: a hold paid and queued ``requeue_after`` ago that
+        the writer has not confirmed gets its registration message again (the writer keys on
+        the registration id, so if the first one was only late, the second changes nothing).
+        The claim comes first, so of concurrent sweepers exactly one sends; each later re-send
+        waits twice as long, so a long backlog is not flooded with copies. True: sent."""
+        if hold.status != HoldPhase.QUEUED or hold.attempt is None or hold.chargeId is None:
+            return False
+        wait = self._requeue_after * 2 ** min(hold.requeues + 1, 6)
+        if not self._holds.postpone_requeue(hold, now + wait):
+            return False  # another sweeper sent it, or the writer confirmed it meanwhile
+        race, event = self._race_event(hold)
+        self._queue.send(registration_message(hold, hold.attempt, hold.chargeId, race, event, now))
+        logger.warning(
+            "re-sent a paid registration the writer had not confirmed",
+            extra={"registrationId": hold.registrationId, "queuedAt": str(hold.queuedAt), "resends": hold.requeues + 1},
+        )
+        metrics.add_metric(name="RegistrationResent", unit="Count", value=1)
+        return True
 
     # -- steps ---------------------------------------------------------------------------------
     def _race_event(self, hold: Hold) -> tuple[Race, Event]:

@@ -7,7 +7,8 @@ Waiting for 3-D Secure (``requires_action``) → the hold is extended once, by
 ``THREE_DS_EXTENSION``, so the runner can finish. Otherwise the intent is cancelled *before*
 the place is freed: if the cancel fails because the payment succeeded meanwhile, the
 registration is queued instead; once cancelled, no browser can charge it any more, and the
-email and place are freed.
+email and place are freed. A QUEUED hold the writer has not confirmed by its ``requeueAt``
+(its message was lost) is sent to the writer again.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class HoldSweeper:
 
     def sweep(self, now: datetime | None = None) -> dict[str, int]:
         now = now or datetime.now(UTC)
-        counts = {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0}
+        counts = {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
         for hold in self._holds.expired(now):
             try:
                 outcome = self._settle(hold, now)
@@ -63,6 +64,8 @@ class HoldSweeper:
         return counts
 
     def _settle(self, hold: Hold, now: datetime) -> str | None:
+        if hold.status == HoldPhase.QUEUED:  # paid, queued, still unconfirmed at its re-send time
+            return "resent" if self._registration.resend_unconfirmed(hold, now) else None
         if hold.status == HoldPhase.HELD:
             return "released" if self._holds.release(hold, HoldPhase.EXPIRED, now=now) else None
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
