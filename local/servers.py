@@ -442,6 +442,8 @@ def _elasticmq_storage(store: Path | None) -> str:
         return ""
     # H2's file URI: no auto-server, one process (ElasticMQ) owns it; ElasticMQ keeps
     # its own schema in it and prunes nothing on start (prune-data-on-init false).
+    # WRITE_DELAY=0: H2 writes a commit when it happens, not up to 500 ms later (its
+    # default), so a message ElasticMQ acknowledged survives a SIGKILL, as SQS's do.
     return f"""
 queues-storage {{
   enabled = true
@@ -451,7 +453,7 @@ queues-storage {{
 messages-storage {{
   enabled = true
   driver-class = "org.h2.Driver"
-  uri = "jdbc:h2:{store / "messages"}"
+  uri = "jdbc:h2:{store / "messages"};WRITE_DELAY=0"
   username = ""
   password = ""
   prune-data-on-init = false

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -46,8 +47,14 @@ WINDOW_S = 10.0  # the latency "caused" by a fault: requests in the seconds afte
 
 
 def _stack_env(_cfg: BurstConfig) -> dict[str, str]:
-    # A fresh switch folder per run; the hook reads it, the fault thread writes it.
-    return {faults.ENV_VAR: tempfile.mkdtemp(prefix="racecap-faults-")}
+    # A fresh switch folder per run; the hook reads it, the fault thread writes it. A message
+    # the faults lose (ElasticMQ killed before its store has it) is re-sent by the sweeper's
+    # backstop: after 30 s here, not the deployed 5 minutes, so the run sees it within its
+    # wait. A burst this small drains in seconds, so 30 s unconfirmed is a loss, not a backlog.
+    return {
+        faults.ENV_VAR: tempfile.mkdtemp(prefix="racecap-faults-"),
+        "REQUEUE_UNCONFIRMED_AFTER_SECONDS": "30",
+    }
 
 
 class Chaos(threading.Thread):
@@ -302,6 +309,31 @@ def _dead_letters(run: BurstRun) -> dict[str, int]:
     return out
 
 
+_TWICE = re.compile(r"^(\d+) registrations got more than one confirmation email$")
+
+
+def _audit_excuses(run: BurstRun, violations: list[str]) -> dict[str, str]:
+    """The one violation a kill can cause by design: an email sender SIGKILLed after SES
+    accepted an email and before it recorded the send (one SES call and one write apart)
+    leaves the key unrecorded, and the redelivery sends it again. Email is at least once
+    across a crash (recording first would lose emails instead). Accounted for only up to
+    the emails that kill left in flight; any more, or any other violation, fails the run."""
+    chaos = _RUNNING.get(run.race_id)
+    if chaos is None:
+        return {}
+    kill = next((r["detail"] for r in chaos.timeline if r["fault"] == "email sender killed mid-batch"), None)
+    stranded = int(kill.get("stranded_after_kill", 0)) if kill else 0
+    out: dict[str, str] = {}
+    for v in violations:
+        m = _TWICE.match(v)
+        if m and 0 < int(m.group(1)) <= stranded:
+            out[v] = (
+                f"the email sender was SIGKILLed with {stranded} emails in flight; a send SES had "
+                "accepted but the dead process had not recorded is sent again on redelivery"
+            )
+    return out
+
+
 CHAOS = Scenario(
     name="chaos",
     artillery=ARTILLERY_DIR / "opening-burst.yml",
@@ -314,4 +346,5 @@ CHAOS = Scenario(
     before=_before,
     during_end=_during_end,
     after=_after,
+    audit_excuses=_audit_excuses,
 )

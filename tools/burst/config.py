@@ -122,6 +122,10 @@ class Scenario:
     before: Callable[[BurstRun], None] | None = None
     during_end: Callable[[BurstRun], None] | None = None
     after: Callable[[BurstRun, dict[str, Any]], list[str]] | None = None
+    # Audit violations the scenario itself caused on purpose and can account for, each with
+    # the reason (e.g. a process killed between SES accepting an email and recording it).
+    # Anything it does not name fails the run as usual.
+    audit_excuses: Callable[[BurstRun, list[str]], dict[str, str]] | None = None
     # The `ensure` conditions for this config, replacing the script's (whose numbers are the
     # full run's), when they depend on the config.
     ensure_conditions: Callable[[BurstConfig], list[str]] | None = None

@@ -3,7 +3,9 @@
 * **At most once per ``dedupKey``.** SQS delivers at least once and producers may enqueue
   twice, so sending goes through Powertools Idempotency keyed on the message's
   ``dedupKey``: a duplicate returns the first send's message id without sending. If the
-  send fails, the in-progress record is removed so the redelivery can send.
+  send fails, the in-progress record is removed so the redelivery can send. The one gap is
+  a process that dies after SES accepted and before the record is saved: the redelivery
+  sends again (at least once across a crash; recording before sending would lose emails).
 * **Never faster than the account's rate.** Every attempt, retries included, first
   takes a slot from the shared limiter (``racecap.ratelimit``).
 * **Throttled is not failed.** SES throttling is retried a few times with jittered
