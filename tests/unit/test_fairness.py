@@ -75,3 +75,29 @@ def test_a_solved_challenge_passes_once_checked_and_a_wrong_one_is_refused():
 )
 def test_the_viewer_address_is_read_from_cloudfronts_header(header, address):
     assert address_from({"cloudfront-viewer-address": header}) == address
+
+
+def test_runners_waiting_for_the_draw_check_in_spread_after_the_opening_not_in_step_before_it():
+    """The herd a full opening-queue run measured: told "half the time left, at least 2 s",
+    a pool of 2,000 converged on a check every 2 s before the opening, then all again after."""
+    from racecap.fairness.queue import MAX_SPREAD_S, MAX_WAIT_RETRY_S, first_check_after_opening
+
+    devices = [f"device-{i}" for i in range(2000)]
+    # Far from the opening: a bounded check-in interval.
+    assert {first_check_after_opening("r1", d, 300, 2000) for d in devices} == {MAX_WAIT_RETRY_S}
+    for wait_to_open in (59.0, 20.0, 3.0, 0.4):
+        told = [first_check_after_opening("r1", d, wait_to_open, 2000) for d in devices]
+        # Nobody checks again before the opening: the lottery makes it pointless...
+        assert min(told) >= wait_to_open
+        # ...and the checks after it are spread over the pool's window, about evenly.
+        assert max(told) - min(told) >= MAX_SPREAD_S - 2
+        assert max(told) <= wait_to_open + MAX_SPREAD_S + 1
+        per_second: dict[int, int] = {}
+        for t in told:
+            per_second[t] = per_second.get(t, 0) + 1
+        assert max(per_second.values()) <= 2000 / MAX_SPREAD_S * 1.5
+    # A reload asks again and is told the same point; a small pool is not made to wait long.
+    assert first_check_after_opening("r1", "a", 10, 2000) == first_check_after_opening("r1", "a", 10, 2000)
+    assert max(first_check_after_opening("r1", d, 10, 40) for d in devices) <= 10 + 5
+    # Overdue (the director has not opened yet): a steady cadence, never every second.
+    assert {first_check_after_opening("r1", d, 0, 2000) for d in devices} == {MAX_SPREAD_S}

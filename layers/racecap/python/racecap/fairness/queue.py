@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import secrets
 import time
@@ -48,6 +49,15 @@ SPIKE_WINDOW_S = 10
 # empty instant (at the opening it is empty until the burst's first second arrives).
 DRAIN_AFTER_EMPTY_S = 10.0
 MAX_SPIKE_BITS = 4
+# Before the opening a runner checks in at most this often; within the last stretch the next
+# check is after the opening, spread per device (``first_check_after_opening``).
+MAX_WAIT_RETRY_S = 30
+# The checks that learn each pool entrant's number are spread so they arrive at about this
+# rate (the shared now-serving answers everything after that), over at least MIN_SPREAD_S and
+# at most MAX_SPREAD_S: the front of the line learns its turn within that much of the opening.
+FIRST_CHECKS_PER_S = 50
+MIN_SPREAD_S = 5
+MAX_SPREAD_S = 30
 
 QueueStateName = Literal["OFF", "WAITING_FOR_DRAW", "WAITING", "PAUSED", "ADMITTED", "EXPIRED"]
 
@@ -154,6 +164,28 @@ def _empty_for(state: dict[str, Any], now: float) -> float:
     if state.get("drawnAt") is None or state.get("paused"):
         return 0.0
     return (serving(state, now) - int(state.get("seq", 0))) * 60 / int(state["ratePerMin"])
+
+
+def first_check_after_opening(race_id: str, device: str, wait_to_open: float, pool: int) -> int:
+    """Seconds until a runner waiting for the draw should check in again.
+
+    The lottery decides the order whenever a runner checks, so there is no reason to check at
+    the opening second; had everyone been told "half the time that is left, at least 2 s",
+    the whole pool would converge on a check every 2 s just before the opening and all
+    arrive again right after it (a full run measured 70 -> 676 requests/s). So: every
+    ``MAX_WAIT_RETRY_S`` while the opening is far off, then one check after the opening at a
+    point of its own in a window sized to the pool (``FIRST_CHECKS_PER_S``). The point is a
+    hash of the device, not a random draw, so a reload keeps it."""
+    if wait_to_open > 2 * MAX_WAIT_RETRY_S:
+        return MAX_WAIT_RETRY_S
+    spread = min(MAX_SPREAD_S, max(MIN_SPREAD_S, math.ceil(pool / FIRST_CHECKS_PER_S)))
+    digest = hashlib.blake2b(f"{race_id}/{device}".encode(), digest_size=8).digest()
+    point = int.from_bytes(digest, "big") / 2**64 * spread
+    if wait_to_open <= 0:
+        # The announced time has passed without a draw (the director has not opened yet):
+        # every device keeps the same cadence, so the checks stay as spread as they were.
+        return spread
+    return max(1, math.ceil(wait_to_open + point))
 
 
 def serving(state: dict[str, Any], now: float) -> int:
@@ -319,8 +351,12 @@ class OpeningQueue:
                 opensAt=state["_opensAt"],
                 queueToken=queue_token,
                 admissionRatePerMinute=s.admissionRatePerMinute,
-                retryAfterSeconds=int(min(30, max(2, wait_to_open / 2))),
-                message="You're in. Everyone who joins before the opening is put in a random order at the opening.",
+                retryAfterSeconds=first_check_after_opening(race_id, device, wait_to_open, int(state.get("seq", 0))),
+                message=(
+                    "You're in. Everyone who joins before the opening is put in a random order at the opening,"
+                    " so neither arriving earlier nor checking at the opening second helps: this page checks"
+                    " for your place by itself shortly after the opening."
+                ),
             )
         now_serving = serving(state, now)
         if number <= now_serving or not state.get("enabled"):
