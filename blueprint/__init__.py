@@ -627,6 +627,21 @@ FUNCTIONS: tuple[Function, ...] = (
         reserved_concurrency=1,
     ),
     Function(
+        "RetentionPurge",
+        "functions/retention_purge",
+        "Deletes runners' personal data once a race's retention period is over",
+        grants=(
+            TableAccess("Races", "readwrite"),  # finds due races (a scan), marks them purged
+            TableAccess("Inventory", "readwrite"),  # deletes email claims and holds
+            TableAccess("Registrations", "readwrite"),  # empties emails, dates of birth, payment ids
+            TableAccess("Audit", "write"),  # the deletion is in the race's audit trail
+        ),
+        # A run stops 20 s before this and the next hour's run goes on (a 50,000-runner race
+        # is ~150,000 item writes); one at a time, since two would only redo each other's work.
+        timeout_s=900,
+        reserved_concurrency=1,
+    ),
+    Function(
         "WindowTasks",
         "functions/window_tasks",
         "Tasks of the registration-window workflow: warm, pre-warm, open, cool down, close",
@@ -804,7 +819,10 @@ QUEUE_TRIGGERS: tuple[QueueTrigger, ...] = (
     QueueTrigger("EmailSender", "Emails", batch_size=10, max_concurrency=2),
 )
 
-SCHEDULES: tuple[Schedule, ...] = (Schedule("SweepExpiredHolds", "HoldSweeper", every_minutes=1),)
+SCHEDULES: tuple[Schedule, ...] = (
+    Schedule("SweepExpiredHolds", "HoldSweeper", every_minutes=1),
+    Schedule("PurgePersonalData", "RetentionPurge", every_minutes=60),
+)
 
 STATE_MACHINES: tuple[StateMachine, ...] = (
     StateMachine(

@@ -117,9 +117,11 @@ def test_a_schedule_dead_letters_its_ticks(view: TemplateView, schedule: bluepri
     assert view.ref_target(target["DeadLetterConfig"]["Arn"]) == failures
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
     fn_lid, _ = view.tagged("AWS::Lambda::Function")[schedule.function]
-    (config,) = view.of_type("AWS::Lambda::EventInvokeConfig").values()
-    props = config["Properties"]
-    assert props["FunctionName"] == {"Fn::GetAtt": [fn_lid, "Arn"]}
+    (props,) = [
+        c["Properties"]
+        for c in view.of_type("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Fn::GetAtt": [fn_lid, "Arn"]}
+    ]
     assert props["MaximumRetryAttempts"] == 0
     assert props["MaximumEventAgeInSeconds"] == schedule.every_minutes * 60
     assert view.ref_target(props["DestinationConfig"]["OnFailure"]["Destination"]) == failures

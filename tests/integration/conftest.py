@@ -12,6 +12,7 @@ import boto3
 import pytest
 import redis
 import requests
+from racecap import clients, config
 from racecap.cache import TieredCache
 from racecap.dal.holds import DynamoHolds
 from racecap.dal.inventory import DynamoInventory
@@ -19,6 +20,7 @@ from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft
 from racecap.logic.races import RaceCatalog
+from racecap.observability import metrics
 
 import blueprint
 from local.stack import LocalStack, Ports
@@ -133,3 +135,19 @@ def director(stack: LocalStack) -> Iterator[Any]:
     yield sign_in
     for s in sessions:
         s.close()
+
+
+@pytest.fixture
+def in_process_env(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The stack's function environment in this process, with cold clients and settings."""
+    env = stack.function_env()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    # The process-wide Metrics object was made before this environment existed.
+    monkeypatch.setattr(metrics, "namespace", env["POWERTOOLS_METRICS_NAMESPACE"])
+    caches = (config.get_settings, clients.aws, clients.cache)
+    for cached in caches:
+        cached.cache_clear()
+    yield
+    for cached in caches:
+        cached.cache_clear()

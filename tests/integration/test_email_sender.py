@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 import requests
-from racecap import clients, config
-from racecap.observability import metrics
 from racecap.ratelimit import SendRateLimiter
 
 import blueprint
@@ -165,22 +163,6 @@ def test_given_ses_throttles_fifteen_sends_then_all_ten_emails_still_arrive(stac
     assert len(received) == 10
     assert {m["tags"]["registrationId"] for m in received} == {b["data"]["registrationId"] for b in bodies}
     assert mailbox.state()["throttled"] - throttled_before >= 15
-
-
-@pytest.fixture
-def in_process_env(stack, monkeypatch) -> Iterator[None]:
-    """The stack's function environment in this process, with cold clients and settings."""
-    env = stack.function_env()
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    # The process-wide Metrics object was made before this environment existed.
-    monkeypatch.setattr(metrics, "namespace", env["POWERTOOLS_METRICS_NAMESPACE"])
-    caches = (config.get_settings, clients.aws, clients.cache)
-    for cached in caches:
-        cached.cache_clear()
-    yield
-    for cached in caches:
-        cached.cache_clear()
 
 
 def test_given_a_poison_message_in_a_batch_then_only_it_is_reported_failed(stack, mailbox, in_process_env):

@@ -144,6 +144,10 @@ class Registration(PaidRegistration):
     # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
     disputeId: str | None = None
     disputedAt: str | None = None
+    # Once the race's retention period is over (racecap.logic.retention): email, dateOfBirth
+    # and chargeId are "" and the age on race day is kept instead of the date of birth.
+    purgedAt: str | None = None
+    ageOnRaceDay: int | None = None
 
 
 class Shard(_Record):
@@ -216,6 +220,8 @@ class RegistrationRowData(TypedDict, total=False):
     cancelledAt: str
     refundId: str
     disputeId: str
+    purgedAt: str
+    ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)
@@ -247,6 +253,7 @@ class RaceChanges(TypedDict, total=False):
     registrationState: RegistrationState
     holdMinutes: int
     published: bool
+    retentionDays: int
 
 
 class EventChanges(TypedDict, total=False):

@@ -46,6 +46,9 @@ class Race(BaseModel):
     holdMinutes: int = 10
     published: bool = True
     version: int = 1
+    # Days after raceDate that runners' personal data is kept (racecap.logic.retention).
+    retentionDays: int = 365
+    purgedAt: datetime | None = None  # when the retention job deleted it
 
 
 class Event(BaseModel):
@@ -173,6 +176,12 @@ class AdminRaceView(AdminRaceSummary):
     description: str
     currency: str
     holdMinutes: int
+    retentionDays: int = Field(description="Days after the race that runners' personal data is kept.")
+    personalDataDeletedOn: str = Field(
+        description="YYYY-MM-DD: the day the retention job deletes runners' emails, dates of birth and "
+        "payment references (raceDate + retentionDays); names, bibs, results and stats stay."
+    )
+    purgedAt: datetime | None = Field(description="When that deletion happened; null until then.")
     events: list[AdminEventView]
 
 
@@ -241,6 +250,10 @@ class RegistrationRow(BaseModel):
     cancelledAt: str | None = None
     refundId: str | None = None
     disputeId: str | None = Field(default=None, description="Set when the runner's card issuer opened a dispute.")
+    purgedAt: str | None = Field(
+        default=None,
+        description="Set once the race's retention period ended: email and dateOfBirth are then empty.",
+    )
 
 
 class RegistrationPage(BaseModel):

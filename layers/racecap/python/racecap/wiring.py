@@ -24,6 +24,7 @@ from racecap.dal.payments import PaymentProvider
 from racecap.dal.queues import SqsQueue
 from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
+from racecap.dal.retention import DynamoRetention
 from racecap.dal.stripe_provider import StripePaymentProvider, keys_from_secret
 from racecap.dal.transactions import TransactItem
 from racecap.dal.transactions import transact as run_transaction
@@ -46,6 +47,7 @@ from racecap.logic.prewarm import WarmStarts
 from racecap.logic.races import RaceCatalog
 from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService
+from racecap.logic.retention import RetentionPurge
 from racecap.logic.stats import RaceStats
 from racecap.logic.sweeper import HoldSweeper
 from racecap.logic.window import WindowControl, WindowTasks
@@ -174,6 +176,13 @@ def opening_queue() -> OpeningQueue:
 # -- the race directors' admin API ----------------------------------------------------------
 def transact(items: list[TransactItem]) -> None:
     run_transaction(clients.dynamodb(), items)
+
+
+@lru_cache(maxsize=1)
+def retention_purge() -> RetentionPurge:
+    s = get_settings()
+    store = DynamoRetention(clients.dynamodb(), s.races_table, s.inventory_table, s.registrations_table)
+    return RetentionPurge(store, race_store(), transact, audit_trail())
 
 
 @lru_cache(maxsize=1)

@@ -32,6 +32,7 @@ from racecap.domain import EventChanges, RaceChanges
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, TooManyEvents, ValidationFailed
 from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
 from racecap.logic.races import race_status
+from racecap.logic.retention import DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS, MIN_RETENTION_DAYS, purge_due
 from racecap.models import (
     WHOLE_NUMBER,
     AdminEventView,
@@ -109,6 +110,12 @@ class RaceFields(BaseModel):
     registrationClosesAt: datetime
     holdMinutes: JsonInt = Field(default=10, ge=1, le=60)
     published: StrictBool = True
+    retentionDays: JsonInt = Field(
+        default=DEFAULT_RETENTION_DAYS,
+        ge=MIN_RETENTION_DAYS,
+        le=MAX_RETENTION_DAYS,
+        description="Days after the race that runners' emails, dates of birth and payment references are kept.",
+    )
 
     @field_validator("raceDate")
     @classmethod
@@ -177,6 +184,7 @@ class RacePatch(BaseModel):
     registrationClosesAt: datetime | None = None
     holdMinutes: Annotated[int, Strict(), Ge(1), Le(60), WHOLE_NUMBER] | None = None
     published: StrictBool | None = None
+    retentionDays: Annotated[int, Strict(), Ge(MIN_RETENTION_DAYS), Le(MAX_RETENTION_DAYS), WHOLE_NUMBER] | None = None
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 
@@ -257,6 +265,9 @@ class RaceAdmin:
             description=race.description,
             currency=race.currency,
             holdMinutes=race.holdMinutes,
+            retentionDays=race.retentionDays,
+            personalDataDeletedOn=purge_due(race).isoformat(),
+            purgedAt=race.purgedAt,
             events=views,
         )
 

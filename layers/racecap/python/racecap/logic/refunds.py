@@ -80,6 +80,12 @@ class Cancellations:
             reg = self._regs.get(registration_id)
             if reg is None or reg.raceId != race.raceId:
                 raise RegistrationNotFound(f"No registration {registration_id} in race {race.raceId}.")
+            if reg.purgedAt:
+                # No email to tell the runner and no payment to refund: retention deleted both.
+                raise Conflict(
+                    f"The race's retention period is over: the runner's email and payment were deleted on "
+                    f"{reg.purgedAt[:10]}. Refund through the payment provider's dashboard."
+                )
             status = reg.status
             if status == RegistrationPhase.CANCELLED:
                 # Done (now or before): make sure the runner hears of it; the sender deduplicates.

@@ -311,7 +311,10 @@ class ResultsProcessor:
                 born = date.fromisoformat(dob) if dob else None
             except ValueError:
                 born = None
-            out[int(row["bib"])] = Entrant(row.get("firstName") or "", row.get("lastName") or "", born)
+            age = row.get("ageOnRaceDay")
+            out[int(row["bib"])] = Entrant(
+                row.get("firstName") or "", row.get("lastName") or "", born, int(age) if age is not None else None
+            )
         return out
 
     def _reject(self, doc: dict[str, Any], errors: list[tuple[int, str]], count: int) -> None:

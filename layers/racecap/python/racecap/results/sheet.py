@@ -49,6 +49,8 @@ class Entrant:
     first_name: str
     last_name: str
     date_of_birth: date | None
+    # Once the race's personal data is deleted only the age on race day is left (logic.retention).
+    age_on_race_day: int | None = None
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,7 @@ def _runner(
         return None
     if bib is None or entrant is None:  # pragma: no cover - no problems means both were found
         return None
-    age = age_on(entrant.date_of_birth, race_day)
+    age = age_on(entrant.date_of_birth, race_day) if entrant.date_of_birth else entrant.age_on_race_day
     return Runner(
         bib=bib,
         first_name=entrant.first_name,
