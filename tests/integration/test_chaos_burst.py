@@ -19,6 +19,19 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 RUNNERS = 40
 
 
+def _api_errors(logs: Path, most: int = 6) -> list[str]:
+    """What the API logged for its 5xx answers (the handlers' "unhandled error" with its
+    exception, the gateway's tracebacks), so a failure on a loaded CI machine says why."""
+    found: list[str] = []
+    gateway = logs / "gateway.log"
+    if gateway.exists():
+        lines = gateway.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            if "unhandled error" in line or line.startswith("Traceback"):
+                found.append(" | ".join(lines[i : i + 30])[-3000:])
+    return found[:most]
+
+
 def test_given_faults_during_an_opening_burst_then_every_runner_with_a_place_is_confirmed_once_and_each_fault_hit(
     tmp_path: Path,
 ) -> None:
@@ -42,7 +55,7 @@ def test_given_faults_during_an_opening_burst_then_every_runner_with_a_place_is_
     result = run_burst(cfg, work=tmp_path / "work")
 
     s = result.summary
-    assert result.problems == [], result.problems
+    assert result.problems == [], [*result.problems, *_api_errors(tmp_path / "work" / "stack" / "logs")]
     assert s["outcomes"] == {"confirmed": RUNNERS}, s["outcomes"]
     assert result.audit is not None, result.audit
     # Clean, or its only finding a duplicate email the email sender's kill accounts for

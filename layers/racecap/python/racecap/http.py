@@ -89,6 +89,12 @@ UNAVAILABLE_CODES = frozenset(
         "ServiceUnavailable",
         "InternalServerError",
         "InternalFailure",
+        # SQS: "wait at least one second after the queue is created to be able to use it" (a
+        # deploy that replaces a queue). ElasticMQ restarted on its persisted store answers
+        # this too, for the second between opening its port and restoring its queues (the
+        # chaos burst's restart hit it: 4 confirms answered 500 on a loaded machine).
+        "QueueDoesNotExist",
+        "AWS.SimpleQueueService.NonExistentQueue",
     }
 )
 UNAVAILABLE_RETRY_AFTER_S = 2

@@ -1,0 +1,67 @@
+"""The API's one mapping of failures to answers (racecap.http.make_resolver): a backing
+service that is only "not now" is a 503 with Retry-After, anything unknown a 500."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+from racecap.http import make_resolver
+
+import blueprint
+
+
+@pytest.fixture
+def answer(placeholder_env: dict[str, str]) -> Callable[[Exception], dict]:
+    """The resolver's answer to a route that raises ``exc``, for a request through CloudFront."""
+    headers = {blueprint.ORIGIN_VERIFY_HEADER: placeholder_env["ORIGIN_VERIFY_SECRET"]}
+    return lambda exc: _answer(exc, headers)
+
+
+def _answer(exc: Exception, headers: dict[str, str]) -> dict:
+    app = make_resolver()
+
+    @app.get("/boom")
+    def boom() -> dict:
+        raise exc
+
+    event = {
+        "version": "2.0", "routeKey": "GET /boom", "rawPath": "/boom", "rawQueryString": "", "headers": headers,
+        "requestContext": {"http": {"method": "GET", "path": "/boom", "sourceIp": "127.0.0.1"}, "stage": "$default"},
+        "isBase64Encoded": False,
+    }  # fmt: skip
+    return app.resolve(event, None)  # type: ignore[arg-type]
+
+
+def _client_error(code: str, status: int = 400) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "Op")
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        _client_error("ProvisionedThroughputExceededException"),
+        _client_error("ThrottlingException"),
+        _client_error("TransactionConflictException"),
+        _client_error("QueueDoesNotExist"),  # SQS's JSON protocol, and ElasticMQ restarting
+        _client_error("AWS.SimpleQueueService.NonExistentQueue"),  # its query protocol
+        EndpointConnectionError(endpoint_url="http://127.0.0.1:1"),
+    ],
+    ids=lambda e: type(e).__name__ + ":" + str(getattr(e, "response", {}).get("Error", {}).get("Code", "")),
+)
+def test_a_backing_service_that_is_only_not_now_is_a_503_with_retry_after(answer: Any, exc: Exception) -> None:
+    got = answer(exc)
+    assert got["statusCode"] == 503, got
+    assert int(got["headers"]["Retry-After"]) > 0
+    assert json.loads(got["body"])["error"] == "SERVICE_UNAVAILABLE"
+
+
+def test_anything_else_is_a_500_that_says_nothing_of_its_cause(answer: Any) -> None:
+    got = answer(_client_error("ValidationException"))
+    assert got["statusCode"] == 500
+    assert json.loads(got["body"]) == {
+        "error": "INTERNAL_ERROR", "message": "Something went wrong on our side; please retry.",
+    }  # fmt: skip
