@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -100,3 +101,22 @@ def test_a_run_that_dies_mid_race_or_runs_out_of_time_leaves_it_unmarked_and_the
     assert _race(w).purgedAt is None
     assert job.run(lambda: 900) == {"races": 1, "registrations": 1, "unfinished": 0}
     assert all(r.purgedAt for r in w.tables.regs.values()) and _race(w).purgedAt is not None
+
+
+def test_a_purged_registrations_payment_seen_again_is_not_refunded_as_an_orphan():
+    """Reconciliation reaches back over its overlap and Stripe redelivers webhooks: a payment
+    whose hold the purge (or TTL) deleted must not look like money with no place."""
+    w = _world(runners=1)
+    (reg,) = w.tables.regs.values()
+    intent = w.payments.retrieve_intent(reg.chargeId)
+    job, _ = _job(w, RACE_DAY + timedelta(days=61))
+    job.run(lambda: 900)
+    assert w.holds.get(reg.holdId) is None
+    assert w.registration.payment_succeeded(intent) == "already"
+    # A second payment for a registration that exists and was not purged is still an orphan.
+    w2 = _world(runners=1)
+    (reg2,) = w2.tables.regs.values()
+    w2.tables.holds.pop(reg2.holdId)
+    other = replace(w2.payments.retrieve_intent(reg2.chargeId), id="pi_second")
+    assert w2.registration.payment_succeeded(other) == "orphan"
+    assert w2.registration.payment_succeeded(w2.payments.retrieve_intent(reg2.chargeId)) == "already"

@@ -256,7 +256,7 @@ class RegistrationService:
         hold_id = intent.metadata.get("holdId", "")
         hold = self._holds.get(hold_id) if hold_id else None
         if hold is None:
-            return "orphan"
+            return self._registered_by(intent)
         if hold.status in DONE_PHASES or hold.status == HoldPhase.CANCELLED:
             # The hold's own payment (recorded as its intent, or as paid by whoever queued it).
             return "already" if intent.id in (hold.chargeId, hold.intentId) else "orphan"
@@ -268,6 +268,22 @@ class RegistrationService:
         self.enqueue_paid(hold, hold.attempt, intent.id, race, event, now)
         metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
         return "queued"
+
+    def _registered_by(self, intent: PaymentIntent) -> str:
+        """A payment whose hold is gone: the TTL of old holds, or the retention job (which
+        also empties the registration's payment id). If its registration exists and this
+        payment paid for it, or its data was purged, it is "already" — never refunded as an
+        orphan: a webhook redelivered or a reconciliation window reaching back that far would
+        otherwise refund a runner who is registered."""
+        rid = intent.metadata.get("registrationId", "")
+        reg = self._registrations.get(rid) if rid else None
+        if (
+            reg is not None
+            and reg.holdId == intent.metadata.get("holdId")
+            and (reg.purgedAt or reg.chargeId == intent.id)
+        ):
+            return "already"
+        return "orphan"
 
     def enqueue_paid(
         self, hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
