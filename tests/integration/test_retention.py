@@ -103,9 +103,9 @@ def test_given_a_race_past_its_retention_then_its_personal_data_is_gone_and_what
     counts = _purge()
     assert counts["unfinished"] == 0
     # The sweeper's reconciliation reaches back five minutes over the provider's payments: it
-    # must not take a purged runner's payment (its hold deleted) for money with no place.
-    reconciled = FunctionHost().invoke("HoldSweeper", SCHEDULED)
-    assert reconciled.get("reconciled_orphan", 0) == 0, reconciled
+    # must not take a purged runner's payment (its hold deleted) for money with no place. (It
+    # sees every test's payments, so the audit below checks this race's: 3 charges, 0 refunds.)
+    FunctionHost().invoke("HoldSweeper", SCHEDULED)
     tables = _dump(backend)
     everything = "\n".join(tables.values())
     for secret in [*emails, *DOBS, *payment_ids]:
