@@ -97,15 +97,35 @@ class QueuePoller(threading.Thread):
                 traceback.print_exc()
                 self.stop.wait(1.0)
 
-    def poll_once(self) -> int:
+    def receive(self, up_to: int, wait_s: int) -> list[dict[str, Any]]:
         resp = self.sqs.receive_message(
             QueueUrl=self.queue_url,
-            MaxNumberOfMessages=self.trigger.batch_size,
-            WaitTimeSeconds=1,
+            MaxNumberOfMessages=min(up_to, 10),  # SQS's most per call
+            WaitTimeSeconds=wait_s,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
-        messages = resp.get("Messages", [])
+        return list(resp.get("Messages", []))
+
+    def batch(self) -> list[dict[str, Any]]:
+        """What Lambda's poller hands one invocation: from the first message, more until the
+        batch is full or the mapping's batching window has passed."""
+        messages = self.receive(self.trigger.batch_size, 1)
+        if not messages or not self.trigger.max_batching_window_s:
+            return messages
+        deadline = time.monotonic() + self.trigger.max_batching_window_s
+        while len(messages) < self.trigger.batch_size and not self.stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            more = self.receive(self.trigger.batch_size - len(messages), 0)
+            messages += more
+            if not more:
+                self.stop.wait(min(left, 0.05))
+        return messages
+
+    def poll_once(self) -> int:
+        messages = self.batch()
         if not messages:
             return 0
         try:

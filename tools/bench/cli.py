@@ -34,6 +34,14 @@ def main(argv: list[str] | None = None) -> None:
         help="SES sends/s (a production account's rate; confirmation emails drain behind the burst)",
     )
     p.add_argument(
+        "--provider-rate",
+        type=float,
+        default=_env_float("PROVIDER_RATE", 100),
+        help="the payment provider's request limit (/s) during the bursts: a live Stripe account's 100 by "
+        "default, like --email-rate's production SES rate (test mode's 25/s bounds the flow at ~4 "
+        "registrations/s: 6 provider calls each); the API's budget is 96%% of it",
+    )
+    p.add_argument(
         "--steady-runners",
         type=int,
         default=int(_env_float("STEADY_RUNNERS", 300)),

@@ -161,6 +161,19 @@ _LOST = ("error:TransactionCanceledException", "error:ConditionalCheckFailedExce
 WRITER = "RegistrationWriter"
 
 
+def writes_by_function(delta: dict[str, Any], registrations: int) -> dict[str, dict[str, float]]:
+    """DynamoDB write requests per registration, per function and operation: where the
+    write budget goes (issue 14: at most 6 in all)."""
+    n = max(registrations, 1)
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for key, row in sorted(delta.get("by_function", {}).items()):
+        function, call = key.split("|", 1)
+        service, op = call.split(":", 1)
+        if service == "dynamodb" and op in _WRITE_OPS and row.get("requests"):
+            out[function][op] = round(row["requests"] / n, 3)
+    return dict(out)
+
+
 def writer_contention(delta: dict[str, Any]) -> dict[str, Any]:
     """The writer's DynamoDB writes lost to another writer (cancelled transactions, failed
     conditions on the bib counter), as a share of all its writes: redelivered, wasted work."""

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from tools import awscalls
-from tools.bench.costs import per_registration, provider_costs, writer_contention
+from tools.bench.costs import per_registration, provider_costs, writer_contention, writes_by_function
 from tools.bench.sections import Bench
 
 RUNSIGNUP_HOURLY = 440_510
@@ -35,6 +35,7 @@ def figures(
     delta = awscalls.subtract(marks["end"]["calls"], marks["start"]["calls"])
     counted = per_registration(delta, registrations)
     counted["registration_writer_contention"] = contention = writer_contention(delta)
+    counted["dynamodb"]["write_requests_per_registration_by_function"] = writes_by_function(delta, registrations)
     counted["payment_provider"] = provider_costs(s.get("provider"), registrations)
     writes_per_reg = counted["dynamodb"]["write_requests_per_registration"]
     wcu_per_reg = counted["dynamodb"]["wcu_per_registration"]

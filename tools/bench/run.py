@@ -20,7 +20,7 @@ from tools import awscalls
 from tools.bench import flow
 from tools.bench.cpu import cpu_snapshot
 from tools.bench.sections import Bench, sections
-from tools.burst import BurstConfig, run_burst, start_stack
+from tools.burst import BurstConfig, provider, run_burst, start_stack
 
 ROOT = blueprint.ROOT
 # The report's keys in reading order; a new section's key goes after these (before target).
@@ -35,6 +35,8 @@ KEY_ORDER = (
     "gateway_profile",
 )
 _LOAD_AT_START = list(os.getloadavg())
+# The API's provider budget under the provider's limit (the blueprint's 24 of test mode's 25).
+PAYMENTS_BUDGET_SHARE = 0.96
 
 
 def burst_config(args: argparse.Namespace) -> BurstConfig:
@@ -48,6 +50,8 @@ def burst_config(args: argparse.Namespace) -> BurstConfig:
         gateway_workers=args.gateway_workers,
         gateway_threads=args.gateway_threads,
         email_rate=args.email_rate,
+        provider_rate_per_second=args.provider_rate,
+        payments_budget_per_second=args.provider_rate * PAYMENTS_BUDGET_SHARE,
         out_dir=args.out,
         report=True,
     )
@@ -75,6 +79,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     bench.say(f"starting an instrumented local stack ({cfg.gateway_workers} gateway workers x {cfg.gateway_threads})")
     stack = bench.stack = start_stack(cfg, work / "stack", extra_env=extra_env)
+    if cfg.provider_rate_per_second is not None:
+        provider.set_limit(stack, cfg.provider_rate_per_second)
     try:
         time.sleep(2)
         idle_a, idle_t = cpu_snapshot(stack), time.monotonic()

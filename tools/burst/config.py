@@ -49,6 +49,10 @@ class BurstConfig:
     # The Stripe stand-in's request limit during the burst (requests/s; locally only). None:
     # its default, Stripe's test-mode 25/s. Set low, runners meet the provider's limit.
     provider_rate_per_second: float | None = None
+    # The API's own budget for provider calls (the PaymentsRatePerSecond parameter; None: the
+    # blueprint's default, 24/s for a test-mode account). A burst that models a live account
+    # raises both together, the budget a little under the provider's limit.
+    payments_budget_per_second: float | None = None
     drain_timeout_s: float = 300.0
     artillery_timeout_s: float = 1800.0
     out_dir: Path = ROOT / "reports"

@@ -27,6 +27,12 @@ def _call(stack: LocalStack, method: str, path: str, body: dict[str, Any] | None
     return answer
 
 
+def set_limit(stack: LocalStack, per_second: float) -> None:
+    """The stand-in's request limit from now on (a bench models a live account throughout,
+    its warm-up included)."""
+    _call(stack, "POST", "/_standin/ratelimit", {"per_second": per_second})
+
+
 @dataclass
 class ProviderWindow:
     """The stand-in's counters at the start of the burst, and the limit to put back."""

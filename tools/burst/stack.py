@@ -40,7 +40,14 @@ def start_stack(
         gateway_workers=cfg.gateway_workers,
         gateway_threads=cfg.gateway_threads,
         ses_max_rate=cfg.email_rate,
-        params={"EmailSendRatePerSecond": str(cfg.email_rate)},
+        params={
+            "EmailSendRatePerSecond": str(cfg.email_rate),
+            **(
+                {"PaymentsRatePerSecond": f"{cfg.payments_budget_per_second:g}"}
+                if cfg.payments_budget_per_second is not None
+                else {}
+            ),
+        },
         extra_env=extra_env,
         persist_queues=persist_queues,
         quiet=True,

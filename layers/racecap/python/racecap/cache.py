@@ -21,11 +21,21 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
-
-import redis
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from racecap.observability import logger, metrics
+
+if TYPE_CHECKING:
+    import redis
+
+
+def cache_errors() -> tuple[type[BaseException], ...]:
+    """What a failing cache raises. Evaluated only when something was raised, by which time
+    the client (and with it redis) is loaded: redis stays out of the import (issue 14)."""
+    import redis
+
+    return (redis.RedisError, OSError)
+
 
 T = TypeVar("T")
 _MISSING = object()
@@ -91,7 +101,7 @@ class SharedTier:
             return default
         try:
             return fn(self._factory())
-        except (redis.RedisError, OSError) as exc:
+        except cache_errors() as exc:
             self._open_until = time.monotonic() + self._cooldown
             logger.warning("cache unavailable; reading through to DynamoDB", extra={"error": str(exc)})
             metrics.add_metric(name="CacheUnavailable", unit="Count", value=1)

@@ -3,35 +3,41 @@
 Endpoints are never configured here: on the local stack the standard
 ``AWS_ENDPOINT_URL_<SERVICE>`` variables point boto3 at the local servers, so the
 code is byte-for-byte what runs on AWS.
+
+The SDKs are imported by the first call that builds a client, not with this module: every
+function imports it, and botocore's session (~100 ms) and redis (~55 ms: its package
+imports its asyncio client) would otherwise be in every cold start, those of functions
+that never use Redis included (issue 14). ``prime()`` builds them ahead of time where
+that is free: before a SnapStart snapshot.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-from typing import Any
-
-import botocore.session
-import redis
-from botocore.config import Config
+from typing import TYPE_CHECKING, Any
 
 from racecap.config import get_settings
 
+if TYPE_CHECKING:
+    import botocore.session
+    import redis
+
 # Adaptive retries absorb DynamoDB throttling during a burst; the SDK's own backoff is
 # the first line of defence, our explicit retries (racecap.dal.retry) the second.
-_BOTO_CONFIG = Config(
-    retries={"max_attempts": 8, "mode": "adaptive"},
-    connect_timeout=2,
-    read_timeout=10,
-    max_pool_connections=50,
-)
+_BOTO_CONFIG: dict[str, Any] = {
+    "retries": {"max_attempts": 8, "mode": "adaptive"},
+    "connect_timeout": 2,
+    "read_timeout": 10,
+    "max_pool_connections": 50,
+}
 
 
 # SQS is not throttled at our rates; what fails there is a queue that does not answer.
 # Eight attempts back off for up to a minute, past API Gateway's 30 s integration timeout,
 # so the runner would see a gateway timeout instead of 503 + Retry-After (the chaos burst
 # found it: registrations hung while ElasticMQ restarted). Four attempts back off ~7 s.
-_SERVICE_CONFIG = {"sqs": _BOTO_CONFIG.merge(Config(retries={"max_attempts": 4, "mode": "adaptive"}))}
+_SERVICE_CONFIG = {"sqs": {**_BOTO_CONFIG, "retries": {"max_attempts": 4, "mode": "adaptive"}}}
 
 
 @functools.cache
@@ -39,11 +45,15 @@ def aws(service: str) -> Any:
     # botocore's client is the one boto3 hands out (boto3.client() wraps this call), minus
     # importing boto3: its __init__ pulls in s3transfer and the resource and docs
     # machinery, ~50 ms of every cold start for nothing a function uses (issue 14).
-    return _session().create_client(service, config=_SERVICE_CONFIG.get(service, _BOTO_CONFIG))
+    from botocore.config import Config
+
+    return _session().create_client(service, config=Config(**_SERVICE_CONFIG.get(service, _BOTO_CONFIG)))
 
 
 @functools.cache
 def _session() -> botocore.session.Session:
+    import botocore.session
+
     return botocore.session.get_session()
 
 
@@ -57,6 +67,8 @@ def sqs() -> Any:
 
 @functools.lru_cache(maxsize=1)
 def cache() -> redis.Redis:
+    import redis
+
     # Short timeouts: Redis is an accelerator, never a dependency. A slow cache must
     # fall through to DynamoDB quickly rather than hold a runner's request.
     return redis.Redis.from_url(

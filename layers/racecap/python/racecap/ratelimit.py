@@ -36,11 +36,14 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import redis
-from redis.commands.core import Script
-
+from racecap.cache import cache_errors
 from racecap.observability import logger, metrics
+
+if TYPE_CHECKING:
+    import redis
+    from redis.commands.core import Script
 
 # KEYS[1] = the shared "last slot" key; ARGV[1] = interval in microseconds.
 # Returns the wait in microseconds. Times are integers of microseconds since the epoch
@@ -131,7 +134,7 @@ class SendRateLimiter:
                     self._script = client.register_script(_RESERVE_SLOT)
                 wait_us = self._script(keys=[self._key], args=[self._interval_us], client=client)
                 return max(0.0, int(wait_us) / 1_000_000)
-            except (redis.RedisError, OSError) as exc:
+            except cache_errors() as exc:
                 self._open_until = self._clock() + self._cooldown
                 logger.warning(
                     "rate limiter: Redis unavailable; limiting this instance to rate / max_instances",

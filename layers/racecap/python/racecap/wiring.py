@@ -2,6 +2,11 @@
 
 Handlers ask for what they need (``catalog()``); tests build the same objects around
 fakes or local servers instead.
+
+Each factory imports its own parts, so a function loads only the modules it uses: every
+function imports this module, and importing all of Racecap here cost each of them ~170 ms
+of cold start for the admin, fairness, results and payment code most never touch
+(issue 14). Types are imported for the checker alone.
 """
 
 from __future__ import annotations
@@ -12,79 +17,77 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.cache import TieredCache
 from racecap.config import ConfigurationError, get_settings
-from racecap.dal.audit import DynamoAudit
-from racecap.dal.deliveries import DynamoDeliveryLog
-from racecap.dal.holds import DynamoHolds
-from racecap.dal.inventory import DynamoInventory
-from racecap.dal.mailer import SesMailer, ses_client
-from racecap.dal.payment_limit import LimitedPaymentProvider
-from racecap.dal.payments import PaymentProvider
-from racecap.dal.queues import SqsQueue
-from racecap.dal.races import DynamoRaceStore
-from racecap.dal.registrations import DynamoRegistrations
-from racecap.dal.retention import DynamoRetention
-from racecap.dal.stripe_provider import StripePaymentProvider, keys_from_secret
-from racecap.dal.transactions import TransactItem
-from racecap.dal.transactions import transact as run_transaction
-from racecap.dal.warm_starts import AutoScalingWarmStarts
-from racecap.dal.webhooks import DynamoWebhookLog
-from racecap.dal.windows import DynamoWindows
-from racecap.dal.workflows import StepFunctionsWorkflow
-from racecap.fairness.buckets import AddressBuckets
-from racecap.fairness.identity import Client, address_from, client_from
-from racecap.fairness.keys import signing_key
-from racecap.fairness.queue import OpeningQueue
-from racecap.fairness.store import QueueStore
-from racecap.fairness.tokens import Signer
-from racecap.logic.admin import RaceAdmin
-from racecap.logic.audit import AuditTrail
-from racecap.logic.holds import HoldService
-from racecap.logic.participants import Participants
-from racecap.logic.payment_events import PaymentEvents
-from racecap.logic.prewarm import WarmStarts
-from racecap.logic.races import RaceCatalog
-from racecap.logic.refunds import Cancellations
-from racecap.logic.registration import RegistrationService
-from racecap.logic.retention import RetentionPurge
-from racecap.logic.stats import RaceStats
-from racecap.logic.sweeper import HoldSweeper
-from racecap.logic.window import WindowControl, WindowTasks
-from racecap.logic.writer import RegistrationWriter
-from racecap.ratelimit import SendRateLimiter
 
 if TYPE_CHECKING:
+    from racecap.cache import TieredCache
+    from racecap.dal.holds import DynamoHolds
+    from racecap.dal.inventory import DynamoInventory
+    from racecap.dal.payments import PaymentProvider
+    from racecap.dal.races import DynamoRaceStore
+    from racecap.dal.registrations import DynamoRegistrations
+    from racecap.dal.transactions import TransactItem
+    from racecap.dal.windows import DynamoWindows
+    from racecap.fairness.buckets import AddressBuckets
+    from racecap.fairness.identity import Client
+    from racecap.fairness.queue import OpeningQueue
+    from racecap.fairness.tokens import Signer
+    from racecap.logic.admin import RaceAdmin
+    from racecap.logic.audit import AuditTrail
+    from racecap.logic.holds import HoldService
     from racecap.logic.notify import Notifier
+    from racecap.logic.participants import Participants
+    from racecap.logic.payment_events import PaymentEvents
+    from racecap.logic.prewarm import WarmStarts
+    from racecap.logic.races import RaceCatalog
+    from racecap.logic.refunds import Cancellations
+    from racecap.logic.registration import RegistrationService
+    from racecap.logic.retention import RetentionPurge
+    from racecap.logic.stats import RaceStats
+    from racecap.logic.sweeper import HoldSweeper
+    from racecap.logic.window import WindowControl, WindowTasks
+    from racecap.logic.writer import RegistrationWriter
 
 
 @lru_cache(maxsize=1)
 def cache() -> TieredCache:
+    from racecap.cache import TieredCache
+
     return TieredCache(clients.cache)
 
 
 @lru_cache(maxsize=1)
 def race_store() -> DynamoRaceStore:
+    from racecap.dal.races import DynamoRaceStore
+
     return DynamoRaceStore(clients.dynamodb(), get_settings().races_table)
 
 
 @lru_cache(maxsize=1)
 def inventory() -> DynamoInventory:
+    from racecap.dal.inventory import DynamoInventory
+
     return DynamoInventory(clients.dynamodb(), get_settings().inventory_table)
 
 
 @lru_cache(maxsize=1)
 def catalog() -> RaceCatalog:
+    from racecap.logic.races import RaceCatalog
+
     return RaceCatalog(race_store(), inventory(), cache())
 
 
 @lru_cache(maxsize=1)
 def holds() -> DynamoHolds:
+    from racecap.dal.holds import DynamoHolds
+
     return DynamoHolds(clients.dynamodb(), get_settings().inventory_table)
 
 
 @lru_cache(maxsize=1)
 def registrations() -> DynamoRegistrations:
+    from racecap.dal.registrations import DynamoRegistrations
+
     s = get_settings()
     return DynamoRegistrations(clients.dynamodb(), s.registrations_table, s.inventory_table)
 
@@ -93,6 +96,10 @@ def registrations() -> DynamoRegistrations:
 def payments() -> PaymentProvider:
     """Stripe through the official SDK (timeouts sized for API Gateway's 29 s), behind the
     request budget every function shares through Redis: past it, ``PaymentRateLimited``."""
+    from racecap.dal.payment_limit import LimitedPaymentProvider
+    from racecap.dal.stripe_provider import StripePaymentProvider, keys_from_secret
+    from racecap.ratelimit import SendRateLimiter
+
     s = get_settings()
     stripe = StripePaymentProvider(keys_from_secret(s.payments_secret_id), api_base=s.payments_api_base)
     budget = SendRateLimiter(clients.cache, s.payments_rate_per_second, key=PAYMENTS_BUDGET_KEY)
@@ -104,11 +111,16 @@ PAYMENTS_BUDGET_KEY = "rc:ratelimit:payments"
 
 @lru_cache(maxsize=1)
 def hold_service() -> HoldService:
+    from racecap.logic.holds import HoldService
+
     return HoldService(catalog(), holds(), cache())
 
 
 @lru_cache(maxsize=1)
 def registration_service() -> RegistrationService:
+    from racecap.dal.queues import SqsQueue
+    from racecap.logic.registration import RegistrationService
+
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
     requeue_after = timedelta(seconds=get_settings().requeue_after_s)
     return RegistrationService(catalog(), holds(), registrations(), payments(), queue, requeue_after)
@@ -116,26 +128,38 @@ def registration_service() -> RegistrationService:
 
 @lru_cache(maxsize=1)
 def writer() -> RegistrationWriter:
+    from racecap.dal.queues import SqsQueue
+    from racecap.logic.writer import RegistrationWriter
+
     return RegistrationWriter(registrations(), SqsQueue(clients.sqs(), get_settings().emails_queue_url))
 
 
 @lru_cache(maxsize=1)
 def sweeper() -> HoldSweeper:
+    from racecap.logic.sweeper import HoldSweeper
+
     return HoldSweeper(holds(), payments(), registration_service(), catalog(), cache())
 
 
 @lru_cache(maxsize=1)
 def windows() -> DynamoWindows:
+    from racecap.dal.windows import DynamoWindows
+
     return DynamoWindows(clients.dynamodb(), get_settings().races_table)
 
 
 @lru_cache(maxsize=1)
 def window_tasks() -> WindowTasks:
+    from racecap.logic.window import WindowTasks
+
     return WindowTasks(race_store(), inventory(), catalog(), cache(), windows(), opened=opening_queue().opened)
 
 
 @lru_cache(maxsize=1)
 def warm_starts() -> WarmStarts:
+    from racecap.dal.warm_starts import AutoScalingWarmStarts
+    from racecap.logic.prewarm import WarmStarts
+
     settings = get_settings()
     target = settings.warm_start_target
     scaler = AutoScalingWarmStarts(clients.aws("application-autoscaling"), target) if target else None
@@ -144,42 +168,60 @@ def warm_starts() -> WarmStarts:
 
 # -- fairness: who a client is, rate limits, the opening queue ------------------------------
 def signer() -> Signer:
+    from racecap.fairness.keys import signing_key
+
     return _signer(signing_key())
 
 
 @lru_cache(maxsize=2)
 def _signer(key: bytes) -> Signer:
+    from racecap.fairness.tokens import Signer
+
     return Signer(key)
 
 
 def client(headers: Mapping[str, str]) -> Client:
+    from racecap.fairness.identity import client_from
+
     return client_from(headers, signer())
 
 
 @lru_cache(maxsize=1)
 def address_buckets() -> AddressBuckets:
+    from racecap.fairness.buckets import AddressBuckets
+
     s = get_settings()
     return AddressBuckets(clients.cache, rate_per_second=s.rate_limit_per_second, burst=s.rate_limit_burst)
 
 
 def runner_rate_limit(headers: Mapping[str, str]) -> int:
     """The runner API's per-address limit: seconds to wait, 0 to go (``http.make_resolver``)."""
+    from racecap.fairness.identity import address_from
+
     return address_buckets().take(address_from(headers)).retry_after_s
 
 
 @lru_cache(maxsize=1)
 def opening_queue() -> OpeningQueue:
+    from racecap.fairness.queue import OpeningQueue
+    from racecap.fairness.store import QueueStore
+
     store = QueueStore(clients.dynamodb(), get_settings().inventory_table)
     return OpeningQueue(catalog(), store, cache(), signer, audit=audit_trail)
 
 
 # -- the race directors' admin API ----------------------------------------------------------
 def transact(items: list[TransactItem]) -> None:
+    from racecap.dal.transactions import transact as run_transaction
+
     run_transaction(clients.dynamodb(), items)
 
 
 @lru_cache(maxsize=1)
 def retention_purge() -> RetentionPurge:
+    from racecap.dal.retention import DynamoRetention
+    from racecap.logic.retention import RetentionPurge
+
     s = get_settings()
     store = DynamoRetention(clients.dynamodb(), s.races_table, s.inventory_table, s.registrations_table)
     return RetentionPurge(store, race_store(), transact, audit_trail())
@@ -187,11 +229,17 @@ def retention_purge() -> RetentionPurge:
 
 @lru_cache(maxsize=1)
 def audit_trail() -> AuditTrail:
+    from racecap.dal.audit import DynamoAudit
+    from racecap.logic.audit import AuditTrail
+
     return AuditTrail(DynamoAudit(clients.dynamodb(), get_settings().audit_table))
 
 
 @lru_cache(maxsize=1)
 def window_control() -> WindowControl:
+    from racecap.dal.workflows import StepFunctionsWorkflow
+    from racecap.logic.window import WindowControl
+
     arn = get_settings().window_state_machine_arn
     if arn is None:
         raise ConfigurationError("WINDOW_STATE_MACHINE_ARN is not set for this function")
@@ -203,6 +251,8 @@ def window_control() -> WindowControl:
 
 @lru_cache(maxsize=1)
 def race_admin() -> RaceAdmin:
+    from racecap.logic.admin import RaceAdmin
+
     return RaceAdmin(
         race_store(),
         inventory(),
@@ -215,16 +265,24 @@ def race_admin() -> RaceAdmin:
 
 @lru_cache(maxsize=1)
 def participants() -> Participants:
+    from racecap.logic.participants import Participants
+
     return Participants(registrations())
 
 
 @lru_cache(maxsize=1)
 def race_stats() -> RaceStats:
+    from racecap.logic.stats import RaceStats
+
     return RaceStats(inventory(), registrations(), holds().live_counts, cache())
 
 
 @lru_cache(maxsize=1)
 def payment_events() -> PaymentEvents:
+    from racecap.dal.queues import SqsQueue
+    from racecap.dal.webhooks import DynamoWebhookLog
+    from racecap.logic.payment_events import PaymentEvents
+
     emails = SqsQueue(clients.sqs(), get_settings().emails_queue_url)
     log = DynamoWebhookLog(clients.dynamodb(), get_settings().inventory_table)
     return PaymentEvents(
@@ -241,6 +299,9 @@ def _race_name(race_id: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def cancellations() -> Cancellations:
+    from racecap.dal.queues import SqsQueue
+    from racecap.logic.refunds import Cancellations
+
     emails = SqsQueue(clients.sqs(), get_settings().emails_queue_url)
     return Cancellations(registrations(), holds(), payments(), emails, transact, audit_trail(), catalog())
 
@@ -252,7 +313,10 @@ def notifier() -> Notifier:
     # it s3transfer), ~50 ms of every other function's cold start (tests/unit/test_cold_imports.py).
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
+    from racecap.dal.deliveries import DynamoDeliveryLog
+    from racecap.dal.mailer import SesMailer, ses_client
     from racecap.logic.notify import Notifier
+    from racecap.ratelimit import SendRateLimiter
 
     settings = get_settings()
     return Notifier(

@@ -16,11 +16,14 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import redis
-from redis.commands.core import Script
-
+from racecap.cache import cache_errors
 from racecap.observability import logger, metrics
+
+if TYPE_CHECKING:
+    import redis
+    from redis.commands.core import Script
 
 # KEYS[1] bucket; ARGV[1] rate per second, ARGV[2] burst. Returns milliseconds to wait (0 = go).
 _TAKE = """
@@ -77,7 +80,7 @@ class AddressBuckets:
             if self._script is None:
                 self._script = client.register_script(_TAKE)
             wait_ms = int(self._script(keys=[self._prefix + address], args=[self.rate, self.burst], client=client))
-        except (redis.RedisError, OSError) as exc:
+        except cache_errors() as exc:
             self._open_until = time.monotonic() + self._cooldown
             logger.warning("rate limits: Redis unavailable; failing open", extra={"error": str(exc)})
             metrics.add_metric(name="RateLimitFailOpen", unit="Count", value=1)

@@ -15,7 +15,12 @@ Each event is applied by the state it describes, never by its order or count:
 
 An event is answered 2xx only once its effect is durable; when it cannot be applied yet (the
 writer has not written the registration) ``NotYet`` asks the provider to deliver it again.
-Applied event ids are remembered, so a duplicate costs one read.
+
+A duplicate costs one read and no write. For the payment events the hold is the log: a
+succeeded payment is applied by moving its hold (PAYING → QUEUED), so a repeat finds it
+queued or confirmed and answers "already" — remembering the event id as well would be one
+more write for every registration (issue 14). Refunds and disputes are rare and their
+effects are not all visible from one item, so their applied event ids are remembered.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ HANDLED = (
     "charge.refunded",
     "charge.dispute.created",
 )
+
+# Events whose effect is read back from state (the hold) rather than from the event log.
+STATE_IS_THE_LOG = frozenset({"payment_intent.succeeded", "payment_intent.payment_failed"})
 
 
 # Reconciliation re-reads the provider's succeeded payments from a little before its last
@@ -120,6 +128,8 @@ class PaymentEvents:
             raise InvalidSignature("The Stripe-Signature header is missing, wrong or too old.") from exc
         if event.type not in HANDLED:
             return "ignored"
+        if event.type in STATE_IS_THE_LOG:
+            return self.apply(event)
         if self._log.seen(event.id):
             metrics.add_metric(name="WebhookDuplicate", unit="Count", value=1)
             return "duplicate"
