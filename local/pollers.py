@@ -105,7 +105,8 @@ class QueuePoller(threading.Thread):
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
-        return list(resp.get("Messages", []))
+        messages: list[dict[str, Any]] = [dict(m) for m in resp.get("Messages", [])]
+        return messages
 
     def batch(self) -> list[dict[str, Any]]:
         """What Lambda's poller hands one invocation: from the first message, more until the

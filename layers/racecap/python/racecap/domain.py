@@ -14,9 +14,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from racecap.models import RegistrationState
+from racecap.models import Model, RegistrationState
 
 
 class HoldPhase(StrEnum):
@@ -56,7 +56,7 @@ class BeginOutcome(StrEnum):
     EMAIL_TAKEN = "EMAIL_TAKEN"
 
 
-class _Record(BaseModel):
+class _Record(Model):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     def __getitem__(self, name: str) -> Any:

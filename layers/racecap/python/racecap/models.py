@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 
 def _whole_number(v: object) -> object:
@@ -25,12 +25,21 @@ JsonInt = Annotated[int, Strict(), WHOLE_NUMBER]
 # as raw "ge"/"le" keys, which no client or fuzzer reads (the bounds would be invisible).
 # e.g. ``cap: Annotated[int, Strict(), Gt(0), Le(10), WHOLE_NUMBER] | None = None``
 
+
+class Model(BaseModel):
+    """Every Racecap model: its validator is built by its first use, not by the import.
+    Building all of them at import cost each cold start ~40 ms for models a function never
+    validates (issue 14); a function pays for the few it uses, once."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 RegistrationState = Literal["SCHEDULED", "OPEN", "CLOSED"]
 PublicRaceStatus = Literal["NOT_YET_OPEN", "OPEN", "CLOSED"]
 PublicEventStatus = Literal["NOT_YET_OPEN", "OPEN", "SOLD_OUT", "CLOSED"]
 
 
-class Race(BaseModel):
+class Race(Model):
     """A race as stored: a director's edit bumps ``version``."""
 
     raceId: str
@@ -51,7 +60,7 @@ class Race(BaseModel):
     purgedAt: datetime | None = None  # when the retention job deleted it
 
 
-class Event(BaseModel):
+class Event(Model):
     raceId: str
     eventId: str
     name: str
@@ -62,7 +71,7 @@ class Event(BaseModel):
     position: int = 0  # the director's order, which runners see
 
 
-class EventView(BaseModel):
+class EventView(Model):
     eventId: str
     name: str
     cap: int
@@ -72,7 +81,7 @@ class EventView(BaseModel):
     status: PublicEventStatus
 
 
-class RaceSummaryView(BaseModel):
+class RaceSummaryView(Model):
     raceId: str
     name: str
     location: str
@@ -89,19 +98,19 @@ class RaceView(RaceSummaryView):
     events: list[EventView]
 
 
-class RaceList(BaseModel):
+class RaceList(Model):
     races: list[RaceSummaryView]
 
 
 # -- holds and registrations -----------------------------------------------------------
-class HoldCreated(BaseModel):
+class HoldCreated(Model):
     holdId: str
     expiresAt: datetime
     raceId: str
     eventId: str
 
 
-class RegistrationAccepted(BaseModel):
+class RegistrationAccepted(Model):
     registrationId: str
     status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING", "QUEUED", "CONFIRMED"] = Field(
         description="PAYMENT_REQUIRED / REQUIRES_ACTION / PROCESSING: confirm the payment in the browser "
@@ -116,12 +125,12 @@ class RegistrationAccepted(BaseModel):
     paymentsScript: str | None = Field(default=None, description="Where Stripe.js is loaded from, while unpaid.")
 
 
-class WebhookAnswer(BaseModel):
+class WebhookAnswer(Model):
     received: bool
     outcome: str = Field(description="What the event did: queued, already, orphan, declined, cancelled, flagged…")
 
 
-class RegistrationStatus(BaseModel):
+class RegistrationStatus(Model):
     registrationId: str
     status: Literal["QUEUED", "CONFIRMED", "FAILED"]
     raceId: str
@@ -136,7 +145,7 @@ class RegistrationStatus(BaseModel):
 
 
 # -- the race directors' admin API ---------------------------------------------------
-class Director(BaseModel):
+class Director(Model):
     """Who is calling the admin API: from the JWT's claims (Cognito on AWS)."""
 
     sub: str  # the stable user id; races are owned by it
@@ -144,7 +153,7 @@ class Director(BaseModel):
     email: str = ""
 
 
-class AdminEventView(BaseModel):
+class AdminEventView(Model):
     eventId: str
     name: str
     cap: int
@@ -155,7 +164,7 @@ class AdminEventView(BaseModel):
     placesLeft: int
 
 
-class AdminRaceSummary(BaseModel):
+class AdminRaceSummary(Model):
     raceId: str
     name: str
     raceDate: str
@@ -167,7 +176,7 @@ class AdminRaceSummary(BaseModel):
     version: int
 
 
-class AdminRaceList(BaseModel):
+class AdminRaceList(Model):
     races: list[AdminRaceSummary]
 
 
@@ -185,7 +194,7 @@ class AdminRaceView(AdminRaceSummary):
     events: list[AdminEventView]
 
 
-class WorkflowView(BaseModel):
+class WorkflowView(Model):
     execution: str
     executionArn: str
     mode: Literal["schedule", "open"]
@@ -196,7 +205,7 @@ class WorkflowView(BaseModel):
     startedBy: str
 
 
-class WindowView(BaseModel):
+class WindowView(Model):
     raceId: str
     status: PublicRaceStatus
     registrationState: RegistrationState
@@ -206,12 +215,12 @@ class WindowView(BaseModel):
     changed: bool = Field(description="False when the call found the window already as asked (a repeat).")
 
 
-class MinuteCount(BaseModel):
+class MinuteCount(Model):
     minute: str = Field(description="UTC minute, YYYY-MM-DDTHH:MM")
     confirmed: int
 
 
-class EventStats(BaseModel):
+class EventStats(Model):
     eventId: str
     name: str
     cap: int
@@ -225,7 +234,7 @@ class EventStats(BaseModel):
     perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
 
 
-class RaceStatsView(BaseModel):
+class RaceStatsView(Model):
     raceId: str
     status: PublicRaceStatus
     asOf: datetime
@@ -234,7 +243,7 @@ class RaceStatsView(BaseModel):
     events: list[EventStats]
 
 
-class RegistrationRow(BaseModel):
+class RegistrationRow(Model):
     registrationId: str
     eventId: str
     eventName: str
@@ -256,14 +265,14 @@ class RegistrationRow(BaseModel):
     )
 
 
-class RegistrationPage(BaseModel):
+class RegistrationPage(Model):
     registrations: list[RegistrationRow]
     nextCursor: str | None = Field(
         description="Pass as `cursor` for more; a search may return fewer than `limit` rows with a cursor."
     )
 
 
-class CancellationView(BaseModel):
+class CancellationView(Model):
     registrationId: str
     status: Literal["CANCELLED"]
     refundId: str
@@ -273,7 +282,7 @@ class CancellationView(BaseModel):
     changed: bool = Field(description="False when the registration was already cancelled (a repeat).")
 
 
-class AuditEntry(BaseModel):
+class AuditEntry(Model):
     raceId: str
     entryId: str
     at: datetime
@@ -283,6 +292,6 @@ class AuditEntry(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-class AuditPage(BaseModel):
+class AuditPage(Model):
     entries: list[AuditEntry]
     nextCursor: str | None

@@ -24,10 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
 from racecap.errors import DomainError
 from racecap.fairness.tokens import Signer
+from racecap.models import Model
 
 ADDRESS_HEADER = "cloudfront-viewer-address"
 DEVICE_HEADER = "x-racecap-device"
@@ -36,7 +35,7 @@ ADMISSION_HEADER = "x-racecap-admission"
 DEVICE_TOKEN_DAYS = 90
 
 
-class DeviceView(BaseModel):
+class DeviceView(Model):
     deviceToken: str
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool
+from pydantic import ConfigDict, Field, Strict, StrictBool
 
 from racecap.cache import TieredCache
 from racecap.errors import Conflict, DomainError
@@ -35,7 +35,7 @@ from racecap.fairness.store import QueueStore
 from racecap.fairness.tokens import Signer, TokenNotYours
 from racecap.logic.audit import AuditTrail
 from racecap.logic.races import RaceCatalog, race_status
-from racecap.models import WHOLE_NUMBER, Director, Event
+from racecap.models import WHOLE_NUMBER, Director, Event, Model
 from racecap.observability import logger, metrics
 
 STATE_TTL = 1.0  # the shared "now serving" figure: about a second stale at most
@@ -69,7 +69,7 @@ class AdmissionRequired(DomainError):
     code, status = "QUEUE_ADMISSION_REQUIRED", 403
 
 
-class FairnessSettings(BaseModel):
+class FairnessSettings(Model):
     """The director's fairness settings for one race."""
 
     queueEnabled: bool = Field(description="The opening queue (waiting room) is on.")
@@ -80,7 +80,7 @@ class FairnessSettings(BaseModel):
     powDifficulty: int = Field(ge=0, le=28, description="Proof-of-work difficulty in bits (raised on spikes).")
 
 
-class FairnessPatch(BaseModel):
+class FairnessPatch(Model):
     model_config = ConfigDict(extra="forbid")
 
     # Strict per field, as in the race's own settings: `true` is not a hold limit.
@@ -91,7 +91,7 @@ class FairnessPatch(BaseModel):
     powDifficulty: Annotated[int, Strict(), Ge(0), Le(28), WHOLE_NUMBER] | None = None
 
 
-class QueueStats(BaseModel):
+class QueueStats(Model):
     entered: int = Field(description="Queue numbers issued so far.")
     admitted: int = Field(description="Numbers admitted so far (now serving).")
     length: int = Field(description="Runners still waiting.")
@@ -106,7 +106,7 @@ class FairnessView(FairnessSettings):
     queue: QueueStats
 
 
-class QueueView(BaseModel):
+class QueueView(Model):
     raceId: str
     state: QueueStateName
     position: int | None = Field(default=None, description="1 = next to be admitted.")
@@ -125,7 +125,7 @@ class QueueView(BaseModel):
     message: str
 
 
-class NowServingView(BaseModel):
+class NowServingView(Model):
     """The one figure every waiting runner shares: cacheable for a second at the edge, so
     polls between a runner's own checks cost the origin nothing."""
 
@@ -138,7 +138,7 @@ class NowServingView(BaseModel):
     at: float = Field(description="Epoch seconds the figure was computed (it may be a second old).")
 
 
-class ChallengeView(BaseModel):
+class ChallengeView(Model):
     challenge: str
     difficulty: int
     expiresInSeconds: int
@@ -147,7 +147,7 @@ class ChallengeView(BaseModel):
     )
 
 
-class EnterRequest(BaseModel):
+class EnterRequest(Model):
     model_config = ConfigDict(extra="forbid")
 
     challenge: str | None = Field(default=None, max_length=2048)

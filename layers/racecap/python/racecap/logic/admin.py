@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal, cast
 
 from annotated_types import Ge, Gt, Le
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     Strict,
@@ -42,6 +41,7 @@ from racecap.models import (
     Director,
     Event,
     JsonInt,
+    Model,
     Race,
 )
 
@@ -79,7 +79,7 @@ def new_id(prefix: str) -> str:
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
-class EventDraft(BaseModel):
+class EventDraft(Model):
     model_config = _STRICT
 
     name: str = Field(min_length=1, max_length=100, pattern=SOME_TEXT)
@@ -94,7 +94,7 @@ def _iso_text(v: object) -> object:
     return v
 
 
-class RaceFields(BaseModel):
+class RaceFields(Model):
     """A race's own settings, validated together: the times must make sense as a whole."""
 
     model_config = _STRICT
@@ -169,7 +169,7 @@ def _null_is_not_a_value(schema: dict[str, Any]) -> None:
             prop["anyOf"] = kept
 
 
-class RacePatch(BaseModel):
+class RacePatch(Model):
     """Fields to change; those left out stay as they are."""
 
     expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
@@ -194,7 +194,7 @@ class RacePatch(BaseModel):
         return _iso_text(v) if v is not None else v
 
 
-class EventPatch(BaseModel):
+class EventPatch(Model):
     expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = None
     name: str | None = Field(default=None, min_length=1, max_length=100, pattern=SOME_TEXT)
     cap: Annotated[int, Strict(), Gt(0), Le(1_000_000), WHOLE_NUMBER] | None = Field(

@@ -19,9 +19,10 @@ from decimal import Decimal
 from string import Template
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from racecap.domain import EmailMessage, RenderedEmail
+from racecap.models import Model
 
 __all__ = ["EmailMessage", "PoisonMessage", "RenderedEmail", "parse_message", "render", "tags_for"]
 
@@ -31,7 +32,7 @@ class PoisonMessage(Exception):
 
 
 # -- the contract (the envelope, EmailMessage, is in racecap.domain) -----------------
-class _Data(BaseModel):
+class _Data(Model):
     model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
 
     firstName: str = Field(min_length=1, max_length=200)
@@ -57,7 +58,7 @@ class RefundData(_Data):
     pass
 
 
-class UnmatchedRefundData(BaseModel):
+class UnmatchedRefundData(Model):
     """A payment no place could be given for, refunded automatically (names may be unknown)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+
+from racecap.models import Model
 
 # Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
 # is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
@@ -19,7 +21,7 @@ def normalize_email(raw: str) -> str:
     return raw.strip().lower()
 
 
-class RegistrationRequest(BaseModel):
+class RegistrationRequest(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     # The patterns say in the document what the validators check (names are trimmed first).
@@ -62,7 +64,7 @@ class RegistrationRequest(BaseModel):
 
 
 # A director's cancellation of one registration (no docstring: it would enter the OpenAPI document).
-class CancelRequest(BaseModel):
+class CancelRequest(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")

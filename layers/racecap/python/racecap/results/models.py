@@ -5,15 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from racecap.models import JsonInt
+from racecap.models import JsonInt, Model
 
 UploadStatus = Literal["WAITING_FOR_FILE", "PROCESSING", "READY", "REJECTED"]
 
 
 # -- directors --------------------------------------------------------------------------
-class UploadRequest(BaseModel):
+class UploadRequest(Model):
     """How the next file is read; every field has a default."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
@@ -28,12 +28,12 @@ class UploadRequest(BaseModel):
     rankBy: Literal["chip", "gun"] = Field(default="chip", description="Which time decides the places.")
 
 
-class LineError(BaseModel):
+class LineError(Model):
     line: int = Field(description="Line of the file; the header is line 1.")
     reason: str
 
 
-class UploadView(BaseModel):
+class UploadView(Model):
     uploadId: str
     raceId: str
     eventId: str
@@ -54,7 +54,7 @@ class UploadTicket(UploadView):
     expiresAt: datetime
 
 
-class EventResultsAdminView(BaseModel):
+class EventResultsAdminView(Model):
     raceId: str
     eventId: str
     version: int | None = Field(description="The newest valid upload's version (what publishing shows).")
@@ -65,7 +65,7 @@ class EventResultsAdminView(BaseModel):
 
 
 # -- runners ----------------------------------------------------------------------------
-class EventResultsPointer(BaseModel):
+class EventResultsPointer(Model):
     eventId: str
     name: str
     published: bool
@@ -73,7 +73,7 @@ class EventResultsPointer(BaseModel):
     finishers: int | None = None
 
 
-class RaceResultsView(BaseModel):
+class RaceResultsView(Model):
     """The small, short-cached answer: which version of each event's results is current."""
 
     raceId: str
@@ -81,7 +81,7 @@ class RaceResultsView(BaseModel):
     events: list[EventResultsPointer]
 
 
-class ResultRow(BaseModel):
+class ResultRow(Model):
     place: int | None = Field(description="Overall place; None for DNF, DNS and DQ.")
     genderPlace: int | None
     ageGroupPlace: int | None
@@ -95,7 +95,7 @@ class ResultRow(BaseModel):
     gunTime: str | None
 
 
-class ResultsPage(BaseModel):
+class ResultsPage(Model):
     raceId: str
     eventId: str
     eventName: str
@@ -111,7 +111,7 @@ class ResultsPage(BaseModel):
     results: list[ResultRow]
 
 
-class Split(BaseModel):
+class Split(Model):
     name: str
     time: str | None
 
@@ -121,7 +121,7 @@ class RunnerResult(ResultRow):
     of: dict[str, int | None] = Field(description="How many placed in each ranking: overall, gender, ageGroup.")
 
 
-class RunnerResultView(BaseModel):
+class RunnerResultView(Model):
     raceId: str
     eventId: str
     eventName: str
@@ -129,7 +129,7 @@ class RunnerResultView(BaseModel):
     result: RunnerResult
 
 
-class Suggestion(BaseModel):
+class Suggestion(Model):
     bib: int
     name: str
     place: int | None
@@ -138,7 +138,7 @@ class Suggestion(BaseModel):
     status: str
 
 
-class SuggestionList(BaseModel):
+class SuggestionList(Model):
     version: int
     q: str
     suggestions: list[Suggestion] = Field(max_length=10)
