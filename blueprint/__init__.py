@@ -551,6 +551,9 @@ COMMON_ENV: dict[str, Ref] = {
     "REQUEUE_UNCONFIRMED_AFTER_SECONDS": Param("RequeueUnconfirmedAfterSeconds", "300"),
     "POWERTOOLS_METRICS_NAMESPACE": "Racecap",
     "POWERTOOLS_LOG_LEVEL": "INFO",
+    # pydantic otherwise scans every installed distribution's entry points for plugins when
+    # it builds its first validator: ~13 ms of a cold start, for plugins Racecap has none of.
+    "PYDANTIC_DISABLE_PLUGINS": "__all__",
 }
 
 # The most warm environments the registration API keeps ready during an opening.

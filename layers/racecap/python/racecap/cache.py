@@ -20,7 +20,8 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from racecap.observability import logger, metrics
@@ -202,6 +203,31 @@ class TieredCache:
         full = self._prefix + f"stamp:{name}"
         self.shared.call(lambda r: r.eval(_RAISE_STAMP, 1, full, new_value), None)
         self.local.put(f"stamp:{name}", new_value, self._stamp_ttl)
+
+    # -- turns ------------------------------------------------------------------
+    @contextmanager
+    def turn(self, key: str, *, hold_ms: int = 2000, wait_s: float = 2.0) -> Iterator[bool]:
+        """Run the block while no other environment runs one for ``key``, waiting up to
+        ``wait_s`` for a holder to finish; yields whether the turn was ours.
+
+        An optimisation, never a guarantee: if Redis is down, the holder is slow past
+        ``hold_ms`` or the wait runs out, the block runs anyway and whatever guards the data
+        (a DynamoDB condition) decides. What it saves is the work two environments would
+        otherwise do at once for one key, the loser's all wasted.
+        """
+        lock = f"{self._prefix}turn:{key}"
+        token = f"{time.time_ns()}-{random.random()}"
+        deadline = time.monotonic() + wait_s
+        while True:
+            got = self.shared.call(lambda r: bool(r.set(lock, token, nx=True, px=hold_ms)), None)
+            if got is not False or time.monotonic() >= deadline:
+                break
+            time.sleep(0.005 + random.random() * 0.01)
+        try:
+            yield bool(got)
+        finally:
+            if got:
+                self.shared.call(lambda r: r.eval(_RELEASE_LOCK, 1, lock, token), None)
 
     # -- counters and flags ---------------------------------------------------
     def flag(self, key: str, ttl: float) -> None:

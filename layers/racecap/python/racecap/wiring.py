@@ -131,7 +131,7 @@ def writer() -> RegistrationWriter:
     from racecap.dal.queues import SqsQueue
     from racecap.logic.writer import RegistrationWriter
 
-    return RegistrationWriter(registrations(), SqsQueue(clients.sqs(), get_settings().emails_queue_url))
+    return RegistrationWriter(registrations(), SqsQueue(clients.sqs(), get_settings().emails_queue_url), turns=cache())
 
 
 @lru_cache(maxsize=1)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -23,6 +24,10 @@ from racecap.domain import EmailMessage, PaidRegistration, Registration
 from racecap.observability import logger, metrics
 
 MAX_TRIES = 12
+# A turn on an event's bib counter: longer than a batch's transactions normally take, far
+# shorter than the function's timeout, so a crashed holder delays the next by this at most.
+TURN_HOLD_MS = 2000
+TURN_WAIT_S = 1.0
 
 
 def confirmation_email(reg: Registration) -> EmailMessage:
@@ -44,10 +49,17 @@ def confirmation_email(reg: Registration) -> EmailMessage:
     )
 
 
+class Turns(Protocol):
+    """``racecap.cache.TieredCache.turn``: one environment at a time per key, best effort."""
+
+    def turn(self, key: str, *, hold_ms: int = ..., wait_s: float = ...) -> AbstractContextManager[bool]: ...
+
+
 class RegistrationWriter:
-    def __init__(self, registrations: RegistrationStore, emails: MessageQueue) -> None:
+    def __init__(self, registrations: RegistrationStore, emails: MessageQueue, turns: Turns | None = None) -> None:
         self._regs = registrations
         self._emails = emails
+        self._turns = turns
 
     def process(self, records: list[dict[str, Any]]) -> list[str]:
         """Confirm every record it can; return the message ids that must be retried."""
@@ -64,11 +76,20 @@ class RegistrationWriter:
             groups[(paid.raceId, paid.eventId)].append((record["messageId"], paid))
         for (race_id, event_id), items in groups.items():
             try:
-                self._confirm_event(race_id, event_id, [p for _, p in items])
+                # One writer at a time per event (issue 14): two that read the same bib counter
+                # both build a transaction and one of them is cancelled — redelivered, wasted.
+                # The counter's condition still guards the bibs if the turn is not had.
+                with self._turn(race_id, event_id):
+                    self._confirm_event(race_id, event_id, [p for _, p in items])
             except Exception:
                 logger.exception("could not confirm batch", extra={"raceId": race_id, "eventId": event_id})
                 failed += [mid for mid, _ in items]
         return failed
+
+    def _turn(self, race_id: str, event_id: str) -> AbstractContextManager[bool]:
+        if self._turns is None:
+            return nullcontext(True)
+        return self._turns.turn(f"bibs:{race_id}:{event_id}", hold_ms=TURN_HOLD_MS, wait_s=TURN_WAIT_S)
 
     def _confirm_event(self, race_id: str, event_id: str, paid: list[PaidRegistration]) -> None:
         unique = {p.registrationId: p for p in paid}

@@ -1,14 +1,18 @@
-"""The results capability's composition root (see ``racecap.wiring`` for the rest)."""
+"""The results capability's composition root (see ``racecap.wiring`` for the rest; as
+there, each factory imports its own parts, so a function loads only what it uses)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from racecap import clients
 from racecap.config import ConfigurationError, get_settings
-from racecap.results.service import ResultsAdmin, ResultsProcessor, ResultsReader
-from racecap.results.store import DynamoResults, S3Files
 from racecap.wiring import audit_trail, cache, catalog, race_store, registrations, transact
+
+if TYPE_CHECKING:
+    from racecap.results.service import ResultsAdmin, ResultsProcessor, ResultsReader
+    from racecap.results.store import DynamoResults, S3Files
 
 
 def _table() -> str:
@@ -20,11 +24,15 @@ def _table() -> str:
 
 @lru_cache(maxsize=1)
 def results_store() -> DynamoResults:
+    from racecap.results.store import DynamoResults
+
     return DynamoResults(clients.dynamodb(), _table())
 
 
 @lru_cache(maxsize=1)
 def files() -> S3Files:
+    from racecap.results.store import S3Files
+
     bucket = get_settings().results_bucket
     if bucket is None:
         raise ConfigurationError("RESULTS_BUCKET is not set for this function")
@@ -33,14 +41,20 @@ def files() -> S3Files:
 
 @lru_cache(maxsize=1)
 def results_admin() -> ResultsAdmin:
+    from racecap.results.service import ResultsAdmin
+
     return ResultsAdmin(results_store(), files(), race_store(), transact, audit_trail(), cache())
 
 
 @lru_cache(maxsize=1)
 def results_processor() -> ResultsProcessor:
+    from racecap.results.service import ResultsProcessor
+
     return ResultsProcessor(results_store(), files(), race_store(), registrations(), transact, audit_trail(), cache())
 
 
 @lru_cache(maxsize=1)
 def results_reader() -> ResultsReader:
+    from racecap.results.service import ResultsReader
+
     return ResultsReader(results_store(), catalog(), cache())
