@@ -44,10 +44,11 @@ class RegistrationPhase(StrEnum):
 
 
 class EmailClaimPhase(StrEnum):
-    """An email's claim on one race: CLAIMED while paying, CONFIRMED once registered."""
+    """An email's claim on one race, made by the payment and kept by the registration. Whether
+    it ended in one is the registration's to say (it exists or not): marking the claim as
+    well cost the writer one more item per registration (issue 14)."""
 
     CLAIMED = "CLAIMED"
-    CONFIRMED = "CONFIRMED"
 
 
 class BeginOutcome(StrEnum):
