@@ -12,7 +12,7 @@ and the tests, can read it without pulling in the CDK or boto3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -122,6 +122,9 @@ class Index:
     name: str
     partition_key: Key
     sort_key: Key | None = None
+    # The non-key attributes the index carries; None: all of them. A write that changes
+    # only attributes an index does not carry costs that index nothing.
+    include: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -448,7 +451,10 @@ TABLES: tuple[Table, ...] = (
     # The hot path: cap-counter shards, holds, email claims, bib counters. Conditional
     # writes here are what make "never sold twice" true. Holds expire through TTL as a
     # backstop; the sweeper returns their places well before TTL would.
-    Table("Inventory", PK, SK, indexes=(GSI1,), ttl_attribute="ttl"),
+    # Its index is the sweeper's (holds that can expire or wait for a re-send): it carries the
+    # keys and the race and event alone, so a hold's payment steps (status, attempt, intent)
+    # never write it — three index writes per registration fewer (issue 14).
+    Table("Inventory", PK, SK, indexes=(replace(GSI1, include=("raceId", "eventId")),), ttl_attribute="ttl"),
     # Confirmed (and failed) registrations, written only by the writer.
     Table("Registrations", PK, SK, indexes=(GSI1,)),
     # Powertools Idempotency records (registration requests, payments, queue records).

@@ -20,6 +20,7 @@ from racecap.dal.keys import (
     hold_key,
     hold_pk,
     live_partition,
+    requeue_partition,
     shard_key,
 )
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
@@ -357,7 +358,7 @@ class DynamoHolds:
         the index costs one key change per registration and no read."""
         update = self._update_hold(
             hold,
-            "SET #s = :queued, chargeId = :charge, queuedAt = :now, requeueAt = :due, gsi1sk = :due",
+            "SET #s = :queued, chargeId = :charge, queuedAt = :now, requeueAt = :due, gsi1pk = :part, gsi1sk = :due",
             "#s = :paying AND attempt.#k = :key",
             {
                 ":queued": HoldPhase.QUEUED,
@@ -366,6 +367,7 @@ class DynamoHolds:
                 ":charge": payment_id,
                 ":now": now.isoformat(),
                 ":due": requeue_at.isoformat(),
+                ":part": requeue_partition(hold.holdId),
             },
         )
         # A paid place no longer counts against its client's hold limit: freed in the same
@@ -379,18 +381,31 @@ class DynamoHolds:
 
     # -- the sweeper's view ----------------------------------------------------------------------
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
-        """Holds past their expiry (HELD, PAYING) and queued holds past their re-send time."""
+        """Holds past their expiry (HELD, PAYING) and queued holds past their re-send time:
+        their keys from the index, then the holds themselves (the index carries no more)."""
+        keys: list[dict[str, Any]] = []
+        for family in ("LIVE", "REQUEUE"):
+            for n in range(LIVE_PARTITIONS):
+                keys += query_all(
+                    self._db,
+                    TableName=self._table,
+                    IndexName="gsi1",
+                    KeyConditionExpression="gsi1pk = :p AND gsi1sk <= :now",
+                    ExpressionAttributeValues=values({":p": f"{family}#{n}", ":now": now.isoformat()}),
+                    ProjectionExpression="pk, sk",
+                    Limit=limit_per_partition,
+                )
+        return self._get_many(keys)
+
+    def _get_many(self, keys: list[dict[str, Any]]) -> list[Hold]:
         out: list[Hold] = []
-        for n in range(LIVE_PARTITIONS):
-            page = query_all(
-                self._db,
-                TableName=self._table,
-                IndexName="gsi1",
-                KeyConditionExpression="gsi1pk = :p AND gsi1sk <= :now",
-                ExpressionAttributeValues=values({":p": f"LIVE#{n}", ":now": now.isoformat()}),
-                Limit=limit_per_partition,
-            )
-            out.extend(hold_from_item(item) for item in page)
+        for start in range(0, len(keys), 100):
+            chunk = [to_item({"pk": k["pk"], "sk": k["sk"]}) for k in keys[start : start + 100]]
+            request: dict[str, Any] = {self._table: {"Keys": chunk, "ConsistentRead": True}}
+            while request:
+                resp = self._db.batch_get_item(RequestItems=request)
+                out.extend(hold_from_item(from_item(item)) for item in resp["Responses"].get(self._table, []))
+                request = resp.get("UnprocessedKeys") or {}
         return out
 
     def live_counts(self, race_id: str) -> dict[str, int]:
@@ -408,11 +423,10 @@ class DynamoHolds:
                 TableName=self._table,
                 IndexName="gsi1",
                 KeyConditionExpression="gsi1pk = :p",
-                # QUEUED holds waiting for the writer are in the index too (the re-send backstop).
-                FilterExpression="raceId = :r AND #s <> :queued",
+                # Queued holds waiting for the writer are in the index too, under REQUEUE#<n>.
+                FilterExpression="raceId = :r",
                 ProjectionExpression="eventId",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=values({":p": f"LIVE#{n}", ":r": race_id, ":queued": HoldPhase.QUEUED}),
+                ExpressionAttributeValues=values({":p": f"LIVE#{n}", ":r": race_id}),
             ):
                 counts[item["eventId"]] = counts.get(item["eventId"], 0) + 1
         return counts

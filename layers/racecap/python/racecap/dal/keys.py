@@ -2,7 +2,9 @@
 
 Inventory (pk / sk):
   HOLD#<holdId>              / HOLD         a held place; gsi1 = LIVE#<n> / <expiresAt> while
-                                            it can still expire (sparse: removed once queued)
+                                            it can still expire, REQUEUE#<n> / <requeueAt> once
+                                            paid and queued (sparse: removed once confirmed;
+                                            the index carries raceId and eventId only)
   EMAIL#<raceId>#<email>     / EMAIL        at most one per race: the email's claim
   CAP#<raceId>#<eventId>     / SHARD#<nnn>  the cap counter shards
   BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
@@ -64,8 +66,17 @@ def shard_key(race_id: str, event_id: str, shard: str) -> dict[str, Any]:
 
 
 def live_partition(hold_id: str) -> str:
-    n = int(hashlib.sha256(hold_id.encode()).hexdigest()[:8], 16) % LIVE_PARTITIONS
-    return f"LIVE#{n}"
+    return f"LIVE#{_partition(hold_id)}"
+
+
+def requeue_partition(hold_id: str) -> str:
+    """A paid, queued hold's place in the sweeper's index: apart from the live ones, so the
+    directors' count of live holds reads no status (the index does not carry it)."""
+    return f"REQUEUE#{_partition(hold_id)}"
+
+
+def _partition(hold_id: str) -> int:
+    return int(hashlib.sha256(hold_id.encode()).hexdigest()[:8], 16) % LIVE_PARTITIONS
 
 
 def bib_counter_key(race_id: str, event_id: str) -> dict[str, Any]:
