@@ -457,8 +457,6 @@ TABLES: tuple[Table, ...] = (
     Table("Inventory", PK, SK, indexes=(replace(GSI1, include=("raceId", "eventId")),), ttl_attribute="ttl"),
     # Confirmed (and failed) registrations, written only by the writer.
     Table("Registrations", PK, SK, indexes=(GSI1,)),
-    # Powertools Idempotency records (registration requests, payments, queue records).
-    Table("Idempotency", Key("id"), ttl_attribute="expiration"),
     # Every race director's change, per race (pk RACE#<raceId>, sk <at>#<id>). Its own
     # table, not the race's partition in Races: it only grows, it is read by directors
     # alone, and a race definition load (every cache miss in a burst) must stay one
@@ -525,7 +523,6 @@ COMMON_ENV: dict[str, Ref] = {
     "RACES_TABLE": TableName("Races"),
     "INVENTORY_TABLE": TableName("Inventory"),
     "REGISTRATIONS_TABLE": TableName("Registrations"),
-    "IDEMPOTENCY_TABLE": TableName("Idempotency"),
     "AUDIT_TABLE": TableName("Audit"),
     "REGISTRATIONS_QUEUE_URL": QueueUrl("Registrations"),
     "EMAILS_QUEUE_URL": QueueUrl("Emails"),
@@ -582,7 +579,6 @@ FUNCTIONS: tuple[Function, ...] = (
             TableAccess("Races", "read"),
             TableAccess("Inventory", "readwrite"),
             TableAccess("Registrations", "readwrite"),  # the webhook: outside refunds, disputes
-            TableAccess("Idempotency", "readwrite"),
             TableAccess("Audit", "readwrite"),  # the webhook: a refund made outside Racecap is audited
             QueueAccess("Registrations", "send"),
             QueueAccess("Emails", "send"),  # the webhook: refund emails
@@ -601,7 +597,6 @@ FUNCTIONS: tuple[Function, ...] = (
             TableAccess("Races", "read"),
             TableAccess("Inventory", "readwrite"),
             TableAccess("Registrations", "readwrite"),
-            TableAccess("Idempotency", "readwrite"),
             QueueAccess("Registrations", "consume"),
             QueueAccess("Emails", "send"),
         ),
@@ -614,7 +609,6 @@ FUNCTIONS: tuple[Function, ...] = (
         "functions/email_sender",
         "Sends queued emails through SES without exceeding the account's send rate",
         grants=(
-            TableAccess("Idempotency", "readwrite"),
             TableAccess("Registrations", "write"),  # the delivery log, beside each registration
             QueueAccess("Emails", "consume"),
             SendEmail(),

@@ -25,7 +25,7 @@ from racecap.logic.prewarm import CALLS_PER_RUNNER, HEADROOM, SECONDS_PER_CALL, 
 # that takes the burst's writes is checked against all of it (an upper bound per table).
 WRITE_UNITS_PER_RUNNER = 34
 READ_UNITS_PER_RUNNER = 4
-BURST_TABLES = ("Inventory", "Registrations", "Idempotency")
+BURST_TABLES = ("Inventory", "Registrations")
 # AWS keeps 100 of the account's concurrency unreserved; reserved functions take theirs out.
 UNRESERVED_FLOOR = 100
 # One confirmation email per runner, sent within the burst minute by the rate-limited sender.

@@ -55,9 +55,9 @@ DEPS_LAYER_DIR: Path = blueprint.ROOT / ".build" / "layers" / "deps"
 ASSET_EXCLUDES = ["__pycache__", "*.pyc", ".pytest_cache", "tests"]
 
 # --- tables ----------------------------------------------------------------------------
-# Tables whose loss is harmless (Powertools idempotency records expire within hours);
-# every other table is retained and deletion-protected.
-DISPOSABLE_TABLES = frozenset({"Idempotency"})
+# Tables whose loss would be harmless (none since the email sender's idempotency records
+# moved to the cache, issue 14); every other table is retained and deletion-protected.
+DISPOSABLE_TABLES: frozenset[str] = frozenset()
 
 # --- cache -----------------------------------------------------------------------------
 CACHE_ENGINE = "valkey"

@@ -52,7 +52,7 @@ def seeded(stack: LocalStack) -> LocalStack:
                 Code={"ZipFile": code.getvalue()}, Tags=_tags(fn.id),
             )  # fmt: skip
     ddb = _client(stack, "dynamodb")
-    for table_id, warm in (("Inventory", (30000, 10000)), ("Registrations", None), ("Idempotency", None)):
+    for table_id, warm in (("Inventory", (30000, 10000)), ("Registrations", None)):
         extra = {"WarmThroughput": {"ReadUnitsPerSecond": warm[0], "WriteUnitsPerSecond": warm[1]}} if warm else {}
         ddb.create_table(
             TableName=f"{STACK}-{table_id}",
@@ -150,7 +150,7 @@ def test_the_design_burst_gets_every_verdict_with_its_fix_or_check(seeded: Local
 def test_a_smaller_burst_fits_the_new_tables(seeded: LocalStack) -> None:
     out = preflight(seeded, 3000).stdout
 
-    for table_id in ("Inventory", "Registrations", "Idempotency"):
+    for table_id in ("Inventory", "Registrations"):
         assert _line(out, f"DynamoDB warm throughput: {table_id}").startswith("OK")
     assert "fix: aws dynamodb" not in out
 

@@ -19,7 +19,6 @@ class Settings(BaseModel):
     races_table: str = Field(alias="RACES_TABLE", min_length=1)
     inventory_table: str = Field(alias="INVENTORY_TABLE", min_length=1)
     registrations_table: str = Field(alias="REGISTRATIONS_TABLE", min_length=1)
-    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
     audit_table: str = Field(alias="AUDIT_TABLE", min_length=1)
     registrations_queue_url: str = Field(alias="REGISTRATIONS_QUEUE_URL", pattern=r"^https?://")
     emails_queue_url: str = Field(alias="EMAILS_QUEUE_URL", pattern=r"^https?://")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from racecap import clients
 from racecap.config import ConfigurationError, get_settings
@@ -309,9 +309,9 @@ def cancellations() -> Cancellations:
 # -- the email sender ---------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def notifier() -> Notifier:
-    # Imported here, not at the top: Powertools' idempotency package imports boto3 (and with
-    # it s3transfer), ~50 ms of every other function's cold start (tests/unit/test_cold_imports.py).
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+    # Powertools' idempotency package imports boto3 (and with it s3transfer), ~50 ms of the
+    # cold start of every function that imported it (tests/unit/test_cold_imports.py).
+    from aws_lambda_powertools.utilities.idempotency.persistence.cache import CachePersistenceLayer
 
     from racecap.dal.deliveries import DynamoDeliveryLog
     from racecap.dal.mailer import SesMailer, ses_client
@@ -322,6 +322,9 @@ def notifier() -> Notifier:
     return Notifier(
         SesMailer(ses_client(), settings.email_from),
         SendRateLimiter(clients.cache, settings.email_send_rate_per_second),
-        DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=clients.dynamodb()),
+        # The deduplication records live in the cache, the rate limiter's (issue 14): two
+        # DynamoDB writes per email fewer. Losing one (a cache failover) could let a duplicate
+        # message send a second email; the delivery log would show it.
+        CachePersistenceLayer(client=cast(Any, clients.cache())),  # redis-py's own signature is wider
         deliveries=DynamoDeliveryLog(clients.dynamodb(), settings.registrations_table),
     )

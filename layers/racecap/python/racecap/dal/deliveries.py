@@ -1,6 +1,6 @@
 """The email sender's durable delivery log: one item per email SES accepted.
 
-The sender's deduplication records (Idempotency table) expire after the queue's retention
+The sender's deduplication records (in the cache) expire after the queue's retention
 (days), so they cannot tell an auditor, weeks later or on a deployed stage without the
 local mailbox, which emails really went out. This log can: one item per accepted send,
 kept beside the registration it is about (Registrations table, ``REG#<id> /

@@ -2,7 +2,8 @@
 
 * **At most once per ``dedupKey``.** SQS delivers at least once and producers may enqueue
   twice, so sending goes through Powertools Idempotency keyed on the message's
-  ``dedupKey``: a duplicate returns the first send's message id without sending. If the
+  ``dedupKey``, its records in the cache (Powertools' CachePersistenceLayer: no DynamoDB write,
+  issue 14): a duplicate returns the first send's message id without sending. If the
   send fails, the in-progress record is removed so the redelivery can send. The one gap is
   a process that dies after SES accepted and before the record is saved: the redelivery
   sends again (at least once across a crash; recording before sending would lose emails).
