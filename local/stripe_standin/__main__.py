@@ -12,6 +12,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Local stand-in for the subset of Stripe's API Racecap uses.")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--webhook-url", default=None, help="where signed events are POSTed (none: not delivered)")
+    parser.add_argument(
+        "--enabled-events",
+        default="*",
+        help="comma-separated event types the webhook endpoint subscribes to (Stripe's enabled_events; *: all)",
+    )
     parser.add_argument("--rate-limit", type=float, default=25.0, help="API requests per second (Stripe test mode: 25)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
@@ -22,7 +27,14 @@ def main() -> None:
         publishable=os.environ.get("STANDIN_PUBLISHABLE_KEY", defaults.publishable),
         webhook_secret=os.environ.get("STANDIN_WEBHOOK_SECRET", defaults.webhook_secret),
     )
-    server, _ = serve(args.port, keys, webhook_url=args.webhook_url, rate_limit=args.rate_limit, verbose=args.verbose)
+    server, _ = serve(
+        args.port,
+        keys,
+        webhook_url=args.webhook_url,
+        enabled_events=tuple(t.strip() for t in args.enabled_events.split(",") if t.strip()) or ("*",),
+        rate_limit=args.rate_limit,
+        verbose=args.verbose,
+    )
     print(f"[stripe-standin] on http://127.0.0.1:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()

@@ -467,11 +467,12 @@ def serve(
     keys: Keys | None = None,
     *,
     webhook_url: str | None = None,
+    enabled_events: tuple[str, ...] = ("*",),
     rate_limit: float = 25.0,
     verbose: bool = False,
 ) -> tuple[StandInServer, StandIn]:
     """The server on 127.0.0.1 (``port=0`` picks one) and its state; call ``serve_forever``."""
     keys = keys or Keys()
-    sender = WebhookSender(webhook_url, keys.webhook_secret)
+    sender = WebhookSender(webhook_url, keys.webhook_secret, enabled_events=enabled_events)
     app = StandIn(keys, Book(on_event=sender.enqueue), sender, RateLimiter(rate_limit))
     return StandInServer(("127.0.0.1", port), make_handler(app, verbose)), app

@@ -8,7 +8,10 @@ here: ``retry_delays``), each attempt freshly signed.
 Knobs (``configure``): ``delay_s`` before the first attempt; ``duplicate`` extra copies of
 each event; ``reorder`` delivers whatever is due newest first; ``paused`` holds deliveries
 until unpaused (with ``reorder``, a paused backlog then arrives in reverse order);
-``url`` and ``secret`` of the endpoint.
+``url`` and ``secret`` of the endpoint; ``enabled_events``, the event types the endpoint
+subscribes to (Stripe's WebhookEndpoint ``enabled_events``; ``["*"]``: every type). Stripe
+posts an endpoint only the types it subscribes to, so a stack whose endpoint lists Racecap's
+handled types gets the deliveries a stage gets, and no more.
 """
 
 from __future__ import annotations
@@ -40,9 +43,17 @@ class _Pending:
 
 
 class WebhookSender:
-    def __init__(self, url: str | None, secret: str, *, retry_delays: tuple[float, ...] = (1, 2, 5, 10, 30)) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        secret: str,
+        *,
+        retry_delays: tuple[float, ...] = (1, 2, 5, 10, 30),
+        enabled_events: tuple[str, ...] = ("*",),
+    ) -> None:
         self.url = url
         self.secret = secret
+        self.enabled_events = tuple(enabled_events)
         self.retry_delays = retry_delays
         self.delay_s = 0.0
         self.duplicate = 0
@@ -61,6 +72,8 @@ class WebhookSender:
                 self.url = str(body["url"]) or None
             if "secret" in body:
                 self.secret = str(body["secret"])
+            if "enabled_events" in body:
+                self.enabled_events = tuple(str(t) for t in body["enabled_events"]) or ("*",)
             if "delay_s" in body:
                 self.delay_s = max(0.0, float(body["delay_s"]))
             if "duplicate" in body:
@@ -75,6 +88,7 @@ class WebhookSender:
     def settings(self) -> dict[str, Any]:
         return {
             "url": self.url,
+            "enabled_events": list(self.enabled_events),
             "delay_s": self.delay_s,
             "duplicate": self.duplicate,
             "reorder": self.reorder,
@@ -84,12 +98,15 @@ class WebhookSender:
 
     def enqueue(self, event: dict[str, Any]) -> None:
         with self._cond:
-            if self.url is None:
+            if self.url is None or not self.subscribed(str(event.get("type", ""))):
                 return
             for _ in range(1 + self.duplicate):
                 self._seq += 1
                 self._pending.append(_Pending(time.monotonic() + self.delay_s, self._seq, event))
             self._cond.notify_all()
+
+    def subscribed(self, event_type: str) -> bool:
+        return "*" in self.enabled_events or event_type in self.enabled_events
 
     def idle(self) -> bool:
         with self._cond:

@@ -322,6 +322,30 @@ def test_webhooks_are_signed_retried_duplicated_and_reordered(
     assert order.index("payment_intent.succeeded") < order.index("payment_intent.created")
 
 
+def test_an_endpoint_is_posted_only_the_event_types_it_subscribes_to(
+    client: stripe.StripeClient, receiver: Receiver, control: Any
+) -> None:
+    control("webhooks", {"enabled_events": ["payment_intent.succeeded"]})
+    try:
+        pi = new_intent(client, payment_method="pm_card_visa", confirm=True)
+        receiver.wait_for(
+            lambda evs: any(e["type"] == "payment_intent.succeeded" and e["data"]["object"]["id"] == pi.id for e in evs)
+        )
+        time.sleep(0.3)  # anything else about this intent would have been posted with it
+        with receiver.lock:
+            about = [
+                e
+                for e in receiver.events
+                if pi.id in (e["data"]["object"]["id"], e["data"]["object"].get("payment_intent"))
+            ]
+        assert {e["type"] for e in about} == {"payment_intent.succeeded"}  # not created, not charge.succeeded
+        # The account's events still hold every type: only the posting is filtered.
+        created = client.v1.events.list(params={"type": "payment_intent.created", "limit": 100}).data
+        assert any(e.data.object["id"] == pi.id for e in created)
+    finally:
+        control("webhooks", {"enabled_events": ["*"]})
+
+
 def test_a_signature_from_another_secret_is_refused(client: stripe.StripeClient) -> None:
     from local.stripe_standin.webhooks import sign
 

@@ -20,6 +20,7 @@ with its decline code); 429 is ``PaymentRateLimited``; other 4xx are ``PaymentRe
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -101,13 +102,20 @@ class StripePaymentProvider:
         secret_key = self._keys().secret_key
         with self._lock:
             if self._client is None or self._client_key != secret_key:
+                import requests
                 import stripe
 
+                # requests re-reads the environment's proxies and ~/.netrc on every call
+                # (trust_env): a walk of os.environ per payment call in a burst. The proxy, if
+                # the stage has one, is read once here instead.
+                session = requests.Session()
+                session.trust_env = False
+                proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or None
                 self._client = stripe.StripeClient(
                     secret_key,
                     base_addresses={"api": self._api_base},
                     max_network_retries=self._max_retries,
-                    http_client=stripe.RequestsClient(timeout=self._timeout),
+                    http_client=stripe.RequestsClient(timeout=self._timeout, session=session, proxy=proxy),
                 )
                 self._client_key = secret_key
             return self._client
