@@ -49,7 +49,7 @@ def facts(**over: object) -> Facts:
 def test_the_burst_estimates_are_the_pre_warms() -> None:
     assert BURST.api_concurrency == 125 == BURST.warm_environments
     assert round(BURST.api_calls_per_s) == 500
-    assert BURST.write_units_per_s == 4250 and BURST.read_units_per_s == 500
+    assert BURST.write_units_per_s == 4250 and BURST.read_units_per_s == 750
 
 
 def test_a_healthy_stage_is_ok_everywhere() -> None:
