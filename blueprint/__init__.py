@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_NAME = "racecap"
@@ -125,6 +125,13 @@ class Index:
     # The non-key attributes the index carries; None: all of them. A write that changes
     # only attributes an index does not carry costs that index nothing.
     include: tuple[str, ...] | None = None
+
+    @property
+    def projection(self) -> dict[str, Any]:
+        """DynamoDB's ``Projection`` of the index, as CreateTable and CloudFormation take it."""
+        if self.include is None:
+            return {"ProjectionType": "ALL"}
+        return {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(self.include)}
 
 
 @dataclass(frozen=True)
@@ -820,7 +827,7 @@ CACHE_BEHAVIOURS: tuple[CacheBehaviour, ...] = (
 
 QUEUE_TRIGGERS: tuple[QueueTrigger, ...] = (
     # Up to a second's registrations per invocation (issue 14): one transaction confirms up
-    # to 30 of an event, so at a burst's rates a registration costs a fraction of a write
+    # to 48 of an event, so at a burst's rates a registration costs a fraction of a write
     # instead of one, and two writers rarely reach for one bib counter at once. A second is
     # well inside the waiting screen's first poll (10 s). 2 is the mapping's minimum.
     QueueTrigger("RegistrationWriter", "Registrations", batch_size=50, max_concurrency=2, max_batching_window_s=1),

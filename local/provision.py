@@ -56,11 +56,7 @@ def create_table_params(table: blueprint.Table) -> dict[str, Any]:
             {
                 "IndexName": index.name,
                 "KeySchema": _key_schema(index.partition_key, index.sort_key),
-                "Projection": (
-                    {"ProjectionType": "ALL"}
-                    if index.include is None
-                    else {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(index.include)}
-                ),
+                "Projection": index.projection,
             }
             for index in table.indexes
         ]

@@ -56,10 +56,8 @@ class Tables(Construct):
                 index_name=index.name,
                 partition_key=_attr(index.partition_key),
                 sort_key=_attr(index.sort_key) if index.sort_key else None,
-                projection_type=(
-                    dynamodb.ProjectionType.ALL if index.include is None else dynamodb.ProjectionType.INCLUDE
-                ),
-                non_key_attributes=list(index.include) if index.include is not None else None,
+                projection_type=dynamodb.ProjectionType[index.projection["ProjectionType"]],
+                non_key_attributes=index.projection.get("NonKeyAttributes"),
             )
         Tags.of(table).add(c.BLUEPRINT_TAG, decl.id)
         if not decl.personal_data:

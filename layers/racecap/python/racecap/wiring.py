@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from racecap.dal.holds import DynamoHolds
     from racecap.dal.inventory import DynamoInventory
     from racecap.dal.payments import PaymentProvider
+    from racecap.dal.queues import SqsQueue
     from racecap.dal.races import DynamoRaceStore
     from racecap.dal.registrations import DynamoRegistrations
     from racecap.dal.transactions import TransactItem
@@ -127,11 +128,18 @@ def registration_service() -> RegistrationService:
 
 
 @lru_cache(maxsize=1)
-def writer() -> RegistrationWriter:
+def emails_queue() -> SqsQueue:
+    """The confirmation and refund emails' queue (the email sender's)."""
     from racecap.dal.queues import SqsQueue
+
+    return SqsQueue(clients.sqs(), get_settings().emails_queue_url)
+
+
+@lru_cache(maxsize=1)
+def writer() -> RegistrationWriter:
     from racecap.logic.writer import RegistrationWriter
 
-    return RegistrationWriter(registrations(), SqsQueue(clients.sqs(), get_settings().emails_queue_url), turns=cache())
+    return RegistrationWriter(registrations(), emails_queue(), turns=cache())
 
 
 @lru_cache(maxsize=1)
@@ -279,14 +287,12 @@ def race_stats() -> RaceStats:
 
 @lru_cache(maxsize=1)
 def payment_events() -> PaymentEvents:
-    from racecap.dal.queues import SqsQueue
     from racecap.dal.webhooks import DynamoWebhookLog
     from racecap.logic.payment_events import PaymentEvents
 
-    emails = SqsQueue(clients.sqs(), get_settings().emails_queue_url)
     log = DynamoWebhookLog(clients.dynamodb(), get_settings().inventory_table)
     return PaymentEvents(
-        payments(), registration_service(), holds(), registrations(), cancellations(), emails, log, _race_name
+        payments(), registration_service(), holds(), registrations(), cancellations(), emails_queue(), log, _race_name
     )
 
 
@@ -299,11 +305,9 @@ def _race_name(race_id: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def cancellations() -> Cancellations:
-    from racecap.dal.queues import SqsQueue
     from racecap.logic.refunds import Cancellations
 
-    emails = SqsQueue(clients.sqs(), get_settings().emails_queue_url)
-    return Cancellations(registrations(), holds(), payments(), emails, transact, audit_trail(), catalog())
+    return Cancellations(registrations(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog())
 
 
 # -- the email sender ---------------------------------------------------------------------------

@@ -50,6 +50,17 @@ def query_all(client: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
     return (from_item(item) for item in query_raw(client, **kwargs))
 
 
+def get_all(client: Any, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The items at ``keys`` (wire format) that exist, as plain Python values: strongly
+    consistent BatchGetItem, 100 keys per call, unprocessed keys asked for again."""
+    for start in range(0, len(keys), 100):
+        request: dict[str, Any] = {table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+        while request:
+            resp = client.batch_get_item(RequestItems=request)
+            yield from (from_item(item) for item in resp["Responses"].get(table, []))
+            request = resp.get("UnprocessedKeys") or {}
+
+
 def is_conditional_failure(exc: Exception) -> bool:
     code = getattr(exc, "response", {}).get("Error", {}).get("Code")
     return code == "ConditionalCheckFailedException"

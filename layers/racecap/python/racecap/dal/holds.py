@@ -12,7 +12,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from racecap.dal.dynamo import from_item, is_conditional_failure, query_all, to_item, values
+from racecap.dal.dynamo import from_item, get_all, is_conditional_failure, query_all, to_item, values
 from racecap.dal.keys import (
     LIVE_PARTITIONS,
     email_key,
@@ -398,15 +398,8 @@ class DynamoHolds:
         return self._get_many(keys)
 
     def _get_many(self, keys: list[dict[str, Any]]) -> list[Hold]:
-        out: list[Hold] = []
-        for start in range(0, len(keys), 100):
-            chunk = [to_item({"pk": k["pk"], "sk": k["sk"]}) for k in keys[start : start + 100]]
-            request: dict[str, Any] = {self._table: {"Keys": chunk, "ConsistentRead": True}}
-            while request:
-                resp = self._db.batch_get_item(RequestItems=request)
-                out.extend(hold_from_item(from_item(item)) for item in resp["Responses"].get(self._table, []))
-                request = resp.get("UnprocessedKeys") or {}
-        return out
+        wire = [to_item({"pk": k["pk"], "sk": k["sk"]}) for k in keys]
+        return [hold_from_item(item) for item in get_all(self._db, self._table, wire)]
 
     def live_counts(self, race_id: str) -> dict[str, int]:
         """Places held right now (HELD or PAYING) per event of one race, for directors' stats.

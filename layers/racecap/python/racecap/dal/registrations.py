@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, cast
 
-from racecap.dal.dynamo import from_item, is_conditional_failure, query_all, query_raw, to_item, values
+from racecap.dal.dynamo import from_item, get_all, is_conditional_failure, query_all, query_raw, to_item, values
 from racecap.dal.keys import (
     bib_counter_key,
     bib_sk,
@@ -59,17 +59,11 @@ class DynamoRegistrations:
         return Registration.model_validate(from_item(resp["Item"])) if "Item" in resp else None
 
     def existing(self, registration_ids: list[str]) -> dict[str, Registration]:
-        found: dict[str, Registration] = {}
-        for start in range(0, len(registration_ids), 100):
-            keys = [reg_key(r) for r in registration_ids[start : start + 100]]
-            request: dict[str, Any] = {self._regs: {"Keys": keys, "ConsistentRead": True}}
-            while request:
-                resp = self._db.batch_get_item(RequestItems=request)
-                for item in resp["Responses"].get(self._regs, []):
-                    reg = Registration.model_validate(from_item(item))
-                    found[reg.registrationId] = reg
-                request = resp.get("UnprocessedKeys") or {}
-        return found
+        found = (
+            Registration.model_validate(item)
+            for item in get_all(self._db, self._regs, [reg_key(r) for r in registration_ids])
+        )
+        return {reg.registrationId: reg for reg in found}
 
     def next_bib(self, race_id: str, event_id: str) -> int:
         resp = self._db.get_item(TableName=self._inv, Key=bib_counter_key(race_id, event_id), ConsistentRead=True)
