@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.integration.flows import event_ids, hold, intents_for, runner
@@ -77,6 +79,7 @@ def test_bad_registration_bodies_are_rejected_with_the_field(api_module, backend
     [
         ("{not json", {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
         ("[1, 2]", {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
+        (json.dumps([GOOD, 1]), {"Content-Type": "application/json"}, 400, "VALIDATION_ERROR"),
         (
             "email=a@b.co",
             {"Content-Type": "application/x-www-form-urlencoded"},
@@ -93,6 +96,7 @@ def test_bad_registration_bodies_are_rejected_with_the_field(api_module, backend
     ids=[
         "malformed json",
         "json array",
+        "json array led by a valid body",
         "wrong content type",
         "oversized",
         "empty body",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from botocore.exceptions import ClientError, EndpointConnectionError
+from pydantic import BaseModel
 from racecap.http import make_resolver
 
 import blueprint
@@ -65,3 +67,37 @@ def test_anything_else_is_a_500_that_says_nothing_of_its_cause(answer: Any) -> N
     assert json.loads(got["body"]) == {
         "error": "INTERNAL_ERROR", "message": "Something went wrong on our side; please retry.",
     }  # fmt: skip
+
+
+class _Thing(BaseModel):
+    name: str
+
+
+def test_a_list_for_a_body_is_a_400_even_when_it_begins_with_a_valid_one(placeholder_env: dict[str, str]) -> None:
+    """Powertools reads a list sent for a non-list field as its first element; the resolver
+    answers first, so ``[{...valid...}, 1]`` never reaches a route as ``{...valid...}``."""
+    app = make_resolver()
+    reached: list[_Thing] = []
+
+    @app.post("/things")
+    def create(body: Annotated[_Thing, Body()]) -> dict:
+        reached.append(body)
+        return {}
+
+    def post(text: str) -> dict:
+        event = {
+            "version": "2.0", "routeKey": "POST /things", "rawPath": "/things", "rawQueryString": "",
+            "headers": {blueprint.ORIGIN_VERIFY_HEADER: placeholder_env["ORIGIN_VERIFY_SECRET"],
+                        "content-type": "application/json"},
+            "requestContext": {"http": {"method": "POST", "path": "/things", "sourceIp": "127.0.0.1"}, "stage": "$default"},
+            "body": text, "isBase64Encoded": False,
+        }  # fmt: skip
+        return app.resolve(event, None)  # type: ignore[arg-type]
+
+    for text in ('[{"name": "a"}, 1]', ' \n [{"name": "a"}]'):
+        got = post(text)
+        assert got["statusCode"] == 400, got
+        assert json.loads(got["body"])["error"] == "VALIDATION_ERROR"
+    assert reached == []
+    assert post('{"name": "a"}')["statusCode"] == 200
+    assert [t.name for t in reached] == ["a"]

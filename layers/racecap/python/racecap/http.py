@@ -195,6 +195,16 @@ class RacecapResolver(APIGatewayHttpResolver):
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 return _proxy(400, "VALIDATION_ERROR", "The body is not valid UTF-8.", {"body": "Not UTF-8 text."})
+            if text.lstrip(" \t\n\r").startswith("["):
+                # Every route's body is one JSON object. Powertools reads a list sent for a
+                # non-list field as its first element (meant for repeated query parameters,
+                # applied to bodies too), so ``[{…}, 1]`` would pass as ``{…}``.
+                return _proxy(
+                    400,
+                    "VALIDATION_ERROR",
+                    "The body must be a JSON object.",
+                    {"body": "Send one JSON object, not a list."},
+                )
             if event.get("isBase64Encoded"):
                 event = {**event, "body": text, "isBase64Encoded": False}
         return super().resolve(event, context)
