@@ -20,6 +20,7 @@ from constructs import Construct
 import blueprint
 
 from .. import constants as c
+from ..bytecode import code_asset
 from ..refs import RefResolver
 from ..scanners import WHY_CDK_DEPENDS_ON, WHY_LOGS_NO_CMK, suppress
 from .network import Network
@@ -141,7 +142,7 @@ class Functions(Construct):
         return lambda_.LayerVersion(
             self,
             layer_id,
-            code=lambda_.Code.from_asset(path, exclude=c.ASSET_EXCLUDES),
+            code=code_asset(path),
             description=description,
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.ARM_64],
@@ -181,7 +182,7 @@ class Functions(Construct):
             description=decl.description,
             runtime=RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
-            code=lambda_.Code.from_asset(str(decl.path), exclude=c.ASSET_EXCLUDES),
+            code=code_asset(decl.path),
             handler=decl.handler,
             memory_size=decl.memory_mb,
             timeout=Duration.seconds(decl.timeout_s),
