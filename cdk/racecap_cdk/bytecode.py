@@ -13,6 +13,7 @@ runtime's version (``constants.PYTHON_RUNTIME``), found here, when CDK stages ea
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import shutil
@@ -40,6 +41,7 @@ INVALIDATION_MODE = "unchecked-hash"
 BUILD_IMAGE = f"public.ecr.aws/sam/build-{c.PYTHON_RUNTIME}"
 
 
+@functools.cache  # one probe per synth, not one per asset
 def runtime_python() -> str | None:
     """An interpreter of Lambda's Python version: ``$RACECAP_LAMBDA_PYTHON``, ``python3.12``
     on the PATH, or one installed by pyenv (whose shim refuses a version that is not active)."""
