@@ -70,7 +70,10 @@ class Counter:
         self.redis: dict[str, int] = {}
         # The same calls again, keyed "<function id>|<service>:<operation>": which function made them.
         self.by_function: dict[str, dict[str, float]] = {}
-        self.current = threading.local()  # .function: the function this thread is running
+        # And keyed "<route>|<service>:<operation>": which API route (an HTTP event's routeKey,
+        # else "<function id>:<source>") made them, to see where a registration's calls go.
+        self.by_route: dict[str, dict[str, float]] = {}
+        self.current = threading.local()  # .function, .route: what this thread is running
 
     # -- recording ---------------------------------------------------------------------
     def _ensure_process(self) -> None:
@@ -81,15 +84,17 @@ class Counter:
             if self.pid == os.getpid():
                 return
             self.pid = os.getpid()
-            self.calls, self.invocations, self.redis, self.by_function = {}, {}, {}, {}
+            self.calls, self.invocations, self.redis, self.by_function, self.by_route = {}, {}, {}, {}, {}
             threading.Thread(target=self._flush_loop, name="awscalls-flush", daemon=True).start()
 
     def record_call(self, service: str, operation: str, fields: dict[str, float]) -> None:
         self._ensure_process()
         key = f"{service}:{operation}"
         function = getattr(self.current, "function", None) or "(outside a function)"
+        route = getattr(self.current, "route", None) or function
         with self.lock:
-            for table, row_key in ((self.calls, key), (self.by_function, f"{function}|{key}")):
+            rows = ((self.calls, key), (self.by_function, f"{function}|{key}"), (self.by_route, f"{route}|{key}"))
+            for table, row_key in rows:
                 row = table.setdefault(row_key, defaultdict(float))
                 for name, value in fields.items():
                     row[name] += value
@@ -117,6 +122,7 @@ class Counter:
                 "invocations": {k: dict(v) for k, v in self.invocations.items()},
                 "redis": dict(self.redis),
                 "by_function": {k: dict(v) for k, v in self.by_function.items()},
+                "by_route": {k: dict(v) for k, v in self.by_route.items()},
             }
 
     def flush(self) -> None:
@@ -267,16 +273,17 @@ def install(out_dir: str | Path) -> Counter:
             source = "sqs"
         else:
             source = "other"
+        route = str(event.get("routeKey")) if source == "http" else f"{function_id}:{source}"
         start = time.perf_counter()
         ok = False
-        outer = getattr(counter.current, "function", None)
-        counter.current.function = function_id
+        outer = getattr(counter.current, "function", None), getattr(counter.current, "route", None)
+        counter.current.function, counter.current.route = function_id, route
         try:
             result = invoke_original(self, function_id, event)
             ok = True
             return result
         finally:
-            counter.current.function = outer
+            counter.current.function, counter.current.route = outer
             counter.record_invocation(function_id, source, time.perf_counter() - start, ok)
 
     runtime.FunctionHost.invoke = counted_invoke  # type: ignore[method-assign]
@@ -288,6 +295,7 @@ def collect(out_dir: Path) -> dict[str, Any]:
     calls: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     invocations: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     by_function: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    by_route: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     redis_cmds: dict[str, int] = defaultdict(int)
     for path in sorted(out_dir.glob("calls-*.json")):
         try:
@@ -300,9 +308,10 @@ def collect(out_dir: Path) -> dict[str, Any]:
         for key, row in data["invocations"].items():
             for name, value in row.items():
                 invocations[key][name] += value
-        for key, row in data.get("by_function", {}).items():
-            for name, value in row.items():
-                by_function[key][name] += value
+        for table, section in ((by_function, "by_function"), (by_route, "by_route")):
+            for key, row in data.get(section, {}).items():
+                for name, value in row.items():
+                    table[key][name] += value
         for cmd, n in data["redis"].items():
             redis_cmds[cmd] += n
     return {
@@ -310,13 +319,14 @@ def collect(out_dir: Path) -> dict[str, Any]:
         "invocations": {k: dict(v) for k, v in sorted(invocations.items())},
         "redis": dict(sorted(redis_cmds.items())),
         "by_function": {k: dict(v) for k, v in sorted(by_function.items())},
+        "by_route": {k: dict(v) for k, v in sorted(by_route.items())},
     }
 
 
 def subtract(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
     """What happened between two :func:`collect` snapshots."""
     out: dict[str, Any] = {}
-    for section in ("calls", "invocations", "by_function"):
+    for section in ("calls", "invocations", "by_function", "by_route"):
         rows: dict[str, dict[str, float]] = {}
         for key, row in after.get(section, {}).items():
             prev = before.get(section, {}).get(key, {})

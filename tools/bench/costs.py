@@ -174,6 +174,18 @@ def writes_by_function(delta: dict[str, Any], registrations: int) -> dict[str, d
     return dict(out)
 
 
+def calls_by_route(delta: dict[str, Any], registrations: int) -> dict[str, dict[str, float]]:
+    """AWS calls per registration, per API route (or function and event source) and
+    operation: which of a runner's requests spends the calls (issue 14's CPU is per call)."""
+    n = max(registrations, 1)
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for key, row in sorted(delta.get("by_route", {}).items()):
+        route, call = key.split("|", 1)
+        if row.get("requests"):
+            out[route][call] = round(row["requests"] / n, 3)
+    return dict(sorted(out.items(), key=lambda kv: -sum(kv[1].values())))
+
+
 def writer_contention(delta: dict[str, Any]) -> dict[str, Any]:
     """The writer's DynamoDB writes lost to another writer (cancelled transactions, failed
     conditions on the bib counter), as a share of all its writes: redelivered, wasted work."""

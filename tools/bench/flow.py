@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from tools import awscalls
-from tools.bench.costs import per_registration, provider_costs, writer_contention, writes_by_function
+from tools.bench.costs import calls_by_route, per_registration, provider_costs, writer_contention, writes_by_function
 from tools.bench.sections import Bench
 
 RUNSIGNUP_HOURLY = 440_510
@@ -36,6 +36,7 @@ def figures(
     counted = per_registration(delta, registrations)
     counted["registration_writer_contention"] = contention = writer_contention(delta)
     counted["dynamodb"]["write_requests_per_registration_by_function"] = writes_by_function(delta, registrations)
+    counted["aws_calls_per_registration_by_route"] = calls_by_route(delta, registrations)
     counted["payment_provider"] = provider_costs(s.get("provider"), registrations)
     writes_per_reg = counted["dynamodb"]["write_requests_per_registration"]
     wcu_per_reg = counted["dynamodb"]["wcu_per_registration"]
