@@ -234,6 +234,15 @@ def test_ses_throttling_becomes_mail_throttled(error):
         SesMailer(_FakeSes(error), "from@example.com").send("a@example.com", RENDERED, {})
 
 
+def test_the_ses_client_makes_one_attempt_per_send(placeholder_env: dict[str, str]) -> None:
+    # botocore would retry a TooManyRequestsException by itself, outside the shared rate
+    # limiter; the Notifier's own retries take a slot for each attempt instead.
+    from racecap import clients
+
+    assert clients.ses().meta.config.retries == {"total_max_attempts": 1, "mode": "standard"}
+    assert clients.ses().meta.service_model.service_name == "sesv2"
+
+
 def test_other_ses_errors_propagate_unchanged():
     with pytest.raises(ClientError, match="MessageRejected"):
         SesMailer(_FakeSes(("MessageRejected", 400)), "from@example.com").send("a@example.com", RENDERED, {})

@@ -42,7 +42,12 @@ _BOTO_CONFIG: dict[str, Any] = {
 # Eight attempts back off for up to a minute, past API Gateway's 30 s integration timeout,
 # so the runner would see a gateway timeout instead of 503 + Retry-After (the chaos burst
 # found it: registrations hung while ElasticMQ restarted). Four attempts back off ~7 s.
-_SERVICE_CONFIG = {"sqs": {**_BOTO_CONFIG, "retries": {"max_attempts": 4, "mode": "adaptive"}}}
+# SES: no SDK retries. A retried send would bypass the shared rate limiter (botocore retries
+# TooManyRequestsException by itself); racecap.logic.notify retries, taking a slot each time.
+_SERVICE_CONFIG = {
+    "sqs": {**_BOTO_CONFIG, "retries": {"max_attempts": 4, "mode": "adaptive"}},
+    "sesv2": {**_BOTO_CONFIG, "retries": {"total_max_attempts": 1, "mode": "standard"}, "read_timeout": 5},
+}
 
 
 @functools.cache
@@ -84,6 +89,10 @@ def dynamodb() -> Any:
 
 def sqs() -> Any:
     return aws("sqs")
+
+
+def ses() -> Any:
+    return aws("sesv2")
 
 
 @functools.lru_cache(maxsize=1)

@@ -318,13 +318,13 @@ def notifier() -> Notifier:
     from aws_lambda_powertools.utilities.idempotency.persistence.cache import CachePersistenceLayer
 
     from racecap.dal.deliveries import DynamoDeliveryLog
-    from racecap.dal.mailer import SesMailer, ses_client
+    from racecap.dal.mailer import SesMailer
     from racecap.logic.notify import Notifier
     from racecap.ratelimit import SendRateLimiter
 
     settings = get_settings()
     return Notifier(
-        SesMailer(ses_client(), settings.email_from),
+        SesMailer(clients.ses(), settings.email_from),
         SendRateLimiter(clients.cache, settings.email_send_rate_per_second),
         # The deduplication records live in the cache, the rate limiter's (issue 14): two
         # DynamoDB writes per email fewer. Losing one (a cache failover) could let a duplicate

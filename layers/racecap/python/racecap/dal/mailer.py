@@ -10,8 +10,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import botocore.session
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from racecap.domain import RenderedEmail
@@ -22,10 +20,6 @@ THROTTLING_CODES = frozenset(
 # SES tag names/values allow ASCII letters, digits, '_' and '-' only, at most 256 characters.
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
-# No SDK retries: a retried send would bypass the shared rate limiter (botocore retries
-# TooManyRequestsException by itself). Our own retries re-acquire a slot for each attempt.
-_SES_CONFIG = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=2, read_timeout=5)
-
 
 class MailThrottled(Exception):
     """SES refused the send for rate reasons; try again later (never drop the mail)."""
@@ -33,11 +27,6 @@ class MailThrottled(Exception):
 
 class Mailer(Protocol):
     def send(self, to: str, rendered: RenderedEmail, tags: Mapping[str, str]) -> str: ...
-
-
-def ses_client() -> Any:
-    """An SES v2 client without SDK retries; the endpoint comes from the environment."""
-    return botocore.session.get_session().create_client("sesv2", config=_SES_CONFIG)
 
 
 class SesMailer:
