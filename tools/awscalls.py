@@ -99,13 +99,14 @@ class Counter:
                 for name, value in fields.items():
                     row[name] += value
 
-    def record_invocation(self, function_id: str, source: str, seconds: float, ok: bool) -> None:
+    def record_invocation(self, function_id: str, source: str, seconds: float, cpu_s: float, ok: bool) -> None:
         self._ensure_process()
         key = f"{function_id}:{source}"
         with self.lock:
             row = self.invocations.setdefault(key, defaultdict(float))
             row["count"] += 1
             row["seconds"] += seconds
+            row["cpu_seconds"] += cpu_s
             row["errors"] += 0 if ok else 1
 
     def record_redis(self, command: str) -> None:
@@ -274,7 +275,9 @@ def install(out_dir: str | Path) -> Counter:
         else:
             source = "other"
         route = str(event.get("routeKey")) if source == "http" else f"{function_id}:{source}"
-        start = time.perf_counter()
+        # The invoking thread's CPU while the handler runs: what Lambda would bill, without
+        # the local stand-ins' share of the process (HTTP serving, event building, polling).
+        start, cpu_start = time.perf_counter(), time.thread_time()
         ok = False
         outer = getattr(counter.current, "function", None), getattr(counter.current, "route", None)
         counter.current.function, counter.current.route = function_id, route
@@ -284,7 +287,8 @@ def install(out_dir: str | Path) -> Counter:
             return result
         finally:
             counter.current.function, counter.current.route = outer
-            counter.record_invocation(function_id, source, time.perf_counter() - start, ok)
+            elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu_start
+            counter.record_invocation(function_id, source, elapsed, cpu, ok)
 
     runtime.FunctionHost.invoke = counted_invoke  # type: ignore[method-assign]
     return counter

@@ -105,6 +105,8 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
         invocations[key] = {
             "per_registration": round(row["count"] / n, 3),
             "mean_ms": round(row["seconds"] / row["count"] * 1000, 1) if row["count"] else None,
+            "mean_cpu_ms": round(row.get("cpu_seconds", 0) / row["count"] * 1000, 1) if row["count"] else None,
+            "cpu_ms_per_registration": round(row.get("cpu_seconds", 0) / n * 1000, 2),
             "memory_mb": blueprint.function(fn_id).memory_mb,
         }
     redis_total = sum(delta["redis"].values())

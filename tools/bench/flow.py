@@ -62,6 +62,16 @@ def figures(
     own = cpu_report["cpu_ms_per_registration"]
     own_cpu_ms = own.get("gateway", 0) + own.get("pollers", 0)
     cpu_report["gateway_and_pollers_cpu_ms_per_registration"] = round(own_cpu_ms, 2)
+    # Of that, the handlers themselves (each invocation's thread CPU): what Lambda would run.
+    # The rest is the local stand-ins' share of those processes: API Gateway's HTTP serving
+    # and event building in the gateway, the event-source mappings' polling in the pollers.
+    by_invocation = {k: v["cpu_ms_per_registration"] for k, v in counted["lambda_invocations"].items()}
+    handlers_ms = sum(by_invocation.values())
+    cpu_report["handlers_cpu_ms_per_registration"] = {
+        "total": round(handlers_ms, 2),
+        "by_function_and_source": dict(sorted(by_invocation.items(), key=lambda kv: -kv[1])),
+        "local_stand_ins (the rest of gateway + pollers)": round(own_cpu_ms - handlers_ms, 2),
+    }
     cores = os.cpu_count() or 1
     per_reg_ms = (stack_cpu + s["artillery_cpu_s"]) / max(registrations, 1) * 1000
     needed_per_s = RUNSIGNUP_HOURLY / 3600
