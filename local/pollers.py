@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.config import Config
 
 import blueprint
 from local.provision import object_event
@@ -74,6 +75,11 @@ def failed_ids(result: Any) -> set[str] | None:
 
 IDLE_WAIT_S = 2
 WINDOW_LOOK_S = 0.2
+# On AWS the event-source mapping's polling runs in Lambda's service, on no function's CPU;
+# here it shares the pollers' processes, which the bench charges per registration. So its
+# client skips botocore's request validation and per-request User-Agent assembly, as the
+# functions' own clients do (racecap.clients).
+STAND_IN_CLIENT = Config(parameter_validation=False, user_agent="racecap-local event-source-mapping")
 
 
 class QueuePoller(threading.Thread):
@@ -91,7 +97,7 @@ class QueuePoller(threading.Thread):
         self.queue_url = queue_url
         self.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue_url.rsplit('/', 1)[-1]}"
         self.stop = stop
-        self.sqs = boto3.session.Session().client("sqs")
+        self.sqs = boto3.session.Session().client("sqs", config=STAND_IN_CLIENT)
 
     def run(self) -> None:
         while not self.stop.is_set():
