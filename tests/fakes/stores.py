@@ -150,6 +150,10 @@ class FakeHolds:
         with self.tables.lock:
             return self.tables.holds.get(hold_id)
 
+    def get_many(self, hold_ids: Sequence[str]) -> list[Hold]:
+        with self.tables.lock:
+            return [self.tables.holds[h] for h in set(hold_ids) if h in self.tables.holds]
+
     def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
         moment = now or datetime.now(UTC)
 

@@ -78,11 +78,13 @@ def _as_event(intent: PaymentIntent) -> dict[str, Any]:
     }
 
 
-def _paid_in_browser(world: World) -> tuple[str, PaymentIntent]:
+def _paid_in_browser(world: World, email: str = "ann@example.com") -> tuple[str, PaymentIntent]:
     hold_id = world.hold_service.hold("race-1", "ev0").holdId
-    world.registration.register(hold_id, request(card=None))
+    world.registration.register(hold_id, request(email, card=None))
     intent_id = world.holds.get(hold_id).intentId
-    paid = world.payments.confirm_intent(intent_id, payment_method="pm_card_visa", idempotency_key="browser")
+    paid = world.payments.confirm_intent(
+        intent_id, payment_method="pm_card_visa", idempotency_key=f"browser-{intent_id}"
+    )
     return hold_id, paid
 
 
@@ -209,6 +211,24 @@ def test_reconciliation_queues_what_no_one_queued_and_remembers_where_it_got_to(
     assert world.holds.get(hold_id).status == HoldPhase.QUEUED and log.marked is not None
     assert events.reconcile(datetime.now(UTC)) == {"already": 1}  # the overlap: applied again, no change
     assert len(world.queue.sent) == 1
+
+
+def test_reconciliation_reads_the_holds_of_settled_payments_together_not_one_by_one(world, events, log, monkeypatch):
+    settled = []
+    for n in range(2):  # paid and queued by the browser's confirm, long before the run
+        hold_id, _ = _paid_in_browser(world, f"runner{n}@example.com")
+        world.registration.confirm(hold_id)
+        settled.append(hold_id)
+    unqueued, _ = _paid_in_browser(world, "late@example.com")  # paid; the API crashed, no webhook came
+    read_one_by_one: list[str] = []
+    get = world.holds.get
+    monkeypatch.setattr(world.holds, "get", lambda hold_id: read_one_by_one.append(hold_id) or get(hold_id))
+
+    assert events.reconcile(datetime.now(UTC)) == {"already": 2, "queued": 1}
+
+    assert read_one_by_one == [unqueued]  # only the payment that still had work to do
+    assert world.holds.get(unqueued).status == HoldPhase.QUEUED
+    assert len(world.queue.sent) == 3
 
 
 def test_reconciliation_is_postponed_when_the_provider_is_busy(world, events, log):

@@ -35,6 +35,8 @@ class HoldPhase(StrEnum):
 PAID_PHASES = frozenset({HoldPhase.PAYING, HoldPhase.QUEUED, HoldPhase.CONFIRMED})
 DONE_PHASES = frozenset({HoldPhase.QUEUED, HoldPhase.CONFIRMED})
 GONE_PHASES = frozenset({HoldPhase.RELEASED, HoldPhase.EXPIRED})
+# Past paying for good: no phase leads back from these to PAYING.
+SETTLED_PHASES = DONE_PHASES | {HoldPhase.CANCELLED}
 
 
 class RegistrationPhase(StrEnum):

@@ -8,6 +8,7 @@ strand an email claim. The phases are ``domain.HoldPhase``.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -133,6 +134,9 @@ class DynamoHolds:
     def get(self, hold_id: str) -> Hold | None:
         resp = self._db.get_item(TableName=self._table, Key=hold_key(hold_id), ConsistentRead=True)
         return hold_from_item(from_item(resp["Item"])) if "Item" in resp else None
+
+    def get_many(self, hold_ids: Sequence[str]) -> list[Hold]:
+        return [hold_from_item(item) for item in get_all(self._db, self._table, [hold_key(h) for h in set(hold_ids)])]
 
     def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
         """Give a HELD hold's place back (runner cancelled: RELEASED, or it ran out: EXPIRED)."""

@@ -41,6 +41,10 @@ class HoldStore(Protocol):
 
     def get(self, hold_id: str) -> Hold | None: ...
 
+    def get_many(self, hold_ids: Sequence[str]) -> list[Hold]:
+        """The holds that exist among ``hold_ids`` (consistent reads, in any order)."""
+        ...
+
     def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
         """HELD → RELEASED, or → EXPIRED once past ``expiresAt``; the place goes back. False: moved already."""
         ...

@@ -49,6 +49,7 @@ from racecap.domain import (
     DONE_PHASES,
     GONE_PHASES,
     PAID_PHASES,
+    SETTLED_PHASES,
     Attempt,
     BeginOutcome,
     Hold,
@@ -141,6 +142,13 @@ def registration_message(
         eventName=event.name,
         paidAt=now.isoformat(),
     )
+
+
+def already_applied(hold: Hold, intent: PaymentIntent) -> bool:
+    """The hold is past paying (queued, confirmed or cancelled) and this succeeded intent is
+    its own payment (recorded as its intent, or as paid by whoever queued it): nothing to do.
+    Settled is for good, so a hold read earlier still answers this."""
+    return hold.status in SETTLED_PHASES and intent.id in (hold.chargeId, hold.intentId)
 
 
 def provider_call(call: Callable[[], T], hold_id: str) -> T:
@@ -257,9 +265,8 @@ class RegistrationService:
         hold = self._holds.get(hold_id) if hold_id else None
         if hold is None:
             return self._registered_by(intent)
-        if hold.status in DONE_PHASES or hold.status == HoldPhase.CANCELLED:
-            # The hold's own payment (recorded as its intent, or as paid by whoever queued it).
-            return "already" if intent.id in (hold.chargeId, hold.intentId) else "orphan"
+        if hold.status in SETTLED_PHASES:
+            return "already" if already_applied(hold, intent) else "orphan"
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return "orphan"
         if hold.intentId not in (None, intent.id) or not self._pays_for(intent, hold.attempt):
