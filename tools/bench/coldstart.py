@@ -87,16 +87,14 @@ def cold_starts(samples: int = 3) -> dict[str, Any]:
     return out
 
 
+def _fresh_import(path: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    """Import one handler in a fresh interpreter (``flags`` go to the interpreter)."""
+    cmd = [sys.executable, *flags, "-c", _IMPORT_ONE, str(path)]
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
 def _import(path: Path, env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-c", _IMPORT_ONE, str(path)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = _fresh_import(path, env)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1:]}
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -109,15 +107,7 @@ def heaviest_imports(path: Path, env: dict[str, str], top: int = 8) -> list[dict
     it cost, its own dependencies included), so a package imported inside another one
     shows up in both: read it as "importing X costs this much", not as a partition.
     """
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", _IMPORT_ONE, str(path)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = _fresh_import(path, env, "-X", "importtime")
     # Lines come out children first; "import time: self | cumulative |   nested.name".
     rows: list[tuple[int, str, int]] = []
     for line in proc.stderr.splitlines():
