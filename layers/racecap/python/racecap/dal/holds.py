@@ -136,7 +136,7 @@ class DynamoHolds:
         return hold_from_item(from_item(resp["Item"])) if "Item" in resp else None
 
     def get_many(self, hold_ids: Sequence[str]) -> list[Hold]:
-        return [hold_from_item(item) for item in get_all(self._db, self._table, [hold_key(h) for h in set(hold_ids)])]
+        return self._get_many([hold_key(h) for h in set(hold_ids)])
 
     def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
         """Give a HELD hold's place back (runner cancelled: RELEASED, or it ran out: EXPIRED)."""
@@ -399,11 +399,11 @@ class DynamoHolds:
                     ProjectionExpression="pk, sk",
                     Limit=limit_per_partition,
                 )
-        return self._get_many(keys)
+        return self._get_many([to_item({"pk": k["pk"], "sk": k["sk"]}) for k in keys])
 
-    def _get_many(self, keys: list[dict[str, Any]]) -> list[Hold]:
-        wire = [to_item({"pk": k["pk"], "sk": k["sk"]}) for k in keys]
-        return [hold_from_item(item) for item in get_all(self._db, self._table, wire)]
+    def _get_many(self, wire_keys: list[dict[str, Any]]) -> list[Hold]:
+        """The holds at these keys (wire format) that exist: consistent BatchGetItem."""
+        return [hold_from_item(item) for item in get_all(self._db, self._table, wire_keys)]
 
     def live_counts(self, race_id: str) -> dict[str, int]:
         """Places held right now (HELD or PAYING) per event of one race, for directors' stats.

@@ -40,7 +40,7 @@ from racecap.dal.payments import (
     ProviderEvent,
 )
 from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
-from racecap.domain import DONE_PHASES, SETTLED_PHASES, EmailMessage, Hold, HoldPhase
+from racecap.domain import DONE_PHASES, EmailMessage, Hold, HoldPhase
 from racecap.errors import Busy, InvalidSignature
 from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService, already_applied
@@ -166,9 +166,9 @@ class PaymentEvents:
             intents = [intent_from(event.data) for event in events]
             # Each run reaches back over the overlap, so most payments were queued long ago:
             # their holds in a few batch reads instead of one read each (issue 14).
-            settled = self._settled_holds(intents)
+            holds = self._holds_of(intents)
             for event, intent in zip(events, intents, strict=True):
-                hold = settled.get(intent.metadata.get("holdId", ""))
+                hold = holds.get(intent.metadata.get("holdId", ""))
                 counts["already" if hold and already_applied(hold, intent) else self.succeeded(intent)] += 1
                 newest = max(newest, event.created)
         except PaymentUnavailable as exc:  # busy or down: the next tick starts from the same mark
@@ -181,9 +181,9 @@ class PaymentEvents:
                 metrics.add_metric(name=f"Reconciled{outcome.title()}", unit="Count", value=counts[outcome])
         return dict(counts)
 
-    def _settled_holds(self, intents: list[PaymentIntent]) -> dict[str, Hold]:
+    def _holds_of(self, intents: list[PaymentIntent]) -> dict[str, Hold]:
         hold_ids = [i.metadata["holdId"] for i in intents if i.metadata.get("holdId")]
-        return {h.holdId: h for h in self._holds.get_many(hold_ids) if h.status in SETTLED_PHASES}
+        return {h.holdId: h for h in self._holds.get_many(hold_ids)}
 
     def succeeded(self, intent: PaymentIntent) -> str:
         if not intent.metadata.get("holdId"):
