@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--only-flow",
         action="store_true",
-        help="only the full-flow burst's figures: (b), (c), (d) and CPU by process (no cold, raw or results sections)",
+        help="only the full-flow burst's figures: (b), (c), (d), CPU by process and its floors",
     )
     for section in sections():
         if section.options:

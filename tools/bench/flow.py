@@ -12,6 +12,7 @@ from typing import Any
 
 from tools import awscalls
 from tools.bench.costs import calls_by_route, per_registration, provider_costs, writer_contention, writes_by_function
+from tools.bench.floors import floor_per_registration
 from tools.bench.sections import Bench
 
 RUNSIGNUP_HOURLY = 440_510
@@ -72,6 +73,11 @@ def figures(
         "by_function_and_source": dict(sorted(by_invocation.items(), key=lambda kv: -kv[1])),
         "local_stand_ins (the rest of gateway + pollers)": round(own_cpu_ms - handlers_ms, 2),
     }
+    # The framework's and the SDK's own share at these rates (the floors section, when it ran).
+    invocations = counted["lambda_invocations"]
+    http_invocations = sum(v["per_registration"] for k, v in invocations.items() if k.endswith(":http"))
+    aws_calls = sum(v["requests_per_registration"] for v in counted["aws_calls_per_registration"].values())
+    cpu_report["floor"] = floor_per_registration(bench.results.get("floors") or {}, http_invocations, aws_calls)
     cores = os.cpu_count() or 1
     per_reg_ms = (stack_cpu + s["artillery_cpu_s"]) / max(registrations, 1) * 1000
     needed_per_s = RUNSIGNUP_HOURLY / 3600

@@ -31,6 +31,7 @@ KEY_ORDER = (
     "d_aws_calls_and_cost",
     "e_cold_start_import_ms",
     "cpu_by_process",
+    "floors",
     "what_bounds_it",
     "gateway_profile",
 )
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cfg = bench.cfg
     # --only-flow: the burst's own figures ((b), (c), (d), CPU by process) without the other
     # sections, for before/after runs of one change (each section still runs alone too).
-    all_sections = [] if getattr(args, "only_flow", False) else sections()
+    all_sections = [s for s in sections() if s.with_flow] if getattr(args, "only_flow", False) else sections()
 
     def measure(when: str) -> None:
         for section in all_sections:

@@ -10,7 +10,8 @@ A section measures one thing and owns one key of ``reports/bench.json``. To add 
   the opening burst's summary).
 
 ``targets`` adds lines to ``target`` from the whole report; ``options`` adds command-line
-arguments (read back from ``Bench.args``).
+arguments (read back from ``Bench.args``); ``with_flow`` runs the section with
+``--only-flow`` too, when the flow's own figures use it.
 """
 
 from __future__ import annotations
@@ -48,16 +49,18 @@ class Section:
     measure: Callable[[Bench], Any]
     targets: Callable[[dict[str, Any]], dict[str, bool]] | None = None
     options: Callable[[argparse.ArgumentParser], None] | None = None
+    with_flow: bool = False
 
 
 def sections() -> list[Section]:
     """Every section, in the order each phase runs them."""
-    from tools.bench import coldstart, gateway_profile, idle_cost, raw, results
+    from tools.bench import coldstart, floors, gateway_profile, idle_cost, raw, results
 
     return [
         idle_cost.SECTION,
         coldstart.SECTION,
         raw.SECTION,
+        floors.SECTION,
         gateway_profile.SECTION,
         results.SECTION,
     ]
