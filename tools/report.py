@@ -307,9 +307,11 @@ def render(s: dict[str, Any]) -> str:
             f"of {_num(s.get('held'))} runners who got a place; {_num(s.get('arrived'))} arrived",
         ),
         _card(
-            "Success rate (runners with a place)",
+            "Success rate (runners with a place who registered)",
             _num(success * 100 if success is not None else None, ".1f") + "%",
-            "confirmed ÷ held",
+            "confirmed ÷ (held minus those who stayed on the form by design)"
+            if s.get("held_without_registering")
+            else "confirmed ÷ held",
             "ok" if success == 1 else "bad",
         ),
         _card(

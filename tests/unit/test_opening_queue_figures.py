@@ -108,3 +108,28 @@ def test_the_phases_put_a_pause_between_the_arrivals_before_and_after_the_openin
         {"pause": 10},
         {"name": "after the opening", "duration": 60, "arrivalCount": 300},
     ]
+
+
+def test_given_runners_who_stay_on_the_form_by_design_when_summarized_then_success_counts_those_who_registered(
+    tmp_path: Path,
+) -> None:
+    from tools.burst.summary import summarize
+
+    # Three runners got a place; one stayed on the form (queue.js's "held" outcome), two
+    # registered and both were confirmed: that is every runner who tried.
+    lines = [{"e": "arrive", "t": 1000 + i} for i in range(3)]
+    lines += [{"e": "held", "t": 2000 + i} for i in range(3)]
+    lines += [{"e": "confirmed", "t": 5000 + i} for i in range(2)]
+    lines += [{"e": "runner", "outcome": "confirmed"}] * 2 + [{"e": "runner", "outcome": "held"}]
+    outcomes = tmp_path / "outcomes.jsonl"
+    outcomes.write_text("\n".join(json.dumps(x) for x in lines))
+    cfg = BurstConfig(scenario="opening-queue", runners=3)
+    s = summarize(cfg, outcomes, tmp_path / "no-report.json", None, None)
+    assert s["held"] == 3
+    assert s["held_without_registering"] == 1
+    assert s["success_rate"] == 1
+    # One of the two who registered not confirmed: half of them, not two thirds of everyone.
+    short = [x for x in lines if x["e"] in ("arrive", "held")] + [{"e": "confirmed", "t": 5000}]
+    short += [{"e": "runner", "outcome": o} for o in ("confirmed", "not_confirmed", "held")]
+    outcomes.write_text("\n".join(json.dumps(x) for x in short))
+    assert summarize(cfg, outcomes, tmp_path / "no-report.json", None, None)["success_rate"] == 0.5

@@ -48,8 +48,8 @@ def print_figures(summary: dict[str, Any]) -> None:
             [
                 "",
                 f"  registrations completed       {summary['registrations_completed']:,}"
-                f"  (runners who got a place: {summary['held']:,}; success "
-                f"{fmt(summary['success_rate'] and summary['success_rate'] * 100, '.1f')}%)",
+                f"  (runners who got a place: {summary['held']:,}{_stayed(summary)}; success "
+                f"{fmt(summary['success_rate'] and summary['success_rate'] * 100, '.1f')}% of those who registered)",
                 f"  first request -> last confirmation  {fmt(summary['first_to_last_s'], '.1f')} s",
                 f"  estimated hourly registrations      {fmt(summary['estimated_hourly_registrations'])}"
                 "   (RunSignUp, 45 web servers: 440,510)",
@@ -61,6 +61,11 @@ def print_figures(summary: dict[str, Any]) -> None:
         ),
         flush=True,
     )
+
+
+def _stayed(summary: dict[str, Any]) -> str:
+    n = summary.get("held_without_registering") or 0
+    return f", {n:,} of them stayed on the form as the scenario has them" if n else ""
 
 
 def _payment_lines(p: dict[str, Any] | None, provider: dict[str, Any] | None) -> list[str]:
