@@ -21,8 +21,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from racecap.cache import TieredCache
+from racecap.dal.ports import RegistrationStore
 from racecap.dal.races import RaceStore
-from racecap.dal.registrations import DynamoRegistrations
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.errors import Conflict, EventNotFound, NotFound, RaceNotFound
 from racecap.logic.audit import AuditTrail
@@ -208,7 +208,7 @@ class ResultsProcessor:
         store: DynamoResults,
         files: S3Files,
         races: RaceStore,
-        registrations: DynamoRegistrations,
+        registrations: RegistrationStore,
         transact: Callable[[list[TransactItem]], None],
         audit: AuditTrail,
         cache: TieredCache,
