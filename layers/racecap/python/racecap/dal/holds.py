@@ -15,13 +15,14 @@ from typing import Any
 
 from racecap.dal.dynamo import from_item, get_all, is_conditional_failure, query_all, to_item, values
 from racecap.dal.keys import (
-    LIVE_PARTITIONS,
     email_key,
     email_pk,
     hold_key,
     hold_pk,
     live_partition,
+    live_partitions,
     requeue_partition,
+    requeue_partitions,
     shard_key,
 )
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
@@ -388,17 +389,16 @@ class DynamoHolds:
         """Holds past their expiry (HELD, PAYING) and queued holds past their re-send time:
         their keys from the index, then the holds themselves (the index carries no more)."""
         keys: list[dict[str, Any]] = []
-        for family in ("LIVE", "REQUEUE"):
-            for n in range(LIVE_PARTITIONS):
-                keys += query_all(
-                    self._db,
-                    TableName=self._table,
-                    IndexName="gsi1",
-                    KeyConditionExpression="gsi1pk = :p AND gsi1sk <= :now",
-                    ExpressionAttributeValues=values({":p": f"{family}#{n}", ":now": now.isoformat()}),
-                    ProjectionExpression="pk, sk",
-                    Limit=limit_per_partition,
-                )
+        for partition in (*live_partitions(), *requeue_partitions()):
+            keys += query_all(
+                self._db,
+                TableName=self._table,
+                IndexName="gsi1",
+                KeyConditionExpression="gsi1pk = :p AND gsi1sk <= :now",
+                ExpressionAttributeValues=values({":p": partition, ":now": now.isoformat()}),
+                ProjectionExpression="pk, sk",
+                Limit=limit_per_partition,
+            )
         return self._get_many([to_item({"pk": k["pk"], "sk": k["sk"]}) for k in keys])
 
     def _get_many(self, wire_keys: list[dict[str, Any]]) -> list[Hold]:
@@ -414,7 +414,7 @@ class DynamoHolds:
         burst — the stats are cached briefly.
         """
         counts: dict[str, int] = {}
-        for n in range(LIVE_PARTITIONS):
+        for partition in live_partitions():
             for item in query_all(
                 self._db,
                 TableName=self._table,
@@ -423,7 +423,7 @@ class DynamoHolds:
                 # Queued holds waiting for the writer are in the index too, under REQUEUE#<n>.
                 FilterExpression="raceId = :r",
                 ProjectionExpression="eventId",
-                ExpressionAttributeValues=values({":p": f"LIVE#{n}", ":r": race_id}),
+                ExpressionAttributeValues=values({":p": partition, ":r": race_id}),
             ):
                 counts[item["eventId"]] = counts.get(item["eventId"], 0) + 1
         return counts

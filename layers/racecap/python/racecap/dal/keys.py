@@ -66,13 +66,26 @@ def shard_key(race_id: str, event_id: str, shard: str) -> dict[str, Any]:
 
 
 def live_partition(hold_id: str) -> str:
-    return f"LIVE#{_partition(hold_id)}"
+    return _index_partition("LIVE", _partition(hold_id))
 
 
 def requeue_partition(hold_id: str) -> str:
     """A paid, queued hold's place in the sweeper's index: apart from the live ones, so the
     directors' count of live holds reads no status (the index does not carry it)."""
-    return f"REQUEUE#{_partition(hold_id)}"
+    return _index_partition("REQUEUE", _partition(hold_id))
+
+
+def live_partitions() -> list[str]:
+    """Every partition ``live_partition`` spreads holds over: what a reader of them queries."""
+    return [_index_partition("LIVE", n) for n in range(LIVE_PARTITIONS)]
+
+
+def requeue_partitions() -> list[str]:
+    return [_index_partition("REQUEUE", n) for n in range(LIVE_PARTITIONS)]
+
+
+def _index_partition(family: str, n: int) -> str:
+    return f"{family}#{n}"
 
 
 def _partition(hold_id: str) -> int:
