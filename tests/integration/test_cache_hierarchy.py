@@ -74,3 +74,40 @@ def test_given_redis_is_down_when_reading_a_race_then_dynamodb_answers(backend):
 
     assert race.events[0].spotsLeft == 12
     assert catalog.list_races().races
+
+
+def test_given_turns_on_one_key_when_environments_race_then_one_runs_at_a_time_and_a_stale_holder_expires(backend):
+    key = f"turn:{time.time_ns()}"
+    inside: list[int] = []
+    overlaps: list[int] = []
+    turns: list[bool] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(6)
+
+    def environment():
+        own = TieredCache(lambda: backend.redis)  # separate environments, one Redis
+        barrier.wait()
+        with own.turn(key, hold_ms=2000, wait_s=3.0) as ours:
+            with lock:
+                inside.append(1)
+                overlaps.append(len(inside))
+                turns.append(ours)
+            time.sleep(0.05)
+            with lock:
+                inside.pop()
+
+    threads = [threading.Thread(target=environment) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert turns == [True] * 6  # each waited for its turn and got it
+    assert max(overlaps) == 1  # never two at once
+
+    # A holder that died keeps the key only until hold_ms: the next one then gets its turn.
+    dead = TieredCache(lambda: backend.redis).turn(key, hold_ms=300, wait_s=0)
+    assert dead.__enter__()  # entered, never left (kept referenced: closing it would release)
+    started = time.monotonic()
+    with TieredCache(lambda: backend.redis).turn(key, hold_ms=2000, wait_s=2.0) as ours:
+        assert ours
+    assert 0.2 < time.monotonic() - started < 1.5

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     import redis
 
 
+def _lock_token() -> str:
+    """Unique per attempt, so a lock is only ever released by whoever took it."""
+    return f"{time.time_ns()}-{random.random()}"
+
+
 def cache_errors() -> tuple[type[BaseException], ...]:
     """What a failing cache raises. Evaluated only when something was raised, by which time
     the client (and with it redis) is loaded: redis stays out of the import (issue 14)."""
@@ -148,9 +153,9 @@ class TieredCache:
     def _rebuild(self, full: str, loader: Callable[[], T], ttl: float) -> T:
         if not self.shared.available:
             return loader()
-        lock = f"{full}:lock"
-        token = f"{time.time_ns()}-{random.random()}"
-        got_lock = self.shared.call(lambda r: bool(r.set(lock, token, nx=True, px=self._lock_ttl_ms)), True)
+        lock, token = f"{full}:lock", _lock_token()
+        # Redis failing between the check above and here: rebuild as if the lock were ours.
+        got_lock = self._try_lock(lock, token, self._lock_ttl_ms, if_unavailable=True)
         if not got_lock:
             deadline = time.monotonic() + self._wait_for_lock_s
             while time.monotonic() < deadline:
@@ -165,7 +170,7 @@ class TieredCache:
             # the lock between our miss and our SET NX (a second rebuild otherwise).
             raw = self.shared.call(lambda r: r.get(full), None)
             if raw is not None:
-                self.shared.call(lambda r: r.eval(_RELEASE_LOCK, 1, lock, token), None)
+                self._release(lock, token)
                 metrics.add_metric(name="CacheStampedeAvoided", unit="Count", value=1)
                 return json.loads(raw)  # type: ignore[no-any-return]
         value = loader()
@@ -173,8 +178,16 @@ class TieredCache:
         payload = json.dumps(value, separators=(",", ":"))
         self.shared.call(lambda r: r.set(full, payload, px=int(ttl * 1000)), None)
         if got_lock:
-            self.shared.call(lambda r: r.eval(_RELEASE_LOCK, 1, lock, token), None)
+            self._release(lock, token)
         return value
+
+    def _try_lock(self, lock: str, token: str, ttl_ms: int, *, if_unavailable: bool | None) -> bool | None:
+        """SET NX with an expiry: True if the lock is ours now; ``if_unavailable`` without Redis."""
+        return self.shared.call(lambda r: bool(r.set(lock, token, nx=True, px=ttl_ms)), if_unavailable)
+
+    def _release(self, lock: str, token: str) -> None:
+        """Delete the lock only if it is still ours (it may have expired and been taken)."""
+        self.shared.call(lambda r: r.eval(_RELEASE_LOCK, 1, lock, token), None)
 
     def delete(self, key: str) -> None:
         self.local.put(key, _MISSING, 0)
@@ -215,11 +228,10 @@ class TieredCache:
         (a DynamoDB condition) decides. What it saves is the work two environments would
         otherwise do at once for one key, the loser's all wasted.
         """
-        lock = f"{self._prefix}turn:{key}"
-        token = f"{time.time_ns()}-{random.random()}"
+        lock, token = f"{self._prefix}turn:{key}", _lock_token()
         deadline = time.monotonic() + wait_s
         while True:
-            got = self.shared.call(lambda r: bool(r.set(lock, token, nx=True, px=hold_ms)), None)
+            got = self._try_lock(lock, token, hold_ms, if_unavailable=None)
             if got is not False or time.monotonic() >= deadline:
                 break
             time.sleep(0.005 + random.random() * 0.01)
@@ -227,7 +239,7 @@ class TieredCache:
             yield bool(got)
         finally:
             if got:
-                self.shared.call(lambda r: r.eval(_RELEASE_LOCK, 1, lock, token), None)
+                self._release(lock, token)
 
     # -- counters and flags ---------------------------------------------------
     def flag(self, key: str, ttl: float) -> None:
