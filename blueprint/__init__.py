@@ -328,6 +328,12 @@ class ObjectTrigger:
     prefix: str
     suffix: str = ""
 
+    @property
+    def failures_queue_id(self) -> str:
+        """AWS only: where Lambda's asynchronous invocation parks an S3 event that failed every
+        try (the local object watcher calls the function directly)."""
+        return f"{self.function}{self.bucket}Failures"
+
 
 @dataclass(frozen=True)
 class CacheBehaviour:
@@ -888,6 +894,15 @@ def param(name: str) -> Param:
 
 def routes_for(function_id: str) -> tuple[Route, ...]:
     return tuple(r for r in ROUTES if r.function == function_id)
+
+
+def async_failure_queues() -> dict[str, str]:
+    """Every AWS-only queue where Lambda parks an asynchronous invocation that failed (a
+    schedule's tick, an S3 event), by queue id -> the function invoked. Each is alarmed like
+    a dead-letter queue."""
+    return {s.failures_queue_id: s.function for s in SCHEDULES} | {
+        t.failures_queue_id: t.function for t in OBJECT_TRIGGERS
+    }
 
 
 def function_env(fn: Function) -> dict[str, Ref]:

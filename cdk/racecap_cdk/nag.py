@@ -47,8 +47,9 @@ WHY_KEY_ACTIONS = (
     "kms:ReEncrypt* name the data-key action families DynamoDB and SQS use; the Resource is that one key."
 )
 WHY_FAILURES_QUEUE_DLQ = (
-    "The schedule's failures queue is itself a dead-letter destination (EventBridge target DLQ and the "
-    "function's on-failure destination); nothing consumes it, its depth is alarmed."
+    "A failures queue (a schedule's or an S3 trigger's) is itself a dead-letter destination (the function's "
+    "on-failure destination, and for a schedule its EventBridge target DLQ); nothing consumes it, its depth "
+    "is alarmed."
 )
 WHY_EXECUTIONS = (
     "Stop/Describe on the executions of the one state machine the blueprint names "
@@ -121,7 +122,7 @@ def add_acknowledgments(stack: RacecapStack) -> None:
     _routes(stack)
     _site(stack)
     _buckets(stack)
-    for queue in stack.schedules.failures.values():
+    for queue in [*stack.schedules.failures.values(), *stack.buckets.failures.values()]:
         _ack(queue, "SQS3", WHY_FAILURES_QUEUE_DLQ)
 
 

@@ -64,10 +64,6 @@ WHY_NOTIFICATIONS_HANDLER = (
     "CDK's BucketNotificationsHandler (a singleton aws-cdk-lib owns): it only configures bucket notifications "
     "during deployments, called synchronously by CloudFormation, with the settings CDK gives it."
 )
-WHY_S3_ASYNC = (
-    "S3 invokes the results processor asynchronously; Lambda retries an event twice. No on-failure destination "
-    "yet: an upload that keeps failing stays unprocessed and visible as such on its upload record."
-)
 WHY_UPLOADS_BUCKET = (
     "Upload buckets hold transient inputs expired by a lifecycle rule; each object is reachable only through a "
     "presigned URL whose issue is audited, and each processed version is kept by the processor."
@@ -98,6 +94,3 @@ def suppress_cdk_internals(stack: RacecapStack) -> None:
     for bucket in stack.buckets.by_id.values():
         suppress(bucket, "checkov", "CKV_AWS_18", WHY_UPLOADS_BUCKET)
         suppress(bucket, "checkov", "CKV_AWS_21", WHY_UPLOADS_BUCKET)
-        for node in bucket.node.find_all():
-            if isinstance(node, lambda_.CfnPermission) and node.principal == "s3.amazonaws.com":
-                suppress(node, "cfn-lint", "ES1007", WHY_S3_ASYNC)

@@ -69,6 +69,7 @@ class RacecapStack(Stack):
         apply_grants(reg)
         self.triggers = QueueTriggers(self, c.TRIGGERS_ID, registry=reg)
         self.buckets.add_triggers(reg.functions)
+        reg.dead_letter_queues.update(self.buckets.failures)
         self.schedules = Schedules(self, c.SCHEDULES_ID, functions=reg.functions)
         reg.dead_letter_queues.update(self.schedules.failures)
         self.auth = DirectorAuth(self, c.AUTH_ID)

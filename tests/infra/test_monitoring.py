@@ -94,7 +94,7 @@ def _topic(view: TemplateView) -> str:
 def test_every_alarm_notifies_the_team_topic(view: TemplateView) -> None:
     topic = _topic(view)
     alarms = _alarms(view)
-    assert len(alarms) == len(blueprint.QUEUES) + len(blueprint.SCHEDULES) + 4
+    assert len(alarms) == len(blueprint.QUEUES) + len(blueprint.async_failure_queues()) + 4
     for props in alarms.values():
         assert [view.ref_target(a) for a in props["AlarmActions"]] == [topic]
         assert [view.ref_target(a) for a in props["OKActions"]] == [topic]
@@ -124,11 +124,12 @@ def test_any_message_in_a_dead_letter_queue_alarms(view: TemplateView, queue: bl
     assert props["EvaluationPeriods"] == 1 and props["Period"] == 60
 
 
-@pytest.mark.parametrize("schedule", blueprint.SCHEDULES, ids=lambda s: s.id)
-def test_a_failed_schedule_tick_alarms(view: TemplateView, schedule: blueprint.Schedule) -> None:
-    props = _alarm(view, f"{schedule.failures_queue_id}DlqNotEmpty")
+@pytest.mark.parametrize("queue_id", sorted(blueprint.async_failure_queues()))
+def test_a_failed_asynchronous_invocation_alarms(view: TemplateView, queue_id: str) -> None:
+    # A schedule's tick or an S3 event that failed every try.
+    props = _alarm(view, f"{queue_id}DlqNotEmpty")
     (dim,) = props["Dimensions"]
-    assert view.tag(view.ref_target(dim["Value"])) == schedule.failures_queue_id
+    assert view.tag(view.ref_target(dim["Value"])) == queue_id
     assert (props["Threshold"], props["ComparisonOperator"]) == (0, "GreaterThanThreshold")
 
 

@@ -103,8 +103,8 @@ def _local_queue(request: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_same_queues_exist_on_both_sides(view: TemplateView) -> None:
     local = {r["QueueName"] for q in blueprint.QUEUES for r in provision.create_queue_requests(q)}
-    # A schedule's failures queue is AWS-only: the local scheduler calls its function directly.
-    aws_only = {s.failures_queue_id for s in blueprint.SCHEDULES}
+    # Failures queues are AWS-only: the local scheduler and object watcher call functions directly.
+    aws_only = set(blueprint.async_failure_queues())
     cloud = {bp_id: v for bp_id, v in view.tagged("AWS::SQS::Queue").items() if bp_id not in aws_only}
     by_local_name = {q.local_name: q.id for q in blueprint.QUEUES} | {
         q.dlq_local_name: q.dlq_id for q in blueprint.QUEUES

@@ -127,6 +127,31 @@ def test_a_schedule_dead_letters_its_ticks(view: TemplateView, schedule: bluepri
     assert view.ref_target(props["DestinationConfig"]["OnFailure"]["Destination"]) == failures
 
 
+@pytest.mark.parametrize("trigger", blueprint.OBJECT_TRIGGERS, ids=lambda t: t.failures_queue_id)
+def test_an_object_trigger_keeps_the_events_that_failed_every_try(
+    view: TemplateView, trigger: blueprint.ObjectTrigger
+) -> None:
+    # cfn-lint-serverless ES1007 (an asynchronous permission with no on-failure destination)
+    # was suppressed for S3's permission before; now it is met: the permission and the
+    # EventInvokeConfig name the same function ARN.
+    failures, _ = view.tagged("AWS::SQS::Queue")[trigger.failures_queue_id]
+    fn_lid, _ = view.tagged("AWS::Lambda::Function")[trigger.function]
+    arn = {"Fn::GetAtt": [fn_lid, "Arn"]}
+    (props,) = [
+        c["Properties"]
+        for c in view.of_type("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == arn
+    ]
+    assert props["MaximumRetryAttempts"] == 2
+    assert view.ref_target(props["DestinationConfig"]["OnFailure"]["Destination"]) == failures
+    s3_permissions = [
+        p["Properties"]
+        for p in view.of_type("AWS::Lambda::Permission").values()
+        if p["Properties"]["Principal"] == "s3.amazonaws.com"
+    ]
+    assert s3_permissions and all(p["FunctionName"] == arn for p in s3_permissions)
+
+
 @pytest.mark.parametrize("queue", blueprint.QUEUES, ids=lambda q: q.id)
 def test_queues_with_personal_data_use_the_customer_managed_key(view: TemplateView, queue: blueprint.Queue) -> None:
     queues = view.tagged("AWS::SQS::Queue")

@@ -117,7 +117,7 @@ def test_every_queue_redrives_to_its_own_dead_letter_queue(view: TemplateView, q
 
 def test_every_queue_is_encrypted_and_refuses_plain_http(view: TemplateView) -> None:
     queues = view.of_type("AWS::SQS::Queue")
-    assert len(queues) == 2 * len(blueprint.QUEUES) + len(blueprint.SCHEDULES)
+    assert len(queues) == 2 * len(blueprint.QUEUES) + len(blueprint.async_failure_queues())
     ssl_only: set[str] = set()
     for lid in view.of_type("AWS::SQS::QueuePolicy"):
         props = view.props(lid)
@@ -182,8 +182,8 @@ def test_roles_reach_only_what_the_blueprint_grants(view: TemplateView, fn: blue
     sends = {g.queue for g in fn.grants if isinstance(g, blueprint.QueueAccess) and g.mode == "send"}
     consumes = {g.queue for g in fn.grants if isinstance(g, blueprint.QueueAccess) and g.mode == "consume"}
     consumes |= {t.queue for t in blueprint.QUEUE_TRIGGERS if t.function == fn.id}
-    # Lambda's on-failure destination for a scheduled function's asynchronous invocations.
-    sends |= {s.failures_queue_id for s in blueprint.SCHEDULES if s.function == fn.id}
+    # Lambda's on-failure destination for a function's asynchronous invocations.
+    sends |= {q for q, f in blueprint.async_failure_queues().items() if f == fn.id}
 
     seen_tables: set[str | None] = set()
     seen_queues: set[str | None] = set()

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
 from racecap.results.dataset import Dataset, fold, format_ms
 from racecap.results.ranking import Runner, age_group, rank
+from racecap.results.service import CUT_OFF, PROCESSING_GIVES_UP_AFTER, upload_view
 from racecap.results.sheet import Entrant, SheetRules, parse_time, read_sheet
+
+import blueprint
 
 RACE_DAY = date(2026, 5, 1)
 
@@ -177,3 +180,22 @@ def test_a_version_round_trips_through_its_stored_form() -> None:
     again = Dataset.decode(data.encode())
     assert [(r.bib, r.place, r.name) for r in again.runners] == [(r.bib, r.place, r.name) for r in data.runners]
     assert again.filtered("M", None) == data.filtered("M", None)
+
+
+def test_an_upload_cut_off_mid_check_is_reported_as_to_upload_again_not_as_being_checked() -> None:
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    doc = {"uploadId": "upl_1", "raceId": "race_1", "eventId": "evt_1", "createdAt": now.isoformat()}
+    checking = {**doc, "status": "PROCESSING", "startedAt": (now - timedelta(minutes=1)).isoformat()}
+    assert upload_view(checking, now).status == "PROCESSING"
+    cut_off = {**checking, "startedAt": (now - PROCESSING_GIVES_UP_AFTER - timedelta(seconds=1)).isoformat()}
+    view = upload_view(cut_off, now)
+    assert (view.status, view.errorCount, [e.reason for e in view.errors]) == ("REJECTED", 1, [CUT_OFF])
+    # Finished uploads keep what they became, however old.
+    ready = {**cut_off, "status": "READY", "version": 3, "rows": 10}
+    assert upload_view(ready, now).status == "READY"
+
+
+def test_the_cut_off_comes_after_the_processor_s_timeout() -> None:
+    # Sooner, a check still running could be reported cut off, then install a version anyway.
+    timeout = blueprint.function("ResultsProcessor").timeout_s
+    assert PROCESSING_GIVES_UP_AFTER.total_seconds() >= timeout + 30

@@ -1,6 +1,10 @@
 """One private S3 bucket per ``blueprint.BUCKETS`` entry, and its ``blueprint.OBJECT_TRIGGERS``:
 S3 ObjectCreated notifications (prefix/suffix filtered) invoking the declared function,
-as the local stack's object watcher (``local/pollers.py``) delivers them."""
+as the local stack's object watcher (``local/pollers.py``) delivers them.
+
+S3 invokes the function asynchronously: Lambda retries a failed event twice, then parks it
+in the trigger's failures queue (alarmed like a dead-letter queue), so a failure before the
+upload record could be updated is kept for the team instead of being dropped."""
 
 from __future__ import annotations
 
@@ -8,17 +12,29 @@ from aws_cdk import Duration, RemovalPolicy, Tags
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as s3n
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 import blueprint
 
 from .. import constants as c
+from .async_failures import failures_queue
+
+# Lambda's default for asynchronous invocations, said here: a transient failure (DynamoDB
+# unavailable for a moment) gets two more tries, minutes apart.
+RETRY_ATTEMPTS = 2
+MAX_EVENT_AGE = Duration.hours(6)
+WHY_SQS_MANAGED = (
+    "Holds only failed S3 event notifications (bucket, object key and size: race, event and upload ids, "
+    "no runner data): SQS managed encryption, which Lambda's destination can write to without a key policy."
+)
 
 
 class Buckets(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
         self.by_id: dict[str, s3.Bucket] = {}
+        self.failures: dict[str, sqs.Queue] = {}  # add_triggers: failures queue id -> queue
         for decl in blueprint.BUCKETS:
             bucket = s3.Bucket(
                 self,
@@ -40,6 +56,15 @@ class Buckets(Construct):
 
     def add_triggers(self, functions: dict[str, lambda_.Function]) -> None:
         for trigger in blueprint.OBJECT_TRIGGERS:
+            self.failures[trigger.failures_queue_id] = failures_queue(
+                self,
+                trigger.failures_queue_id,
+                functions[trigger.function],
+                config_id=f"{trigger.failures_queue_id}{c.ASYNC_INVOKE_SUFFIX}",
+                retry_attempts=RETRY_ATTEMPTS,
+                max_event_age=MAX_EVENT_AGE,
+                why_sqs_managed=WHY_SQS_MANAGED,
+            )
             self.by_id[trigger.bucket].add_event_notification(
                 s3.EventType.OBJECT_CREATED,
                 s3n.LambdaDestination(functions[trigger.function]),

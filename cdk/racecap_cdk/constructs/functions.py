@@ -66,8 +66,8 @@ def why_no_dead_letter_queue(decl: blueprint.Function) -> str:
         return "Invoked by a schedule: async failures go to its EventInvokeConfig on-failure destination."
     if any(t.function == decl.id for t in blueprint.OBJECT_TRIGGERS):
         return (
-            "Invoked asynchronously by S3 object notifications: Lambda retries an event twice; no on-failure "
-            "destination yet (an upload that fails every time stays unprocessed and visible as such)."
+            "Invoked asynchronously by S3 object notifications: Lambda retries an event twice, then sends it "
+            "to the trigger's failures queue (its EventInvokeConfig on-failure destination)."
         )
     if any(
         isinstance(ref, blueprint.FunctionArn) and ref.function == decl.id

@@ -8,27 +8,22 @@ parked in the schedule's failures queue, whose depth is alarmed like a dead-lett
 
 from __future__ import annotations
 
-from typing import cast
-
 from aws_cdk import Duration, Tags
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 import blueprint
 
 from .. import constants as c
-from ..scanners import suppress
+from .async_failures import failures_queue
 
-FAILURES_RETENTION = Duration.days(14)
 WHY_SQS_MANAGED = (
     "Holds only failed schedule ticks (a timestamp, no runner data): SQS managed encryption, which "
     "EventBridge can write to without a key policy."
 )
-WHY_NO_REDRIVE = "This queue is itself the failure destination of the schedule: nothing consumes it, so no redrive."
 
 
 class Schedules(Construct):
@@ -38,32 +33,18 @@ class Schedules(Construct):
         self.failures: dict[str, sqs.Queue] = {}
         for decl in blueprint.SCHEDULES:
             fn = functions[decl.function]
-            failures = sqs.Queue(
-                self,
-                decl.failures_queue_id,
-                retention_period=FAILURES_RETENTION,
-                encryption=sqs.QueueEncryption.SQS_MANAGED,
-                enforce_ssl=True,
-            )
-            Tags.of(failures).add(c.BLUEPRINT_TAG, decl.failures_queue_id)
-            suppress(failures, "checkov", "CKV_AWS_27", WHY_SQS_MANAGED)
-            suppress(failures, "cfn-lint", "ES6000", WHY_NO_REDRIVE)
-            self.failures[decl.failures_queue_id] = failures
             # A missed tick is harmless: the next one comes a period later, so no retries,
             # and a tick older than one period is stale.
-            invoke_config = lambda_.EventInvokeConfig(
+            failures = failures_queue(
                 self,
-                f"{decl.id}{c.ASYNC_INVOKE_SUFFIX}",
-                function=fn,
-                qualifier="$LATEST",
+                decl.failures_queue_id,
+                fn,
+                config_id=f"{decl.id}{c.ASYNC_INVOKE_SUFFIX}",
                 retry_attempts=0,
                 max_event_age=Duration.minutes(decl.every_minutes),
-                on_failure=destinations.SqsDestination(failures),
+                why_sqs_managed=WHY_SQS_MANAGED,
             )
-            # By ARN, as the schedule's invoke permission names it (so scanners can pair them).
-            cast(lambda_.CfnEventInvokeConfig, invoke_config.node.default_child).add_property_override(
-                "FunctionName", fn.function_arn
-            )
+            self.failures[decl.failures_queue_id] = failures
             rule = events.Rule(
                 self,
                 decl.id,

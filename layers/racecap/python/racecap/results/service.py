@@ -59,6 +59,12 @@ VERSIONED_TTL = 3600.0  # Redis: immutable, kept while it is read
 VERSIONED_LOCAL_TTL = 300.0
 DATASETS_PER_ENVIRONMENT = 3
 PAGE_SIZE_MAX = 100
+# Longer than ResultsProcessor's timeout (blueprint; a unit test keeps them in step). An
+# upload still PROCESSING after this was cut off mid-check (a timeout, an out-of-memory
+# kill): Lambda's retries of its S3 event find it PROCESSING and stand aside, so nothing will
+# finish it, and the director is told to upload it again instead of "being checked" forever.
+PROCESSING_GIVES_UP_AFTER = timedelta(minutes=6)
+CUT_OFF = "Checking the file stopped before it finished (it took too long); nothing changed: upload it again."
 
 
 class ResultsNotFound(NotFound):
@@ -128,7 +134,7 @@ class ResultsAdmin:
             ]
         )
         return UploadTicket(
-            **_upload_view(doc).model_dump(),
+            **upload_view(doc).model_dump(),
             uploadUrl=self._files.upload_url(key, "text/csv", UPLOAD_URL_SECONDS),
             uploadHeaders={"Content-Type": "text/csv"},
             expiresAt=now + timedelta(seconds=UPLOAD_URL_SECONDS),
@@ -139,7 +145,7 @@ class ResultsAdmin:
         doc = self._store.upload(race_id, event_id, upload_id)
         if doc is None:
             raise NotFound(f"No upload {upload_id} for this event.")
-        return _upload_view(doc)
+        return upload_view(doc)
 
     def status(self, director: Director, race_id: str, event_id: str) -> EventResultsAdminView:
         self.owned_event(director, race_id, event_id)
@@ -154,7 +160,7 @@ class ResultsAdmin:
             published=bool(pointer.get("published")),
             publishedAt=pointer.get("publishedAt"),
             rows=pointer.get("rows"),
-            uploads=[_upload_view(d) for d in self._store.recent_uploads(race_id, event_id, RECENT_UPLOADS)],
+            uploads=[upload_view(d) for d in self._store.recent_uploads(race_id, event_id, RECENT_UPLOADS)],
         )
 
     def publish(self, director: Director, race_id: str, event_id: str, published: bool) -> EventResultsAdminView:
@@ -177,7 +183,14 @@ class ResultsAdmin:
         return self._status(race_id, event_id)
 
 
-def _upload_view(doc: dict[str, Any]) -> UploadView:
+def upload_view(doc: dict[str, Any], now: datetime | None = None) -> UploadView:
+    started = doc.get("startedAt")
+    if (
+        doc["status"] == "PROCESSING"
+        and started
+        and datetime.fromisoformat(started) < (now or _now()) - PROCESSING_GIVES_UP_AFTER
+    ):
+        doc = {**doc, "status": "REJECTED", "errorCount": 1, "errors": [{"line": 0, "reason": CUT_OFF}]}
     message = {
         "WAITING_FOR_FILE": "PUT the CSV file to the upload URL; it is processed as soon as it arrives.",
         "PROCESSING": "The file arrived and is being checked.",
