@@ -1,11 +1,28 @@
-"""CPU seconds by process group of the local stack, and of the whole machine (/proc)."""
+"""CPU seconds by process group of the local stack, and of the whole machine (/proc); and
+a fresh interpreter to measure code in, as a gateway worker runs it."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+import blueprint
 from local.stack import LocalStack
+
+
+def run_as_function(stack: LocalStack, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code args`` with the functions' environment, in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env={**os.environ, **stack.function_env()},
+        cwd=blueprint.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _group_cpu_seconds(pgid: int) -> float:

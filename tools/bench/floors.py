@@ -18,16 +18,11 @@ registration (``cpu_by_process.floor``). The same handler's import is (e)'s
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
-import sys
 from typing import Any
 
-import blueprint
+from tools.bench.cpu import run_as_function
 from tools.bench.sections import Bench, Section
-
-ROOT = blueprint.ROOT
 
 # Runs with the functions' environment in a fresh interpreter, as a gateway worker does.
 _CPU_CHILD = r"""
@@ -72,16 +67,9 @@ def measure(bench: Bench) -> dict[str, Any]:
 
 def _cpu(bench: Bench, calls: int) -> dict[str, float]:
     assert bench.stack is not None
-    env = {**os.environ, **bench.stack.function_env()}
-    proc = subprocess.run(
-        [sys.executable, "-c", _CPU_CHILD, str(calls)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
+    proc = run_as_function(bench.stack, _CPU_CHILD, str(calls))
+    if proc.returncode != 0:
+        raise RuntimeError(f"floors failed: {proc.stderr[-2000:]}")
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 

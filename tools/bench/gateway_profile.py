@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 import uuid
@@ -12,11 +10,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import blueprint
 from local.stack import LocalStack
+from tools.bench.cpu import run_as_function
 from tools.bench.sections import Bench, Section
-
-ROOT = blueprint.ROOT
 
 
 def _bucket(filename: str) -> str:
@@ -48,16 +44,7 @@ def profile_flows(stack: LocalStack, flows: int = 100) -> dict[str, Any]:
     from tools.burst import Clients, seed_race
 
     race_id = seed_race(Clients.for_stack(stack), [("Profile", 2 * flows + 50, 1000)], name="Profile Race")
-    env = {**os.environ, **stack.function_env()}
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROFILE_CHILD, race_id, str(flows)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    proc = run_as_function(stack, _PROFILE_CHILD, race_id, str(flows))
     lines = [x for x in proc.stdout.splitlines() if x.startswith('{"flows"')]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"profile failed: {proc.stderr[-2000:]}")
