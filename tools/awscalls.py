@@ -22,6 +22,9 @@ table and index units separately. Two corrections make the figures AWS's:
 * a failed conditional write returns no ``ConsumedCapacity``, but AWS still bills it; it
   is counted as 1 unit per item (2 in a transaction) under ``*_failed_estimated``.
 
+Each table's own share (its units, its indexes' and its failed conditions') is also counted
+under ``wcu:<table name>`` and ``rcu:<table name>``: what one table must take in a burst.
+
 Handler invocations are recorded with their duration (for Lambda GB-seconds) and whether
 they came through the HTTP API (an API Gateway request) or from a queue or schedule.
 """
@@ -173,14 +176,24 @@ def item_size(item: dict[str, Any]) -> int:
     return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
 
 
-def _transact_write_table_units(params: dict[str, Any]) -> float:
-    units = 0.0
+def _transact_write_units_by_table(params: dict[str, Any]) -> dict[str, float]:
+    units: dict[str, float] = defaultdict(float)
     for entry in params.get("TransactItems", []):
-        if "Put" in entry:
-            units += 2 * max(1, -(-item_size(entry["Put"]["Item"]) // 1024))
+        ((kind, item),) = entry.items()
+        if kind == "Put":
+            units[item["TableName"]] += 2 * max(1, -(-item_size(item["Item"]) // 1024))
         else:
-            units += 2
+            units[item["TableName"]] += 2
     return units
+
+
+def _tables_of(operation: str, params: dict[str, Any]) -> list[str]:
+    """The table of every item a write names (one entry per item)."""
+    if operation == "TransactWriteItems":
+        return [next(iter(e.values()))["TableName"] for e in params.get("TransactItems", [])]
+    if operation == "BatchWriteItem":
+        return [t for t, requests in params.get("RequestItems", {}).items() for _ in requests]
+    return [params["TableName"]] if "TableName" in params else []
 
 
 def _capacity_fields(operation: str, consumed: Any, params: dict[str, Any]) -> dict[str, float]:
@@ -189,14 +202,17 @@ def _capacity_fields(operation: str, consumed: Any, params: dict[str, Any]) -> d
     entries = consumed if isinstance(consumed, list) else [consumed]
     kind = "wcu" if operation in _WRITE_OPS else "rcu"
     if operation == "TransactWriteItems":
-        index_units = 0.0
+        for name, units in _transact_write_units_by_table(params).items():
+            out["wcu_table"] += units
+            out[f"wcu:{name}"] += units
         for entry in entries:
             if isinstance(entry, dict):
-                index_units += sum(
+                # 4 per index-affecting item reported; 2 billed.
+                index_units = sum(
                     i.get("CapacityUnits", 0.0) for i in (entry.get("GlobalSecondaryIndexes") or {}).values()
                 )
-        out["wcu_table"] = _transact_write_table_units(params)
-        out["wcu_index"] = index_units / 2  # 4 per index-affecting item reported; 2 billed
+                out["wcu_index"] += index_units / 2
+                out[f"wcu:{entry.get('TableName', '?')}"] += index_units / 2
         return out
     factor = 0.5 if operation in _TRANSACT else 1.0
     for entry in entries:
@@ -209,6 +225,7 @@ def _capacity_fields(operation: str, consumed: Any, params: dict[str, Any]) -> d
             table = entry.get("CapacityUnits", 0.0) - indexes
         out[f"{kind}_table"] += table * factor
         out[f"{kind}_index"] += indexes * factor
+        out[f"{kind}:{entry.get('TableName', '?')}"] += (table + indexes) * factor
     return out
 
 
@@ -235,6 +252,8 @@ def install(out_dir: str | Path) -> Counter:
             if service == "dynamodb" and operation_name in _WRITE_OPS:
                 per_item = 2 if operation_name in _TRANSACT else 1
                 fields["wcu_failed_estimated"] = per_item * _items_in(operation_name, api_params)
+                for name in _tables_of(operation_name, api_params):
+                    fields[f"wcu:{name}"] = fields.get(f"wcu:{name}", 0) + per_item
             counter.record_call(service, operation_name, fields)
             raise
         if service == "dynamodb" and "ConsumedCapacity" in response:

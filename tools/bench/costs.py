@@ -55,10 +55,16 @@ def provider_costs(provider: dict[str, Any] | None, registrations: int) -> dict[
     }
 
 
+def _table_id(name: str) -> str:
+    """The blueprint's id of a table named on the wire (its local name here)."""
+    return next((t.id for t in blueprint.TABLES if t.local_name == name), name)
+
+
 def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any]:
     n = max(registrations, 1)
     by_service: dict[str, dict[str, Any]] = defaultdict(lambda: {"requests": 0.0, "operations": {}, "errors": {}})
     totals: dict[str, float] = defaultdict(float)
+    by_table: dict[str, dict[str, float]] = defaultdict(lambda: {"wcu": 0.0, "rcu": 0.0})
     for key, row in delta["calls"].items():
         service, op = key.split(":", 1)
         requests = row.get("requests", 0)
@@ -81,6 +87,10 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
             if op in ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"):
                 totals["dynamodb_write_requests"] += requests
                 totals["dynamodb_items_written"] += row.get("items", 0)
+            for name, value in row.items():
+                if name.startswith(("wcu:", "rcu:")):
+                    unit, table = name.split(":", 1)
+                    by_table[_table_id(table)][unit] += value
         if service == "sesv2" and op == "SendEmail":
             totals["emails"] += requests - row.get("errors", 0)
     services = {
@@ -135,6 +145,11 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
             "wcu_index_per_registration": round(totals["wcu_index"] / n, 3),
             "wcu_failed_conditional_estimated_per_registration": round(totals["wcu_failed_estimated"] / n, 3),
             "rcu_per_registration": round(totals["rcu"] / n, 3),
+            # Each table's own units (its indexes' and failed conditions' included): what
+            # tools/preflight_rules.py checks each table's warm throughput against.
+            "capacity_per_registration_by_table": {
+                t: {unit: round(v / n, 3) for unit, v in units.items()} for t, units in sorted(by_table.items())
+            },
         },
         "ses_emails_per_registration": round(totals["emails"] / n, 3),
         "redis_commands_per_registration": round(redis_total / n, 3),
