@@ -289,12 +289,28 @@ class ResultsProcessor:
             runners,
         )
         counts = {"rows": len(runners), "finishers": dataset.finishers}
-        blob = dataset.encode()
+        version = self.install(doc, dataset.encode(), counts)
+        logger.info(
+            "results version installed",
+            extra={"raceId": race_id, "eventId": event_id, "version": version, **counts,
+                   "seconds": round(time.monotonic() - started, 2)},
+        )  # fmt: skip
+        return "installed"
+
+    def install(self, doc: dict[str, Any], blob: bytes, counts: dict[str, int]) -> int:
+        """Install a checked upload as the event's next version; returns its number.
+
+        Uploads of one event may be processed at once: each claims a number no other has
+        written (``_claim_version``) and points the event at it only if the pointer is
+        older, so the last to install is current and no version's content is another's.
+        """
+        race_id, event_id = doc["raceId"], doc["eventId"]
         actor = Director.model_validate(doc["actor"])
+        version = 0  # the number this upload's chunks are written under, once claimed
         for _ in range(INSTALL_TRIES):
-            current = self._store.pointer(race_id, event_id) or {}
-            version = int(current.get("version", 0)) + 1
-            self._store.write_version(race_id, event_id, version, blob)
+            current = int((self._store.pointer(race_id, event_id) or {}).get("version", 0))
+            if version <= current:  # none yet, or another upload installed past ours
+                version = self._claim_version(race_id, event_id, current + 1, blob)
             now = _now().isoformat()
             audit = self._audit.item(
                 actor, race_id, "results.version", event_id, version=version, uploadId=doc["uploadId"], **counts
@@ -304,14 +320,17 @@ class ResultsProcessor:
                     [*self._store.install_items(race_id, event_id, version, doc["uploadId"], counts, now), audit]
                 )
             except ConditionFailed:
-                continue  # another upload installed a version meanwhile: take the next number
+                continue  # another upload installed a later version meanwhile: claim past it
             self._cache.delete(pointer_cache_key(race_id))
-            logger.info(
-                "results version installed",
-                extra={"raceId": race_id, "eventId": event_id, "version": version, **counts,
-                       "seconds": round(time.monotonic() - started, 2), "bytes": len(blob)},
-            )  # fmt: skip
-            return "installed"
+            return version
+        raise Conflict("Other uploads kept installing versions; upload again.")
+
+    def _claim_version(self, race_id: str, event_id: str, first: int, blob: bytes) -> int:
+        """Write ``blob`` under the first free version number from ``first``: one whose chunks
+        another upload wrote (installed or still on its way) is never overwritten."""
+        for version in range(first, first + INSTALL_TRIES):
+            if self._store.write_version(race_id, event_id, version, blob):
+                return version
         raise Conflict("Other uploads kept installing versions; upload again.")
 
     def entrants(self, race_id: str, event_id: str) -> dict[int, Entrant]:

@@ -6,7 +6,9 @@ Layout of the Results table:
   VERSION#<raceId>#<eventId>#<n>   / CHUNK#<i:03d>      version n, gzip JSON in <=350 KB parts
 
 A version's chunks are written before the pointer names it and never change after, so a
-reader that follows the pointer always finds a complete, immutable version.
+reader that follows the pointer always finds a complete, immutable version. Two uploads
+processed at once cannot both write one number: the first chunk's write claims it (a
+conditional put), and the pointer only ever moves to a higher number.
 """
 
 from __future__ import annotations
@@ -50,9 +52,9 @@ class DynamoResults:
     def install_items(
         self, race_id: str, event_id: str, version: int, upload_id: str, counts: dict[str, int], now: str
     ) -> list[TransactItem]:
-        """Point the event at ``version`` (only if it is still at ``version - 1``) and mark
-        the upload READY — one transaction, so the swap is atomic."""
-        previous = version - 1
+        """Point the event at ``version`` (only if it is at an older one: a number claimed by an
+        upload that never installed it leaves a gap) and mark the upload READY — one
+        transaction, so the swap is atomic."""
         return [
             {
                 "Update": {
@@ -60,12 +62,11 @@ class DynamoResults:
                     "Key": self._pointer_key(race_id, event_id),
                     "UpdateExpression": "SET version = :v, eventId = :e, #rows = :rows, finishers = :fin, "
                     "updatedAt = :now, published = if_not_exists(published, :no)",
-                    "ConditionExpression": "attribute_not_exists(pk)" if previous == 0 else "version = :prev",
+                    "ConditionExpression": "attribute_not_exists(version) OR version < :v",
                     "ExpressionAttributeNames": {"#rows": "rows"},
                     "ExpressionAttributeValues": values(
                         {":v": version, ":e": event_id, ":rows": counts["rows"], ":fin": counts["finishers"]}
                         | {":now": now, ":no": False}
-                        | ({} if previous == 0 else {":prev": previous})
                     ),
                 }
             },
@@ -156,15 +157,23 @@ class DynamoResults:
         )
 
     # -- versions -----------------------------------------------------------------------
-    def write_version(self, race_id: str, event_id: str, version: int, blob: bytes) -> None:
+    def write_version(self, race_id: str, event_id: str, version: int, blob: bytes) -> bool:
+        """Write ``blob`` as ``version`` if that number is free; False if another upload
+        claimed it first (its first chunk exists), and then nothing is written."""
         pk = f"VERSION#{race_id}#{event_id}#{version}"
         chunks = [blob[i : i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
-        # Put one by one: a batch of 25 x 350 KB would exceed BatchWriteItem's 16 MB.
+        # Put one by one: a batch of 25 x 350 KB would exceed BatchWriteItem's 16 MB. The
+        # first claims the number; the rest are this upload's alone once it has.
         for n, chunk in enumerate(chunks):
-            self._db.put_item(
-                TableName=self.table,
-                Item=to_item({"pk": pk, "sk": f"CHUNK#{n:03d}", "data": chunk, "of": len(chunks)}),
-            )
+            try:
+                self._db.put_item(
+                    TableName=self.table,
+                    Item=to_item({"pk": pk, "sk": f"CHUNK#{n:03d}", "data": chunk, "of": len(chunks)}),
+                    **({"ConditionExpression": "attribute_not_exists(pk)"} if n == 0 else {}),
+                )
+            except self._db.exceptions.ConditionalCheckFailedException:
+                return False
+        return True
 
     def read_version(self, race_id: str, event_id: str, version: int) -> bytes | None:
         items = list(
