@@ -21,14 +21,15 @@ from enum import StrEnum
 
 from racecap.logic.prewarm import CALLS_PER_RUNNER, HEADROOM, SECONDS_PER_CALL, environments_for
 
-# `make bench` row (d), all tables together: 21.5 WCU and 5.5 RCU per registration (issue 14's
-# run; 33.2 WCU before it). A table that takes the burst's writes is checked against all of it,
-# an upper bound per table; the write figure keeps the pre-issue-14 34 as a margin until the
-# bench measures each table on its own, the read figure follows the bench (reads rose with the
-# sweeper's consistent BatchGetItem).
-WRITE_UNITS_PER_RUNNER = 34
-READ_UNITS_PER_RUNNER = 6
-BURST_TABLES = ("Inventory", "Registrations")
+# `make bench` (d) `capacity_per_registration_by_table`, per registration (one `--only-flow`
+# run on 2026-11-25 at e0f156f: 900 runners, 21.5 WCU and 5.0 RCU across all tables). Each
+# table the burst writes is checked against its own units (indexes and failed conditions
+# included), times UNITS_MARGIN for what a local run cannot show: writes retried after
+# throttling, items larger than the bench race's, the sweeper's reads over a long opening.
+WCU_PER_RUNNER = {"Inventory": 18.0, "Registrations": 3.5}
+RCU_PER_RUNNER = {"Inventory": 3.9, "Registrations": 1.1}
+UNITS_MARGIN = 1.5
+BURST_TABLES = tuple(WCU_PER_RUNNER)
 # AWS keeps 100 of the account's concurrency unreserved; reserved functions take theirs out.
 UNRESERVED_FLOOR = 100
 # One confirmation email per runner, sent within the burst minute by the rate-limited sender.
@@ -126,13 +127,14 @@ class Burst:
     def warm_environments(self) -> int:
         return environments_for(self.runners_per_minute, maximum=10**9)
 
-    @property
-    def write_units_per_s(self) -> int:
-        return math.ceil(self.runners_per_minute / 60 * WRITE_UNITS_PER_RUNNER * HEADROOM)
+    def write_units_per_s(self, table_id: str) -> int:
+        return self._units(WCU_PER_RUNNER[table_id])
 
-    @property
-    def read_units_per_s(self) -> int:
-        return math.ceil(self.runners_per_minute / 60 * READ_UNITS_PER_RUNNER * HEADROOM)
+    def read_units_per_s(self, table_id: str) -> int:
+        return self._units(RCU_PER_RUNNER[table_id])
+
+    def _units(self, per_runner: float) -> int:
+        return math.ceil(round(self.runners_per_minute / 60 * per_runner * UNITS_MARGIN * HEADROOM, 6))
 
     @property
     def emails_per_s(self) -> float:
@@ -186,7 +188,7 @@ def table_warmth(table_id: str, fact: TableWarmth | Unreadable, burst: Burst) ->
     name = f"DynamoDB warm throughput: {table_id}"
     if isinstance(fact, Unreadable):
         return _unknown(name, fact)
-    w, r = burst.write_units_per_s, burst.read_units_per_s
+    w, r = burst.write_units_per_s(table_id), burst.read_units_per_s(table_id)
     detail = (
         f"{fact.write_units_per_s} WCU/s, {fact.read_units_per_s} RCU/s warm; "
         f"the burst needs up to {w} WCU/s, {r} RCU/s"

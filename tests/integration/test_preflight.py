@@ -52,7 +52,7 @@ def seeded(stack: LocalStack) -> LocalStack:
                 Code={"ZipFile": code.getvalue()}, Tags=_tags(fn.id),
             )  # fmt: skip
     ddb = _client(stack, "dynamodb")
-    for table_id, warm in (("Inventory", (30000, 10000)), ("Registrations", None)):
+    for table_id, warm in (("Inventory", None), ("Registrations", (30000, 10000))):
         extra = {"WarmThroughput": {"ReadUnitsPerSecond": warm[0], "WriteUnitsPerSecond": warm[1]}} if warm else {}
         ddb.create_table(
             TableName=f"{STACK}-{table_id}",
@@ -123,14 +123,10 @@ def test_the_design_burst_gets_every_verdict_with_its_fix_or_check(seeded: Local
     assert out.startswith("preflight for 5000 runners/minute (~500 API calls/s, ~125 busy environments")
     assert _line(out, "API Gateway stage throttle").startswith("OK")
     assert "rate 1000/s, burst 2000" in _line(out, "API Gateway stage throttle")
-    assert _line(out, "DynamoDB warm throughput: Inventory").startswith("OK")
-    # A new on-demand table is warm for 4,000 WCU/s: the design burst needs more.
-    registrations = _line(out, "DynamoDB warm throughput: Registrations")
-    assert registrations.startswith("WILL NOT HOLD") and "4000 WCU/s" in registrations
-    assert _after(out, "DynamoDB warm throughput: Registrations") == (
-        f"fix: aws dynamodb update-table --table-name {STACK}-Registrations "
-        "--warm-throughput ReadUnitsPerSecond=12000,WriteUnitsPerSecond=4250"
-    )
+    # A new on-demand table is warm for 4,000 WCU/s: the design burst fits each table's own units.
+    inventory = _line(out, "DynamoDB warm throughput: Inventory")
+    assert inventory.startswith("OK") and "4000 WCU/s" in inventory and "needs up to 3375 WCU/s" in inventory
+    assert _line(out, "DynamoDB warm throughput: Registrations").startswith("OK")
     # The stack registered RegistrationApi's warm-start target up to its declared maximum.
     registration_api = _line(out, "warm starts: RegistrationApi")
     assert registration_api.startswith("OK")
@@ -145,6 +141,18 @@ def test_the_design_burst_gets_every_verdict_with_its_fix_or_check(seeded: Local
         assert _line(out, unknown).startswith("UNKNOWN"), unknown
         assert _after(out, unknown).startswith("check: aws ")
     assert "not implemented there" in _line(out, "Lambda concurrency")
+
+
+def test_a_bigger_burst_needs_the_holds_table_raised_with_the_command_to_do_it(seeded: LocalStack) -> None:
+    out = preflight(seeded, 8000).stdout
+
+    inventory = _line(out, "DynamoDB warm throughput: Inventory")
+    assert inventory.startswith("WILL NOT HOLD") and "4000 WCU/s" in inventory
+    assert _after(out, "DynamoDB warm throughput: Inventory") == (
+        f"fix: aws dynamodb update-table --table-name {STACK}-Inventory "
+        "--warm-throughput ReadUnitsPerSecond=12000,WriteUnitsPerSecond=5400"
+    )
+    assert _line(out, "DynamoDB warm throughput: Registrations").startswith("OK")  # raised, and lighter
 
 
 def test_a_smaller_burst_fits_the_new_tables(seeded: LocalStack) -> None:
