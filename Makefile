@@ -34,7 +34,7 @@ test: install site ## lint, types, OpenAPI drift, unit, infrastructure, integrat
 	@echo "[test] types";         $(MAKE) --no-print-directory typecheck
 	@echo "[test] openapi drift"; $(MAKE) --no-print-directory openapi-check
 	@echo "[test] unit suite (no sockets; logic branch coverage >= 90%)"; $(ENV) $(PYTEST) -q -p no:cacheprovider tests/unit $(LOGIC_COVERAGE)
-	@echo "[test] contract, infrastructure, integration and browser suites"; $(ENV) $(PYTEST) -q -p no:cacheprovider tests --ignore=tests/unit
+	@echo "[test] contract, infrastructure, integration and browser suites (the 15 slowest are listed: the whole target stays near 20 minutes)"; $(ENV) $(PYTEST) -q -p no:cacheprovider --durations=15 tests --ignore=tests/unit
 
 lint: ## ruff
 	@.venv/bin/ruff check .
