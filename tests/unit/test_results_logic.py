@@ -195,6 +195,18 @@ def test_an_upload_cut_off_mid_check_is_reported_as_to_upload_again_not_as_being
     assert upload_view(ready, now).status == "READY"
 
 
+def test_an_upload_still_waiting_after_its_url_expired_says_to_start_again() -> None:
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    waiting = {"uploadId": "upl_1", "raceId": "race_1", "eventId": "evt_1", "status": "WAITING_FOR_FILE"}
+    fresh = upload_view({**waiting, "createdAt": (now - timedelta(minutes=5)).isoformat()}, now)
+    assert fresh.message is not None and fresh.message.startswith("PUT the CSV file")
+    stale = upload_view({**waiting, "createdAt": (now - timedelta(minutes=16)).isoformat()}, now)
+    assert (stale.status, stale.message) == (
+        "WAITING_FOR_FILE",
+        "The upload URL expired before a file arrived: start a new upload.",
+    )
+
+
 def test_the_cut_off_comes_after_the_processor_s_timeout() -> None:
     # Sooner, a check still running could be reported cut off, then install a version anyway.
     timeout = blueprint.function("ResultsProcessor").timeout_s

@@ -184,15 +184,17 @@ class ResultsAdmin:
 
 
 def upload_view(doc: dict[str, Any], now: datetime | None = None) -> UploadView:
+    now = now or _now()
     started = doc.get("startedAt")
-    if (
-        doc["status"] == "PROCESSING"
-        and started
-        and datetime.fromisoformat(started) < (now or _now()) - PROCESSING_GIVES_UP_AFTER
-    ):
+    if doc["status"] == "PROCESSING" and started and datetime.fromisoformat(started) < now - PROCESSING_GIVES_UP_AFTER:
         doc = {**doc, "status": "REJECTED", "errorCount": 1, "errors": [{"line": 0, "reason": CUT_OFF}]}
+    # Still waiting after its URL expired: no file can come any more (a PUT started in time
+    # may still land, so the status stays as stored), and the director should start again.
+    url_expired = datetime.fromisoformat(doc["createdAt"]) + timedelta(seconds=UPLOAD_URL_SECONDS) < now
     message = {
-        "WAITING_FOR_FILE": "PUT the CSV file to the upload URL; it is processed as soon as it arrives.",
+        "WAITING_FOR_FILE": "The upload URL expired before a file arrived: start a new upload."
+        if url_expired
+        else "PUT the CSV file to the upload URL; it is processed as soon as it arrives.",
         "PROCESSING": "The file arrived and is being checked.",
         "READY": f"Valid: installed as version {doc.get('version')}. Publish to show it to runners.",
         "REJECTED": "Nothing changed: fix the lines listed and upload the file again.",
