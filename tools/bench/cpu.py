@@ -9,14 +9,23 @@ import sys
 from pathlib import Path
 
 import blueprint
+from local.runtime import LAYER_PATH
 from local.stack import LocalStack
+from tools import awscalls
 
 
 def run_as_function(stack: LocalStack, code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -c code args`` with the functions' environment, in a fresh interpreter."""
+    """``python -c code args`` with the functions' environment, in a fresh interpreter.
+
+    Without the bench's call counter (``tools/instrument``, which the instrumented stack puts
+    on its processes' path): what is measured here is botocore as Lambda runs it, not botocore
+    asking for ConsumedCapacity and counting."""
+    env = {**os.environ, **stack.function_env()}
+    env["PYTHONPATH"] = os.pathsep.join([str(blueprint.ROOT), LAYER_PATH])
+    env.pop(awscalls.ENV_DIR, None)
     return subprocess.run(
         [sys.executable, "-c", code, *args],
-        env={**os.environ, **stack.function_env()},
+        env=env,
         cwd=blueprint.ROOT,
         capture_output=True,
         text=True,
