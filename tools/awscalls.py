@@ -147,11 +147,7 @@ class Counter:
 
 
 def _items_in(operation: str, params: dict[str, Any]) -> int:
-    if operation == "TransactWriteItems":
-        return len(params.get("TransactItems", []))
-    if operation == "BatchWriteItem":
-        return sum(len(v) for v in params.get("RequestItems", {}).values())
-    return 1
+    return len(_tables_of(operation, params)) or 1
 
 
 def _value_size(value: dict[str, Any]) -> int:
@@ -190,7 +186,7 @@ def _transact_write_units_by_table(params: dict[str, Any]) -> dict[str, float]:
 def _tables_of(operation: str, params: dict[str, Any]) -> list[str]:
     """The table of every item a write names (one entry per item)."""
     if operation == "TransactWriteItems":
-        return [next(iter(e.values()))["TableName"] for e in params.get("TransactItems", [])]
+        return [item["TableName"] for entry in params.get("TransactItems", []) for item in entry.values()]
     if operation == "BatchWriteItem":
         return [t for t, requests in params.get("RequestItems", {}).items() for _ in requests]
     return [params["TableName"]] if "TableName" in params else []

@@ -95,8 +95,8 @@ def test_given_two_uploads_installing_at_once_then_each_version_holds_its_own_up
     two = threading.Thread(target=run, args=(1, second))
     two.start()
     assert second.wrote.wait(30)  # so has the second, under a number of its own
-    order = [second, first] if second_installs_first else [first, second]
-    for store, thread in zip(order, [two, one] if second_installs_first else [one, two], strict=True):
+    turns = [(first, one), (second, two)]
+    for store, thread in reversed(turns) if second_installs_first else turns:
         store.may_install.set()
         thread.join(30)
 

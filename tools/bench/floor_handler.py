@@ -37,16 +37,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def sample_event(body: dict[str, Any]) -> dict[str, Any]:
-    """An HTTP API (payload 2.0) event for the route, as API Gateway builds it."""
-    http = {"method": "POST", "path": "/holds/hold_1", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"}
-    return {
-        "version": "2.0",
-        "routeKey": "POST /holds/{hold_id}",
-        "rawPath": "/holds/hold_1",
-        "rawQueryString": "",
-        "headers": {"content-type": "application/json"},
-        "pathParameters": {"hold_id": "hold_1"},
-        "requestContext": {"http": http, "stage": "$default", "requestId": "r", "routeKey": "POST /holds/{hold_id}"},
-        "body": json.dumps(body),
-        "isBase64Encoded": False,
+    """A POST to the route, as the local gateway builds API Gateway's event for a handler."""
+    # Imported here, not above: the floor's import must stay the framework's alone.
+    import blueprint
+    from local.gateway import build_http_event
+
+    data = json.dumps(body).encode()
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/holds/hold_1",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(data)),
+        "REMOTE_ADDR": "127.0.0.1",
     }
+    route = blueprint.Route("POST", "/holds/{hold_id}", "FloorHandler")
+    return build_http_event(environ, route, {"hold_id": "hold_1"}, data, None)
