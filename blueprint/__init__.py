@@ -557,6 +557,12 @@ COMMON_ENV: dict[str, Ref] = {
     # page load (a dozen calls) and a few quick retries fit in.
     "RATE_LIMIT_PER_SECOND": Param("RunnerRateLimitPerSecond", "5"),
     "RATE_LIMIT_BURST": Param("RunnerRateLimitBurst", "30"),
+    # What one subscriber's network is, for the rate limits and the per-address hold ceiling:
+    # an IPv4 address alone, an IPv6 address by its /64 (a home line is given at least that
+    # much, so its owner can send each request from a new address). Not stage parameters:
+    # changing them changes every per-address key mid-opening.
+    "ADDRESS_IPV4_PREFIX": "32",
+    "ADDRESS_IPV6_PREFIX": "64",
     # The secret whose signingKey signs device, queue and admission tokens (racecap.fairness.keys).
     "FAIRNESS_KEY_SECRET_ID": SecretId("FairnessSigningKey"),
     # Checked at the edge of every API handler (racecap.http): only CloudFront knows it.

@@ -201,6 +201,9 @@ def _truthful_responses(method: str, op: dict) -> None:
             response.pop("content", None)
     errors = {code: r for code, r in declared.items() if not code.startswith("2")}
     params = {p["in"] for p in op.get("parameters", [])}
+    # Only the director's bearer token passes API Gateway's JWT authorizer; the runner's
+    # fairness tokens (API keys) are checked by Racecap alone.
+    director = any("director" in requirement for requirement in op.get("security", []))
     applies = {
         # A typed path segment (a bib, a version number) is validated too: "abc" is a 400.
         400: "query" in params
@@ -213,7 +216,7 @@ def _truthful_responses(method: str, op: dict) -> None:
         404: "path" in params,
         # A director's change is one conditional transaction: another change landing
         # first (two tabs, a retry) makes it a Conflict.
-        409: bool(op.get("security")) and method != "get",
+        409: director and method != "get",
     }
     added: set[str] = set()
     for status, (generic, answered_by) in GENERIC.items():
@@ -226,7 +229,12 @@ def _truthful_responses(method: str, op: dict) -> None:
             description = mine["description"]  # the route says which codes, e.g. RACE_NOT_FOUND
         elif mine is not None and mine.get("description"):
             description = f"{mine['description']}; or {generic[0].lower()}{generic[1:]}"
-        errors[str(status)] = {"description": description, "content": _error_content(answered_by)}
+        who = answered_by
+        if status == 401 and not director:
+            who = ("racecap",)
+            if mine is None:
+                description = "INVALID_TOKEN or TOKEN_EXPIRED: a token this call reads (see its security schemes)"
+        errors[str(status)] = {"description": description, "content": _error_content(who)}
         if status in (429, 503):
             errors[str(status)]["headers"] = {"Retry-After": RETRY_AFTER}
     for code, response in errors.items():
@@ -239,10 +247,15 @@ def _truthful_responses(method: str, op: dict) -> None:
 
 
 def _security_schemes() -> dict:
-    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+    from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
+    from racecap.fairness.identity import TOKEN_SCHEMES
 
     # Cognito on AWS, the local issuer on the local stack: both are bearer JWTs.
-    return {"director": HTTPBearer(scheme="bearer", bearerFormat="JWT")}
+    schemes: dict = {"director": HTTPBearer(scheme="bearer", bearerFormat="JWT")}
+    # The runner's fairness tokens: each an API key in its own header.
+    for name, (header, description) in TOKEN_SCHEMES.items():
+        schemes[name] = APIKey.model_validate({"in": APIKeyIn.header, "name": header, "description": description})
+    return schemes
 
 
 def main() -> None:

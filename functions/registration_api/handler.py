@@ -9,7 +9,14 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.fairness.identity import DeviceView, lower_headers, new_device_token
+from racecap.fairness.identity import (
+    HOLDS_SECURITY,
+    NEEDS_DEVICE,
+    READS_QUEUE_TOKEN,
+    DeviceView,
+    lower_headers,
+    new_device_token,
+)
 from racecap.fairness.limits import client_limits
 from racecap.fairness.queue import ChallengeView, EnterRequest, NowServingView, QueueView
 from racecap.http import NO_STORE, make_resolver
@@ -39,6 +46,7 @@ app = make_resolver(rate_limit=runner_rate_limit, rate_exempt=(WEBHOOK_PATH,))
     "/api/races/<raceId>/events/<eventId>/holds",
     summary="Hold one place for the race's hold window",
     tags=["Registration"],
+    security=HOLDS_SECURITY,
     responses={
         201: {
             "description": "Held",
@@ -88,6 +96,7 @@ def device_token() -> Response[DeviceView]:
     "/api/races/<raceId>/queue/challenge",
     summary="A proof-of-work challenge for joining the race's queue",
     tags=["Fairness"],
+    security=NEEDS_DEVICE,
     responses={401: {"description": "DEVICE_TOKEN_REQUIRED, INVALID_TOKEN"}, 404: {"description": "RACE_NOT_FOUND"}},
 )
 @tracer.capture_method
@@ -100,6 +109,7 @@ def queue_challenge(raceId: str) -> Response[ChallengeView]:
     summary="Join the race's opening queue with a solved challenge",
     description="One place per device: joining again (a refresh, a second tab) returns the same place.",
     tags=["Fairness"],
+    security=NEEDS_DEVICE,
     responses={
         401: {"description": "DEVICE_TOKEN_REQUIRED, INVALID_TOKEN"},
         403: {"description": "PROOF_OF_WORK_REFUSED (missing, wrong or reused proof), TOKEN_NOT_YOURS"},
@@ -117,6 +127,7 @@ def join_queue(raceId: str, body: Annotated[EnterRequest, Body()]) -> Response[Q
     summary="Your place in the race's queue (send X-Racecap-Queue), or your admission",
     description="`Retry-After` says when to poll again: rarely while far from the front, often near it.",
     tags=["Fairness"],
+    security=READS_QUEUE_TOKEN,
     responses={
         401: {"description": "DEVICE_TOKEN_REQUIRED, INVALID_TOKEN, TOKEN_EXPIRED"},
         403: {"description": "TOKEN_NOT_YOURS"},

@@ -6,6 +6,7 @@ transaction, so concurrency cannot overshoot them.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -107,3 +108,33 @@ def test_given_one_address_cycling_500_tokens_then_at_most_its_ceiling_and_other
 
     honest = [Runner(api) for _ in range(3)]  # other addresses, other devices
     assert [h.hold(race_id, event_id).status_code for h in honest] == [201, 201, 201]
+
+
+def test_given_200_addresses_of_one_ipv6_64_each_with_a_fresh_device_then_at_most_the_ceiling_is_held(
+    api: Any, director: Any, stack: Any
+) -> None:
+    from racecap.fairness.tokens import Signer
+
+    # A home IPv6 line is a whole /64: one person can send each request from a new address
+    # of it, with a new device token each time. Keyed on the single address, all 200 were held.
+    kim = director("kim-limits-ipv6")
+    race_id, event_id = _race(kim)
+    network = f"2001:db8:{secrets.randbelow(0xFFFF):x}:{secrets.randbelow(0xFFFF):x}"
+    signer, now = Signer(stack.fairness_key.encode()), int(time.time())
+    bots = []
+    for i in range(200):  # CloudFront's format: the address, then ":port", no brackets
+        b = Runner(api, f"{network}:{secrets.randbelow(0xFFFF):x}:{i:x}:{secrets.randbelow(0xFFFF):x}:1", device=False)
+        b.device_token = signer.sign("dev", {"d": f"v6-{race_id}-{i}", "iat": now, "exp": now + 3600})
+        bots.append(b)
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda b: b.hold(race_id, event_id), bots))
+    counts = Counter(r.status_code for r in answers)
+    assert counts[201] <= CEILING, counts
+    assert set(counts) <= {201, 429}, counts
+    refusals = {r.json()["error"] for r in answers if r.status_code == 429}
+    assert refusals <= {"TOO_MANY_HOLDS", "TOO_MANY_REQUESTS"}, refusals
+
+    # The next /64 (a neighbour on the same provider) is another subscriber: not affected.
+    neighbour = f"{network.rsplit(':', 1)[0]}:{(int(network.rsplit(':', 1)[1], 16) + 1) % 0xFFFF:x}"
+    others = [Runner(api, f"{neighbour}::{i + 1:x}") for i in range(3)]
+    assert [o.hold(race_id, event_id).status_code for o in others] == [201, 201, 201]

@@ -7,7 +7,7 @@ import random
 
 import pytest
 from racecap.fairness import work
-from racecap.fairness.identity import address_from
+from racecap.fairness.identity import AddressPrefixes, address_from
 from racecap.fairness.lottery import admission_number, draw
 from racecap.fairness.tokens import InvalidToken, Signer, TokenExpired
 
@@ -66,15 +66,35 @@ def test_a_solved_challenge_passes_once_checked_and_a_wrong_one_is_refused():
     ("header", "address"),
     [
         ("203.0.113.7:443", "203.0.113.7"),
-        ("2001:db8::1:51234", "2001:db8::1"),
-        ("2001:db8::1:443", "2001:db8::1"),
+        # IPv6 by its /64: every address of a subscriber's network is one client.
+        ("2001:db8::1:51234", "2001:db8::/64"),
+        ("2001:db8:0:0:ffff:ffff:ffff:ffff:443", "2001:db8::/64"),
+        ("2001:db8:0:1::1:443", "2001:db8:0:1::/64"),
+        ("[2001:db8::7]:443", "2001:db8::/64"),
+        # An IPv4 client reaching a dual-stack edge counts as its IPv4 address.
+        ("::ffff:203.0.113.7:443", "203.0.113.7"),
         ("203.0.113.7", "203.0.113.7"),
         ("not an address", None),
+        ("[2001:db8::1:443", None),
         ("", None),
     ],
 )
-def test_the_viewer_address_is_read_from_cloudfronts_header(header, address):
+def test_the_viewer_address_is_read_from_cloudfronts_header_as_the_callers_network(header, address):
     assert address_from({"cloudfront-viewer-address": header}) == address
+
+
+def test_the_prefix_lengths_are_settings():
+    wider = AddressPrefixes(ipv4=24, ipv6=48)
+    assert address_from({"cloudfront-viewer-address": "203.0.113.7:443"}, wider) == "203.0.113.0/24"
+    assert address_from({"cloudfront-viewer-address": "2001:db8:0:ffff::1:443"}, wider) == "2001:db8::/48"
+    with pytest.raises(ValueError, match="out of range"):
+        AddressPrefixes(ipv6=8)
+
+
+def test_the_deployed_prefixes_are_an_ipv4_address_and_an_ipv6_64():
+    import blueprint
+
+    assert (blueprint.COMMON_ENV["ADDRESS_IPV4_PREFIX"], blueprint.COMMON_ENV["ADDRESS_IPV6_PREFIX"]) == ("32", "64")
 
 
 def test_runners_waiting_for_the_draw_check_in_spread_after_the_opening_not_in_step_before_it():

@@ -36,8 +36,12 @@ def test_each_error_has_the_error_schema_and_each_success_its_model(method: str,
             assert not _refs(content.get("schema", {})) & ERROR_REFS, code
     assert {"429", "500", "413", "414", "415"} <= responses.keys()
     assert responses["429"]["headers"]["Retry-After"]["schema"]["type"] == "integer"
-    if op.get("security"):
+    if any("director" in requirement for requirement in op.get("security", [])):
+        # The director's bearer token is API Gateway's JWT authorizer's to refuse first.
         assert _refs(responses["401"]["content"]["application/json"]["schema"]) >= {"#/components/schemas/GatewayError"}
+    elif op.get("security"):
+        # The runner's tokens are Racecap's alone to check: its own Error shape.
+        assert _refs(responses["401"]["content"]["application/json"]["schema"]) == {"#/components/schemas/Error"}
     if "{" in path:
         assert "404" in responses
     if op.get("requestBody") or any(p["in"] == "query" for p in op.get("parameters", [])):
@@ -115,3 +119,24 @@ def test_bounds_are_written_as_json_schema_keywords_a_client_reads() -> None:
         return []
 
     assert walk(DOC, "doc") == []
+
+
+def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_read_it():
+    schemes = DOC["components"]["securitySchemes"]
+    assert {n: (s["type"], s["in"], s["name"]) for n, s in schemes.items() if n != "director"} == {
+        "device": ("apiKey", "header", "X-Racecap-Device"),
+        "queue": ("apiKey", "header", "X-Racecap-Queue"),
+        "admission": ("apiKey", "header", "X-Racecap-Admission"),
+    }
+    for scheme in ("device", "queue", "admission"):  # what missing, expired and foreign mean
+        assert all(word in schemes[scheme]["description"] for word in ("Missing", "Expired", "INVALID_TOKEN"))
+
+    def reads(method: str, path: str) -> set[str]:
+        return {name for requirement in DOC["paths"][path][method]["security"] for name in requirement}
+
+    assert reads("post", "/api/races/{raceId}/events/{eventId}/holds") == {"device", "admission"}
+    assert {} in DOC["paths"]["/api/races/{raceId}/events/{eventId}/holds"]["post"]["security"]  # a device is optional
+    assert reads("post", "/api/races/{raceId}/queue/challenge") == {"device"}
+    assert reads("post", "/api/races/{raceId}/queue") == {"device"}
+    assert reads("get", "/api/races/{raceId}/queue") == {"device", "queue"}
+    assert "409" not in DOC["paths"]["/api/races/{raceId}/queue"]["post"]["responses"]  # no director's conflict

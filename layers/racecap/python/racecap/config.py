@@ -41,6 +41,11 @@ class Settings(BaseModel):
     # Per-address token buckets on the runner API (racecap.fairness.buckets).
     rate_limit_per_second: float = Field(alias="RATE_LIMIT_PER_SECOND", gt=0)
     rate_limit_burst: int = Field(alias="RATE_LIMIT_BURST", ge=1)
+    # How much of a caller's address is one subscriber's, for every per-address limit
+    # (racecap.fairness.identity): an IPv4 address is one line; an IPv6 line gets a whole
+    # /64 (often a /56 or /48), any address of which its owner may use for each request.
+    address_ipv4_prefix: int = Field(alias="ADDRESS_IPV4_PREFIX", ge=8, le=32)
+    address_ipv6_prefix: int = Field(alias="ADDRESS_IPV6_PREFIX", ge=16, le=128)
     # The secret holding the fairness tokens' signing key (racecap.fairness.keys).
     fairness_key_secret_id: str = Field(alias="FAIRNESS_KEY_SECRET_ID", min_length=1)
     # What CloudFront sends in the origin-verify header: requests without it are refused.

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from racecap.dal.transactions import TransactItem
     from racecap.dal.windows import DynamoWindows
     from racecap.fairness.buckets import AddressBuckets
-    from racecap.fairness.identity import Client
+    from racecap.fairness.identity import AddressPrefixes, Client
     from racecap.fairness.queue import OpeningQueue
     from racecap.fairness.tokens import Signer
     from racecap.logic.admin import RaceAdmin
@@ -191,7 +191,15 @@ def _signer(key: bytes) -> Signer:
 def client(headers: Mapping[str, str]) -> Client:
     from racecap.fairness.identity import client_from
 
-    return client_from(headers, signer())
+    return client_from(headers, signer(), address_prefixes())
+
+
+@lru_cache(maxsize=1)
+def address_prefixes() -> AddressPrefixes:
+    from racecap.fairness.identity import AddressPrefixes
+
+    s = get_settings()
+    return AddressPrefixes(ipv4=s.address_ipv4_prefix, ipv6=s.address_ipv6_prefix)
 
 
 @lru_cache(maxsize=1)
@@ -206,7 +214,7 @@ def runner_rate_limit(headers: Mapping[str, str]) -> int:
     """The runner API's per-address limit: seconds to wait, 0 to go (``http.make_resolver``)."""
     from racecap.fairness.identity import address_from
 
-    return address_buckets().take(address_from(headers)).retry_after_s
+    return address_buckets().take(address_from(headers, address_prefixes())).retry_after_s
 
 
 @lru_cache(maxsize=1)
