@@ -6,8 +6,8 @@
 // answer carries the hold's PaymentIntent client secret) -> pay in the card form, i.e.
 // confirm the intent at the payment provider with the publishable key, as Stripe.js does
 // (3-D Secure approved when the card asks) -> the hold's payment/confirm route -> the
-// waiting screen, which polls the registration with the server's back-off (Retry-After
-// 10, 20, 40, 60 s) until it is CONFIRMED. The provider's webhook reaches the API as well;
+// waiting screen, which polls the registration with the server's Retry-After (the writer's
+// real backlog, capped by the paper's 10, 20, 40, 60 s) until it is CONFIRMED. The provider's webhook reaches the API as well;
 // whichever comes first queues the registration.
 //
 // Cards, per 20 runners (in arrival order, per Artillery worker): 2 are declined (one
@@ -21,8 +21,11 @@
 //   RACECAP_EVENT_ID           one event for everyone (default: pick among open events,
 //                              weighted by places left, as runners spread over distances)
 //   RACECAP_THINK_MIN_S/MAX_S  time spent on the form, uniform in [min, max] (15..60)
-//   RACECAP_BACKOFF_SCALE      multiplies every waiting-screen wait (1 = real; the local
-//                              burst uses less and says so in its report)
+//   RACECAP_BACKOFF_SCALE      multiplies the waiting screen's own first wait, the paper's
+//                              10 s (1 = real; the local burst uses less and says so in its
+//                              report). The server's Retry-After is never scaled: it is the
+//                              writer's real backlog in real seconds, and asking sooner than
+//                              it says only adds status reads
 //   RACECAP_CONFIRM_TIMEOUT_S  a runner gives up waiting after this long (600)
 //   RACECAP_PAY_RETRY_S        a runner clicks "Pay" again this long after the provider
 //                              itself answered 429 (1)
@@ -407,12 +410,12 @@ function backoffBeforeRetry(context, events, done) {
   return sleep(v.wait * scale, done);
 }
 
-// The waiting screen: the first check after 10 s, then whatever Retry-After says.
+// The waiting screen: the first check after the paper's 10 s (scaled), then whatever
+// Retry-After says, as said (the writer's backlog in real seconds).
 function waitingScreen(context, events, done) {
   const v = context.vars;
   if (!v.registrationId || v.outcome) return done();
-  const wait = v.polls === 0 ? 10 : v.nextWait;
-  return sleep(wait * CFG.backoffScale, done);
+  return sleep(v.polls === 0 ? 10 * CFG.backoffScale : v.nextWait, done);
 }
 
 function afterStatus(req, res, context, events, done) {

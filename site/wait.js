@@ -1,6 +1,7 @@
 // #/registrations/{id}: the waiting screen, then the confirmation (or failure).
-// Polls with the RunSignUp paper's back-off: first check after 10 s, then 20, 40, and
-// every 60 s; a Retry-After header from the server takes precedence. ?fastpoll=1 / 10.
+// Checks at once, then when the server's Retry-After says (the writer's real backlog: 1 s
+// when it is idle); without one, the RunSignUp paper's back-off (10, 20, 40, then every
+// 60 s). ?fastpoll=1 divides every wait by 10.
 import { api } from './api.js';
 import { DETAILS, POLL_S, backLink, errorBox, enc, h, page, pollScale, retitle, say, setText, store } from './ui.js';
 

@@ -289,12 +289,14 @@ def payment_webhook() -> Response[WebhookAnswer]:
 @app.get(
     "/api/registrations/<registrationId>",
     summary="The outcome of a registration",
-    description="While QUEUED, `Retry-After` follows the waiting screen's back-off: 10, 20, 40, then 60 s.",
+    description="While QUEUED, `Retry-After` is the time the writer still needs for it, from its real backlog: "
+    "1 s when it is idle, never more than the paper's back-off (10, 20, 40, then 60 s), and that back-off once "
+    "a registration is well past its estimate.",
     tags=["Registration"],
     responses={
         200: {
             "description": "The registration's state",
-            "headers": {"Retry-After": {"description": "While QUEUED: when to ask again (10, 20, 40, then 60 s)"}},
+            "headers": {"Retry-After": {"description": "While QUEUED: seconds until it is likely confirmed (1-60)"}},
         },
         404: {"description": "REGISTRATION_NOT_FOUND"},
     },

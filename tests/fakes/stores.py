@@ -25,6 +25,7 @@ from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import (
     ROW_FIELDS,
     Attempt,
+    Backlog,
     BeginOutcome,
     EmailClaimPhase,
     Hold,
@@ -493,3 +494,21 @@ class FakeQueue:
     def send_many(self, messages: Sequence[BaseModel]) -> None:
         for m in messages:
             self.send(m)
+
+
+class FakeWriterPace:
+    """``WriterPace`` in memory: what the writer recorded, and the backlog the waiting screen is
+    shown (``backlog_now``; ``broken`` makes reading it raise, as an unreachable Redis would)."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[int, float]] = []
+        self.backlog_now: Backlog | None = Backlog(waiting=0, per_second=0.0, latency_s=0.0)
+        self.broken = False
+
+    def record(self, confirmed: int, latency_s: float) -> None:
+        self.recorded.append((confirmed, latency_s))
+
+    def backlog(self) -> Backlog | None:
+        if self.broken:
+            raise RuntimeError("injected: the backlog cannot be read")
+        return self.backlog_now

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -41,7 +42,8 @@ def test_given_a_hold_when_the_runner_pays_then_the_registration_is_confirmed_wi
     assert first.status_code == 200
     assert first.json()["status"] in ("QUEUED", "CONFIRMED")
     if first.json()["status"] == "QUEUED":
-        assert first.headers["Retry-After"] == "10"  # the paper's first back-off step
+        # The writer's pace, not the paper's fixed 10 s: it confirms in about a second here.
+        assert 1 <= int(first.headers["Retry-After"]) <= 3, first.headers
     assert confirmed["bib"] == 1
     assert confirmed["firstName"] == "Ada"
     report = wait_for_audit(stack, backend, race_id)
@@ -232,9 +234,14 @@ def test_given_an_oversubscribed_opening_then_every_runner_with_a_place_is_confi
     assert (report.confirmed, report.charges_succeeded, report.emails_sent) == (30, 30, 30)
 
 
-def test_the_waiting_screen_backs_off_10_20_40_then_60_seconds(api, backend):
+def test_the_waiting_screen_asks_again_in_a_second_then_past_its_estimate_backs_off_20_40_60(api, backend):
     # A paid registration still on the queue, at each age the paper's waiting screen
     # distinguishes: the hold is put in the state the writer has not yet moved on from.
+    # The writer is idle and has measured nothing lately (its tally is cleared, and the
+    # environments' one-second copies of the backlog are let expire).
+    for key in backend.redis.scan_iter("rc:writer:*"):
+        backend.redis.delete(key)
+    time.sleep(1.2)
     race_id = backend.create_race([3])
     (event_id,) = event_ids(api, race_id)
     hold_id = hold(api, race_id, event_id).json()["holdId"]
@@ -272,4 +279,4 @@ def test_the_waiting_screen_backs_off_10_20_40_then_60_seconds(api, backend):
         assert resp.status_code == 200, resp.text
         assert resp.json()["status"] == "QUEUED"
         seen[queued_for_s] = int(resp.headers["Retry-After"])
-    assert seen == {0: 10, 11: 20, 31: 40, 71: 60, 3600: 60}
+    assert seen == {0: 1, 11: 20, 31: 40, 71: 60, 3600: 60}

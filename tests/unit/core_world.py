@@ -3,6 +3,7 @@ fakes of every port (stores, queues, payments, races, flags, audit)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from racecap.logic.holds import HoldService
@@ -15,7 +16,7 @@ from racecap.models import Director
 
 from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
 from tests.fakes.payments import FakePaymentProvider
-from tests.fakes.stores import FakeHolds, FakeQueue, FakeRegistrations, FakeTables
+from tests.fakes.stores import FakeHolds, FakeQueue, FakeRegistrations, FakeTables, FakeWriterPace
 
 DIRECTOR = Director(sub="dir-1", username="dana")
 
@@ -27,15 +28,23 @@ class World:
     queue: FakeQueue = field(default_factory=FakeQueue)
     emails: FakeQueue = field(default_factory=FakeQueue)
     flags: FakeFlags = field(default_factory=FakeFlags)
+    pace: FakeWriterPace = field(default_factory=FakeWriterPace)
 
     def __post_init__(self) -> None:
         self.catalog = FakeCatalog(self.tables)
         self.holds = FakeHolds(self.tables)
         self.regs = FakeRegistrations(self.tables)
         self.hold_service = HoldService(self.catalog, self.holds, self.flags)  # type: ignore[arg-type]
-        self.registration = RegistrationService(self.catalog, self.holds, self.regs, self.payments, self.queue)  # type: ignore[arg-type]
+        self.registration = RegistrationService(
+            self.catalog,  # type: ignore[arg-type]
+            self.holds,
+            self.regs,
+            self.payments,
+            self.queue,
+            pace=self.pace,
+        )
         self.sweeper = HoldSweeper(self.holds, self.payments, self.registration, self.catalog, self.flags)  # type: ignore[arg-type]
-        self.writer = RegistrationWriter(self.regs, self.emails)  # type: ignore[arg-type]
+        self.writer = RegistrationWriter(self.regs, self.emails, pace=self.pace)  # type: ignore[arg-type]
         self.cancellations = Cancellations(
             self.regs,
             self.holds,
@@ -52,7 +61,11 @@ class World:
 
     def write_queued(self) -> list[str]:
         """Deliver what the API queued to the writer, as SQS would; returns failed message ids."""
-        records = [{"messageId": f"m{i}", "body": m.model_dump_json()} for i, m in enumerate(self.queue.sent)]
+        sent = str(int(time.time() * 1000) - 1500)  # SQS's SentTimestamp: queued 1.5 s ago
+        records = [
+            {"messageId": f"m{i}", "body": m.model_dump_json(), "attributes": {"SentTimestamp": sent}}
+            for i, m in enumerate(self.queue.sent)
+        ]
         self.queue.sent.clear()
         return self.writer.process(records)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from racecap.dal.payments import IntentStatus
-from racecap.domain import HoldPhase, PaidRegistration
+from racecap.domain import Backlog, HoldPhase, PaidRegistration
 from racecap.errors import (
     Busy,
     Conflict,
@@ -19,7 +19,7 @@ from racecap.errors import (
     PaymentPending,
     RegistrationNotFound,
 )
-from racecap.logic.registration import retry_after
+from racecap.logic.backlog import paper_wait_s
 
 from tests.unit.core_world import World, request
 
@@ -250,9 +250,9 @@ def test_the_waiting_screen_follows_the_registration(world):
     rid = world.registration.register(hold_id, request()).registrationId
     now = datetime.now(UTC)
     status, retry = world.registration.status(rid, now=now)
-    assert (status.status, retry) == ("QUEUED", 10)
+    assert (status.status, retry) == ("QUEUED", 1)  # the writer is idle
     _, retry = world.registration.status(rid, now=now + timedelta(seconds=45))
-    assert retry == 40
+    assert retry == 40  # long past its estimate: the paper's back-off
     world.write_queued()
     status, retry = world.registration.status(rid)
     assert (status.status, status.bib, status.eventName, retry) == ("CONFIRMED", 1, "10K", None)
@@ -279,8 +279,8 @@ def test_unknown_registrations_are_not_found(world, rid):
 
 
 @pytest.mark.parametrize(("seconds", "wait"), [(0, 10), (9, 10), (10, 20), (29, 20), (30, 40), (69, 40), (70, 60)])
-def test_the_back_off_schedule(seconds, wait):
-    assert retry_after(seconds) == wait
+def test_the_papers_back_off_schedule_is_the_ceiling(seconds, wait):
+    assert paper_wait_s(seconds) == wait
 
 
 def test_a_duplicate_while_the_first_call_creates_the_intent_is_told_it_is_being_processed(world, monkeypatch):
@@ -334,3 +334,23 @@ def test_a_failed_call_hands_the_hold_back_to_the_retry_at_once(world):
     assert hold.status == HoldPhase.PAYING and hold.busyUntil is None and hold.intentId is None
     assert world.registration.register(hold_id, request()).status == "QUEUED"
     assert len(world.payments.succeeded) == 1
+
+
+def test_the_writer_tells_the_waiting_screen_its_pace(world):
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request())
+    assert world.write_queued() == []
+    ((confirmed, latency_s),) = world.pace.recorded
+    assert confirmed == 1 and 1.4 <= latency_s < 10
+
+
+def test_a_queued_registrations_wait_follows_the_writers_backlog_and_the_paper_without_it(world):
+    hold_id = _hold(world)
+    rid = world.registration.register(hold_id, request()).registrationId
+    assert world.registration.status(rid)[1] == 1  # an idle writer: ask again in a second
+    world.pace.backlog_now = Backlog(waiting=300, per_second=50.0, latency_s=2.0)
+    assert world.registration.status(rid)[1] == 6  # 300 ahead at 50 a second
+    world.pace.broken = True
+    assert world.registration.status(rid)[1] == 10  # the estimate lost: the paper's first step
+    world.write_queued()
+    assert world.registration.status(rid) == (world.registration.status(rid)[0], None)  # confirmed: no wait

@@ -258,6 +258,32 @@ class TieredCache:
         self.shared.call(lambda r: r.delete(self._prefix + key), None)
         self.local.put(key, False, 0.5)
 
+    def tally(self, key: str, count: int, last: float, window_s: int) -> None:
+        """Add ``count`` to ``key``'s current fixed window and keep ``last`` as its latest
+        reading (a worker's pace: what it did, and how long it took), in one round trip."""
+        now = time.time()
+        bucket = f"{self._prefix}{key}:{int(now) // window_s}"
+
+        def _tally(r: redis.Redis) -> None:
+            pipe = r.pipeline(transaction=False)
+            pipe.incrby(bucket, count)
+            pipe.expire(bucket, window_s * 3)
+            pipe.set(f"{self._prefix}{key}:last", repr(last), ex=window_s * 3)
+            pipe.execute()
+
+        self.shared.call(_tally, None)
+
+    def tallied(self, key: str, window_s: int) -> tuple[float, float | None]:
+        """``key``'s count per second over the last full window and the current one, and its
+        latest reading (None if none lately); (0, None) if Redis is down."""
+        now = time.time()
+        window = int(now) // window_s
+        keys = [f"{self._prefix}{key}:{window - 1}", f"{self._prefix}{key}:{window}", f"{self._prefix}{key}:last"]
+        none: list[Any] = [None, None, None]
+        previous, current, last = self.shared.call(lambda r: list(r.mget(keys)), none)
+        counted = int(previous or 0) + int(current or 0)
+        return counted / (window_s + now % window_s), float(last) if last is not None else None
+
     def incr_window(self, key: str, window_s: int) -> int:
         """Count an event in the current fixed window (rate limits); 0 if Redis is down."""
         bucket = f"{self._prefix}{key}:{int(time.time()) // window_s}"

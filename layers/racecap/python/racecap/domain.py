@@ -265,3 +265,13 @@ class EventChanges(TypedDict, total=False):
     priceCents: int
     currency: str
     shards: int
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """The registration writer's backlog, as the waiting screen's wait is worked out from it
+    (``logic.backlog``)."""
+
+    waiting: int  # registrations on the writer's queue, waiting or being written
+    per_second: float  # what the writer confirmed per second lately (0 when idle)
+    latency_s: float  # queue to bib for the registrations it confirmed last (0 when unknown)

@@ -21,6 +21,7 @@ from racecap.config import ConfigurationError, get_settings
 
 if TYPE_CHECKING:
     from racecap.cache import TieredCache
+    from racecap.dal.backlog import SqsWriterPace
     from racecap.dal.holds import DynamoHolds
     from racecap.dal.inventory import DynamoInventory
     from racecap.dal.payments import PaymentProvider
@@ -124,7 +125,15 @@ def registration_service() -> RegistrationService:
 
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
     requeue_after = timedelta(seconds=get_settings().requeue_after_s)
-    return RegistrationService(catalog(), holds(), registrations(), payments(), queue, requeue_after)
+    return RegistrationService(catalog(), holds(), registrations(), payments(), queue, requeue_after, writer_pace())
+
+
+@lru_cache(maxsize=1)
+def writer_pace() -> SqsWriterPace:
+    """The writer's pace and backlog: it records, the waiting screen reads (``logic.backlog``)."""
+    from racecap.dal.backlog import SqsWriterPace
+
+    return SqsWriterPace(clients.sqs(), get_settings().registrations_queue_url, cache())
 
 
 @lru_cache(maxsize=1)
@@ -139,7 +148,7 @@ def emails_queue() -> SqsQueue:
 def writer() -> RegistrationWriter:
     from racecap.logic.writer import RegistrationWriter
 
-    return RegistrationWriter(registrations(), emails_queue(), turns=cache())
+    return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace())
 
 
 @lru_cache(maxsize=1)

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from racecap.dal.transactions import TransactItem
 from racecap.domain import (
     Attempt,
+    Backlog,
     BeginOutcome,
     EventChanges,
     Hold,
@@ -129,6 +130,16 @@ class MessageQueue(Protocol):
     def send(self, message: BaseModel) -> str: ...
 
     def send_many(self, messages: Sequence[BaseModel]) -> None: ...
+
+
+class WriterPace(Protocol):
+    """What the writer measured of itself (it records), and its backlog (the waiting screen reads)."""
+
+    def record(self, confirmed: int, latency_s: float) -> None: ...
+
+    def backlog(self) -> Backlog | None:
+        """The writer's backlog now, or None when it cannot be told (the paper's schedule then)."""
+        ...
 
 
 class RaceStore(Protocol):

@@ -44,13 +44,14 @@ from racecap.dal.payments import (
     PaymentRejected,
     PaymentUnavailable,
 )
-from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
+from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore, WriterPace
 from racecap.domain import (
     DONE_PHASES,
     GONE_PHASES,
     PAID_PHASES,
     SETTLED_PHASES,
     Attempt,
+    Backlog,
     BeginOutcome,
     Hold,
     HoldPhase,
@@ -67,6 +68,7 @@ from racecap.errors import (
     PaymentPending,
     RegistrationNotFound,
 )
+from racecap.logic import backlog
 from racecap.logic.holds import hold_id_for
 from racecap.logic.races import RaceDefinitions
 from racecap.logic.validation import RegistrationRequest
@@ -79,10 +81,6 @@ T = TypeVar("T")
 # the REQUEUE_UNCONFIRMED_AFTER_SECONDS setting).
 REQUEUE_AFTER = timedelta(minutes=5)
 
-# The paper's waiting screen: poll after 10, 20, 40, then every 60 seconds.
-BACKOFF_SCHEDULE = ((10, 10), (30, 20), (70, 40))
-BACKOFF_LAST = 60
-
 CONFIRMABLE = frozenset({IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION})
 # What the runner sees of an unpaid intent (``RegistrationAccepted.status``).
 UNPAID_STATUS = {
@@ -91,13 +89,6 @@ UNPAID_STATUS = {
     IntentStatus.REQUIRES_ACTION: "REQUIRES_ACTION",
     IntentStatus.PROCESSING: "PROCESSING",
 }
-
-
-def retry_after(queued_for_s: float) -> int:
-    for until, wait in BACKOFF_SCHEDULE:
-        if queued_for_s < until:
-            return wait
-    return BACKOFF_LAST
 
 
 def attempt_key(hold_id: str, email: str) -> str:
@@ -179,6 +170,7 @@ class RegistrationService:
         payments: PaymentProvider,
         queue: MessageQueue,
         requeue_after: timedelta = REQUEUE_AFTER,
+        pace: WriterPace | None = None,
     ) -> None:
         self._catalog = catalog
         self._holds = holds
@@ -186,6 +178,7 @@ class RegistrationService:
         self._payments = payments
         self._queue = queue
         self._requeue_after = requeue_after
+        self._pace = pace
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's details: claim the email, then the hold's intent (and, given a
@@ -423,6 +416,16 @@ class RegistrationService:
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
     # -- the waiting screen -----------------------------------------------------------------
+    def _backlog(self) -> Backlog | None:
+        if self._pace is None:
+            return None
+        try:
+            return self._pace.backlog()
+        except Exception:
+            # Only the wait's estimate is lost: the paper's schedule answers instead.
+            logger.warning("writer backlog unavailable", exc_info=True)
+            return None
+
     def status(self, registration_id: str, now: datetime | None = None) -> tuple[RegistrationStatus, int | None]:
         now = now or datetime.now(UTC)
         reg = self._registrations.get(registration_id)
@@ -447,7 +450,7 @@ class RegistrationService:
         )
         if hold.status in PAID_PHASES:
             since = hold.queuedAt or datetime.fromisoformat(hold.attempt.startedAt)
-            return base, retry_after((now - since).total_seconds())
+            return base, backlog.wait_s((now - since).total_seconds(), self._backlog())
         base.status = "FAILED"
         base.message = "The registration could not be completed and no payment was kept."
         return base, None

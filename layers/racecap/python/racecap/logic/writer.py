@@ -11,6 +11,7 @@ registrations per second through a single counter item.
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from racecap.dal.ports import MessageQueue, RegistrationStore
+from racecap.dal.ports import MessageQueue, RegistrationStore, WriterPace
 from racecap.dal.registrations import MAX_PER_TRANSACTION, CounterMoved, DuplicateRegistration
 from racecap.domain import EmailMessage, PaidRegistration, Registration
 from racecap.observability import logger, metrics
@@ -56,10 +57,17 @@ class Turns(Protocol):
 
 
 class RegistrationWriter:
-    def __init__(self, registrations: RegistrationStore, emails: MessageQueue, turns: Turns | None = None) -> None:
+    def __init__(
+        self,
+        registrations: RegistrationStore,
+        emails: MessageQueue,
+        turns: Turns | None = None,
+        pace: WriterPace | None = None,
+    ) -> None:
         self._regs = registrations
         self._emails = emails
         self._turns = turns
+        self._pace = pace
 
     def process(self, records: list[dict[str, Any]]) -> list[str]:
         """Confirm every record it can; return the message ids that must be retried."""
@@ -74,24 +82,42 @@ class RegistrationWriter:
                 failed.append(record["messageId"])
                 continue
             groups[(paid.raceId, paid.eventId)].append((record["messageId"], paid))
+        confirmed = 0
         for (race_id, event_id), items in groups.items():
             try:
                 # One writer at a time per event (issue 14): two that read the same bib counter
                 # both build a transaction and one of them is cancelled — redelivered, wasted.
                 # The counter's condition still guards the bibs if the turn is not had.
                 with self._turn(race_id, event_id):
-                    self._confirm_event(race_id, event_id, [p for _, p in items])
+                    confirmed += self._confirm_event(race_id, event_id, [p for _, p in items])
             except Exception:
                 logger.exception("could not confirm batch", extra={"raceId": race_id, "eventId": event_id})
                 failed += [mid for mid, _ in items]
+        self._record_pace(records, set(failed), confirmed)
         return failed
+
+    def _record_pace(self, records: list[dict[str, Any]], failed: set[str], confirmed: int) -> None:
+        """Tell the waiting screen how fast registrations go from the queue to their bibs."""
+        sent = [
+            int(r["attributes"]["SentTimestamp"])
+            for r in records
+            if r["messageId"] not in failed and str((r.get("attributes") or {}).get("SentTimestamp", "")).isdigit()
+        ]
+        if self._pace is None or not sent:
+            return
+        latency_s = max(0.0, time.time() - sum(sent) / len(sent) / 1000)
+        try:
+            self._pace.record(confirmed, latency_s)
+        except Exception:
+            # A figure for the waiting screen's estimate: never worth failing a written batch.
+            logger.warning("writer pace not recorded", exc_info=True)
 
     def _turn(self, race_id: str, event_id: str) -> AbstractContextManager[bool]:
         if self._turns is None:
             return nullcontext(True)
         return self._turns.turn(f"bibs:{race_id}:{event_id}", hold_ms=TURN_HOLD_MS, wait_s=TURN_WAIT_S)
 
-    def _confirm_event(self, race_id: str, event_id: str, paid: list[PaidRegistration]) -> None:
+    def _confirm_event(self, race_id: str, event_id: str, paid: list[PaidRegistration]) -> int:
         unique = {p.registrationId: p for p in paid}
         done = self._regs.existing(list(unique))
         todo = [p for rid, p in unique.items() if rid not in done]
@@ -103,6 +129,7 @@ class RegistrationWriter:
         # Re-enqueue emails for duplicates too: the earlier delivery may have crashed
         # between its commit and its email; the sender deduplicates.
         self._emails.send_many([confirmation_email(r) for r in [*confirmed, *done.values()]])
+        return len(confirmed)
 
     def _confirm_chunk(self, race_id: str, event_id: str, chunk: list[PaidRegistration]) -> list[Registration]:
         pending = list(chunk)
