@@ -252,7 +252,7 @@ function afterRegister(req, res, context, events, done) {
   const v = context.vars;
   v.tries += 1;
   if (res.statusCode === 202 && body.registrationId) {
-    registered(v, events, body);
+    registered(v, events, body, res);
   } else if (res.statusCode === 200 && body.clientSecret) {
     // Payment required: the card form, for the hold's one PaymentIntent.
     v.again = false;
@@ -277,11 +277,13 @@ function afterRegister(req, res, context, events, done) {
   return done();
 }
 
-function registered(v, events, body) {
+function registered(v, events, body, res) {
   v.registrationId = body.registrationId;
   v.tRegistered = Date.now();
   v.again = false;
   v.polls = 0;
+  // The 202's Retry-After: when the writer will likely have it (the site's first check too).
+  v.firstWait = retryAfter(res, null);
   events.emit('counter', 'racecap.runners.registered', 1);
   record({ e: 'registered', t: v.tRegistered });
   if (body.status === 'CONFIRMED') confirmed(v, events, body);
@@ -375,7 +377,7 @@ function afterConfirm(req, res, context, events, done) {
   const v = context.vars;
   v.tries += 1;
   if (res.statusCode === 202 && body.registrationId) {
-    registered(v, events, body);
+    registered(v, events, body, res);
   } else if (busy(res, v, events)) {
     // the provider's budget: the place stays held, ask again after Retry-After
   } else if (retryable(res) && v.tries <= CFG.maxRetries * 4) {
@@ -410,12 +412,14 @@ function backoffBeforeRetry(context, events, done) {
   return sleep(v.wait * scale, done);
 }
 
-// The waiting screen: the first check after the paper's 10 s (scaled), then whatever
-// Retry-After says, as said (the writer's backlog in real seconds).
+// The waiting screen, as the site's: the first check when the registration's own 202 said
+// (its Retry-After), then whatever each status answer's Retry-After says, as said: the
+// writer's backlog in real seconds. Without one, the paper's first 10 s (scaled).
 function waitingScreen(context, events, done) {
   const v = context.vars;
   if (!v.registrationId || v.outcome) return done();
-  return sleep(v.polls === 0 ? 10 * CFG.backoffScale : v.nextWait, done);
+  if (v.polls > 0) return sleep(v.nextWait, done);
+  return sleep(v.firstWait != null ? v.firstWait : 10 * CFG.backoffScale, done);
 }
 
 function afterStatus(req, res, context, events, done) {

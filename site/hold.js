@@ -171,11 +171,12 @@ export function holdPage(holdId) {
 
   let card = null; // the mounted card form, once the server has answered the details
 
-  // Registered (queued): on to the waiting screen.
-  function finish(id, payload) {
+  // Registered (queued): on to the waiting screen, whose first check is when the answer's
+  // Retry-After said (the writer's backlog: a second when it is idle), else the paper's 10 s.
+  function finish(id, payload, retryAfter) {
     const runner = { ...payload };
     store.set(`reg:${id}`, { ...runner, raceId: ctx.raceId, raceName: ctx.raceName, eventName: ctx.eventName });
-    store.set(`poll:${id}`, { n: 0, next: Date.now() + POLL_S[0] * 1000 * pollScale() });
+    store.set(`poll:${id}`, { n: 0, next: Date.now() + (retryAfter || POLL_S[0]) * 1000 * pollScale() });
     store.set(`hold:${holdId}`, { ...ctx, registrationId: id });
     store.del(`form:${holdId}`);
     return go(`/registrations/${enc(id)}`, true);
@@ -219,11 +220,11 @@ export function holdPage(holdId) {
       status.set('Payment received. Registering you…');
       for (let i = 0; ; i++) {
         try {
-          const { data } = await withBusyRetry(
+          const { data, retryAfter } = await withBusyRetry(
             () => api('POST', `/holds/${enc(holdId)}/payment/confirm`, { signal }),
             { signal, attempts: 10, onWait: (s) => status.wait(s, (left) => `Busy: trying again in ${left} s.`) },
           );
-          return finish(data.registrationId, registrationBody(state));
+          return finish(data.registrationId, registrationBody(state), retryAfter);
         } catch (e) {
           if (e.code !== 'PAYMENT_PENDING' || i >= PENDING_TRIES) throw e;
           await sleepFor(e.retryAfter || 2);
@@ -253,7 +254,7 @@ export function holdPage(holdId) {
     problem.replaceChildren();
     status.set('Sending your details…');
     try {
-      const { data } = await withBusyRetry(
+      const { data, retryAfter } = await withBusyRetry(
         () => api('POST', `/holds/${enc(holdId)}/registration`, { body: payload, signal }),
         {
           signal,
@@ -264,7 +265,7 @@ export function holdPage(holdId) {
           },
         },
       );
-      if (data.status === 'QUEUED' || data.status === 'CONFIRMED') return finish(data.registrationId, payload);
+      if (data.status === 'QUEUED' || data.status === 'CONFIRMED') return finish(data.registrationId, payload, retryAfter);
       delete state.pending;
       lock(false);
       status.set('');

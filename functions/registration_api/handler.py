@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
@@ -185,6 +185,9 @@ _OUTCOME_LINK = {
         "parameters": {"registrationId": "$response.body#/registrationId"},
     }
 }
+_FIRST_CHECK: dict[str, OpenAPIResponseHeader] = {
+    "Retry-After": {"description": "While QUEUED: seconds until it is likely confirmed (the writer's backlog)"}
+}
 _BUSY: OpenAPIResponse = {
     "description": "TOO_MANY_REQUESTS: the payment provider's request budget is spent for now, or it is not "
     "answering; the place stays held. Retry after Retry-After.",
@@ -205,7 +208,7 @@ _BUSY: OpenAPIResponse = {
     tags=["Registration"],
     responses={
         200: {"description": "Payment required: confirm it with `clientSecret`", "links": _CONFIRM_LINK},
-        202: {"description": "Paid and queued", "links": _OUTCOME_LINK},
+        202: {"description": "Paid and queued", "links": _OUTCOME_LINK, "headers": _FIRST_CHECK},
         400: {"description": "VALIDATION_ERROR with fields"},
         402: {"description": "PAYMENT_DECLINED (with `paymentMethod`); the place stays held"},
         409: {
@@ -227,7 +230,14 @@ def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Respo
     if status == 200:  # what the site's card form needs: public configuration, not secrets
         result.publishableKey = settings.payments_publishable_key
         result.paymentsScript = settings.payments_script_url
-    return Response(status, content_types.APPLICATION_JSON, result, headers=NO_STORE)
+    return Response(status, content_types.APPLICATION_JSON, result, headers=_queued_headers(result))
+
+
+def _queued_headers(result: RegistrationAccepted) -> dict[str, str]:
+    """A queued registration's answer says when the waiting screen should first check."""
+    if result.status != "QUEUED":
+        return NO_STORE
+    return {**NO_STORE, "Retry-After": str(registration_service().first_wait())}
 
 
 @app.post(
@@ -239,7 +249,7 @@ def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Respo
     ),
     tags=["Registration"],
     responses={
-        202: {"description": "Paid and queued (or already confirmed)", "links": _OUTCOME_LINK},
+        202: {"description": "Paid and queued (or already confirmed)", "links": _OUTCOME_LINK, "headers": _FIRST_CHECK},
         402: {"description": "PAYMENT_DECLINED (or 3-D Secure failed); the place stays held: try another card"},
         404: {"description": "HOLD_NOT_FOUND"},
         409: {
@@ -254,7 +264,7 @@ def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Respo
 @tracer.capture_method
 def confirm_payment(holdId: str) -> Response[RegistrationAccepted]:
     result = registration_service().confirm(holdId)
-    return Response(202, content_types.APPLICATION_JSON, result, headers=NO_STORE)
+    return Response(202, content_types.APPLICATION_JSON, result, headers=_queued_headers(result))
 
 
 @app.post(

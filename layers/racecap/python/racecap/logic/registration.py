@@ -416,6 +416,11 @@ class RegistrationService:
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
     # -- the waiting screen -----------------------------------------------------------------
+    def first_wait(self) -> int:
+        """Seconds until a registration queued now is likely confirmed: the waiting screen's
+        first check (the queued answer's ``Retry-After``)."""
+        return backlog.wait_s(0.0, self._backlog())
+
     def _backlog(self) -> Backlog | None:
         if self._pace is None:
             return None
