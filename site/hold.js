@@ -18,6 +18,11 @@ const TEST_CARDS = [
 ];
 const PENDING_TRIES = 30; // 3-D Secure or a bank still deciding: ask again, as Retry-After says
 
+// The event's age rule as the API stated it (kept with the hold's context), or null.
+const ageRule = (c) => (c.ageRule ? {
+  eventName: c.eventName, minAge: c.minAge, maxAge: c.maxAge, ageRule: c.ageRule, raceDate: c.raceDate,
+} : null);
+
 export function holdPage(holdId) {
   const ctx = store.get(`hold:${holdId}`) || { holdId };
   if (ctx.registrationId) return go(`/registrations/${enc(ctx.registrationId)}`, true);
@@ -36,7 +41,7 @@ export function holdPage(holdId) {
     else f.input.removeAttribute('aria-invalid');
   };
   const check = (names) => {
-    const errs = validate(state, names);
+    const errs = validate(state, names, undefined, ageRule(ctx));
     for (const n of names) setErr(n, errs[n]);
     return errs;
   };
@@ -80,7 +85,7 @@ export function holdPage(holdId) {
     field('lastName', 'Last name', { autocomplete: 'family-name', maxlength: '100', required: true }),
     field('dateOfBirth', 'Date of birth', {
       autocomplete: 'bday', inputmode: 'numeric', placeholder: 'YYYY-MM-DD', required: true,
-    }, 'Year-month-day, for example 1990-04-23. Runners must be at least 5 years old.'),
+    }, `Year-month-day, for example 1990-04-23.${ctx.ageRule ? ` ${ctx.eventName} is for ${ctx.ageRule}.` : ''}`),
     h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' }, 'Continue to payment'));
 
   const who = h('p', { testid: 'runner-summary' });
@@ -331,7 +336,7 @@ export function holdPage(holdId) {
     h('div', { cls: 'timer-box' }, timer, bar), form, h('p', {}, release), ...releaseStatus.el,
   );
   step(1);
-  if (state.step === 2 && !state.pending && !Object.keys(validate(state, DETAILS)).length) {
+  if (state.step === 2 && !state.pending && !Object.keys(validate(state, DETAILS, undefined, ageRule(ctx))).length) {
     submit(registrationBody(state)); // a reload on the card form: the same intent comes back
   } else if (state.pending) {
     problem.replaceChildren(errorBox('Your last attempt did not finish. Your details are saved.',

@@ -213,6 +213,7 @@ export async function racePage(raceId) {
       store.set(`hold:${data.holdId}`, {
         holdId: data.holdId, expiresAt: data.expiresAt, heldAt: now(), raceId, raceName: race.name,
         eventId: ev.eventId, eventName: ev.name, priceCents: ev.priceCents, currency: ev.currency,
+        raceDate: race.raceDate, minAge: ev.minAge, maxAge: ev.maxAge, ageRule: ev.ageRule,
       });
       return go(`/holds/${enc(data.holdId)}`);
     } catch (e) {

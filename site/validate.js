@@ -1,8 +1,10 @@
 // Client-side checks that mirror the API's VALIDATION_ERROR rules, so runners see
-// problems inline before a round trip. The server stays the authority.
+// problems inline before a round trip. The server stays the authority. The event's age rule
+// is the API's (minAge, maxAge and its wording, from the race page or the hold): no number
+// of it is written here, only the same arithmetic (whole years on race day).
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const MIN_AGE_YEARS = 5;
+const MAX_AGE_YEARS = 120; // a mistyped year, as the API's plausibility check
 
 // Accept "1990-04-23", "1990/4/23", "1990 04 23" or "19900423" (numeric mobile
 // keypads have no dash) and return YYYY-MM-DD, or the input unchanged.
@@ -19,7 +21,13 @@ function today(now) {
   return [d.getFullYear(), d.getMonth() + 1, d.getDate()];
 }
 
-export function checkDateOfBirth(value, now) {
+// Whole years on `day` ([y, m, d]) for someone born on [y, m, d].
+export function ageOn([by, bm, bd], [y, m, d]) {
+  return y - by - ((m - bm) * 100 + (d - bd) < 0 ? 1 : 0);
+}
+
+// rule: { eventName, minAge, maxAge, ageRule, raceDate } as the API gives them, or null.
+export function checkDateOfBirth(value, now, rule) {
   const v = normaliseDate(value);
   if (!v) return 'Enter your date of birth.';
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
@@ -33,7 +41,14 @@ export function checkDateOfBirth(value, now) {
   const [ty, tm, td] = today(now);
   const cmp = (a, b, c) => (a - ty) * 10000 + (b - tm) * 100 + (c - td);
   if (cmp(y, mo, d) >= 0) return 'Date of birth must be in the past.';
-  if (cmp(y + MIN_AGE_YEARS, mo, d) > 0) return `Runners must be at least ${MIN_AGE_YEARS} years old.`;
+  if (cmp(y + MAX_AGE_YEARS + 1, mo, d) <= 0) return 'Please check the year of birth.';
+  const day = rule && /^(\d{4})-(\d{2})-(\d{2})$/.exec(rule.raceDate || '');
+  if (day && rule.minAge != null) {
+    const age = ageOn([y, mo, d], day.slice(1).map(Number));
+    if (age < rule.minAge || (rule.maxAge != null && age > rule.maxAge)) {
+      return `${rule.eventName} is for ${rule.ageRule} (${rule.raceDate}); this runner will be ${age} then.`;
+    }
+  }
   return '';
 }
 
@@ -53,14 +68,14 @@ export const CHECKS = {
   },
   firstName: (v) => checkName(v, 'first name'),
   lastName: (v) => checkName(v, 'last name'),
-  dateOfBirth: (v, now) => checkDateOfBirth(v, now),
+  dateOfBirth: (v, now, rule) => checkDateOfBirth(v, now, rule),
 };
 
-// Returns {field: message} for every failing field among `names`.
-export function validate(values, names = Object.keys(CHECKS), now) {
+// Returns {field: message} for every failing field among `names`; `rule` is the event's age rule.
+export function validate(values, names = Object.keys(CHECKS), now, rule) {
   const errors = {};
   for (const n of names) {
-    const msg = CHECKS[n](values[n], now);
+    const msg = CHECKS[n](values[n], now, rule);
     if (msg) errors[n] = msg;
   }
   return errors;

@@ -256,3 +256,23 @@ def test_patch_documents_show_no_null():
             if n != "expectedVersion"
         )
     assert RacePatch.model_json_schema()["properties"]["registrationOpensAt"]["format"] == "date-time"
+
+
+# -- an event's age rule ------------------------------------------------------------------------
+def test_an_events_age_rule_is_set_shown_and_edited_and_never_upside_down(w):
+    race = w.create(20)
+    event_id = _event_id(w, race.raceId)
+    (event,) = w.admin.get(DANA, race.raceId).events
+    assert (event.minAge, event.maxAge) == (5, None)  # the default: 5 and over on race day
+    (event,) = w.admin.update_event(DANA, race.raceId, event_id, EventPatch(minAge=4, maxAge=12)).events
+    assert (event.minAge, event.maxAge) == (4, 12)
+    assert w.catalog.get_race(race.raceId).events[0].ageRule == "ages 4 to 12 on race day"
+    with pytest.raises(ValidationFailed) as upside_down:
+        w.admin.update_event(DANA, race.raceId, event_id, EventPatch(minAge=13))
+    assert upside_down.value.fields == {"minAge": "minAge must not be above maxAge."}
+    (event,) = w.admin.update_event(DANA, race.raceId, event_id, EventPatch(noMaxAge=True, minAge=18)).events
+    assert (event.minAge, event.maxAge) == (18, None)
+    with pytest.raises(ValidationFailed):
+        w.admin.update_event(DANA, race.raceId, event_id, EventPatch(noMaxAge=True, maxAge=30))
+    with pytest.raises(ValueError, match="minAge must not be above maxAge"):
+        EventDraft(name="Kids", cap=10, priceCents=500, minAge=12, maxAge=4)

@@ -265,6 +265,8 @@ class EventChanges(TypedDict, total=False):
     priceCents: int
     currency: str
     shards: int
+    minAge: int
+    maxAge: int | None
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,10 @@ class Event(Model):
     currency: str = "USD"
     shards: int = 1
     position: int = 0  # the director's order, which runners see
+    # The event's age rule, on race day (racecap.logic.eligibility): events stored before the
+    # rule existed read as the old site-wide minimum of 5 and no maximum.
+    minAge: int = 5
+    maxAge: int | None = None
 
 
 class EventView(Model):
@@ -79,6 +83,9 @@ class EventView(Model):
     priceCents: int
     currency: str
     status: PublicEventStatus
+    minAge: int = Field(description="The youngest a runner may be on race day.")
+    maxAge: int | None = Field(description="The oldest a runner may be on race day; null: no limit.")
+    ageRule: str = Field(description="The rule in words, e.g. 'ages 4 to 12 on race day'.")
 
 
 class RaceSummaryView(Model):
@@ -160,6 +167,8 @@ class AdminEventView(Model):
     priceCents: int
     currency: str
     shards: int
+    minAge: int
+    maxAge: int | None
     taken: int = Field(description="Places held, paid or confirmed right now.")
     placesLeft: int
 

@@ -30,6 +30,7 @@ from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import EventChanges, RaceChanges
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, TooManyEvents, ValidationFailed
 from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
+from racecap.logic.eligibility import DEFAULT_MIN_AGE, MAX_AGE
 from racecap.logic.races import race_status
 from racecap.logic.retention import DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS, MIN_RETENTION_DAYS, purge_due
 from racecap.models import (
@@ -79,12 +80,29 @@ def new_id(prefix: str) -> str:
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
+_AGE_RULE_MESSAGE = "minAge must not be above maxAge."
+
+
 class EventDraft(Model):
     model_config = _STRICT
 
     name: str = Field(min_length=1, max_length=100, pattern=SOME_TEXT)
     cap: JsonInt = Field(gt=0, le=1_000_000)
     priceCents: JsonInt = Field(gt=0, le=10_000_000)
+    minAge: JsonInt = Field(
+        default=DEFAULT_MIN_AGE, ge=0, le=MAX_AGE, description="The youngest a runner may be on race day."
+    )
+    maxAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
+        default=None, description="The oldest a runner may be on race day; leave out for no limit."
+    )
+
+    @field_validator("maxAge")
+    @classmethod
+    def _rule_in_order(cls, v: int | None, info: ValidationInfo) -> int | None:
+        low = info.data.get("minAge")
+        if v is not None and low is not None and v < low:
+            raise ValueError(_AGE_RULE_MESSAGE)
+        return v
 
 
 def _iso_text(v: object) -> object:
@@ -201,6 +219,13 @@ class EventPatch(Model):
         default=None, description="May go down only to the places taken."
     )
     priceCents: Annotated[int, Strict(), Gt(0), Le(10_000_000), WHOLE_NUMBER] | None = None
+    minAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
+        default=None, description="The youngest a runner may be on race day."
+    )
+    maxAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
+        default=None, description="The oldest a runner may be on race day (send noMaxAge to remove the limit)."
+    )
+    noMaxAge: StrictBool | None = Field(default=None, description="true: remove the event's maximum age.")
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 
@@ -255,6 +280,8 @@ class RaceAdmin:
                     priceCents=e.priceCents,
                     currency=e.currency,
                     shards=e.shards,
+                    minAge=e.minAge,
+                    maxAge=e.maxAge,
                     taken=usage.taken,
                     placesLeft=usage.left,
                 )
@@ -294,6 +321,8 @@ class RaceAdmin:
                 currency=draft.currency,
                 shards=shards_for(e.cap),
                 position=i,
+                minAge=e.minAge,
+                maxAge=e.maxAge,
             )
             for i, e in enumerate(draft.events)
         ]
@@ -323,6 +352,8 @@ class RaceAdmin:
             currency=race.currency,
             shards=shards_for(draft.cap),
             position=max((e.position for e in events), default=-1) + 1,
+            minAge=draft.minAge,
+            maxAge=draft.maxAge,
         )
         self._inventory.create_event_shards(race_id, event.eventId, split_cap(event.cap, event.shards))
         try:
@@ -380,12 +411,16 @@ class RaceAdmin:
         return self.get(director, race_id)
 
     def update_event(self, director: Director, race_id: str, event_id: str, patch: EventPatch) -> AdminRaceView:
-        asked = patch.model_dump(exclude_unset=True, exclude={"expectedVersion"})
+        asked: dict[str, Any] = patch.model_dump(exclude_unset=True, exclude={"expectedVersion", "noMaxAge"})
         nulls = [k for k, v in asked.items() if v is None]
         if nulls:
             raise ValidationFailed(
                 "Leave out a field to keep it; null is not a value.", fields=dict.fromkeys(nulls, "May not be null.")
             )
+        if patch.noMaxAge:
+            if "maxAge" in asked:
+                raise ValidationFailed("Send maxAge or noMaxAge, not both.", fields={"noMaxAge": "Not with maxAge."})
+            asked["maxAge"] = None
         for _ in range(CAP_CHANGE_TRIES):
             race, events = self.owned(director, race_id)
             _check_version(race, patch.expectedVersion)
@@ -395,6 +430,11 @@ class RaceAdmin:
             changes = cast(EventChanges, {k: v for k, v in asked.items() if getattr(event, k) != v})
             if not changes:
                 return self.view(race, events)
+            low, high = changes.get("minAge", event.minAge), changes.get("maxAge", event.maxAge)
+            if high is not None and low > high:
+                raise ValidationFailed(
+                    _AGE_RULE_MESSAGE, fields={"maxAge" if "maxAge" in changes else "minAge": _AGE_RULE_MESSAGE}
+                )
             shard_items: list[TransactItem] = []
             if "cap" in changes:
                 usage = self._inventory.usage(race_id, event_id, consistent=True)

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from racecap.cache import TieredCache
 from racecap.dal.ports import Inventory, RaceStore
 from racecap.errors import RaceNotFound
+from racecap.logic.eligibility import rule_text
 from racecap.models import (
     Event,
     EventView,
@@ -95,6 +96,9 @@ class RaceCatalog:
                     priceCents=e.priceCents,
                     currency=e.currency,
                     status=event_status(status, availability.get(e.eventId, 0)),
+                    minAge=e.minAge,
+                    maxAge=e.maxAge,
+                    ageRule=rule_text(e.minAge, e.maxAge),
                 )
                 for e in events
             ],

@@ -69,6 +69,7 @@ from racecap.errors import (
     RegistrationNotFound,
 )
 from racecap.logic import backlog
+from racecap.logic.eligibility import check_age
 from racecap.logic.holds import hold_id_for
 from racecap.logic.races import RaceDefinitions
 from racecap.logic.validation import RegistrationRequest
@@ -194,6 +195,7 @@ class RegistrationService:
             raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
         race, event = self._race_event(hold)
+        check_age(race, event, request.dateOfBirth)  # before anything is claimed or charged
         attempt = Attempt(
             key=attempt_key(hold_id, request.email),
             email=request.email,

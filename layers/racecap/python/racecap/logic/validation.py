@@ -1,4 +1,7 @@
-"""What a runner's registration must contain. The site's inline checks mirror these."""
+"""What a runner's registration must contain. The site's inline checks mirror these.
+
+Whether the runner may enter the event (its age rule, on race day) is the event's to say:
+``racecap.logic.eligibility``, checked once the hold's race is known."""
 
 from __future__ import annotations
 
@@ -7,12 +10,13 @@ from datetime import UTC, date, datetime
 
 from pydantic import ConfigDict, Field, field_validator
 
+from racecap.logic.eligibility import age_on
 from racecap.models import Model
 
 # Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
 # is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
-MIN_AGE_YEARS = 5
+# A plausibility check only (a mistyped year), measured today; the event's own rule decides.
 MAX_AGE_YEARS = 120
 
 
@@ -55,10 +59,7 @@ class RegistrationRequest(Model):
         today = datetime.now(UTC).date()
         if v >= today:
             raise ValueError("The date of birth must be in the past.")
-        age = today.year - v.year - ((today.month, today.day) < (v.month, v.day))
-        if age < MIN_AGE_YEARS:
-            raise ValueError(f"Runners must be at least {MIN_AGE_YEARS} years old.")
-        if age > MAX_AGE_YEARS:
+        if age_on(v, today) > MAX_AGE_YEARS:
             raise ValueError("Please check the year of birth.")
         return v
 

@@ -1,0 +1,89 @@
+"""A race's set-up as runners meet it, in real headless Chromium: an event's age rule on race
+day, checked by the site and the API from one rule (the site's message is the API's)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from playwright.sync_api import Page, expect
+from racecap.logic.admin import EventDraft, RaceDraft
+
+from tests.browser.conftest import CHROMIUM
+from tests.browser.steps import Runner, event_card, field, hold_place, published, unique
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: `bash local/install.sh apt` installs it"),
+]
+
+
+def _years_before(day: date, years: int, days: int) -> date:
+    return day.replace(year=day.year - years) - timedelta(days=days)
+
+
+def _kids_and_marathon(backend) -> tuple[str, date]:
+    now = datetime.now(UTC)
+    race_day = (now + timedelta(days=60)).date()
+    draft = RaceDraft(
+        name=unique("Family Day"),
+        raceDate=race_day.isoformat(),
+        registrationOpensAt=now - timedelta(minutes=1),
+        registrationClosesAt=now + timedelta(days=30),
+        events=[
+            EventDraft(name="Kids 1K", cap=10, priceCents=500, minAge=4, maxAge=12),
+            EventDraft(name="Marathon", cap=10, priceCents=9000, minAge=18),
+        ],
+    )
+    race_id = backend.admin().create_race("director-test", draft, open_now=True).raceId
+    return published(backend, race_id), race_day
+
+
+def _details(page: Page, born: date) -> None:
+    runner = Runner.new(dateOfBirth=born.isoformat())
+    for name in ("email", "firstName", "lastName", "dateOfBirth"):
+        field(page, name).fill(getattr(runner, name))
+    page.get_by_test_id("continue-button").click()
+
+
+def test_the_age_rule_is_measured_on_race_day_and_the_site_and_the_api_answer_alike(page: Page, backend, api) -> None:
+    race_id, race_day = _kids_and_marathon(backend)
+    thirteen_on_race_day = _years_before(race_day, 13, 30)  # 12 today, 13 on race day
+    eighteen_on_race_day = _years_before(race_day, 18, 30)  # 17 today, 18 on race day
+    assert (date.today() - thirteen_on_race_day).days < 13 * 365.25 < (race_day - thirteen_on_race_day).days
+
+    page.goto(f"/?fastpoll=1#/races/{race_id}")
+    expect(event_card(page, "Kids 1K")).to_be_visible()
+    hold_place(page, "Kids 1K")
+    expect(page.get_by_test_id("registration-form")).to_contain_text("Kids 1K is for ages 4 to 12 on race day")
+    _details(page, thirteen_on_race_day)
+    error = page.get_by_test_id("error-dateOfBirth")
+    expect(error).to_be_visible()
+    site_says = error.inner_text()
+    expect(page.get_by_test_id("payment-step")).to_be_hidden()
+
+    # The API, asked directly with the same details, refuses with the same words.
+    kids = next(e for e in api.get(f"/api/races/{race_id}").json()["events"] if e["name"] == "Kids 1K")
+    held = api.post(f"/api/races/{race_id}/events/{kids['eventId']}/holds").json()["holdId"]
+    body = {
+        "email": "kid@example.com",
+        "firstName": "Kim",
+        "lastName": "Lee",
+        "dateOfBirth": thirteen_on_race_day.isoformat(),
+    }
+    refused = api.post(f"/api/holds/{held}/registration", json=body)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["fields"]["dateOfBirth"] == site_says
+    assert "will be 13" in site_says
+
+    # 17 today and 18 on race day: the marathon takes them, on the site and in the API.
+    page.goto(f"/?fastpoll=1#/races/{race_id}")
+    hold_place(page, "Marathon")
+    _details(page, eighteen_on_race_day)
+    expect(page.get_by_test_id("payment-step")).to_be_visible()
+    marathon = next(e for e in api.get(f"/api/races/{race_id}").json()["events"] if e["name"] == "Marathon")
+    held = api.post(f"/api/races/{race_id}/events/{marathon['eventId']}/holds").json()["holdId"]
+    accepted = api.post(
+        f"/api/holds/{held}/registration", json=body | {"dateOfBirth": eighteen_on_race_day.isoformat()}
+    )
+    assert accepted.status_code == 200, accepted.text  # the card step
