@@ -769,6 +769,8 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("PATCH", "/races/{raceId}"),
     ("POST", "/races/{raceId}/events"),
     ("PATCH", "/races/{raceId}/events/{eventId}"),
+    ("POST", "/races/{raceId}/publish"),
+    ("POST", "/races/{raceId}/unpublish"),
     ("GET", "/races/{raceId}/window"),
     ("POST", "/races/{raceId}/window/schedule"),
     ("POST", "/races/{raceId}/window/open"),

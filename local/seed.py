@@ -27,6 +27,7 @@ def demo_draft(now: datetime | None = None) -> RaceDraft:
         registrationOpensAt=now - timedelta(minutes=1),
         registrationClosesAt=now + timedelta(days=60),
         holdMinutes=10,
+        listing="LISTED",
         events=[
             EventDraft(name="Marathon", cap=500, priceCents=9500),
             EventDraft(name="Half Marathon", cap=1000, priceCents=6500),

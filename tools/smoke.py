@@ -129,7 +129,8 @@ class Smoke:
             "currency": "EUR",
             "registrationOpensAt": _iso(now + timedelta(days=1)),
             "registrationClosesAt": _iso(now + timedelta(days=30)),
-            "published": False,  # never on the public list
+            "location": "Racecap smoke test",
+            "listing": "UNLISTED",  # open by its link only: never on the public list
             "events": [{"name": "Smoke 1K", "cap": 2, "priceCents": 500}],
         }
         race = _check(self.session.post(self.url("/api/admin/races"), json=body, timeout=30), 201)

@@ -21,7 +21,15 @@ from racecap.auth import director_from_claims
 from racecap.config import get_settings
 from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
-from racecap.logic.admin import MAX_EVENTS, EventDraft, EventPatch, RaceDraft, RacePatch
+from racecap.logic.admin import (
+    MAX_EVENTS,
+    EventDraft,
+    EventPatch,
+    PublishRequest,
+    RaceDraft,
+    RacePatch,
+    UnpublishRequest,
+)
 from racecap.logic.audit import CURSOR_PATTERN as AUDIT_CURSOR
 from racecap.logic.participants import CURSOR_PATTERN, PAGE_MAX, build_export_page
 from racecap.logic.validation import CancelRequest
@@ -78,7 +86,8 @@ def list_races() -> Response[AdminRaceList]:
 @app.post(
     "/api/admin/races",
     summary="Create a race with its events",
-    description="Registration stays closed until you schedule the window or open it now.",
+    description="A new race is a draft, closed to runners, until you publish it (or create it UNLISTED or "
+    "LISTED, if it is complete). Registration stays closed until you schedule the window or open it now.",
     tags=["Admin: races"],
     security=SECURITY,
     responses={201: {"description": "Created"}, 400: {"description": "VALIDATION_ERROR with fields"}},
@@ -140,6 +149,33 @@ def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[Admi
 @tracer.capture_method
 def edit_event(raceId: str, eventId: str, body: Annotated[EventPatch, Body()]) -> Response[AdminRaceView]:
     return _json(200, race_admin().update_event(_director(), raceId, eventId, body))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/publish",
+    summary="Publish a race: open by its link (UNLISTED) or also on the race list (LISTED)",
+    description="Checks the race is ready for runners first: 409 RACE_INCOMPLETE with `fields` naming what is "
+    "missing. Repeating it changes nothing.",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 409: {"description": "RACE_INCOMPLETE (fields say what is missing), or CONFLICT"}},
+)
+@tracer.capture_method
+def publish_race(raceId: str, body: Annotated[PublishRequest | None, Body()] = None) -> Response[AdminRaceView]:
+    asked = body or PublishRequest()
+    return _json(200, race_admin().publish(_director(), raceId, asked.listing, asked.expectedVersion))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/unpublish",
+    summary="Back to a draft, closed to runners (only while no place is held or taken)",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 409: {"description": "CONFLICT: places are held or taken (make it UNLISTED instead)"}},
+)
+@tracer.capture_method
+def unpublish_race(raceId: str, body: Annotated[UnpublishRequest | None, Body()] = None) -> Response[AdminRaceView]:
+    return _json(200, race_admin().unpublish(_director(), raceId, body.expectedVersion if body else None))
 
 
 # -- the registration window ----------------------------------------------------------------------

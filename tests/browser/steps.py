@@ -61,6 +61,7 @@ def scheduled_race(backend: Backend, name: str, opens_in: timedelta, cap: int = 
     draft = RaceDraft(
         name=name,
         location="Bend, OR",
+        listing="LISTED",
         raceDate=(now + timedelta(days=60)).date().isoformat(),
         registrationOpensAt=now + opens_in,
         registrationClosesAt=now + opens_in + timedelta(days=7),

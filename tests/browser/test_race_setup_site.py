@@ -27,6 +27,8 @@ def _kids_and_marathon(backend) -> tuple[str, date]:
     race_day = (now + timedelta(days=60)).date()
     draft = RaceDraft(
         name=unique("Family Day"),
+        location="Riverside Park",
+        listing="LISTED",
         raceDate=race_day.isoformat(),
         registrationOpensAt=now - timedelta(minutes=1),
         registrationClosesAt=now + timedelta(days=30),

@@ -80,8 +80,9 @@ def test_a_race_id_is_created_once(stores, race_id):
     assert stores.races.listing_version() == before
 
 
-def test_an_unpublished_race_is_not_listed(stores, race_id):
-    _created(stores, race_id, 5, published=False)
+@pytest.mark.parametrize("listing", ["UNLISTED", "DRAFT"])
+def test_a_race_not_listed_is_not_on_the_list(stores, race_id, listing):
+    _created(stores, race_id, 5, listing=listing)
     assert _listed(stores, race_id) == []
 
 
@@ -102,9 +103,9 @@ def test_an_update_bumps_the_version_and_keeps_the_listing_in_step(stores, race_
     assert found is not None and found[0] == updated
     assert stores.races.listing_version() == before + 1
     assert _listed(stores, race_id) == [updated]  # moved to its new date, listed once
-    hidden = stores.races.apply_update(updated, {"published": False})
+    hidden = stores.races.apply_update(updated, {"listing": "UNLISTED"})
     assert _listed(stores, race_id) == []
-    shown = stores.races.apply_update(hidden, {"published": True, "registrationState": "OPEN"})
+    shown = stores.races.apply_update(hidden, {"listing": "LISTED", "registrationState": "OPEN"})
     assert _listed(stores, race_id) == [shown] and shown.version == 4
 
 

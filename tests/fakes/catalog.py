@@ -49,6 +49,12 @@ class FakeCatalog:
             raise RaceNotFound(f"No race {race_id}.")
         return self.races[race_id]
 
+    def for_runners(self, race_id: str) -> tuple[Race, list[Event]]:
+        race, events = self.definition(race_id)
+        if race.is_draft:
+            raise RaceNotFound(f"No race {race_id}.")
+        return race, events
+
     def places_came_back(self, race_id: str, event_id: str) -> None:
         self.came_back.append((race_id, event_id))
 

@@ -57,7 +57,7 @@ class FakeRaceStore:
 
     def list_published(self) -> list[Race]:
         with self.tables.lock:
-            return [self.listing[k] for k in sorted(self.listing) if self.listing[k].published]
+            return [self.listing[k] for k in sorted(self.listing) if self.listing[k].listing == "LISTED"]
 
     def listing_version(self) -> int:
         return self.listing_count
@@ -81,7 +81,7 @@ class FakeRaceStore:
             self._bump_listing(),
             *also,
         ]
-        if race.published:
+        if race.listing == "LISTED":
             items.append(fake_item(ALWAYS, lambda: self.listing.__setitem__(f"{race.raceDate}#{race.raceId}", stored)))
         try:
             self.tables.transact(items)
@@ -117,9 +117,10 @@ class FakeRaceStore:
             self._bump_listing(),
             *also,
         ]
-        if current.published and (not updated.published or updated.raceDate != current.raceDate):
+        listed = updated.listing == "LISTED"
+        if current.listing == "LISTED" and (not listed or updated.raceDate != current.raceDate):
             items.append(fake_item(ALWAYS, lambda: self.listing.pop(f"{current.raceDate}#{race_id}", None) and None))
-        if updated.published:
+        if listed:
             items.append(fake_item(ALWAYS, lambda: self.listing.__setitem__(f"{updated.raceDate}#{race_id}", stored)))
         try:
             self.tables.transact(items)

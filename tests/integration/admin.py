@@ -21,6 +21,7 @@ def race_body(caps: tuple[int, ...] = (100,), **over: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": f"Admin Test Race {uuid.uuid4().hex[:6]}",
         "location": "Riverside",
+        "listing": "LISTED",
         "raceDate": (now + timedelta(days=60)).date().isoformat(),
         "currency": "EUR",
         "registrationOpensAt": iso(now + timedelta(days=1)),

@@ -61,6 +61,8 @@ class Backend:
 
     def create_race(self, caps: list[int], *, open_now: bool = True, owner: str = "director-test", **kw: Any) -> str:
         now = datetime.now(UTC)
+        kw.setdefault("location", "Test Park")
+        kw.setdefault("listing", "LISTED")
         draft = RaceDraft(
             name=kw.pop("name", "Test Race"),
             raceDate=(now + timedelta(days=30)).date().isoformat(),

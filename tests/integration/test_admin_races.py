@@ -193,3 +193,60 @@ def _eventually(check: Any, timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.2)
     return bool(check())
+
+
+def test_a_new_race_is_a_draft_closed_to_runners_until_published_and_publishing_names_what_is_missing(
+    director: Any, api: requests.Session
+) -> None:
+    erin = director("erin-drafts")
+    body = race_body((20,))
+    del body["listing"], body["location"]  # as a director first sends it: no listing, no place yet
+    resp = erin.post("/api/admin/races", json=body)
+    assert resp.status_code == 201, resp.text
+    race = resp.json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    assert (race["listing"], race["published"]) == ("DRAFT", False)
+    erin.open_now(rid)  # even open, a draft takes no runner
+    assert api.get(f"/api/races/{rid}").status_code == 404
+    assert rid not in _listed(api)
+    refused = hold(api, rid, eid)
+    assert refused.status_code == 404 and refused.json()["error"] == "RACE_NOT_FOUND"
+
+    # Publishing an incomplete race says what is missing, and changes nothing.
+    incomplete = erin.post(f"/api/admin/races/{rid}/publish", json={"listing": "LISTED"})
+    assert incomplete.status_code == 409, incomplete.text
+    assert incomplete.json()["error"] == "RACE_INCOMPLETE" and set(incomplete.json()["fields"]) == {"location"}
+    assert erin.get(f"/api/admin/races/{rid}").json()["listing"] == "DRAFT"
+
+    # Complete, published by its link only: a page and holds, not on the list.
+    version = erin.patch(f"/api/admin/races/{rid}", json={"location": "Harbour"}).json()["version"]
+    resp = erin.post(f"/api/admin/races/{rid}/publish", json={"listing": "UNLISTED", "expectedVersion": version})
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["listing"], resp.json()["published"]) == ("UNLISTED", True)
+    assert _eventually(lambda: api.get(f"/api/races/{rid}").status_code == 200)
+    assert rid not in _listed(api)
+    assert hold(api, rid, eid).status_code == 201
+
+    # Listed: on the race list too. Back to a draft is refused while a place is held.
+    assert erin.post(f"/api/admin/races/{rid}/publish").json()["listing"] == "LISTED"  # no body: LISTED
+    assert _eventually(lambda: rid in _listed(api))
+    back = erin.post(f"/api/admin/races/{rid}/unpublish")
+    assert back.status_code == 409 and "UNLISTED" in back.json()["message"]
+    actions = [e["action"] for e in erin.get(f"/api/admin/races/{rid}/audit").json()["entries"]]
+    assert actions.count("race.publish") == 2
+
+
+def test_an_untouched_draft_goes_back_to_draft_and_a_complete_race_may_be_created_listed(
+    director: Any, api: requests.Session
+) -> None:
+    erin = director("erin-drafts")
+    race = erin.create_race((5,))  # race_body: complete, created LISTED
+    rid = race["raceId"]
+    assert race["listing"] == "LISTED" and _eventually(lambda: rid in _listed(api))
+    resp = erin.post(f"/api/admin/races/{rid}/unpublish", json={"expectedVersion": race["version"]})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["listing"] == "DRAFT"
+    assert _eventually(lambda: api.get(f"/api/races/{rid}").status_code == 404)
+    incomplete = race_body((5,)) | {"location": ""}
+    refused = erin.post("/api/admin/races", json=incomplete)
+    assert refused.status_code == 409 and refused.json()["fields"] == {"location": "Say where the race is."}

@@ -74,6 +74,8 @@ def draft(*caps: int, **over: Any) -> RaceDraft:
     now = datetime.now(UTC).replace(microsecond=0)
     fields: dict[str, Any] = {
         "name": "Harbour Run",
+        "location": "Harbour",
+        "listing": "LISTED",
         "raceDate": (now + timedelta(days=30)).date().isoformat(),
         "registrationOpensAt": now + timedelta(days=1),
         "registrationClosesAt": now + timedelta(days=10),

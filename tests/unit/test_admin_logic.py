@@ -109,8 +109,8 @@ def test_currency_is_an_iso_code_as_the_document_lists_it() -> None:
     [
         {"holdMinutes": True},
         {"holdMinutes": "10"},
-        {"published": 1},
-        {"published": "true"},
+        {"listing": 1},
+        {"listing": "listed"},
         {"registrationOpensAt": 1_700_000_000},
         {"name": "   "},
         {"events": [{"name": "5K", "cap": True, "priceCents": 2500}]},

@@ -93,10 +93,14 @@ def test_a_race_deleted_after_its_stamp_was_read_is_not_found(w, monkeypatch):
         w.catalog.definition(race.raceId)
 
 
-def test_the_listing_shows_published_races_only(w):
+def test_the_listing_shows_listed_races_only_and_a_draft_is_closed_to_runners(w):
     shown = w.create(3)
-    w.create(3, published=False)
+    by_link = w.create(3, listing="UNLISTED")
+    draft = w.create(3, listing="DRAFT")
     assert [r.raceId for r in w.catalog.list_races().races] == [shown.raceId]
+    assert w.catalog.get_race(by_link.raceId).raceId == by_link.raceId  # open by its link
+    with pytest.raises(RaceNotFound):
+        w.catalog.get_race(draft.raceId)
 
 
 # -- live figures -------------------------------------------------------------------------------------

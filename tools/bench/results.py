@@ -56,6 +56,8 @@ def _arrange(stack: Any, runners: int) -> dict[str, Any]:
         f"{stack.url}/api/admin/races",
         json={
             "name": "Results Day (bench)",
+            "location": "Loopback Park",
+            "listing": "UNLISTED",
             "raceDate": "2099-05-01",
             "registrationOpensAt": "2099-01-01T09:00:00Z",
             "registrationClosesAt": "2099-04-01T09:00:00Z",

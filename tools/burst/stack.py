@@ -86,6 +86,7 @@ def seed_race(
         registrationOpensAt=now - timedelta(minutes=1) if open_now else now + timedelta(hours=20),
         registrationClosesAt=now + timedelta(days=1),
         holdMinutes=15,
+        listing="LISTED",
         events=[EventDraft(name=n, cap=c, priceCents=p) for n, c, p in caps],
     )
     admin = RaceAdmin(

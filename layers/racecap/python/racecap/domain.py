@@ -255,7 +255,7 @@ class RaceChanges(TypedDict, total=False):
     registrationClosesAt: datetime
     registrationState: RegistrationState
     holdMinutes: int
-    published: bool
+    listing: str
     retentionDays: int
 
 

@@ -105,6 +105,12 @@ class CapBelowTaken(Conflict):
     code = "CAP_BELOW_TAKEN"
 
 
+class RaceIncomplete(Conflict):
+    """Publishing a race that runners could not yet register for: ``fields`` says what is missing."""
+
+    code = "RACE_INCOMPLETE"
+
+
 class TooManyEvents(Conflict):
     """The race already has the most events one race may have: the request was valid, the
     race's state refuses it (a schema cannot say how many events a race has)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
 
 
 def _whole_number(v: object) -> object:
@@ -35,6 +35,9 @@ class Model(BaseModel):
 
 
 RegistrationState = Literal["SCHEDULED", "OPEN", "CLOSED"]
+# DRAFT: closed to runners (no page, no holds) while the director sets it up; UNLISTED: open
+# by its link only; LISTED: also on the public race list.
+Listing = Literal["DRAFT", "UNLISTED", "LISTED"]
 PublicRaceStatus = Literal["NOT_YET_OPEN", "OPEN", "CLOSED"]
 PublicEventStatus = Literal["NOT_YET_OPEN", "OPEN", "SOLD_OUT", "CLOSED"]
 
@@ -53,11 +56,23 @@ class Race(Model):
     registrationClosesAt: datetime
     registrationState: RegistrationState = "SCHEDULED"
     holdMinutes: int = 10
-    published: bool = True
+    listing: Listing = "LISTED"
     version: int = 1
     # Days after raceDate that runners' personal data is kept (racecap.logic.retention).
     retentionDays: int = 365
     purgedAt: datetime | None = None  # when the retention job deleted it
+
+    @model_validator(mode="before")
+    @classmethod
+    def _listing_from_published(cls, data: Any) -> Any:
+        # Races stored before drafts existed have ``published`` (true: listed, false: by link).
+        if isinstance(data, dict) and "listing" not in data and "published" in data:
+            data = {**data, "listing": "LISTED" if data["published"] else "UNLISTED"}
+        return data
+
+    @property
+    def is_draft(self) -> bool:
+        return self.listing == "DRAFT"
 
 
 class Event(Model):
@@ -181,7 +196,10 @@ class AdminRaceSummary(Model):
     registrationState: RegistrationState
     registrationOpensAt: datetime
     registrationClosesAt: datetime
-    published: bool
+    listing: Listing = Field(
+        description="DRAFT: closed to runners; UNLISTED: open by its link only; LISTED: also on the race list."
+    )
+    published: bool = Field(description="Not a draft (listing is UNLISTED or LISTED).")
     version: int
 
 

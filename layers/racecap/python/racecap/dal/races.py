@@ -1,6 +1,6 @@
 """Race and event definitions in the Races table (keys: ``dal/keys.py``).
 
-A race and its events share the race's partition, read in one query; published races are
+A race and its events share the race's partition, read in one query; listed races are
 copied to the ``LISTING`` partition for the public list (one small partition, read through
 the cache, never in bursts), whose version item moves on with every change to it.
 """
@@ -74,7 +74,8 @@ class DynamoRaceStore:
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues=values({":pk": LISTING_PK}),
         )
-        return [Race.model_validate(i) for i in items if i.get("published", True)]
+        races = (Race.model_validate(i) for i in items)
+        return [r for r in races if r.listing == "LISTED"]
 
     def listing_version(self) -> int:
         resp = self._db.get_item(TableName=self._table, Key=listing_version_key())
@@ -119,7 +120,7 @@ class DynamoRaceStore:
             self._bump_listing(),
             *also,
         ]
-        if race.published:
+        if race.listing == "LISTED":
             items.append(
                 {
                     "Put": {
@@ -179,9 +180,10 @@ class DynamoRaceStore:
             self._bump_listing(),
             *also,
         ]
-        if current.published and (not updated.published or updated.raceDate != current.raceDate):
+        listed, was_listed = updated.listing == "LISTED", current.listing == "LISTED"
+        if was_listed and (not listed or updated.raceDate != current.raceDate):
             items.append({"Delete": {"TableName": self._table, "Key": listing_key(current.raceDate, race_id)}})
-        if updated.published:
+        if listed:
             items.append(
                 {
                     "Put": {

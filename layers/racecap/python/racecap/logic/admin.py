@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, Literal, cast
 
@@ -28,7 +28,15 @@ from pydantic import (
 from racecap.dal.ports import Inventory, RaceStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import EventChanges, RaceChanges
-from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, TooManyEvents, ValidationFailed
+from racecap.errors import (
+    CapBelowTaken,
+    Conflict,
+    EventNotFound,
+    RaceIncomplete,
+    RaceNotFound,
+    TooManyEvents,
+    ValidationFailed,
+)
 from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, split_cap
 from racecap.logic.eligibility import DEFAULT_MIN_AGE, MAX_AGE
 from racecap.logic.races import race_status
@@ -42,6 +50,7 @@ from racecap.models import (
     Director,
     Event,
     JsonInt,
+    Listing,
     Model,
     Race,
 )
@@ -127,7 +136,11 @@ class RaceFields(Model):
     registrationOpensAt: datetime
     registrationClosesAt: datetime
     holdMinutes: JsonInt = Field(default=10, ge=1, le=60)
-    published: StrictBool = True
+    listing: Listing = Field(
+        default="DRAFT",
+        description="DRAFT (the default: closed to runners while you set it up), UNLISTED (open by its link "
+        "only) or LISTED. A race created UNLISTED or LISTED must be complete, as publishing checks.",
+    )
     retentionDays: JsonInt = Field(
         default=DEFAULT_RETENTION_DAYS,
         ge=MIN_RETENTION_DAYS,
@@ -188,7 +201,7 @@ def _null_is_not_a_value(schema: dict[str, Any]) -> None:
 
 
 class RacePatch(Model):
-    """Fields to change; those left out stay as they are."""
+    """Fields to change; those left out stay as they are (publishing has its own calls)."""
 
     expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
         default=None, description="The version you edited; a Conflict if the race changed meanwhile."
@@ -201,7 +214,6 @@ class RacePatch(Model):
     registrationOpensAt: datetime | None = None
     registrationClosesAt: datetime | None = None
     holdMinutes: Annotated[int, Strict(), Ge(1), Le(60), WHOLE_NUMBER] | None = None
-    published: StrictBool | None = None
     retentionDays: Annotated[int, Strict(), Ge(MIN_RETENTION_DAYS), Le(MAX_RETENTION_DAYS), WHOLE_NUMBER] | None = None
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
@@ -228,6 +240,25 @@ class EventPatch(Model):
     noMaxAge: StrictBool | None = Field(default=None, description="true: remove the event's maximum age.")
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
+
+
+class PublishRequest(Model):
+    model_config = _STRICT
+
+    listing: Literal["UNLISTED", "LISTED"] = Field(
+        default="LISTED", description="LISTED: on the race list too; UNLISTED: open by its link only."
+    )
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
+        default=None, description="The version you saw; a Conflict if the race changed meanwhile."
+    )
+
+
+class UnpublishRequest(Model):
+    model_config = _STRICT
+
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
+        default=None, description="The version you saw; a Conflict if the race changed meanwhile."
+    )
 
 
 def _fields(exc: ValidationError) -> dict[str, str]:
@@ -305,6 +336,8 @@ class RaceAdmin:
     def create_race(
         self, owner_id: str, draft: RaceDraft, *, open_now: bool = False, director: Director | None = None
     ) -> Race:
+        if draft.listing != "DRAFT":
+            _check_complete(draft, list(draft.events))
         race = Race(
             raceId=new_id("race"),
             ownerId=owner_id,
@@ -467,6 +500,42 @@ class RaceAdmin:
             return self._changed(director, race_id)
         raise Conflict("The event kept changing while we tried to save; please retry.")
 
+    # -- publishing ------------------------------------------------------------------------
+    def publish(
+        self, director: Director, race_id: str, listing: Literal["UNLISTED", "LISTED"], expected: int | None = None
+    ) -> AdminRaceView:
+        """Open the race to runners (by its link, or also on the race list), once it is complete."""
+        race, events = self.owned(director, race_id)
+        _check_version(race, expected)
+        if race.listing == listing:
+            return self.view(race, events)
+        _check_complete(race, events)
+        return self._relist(director, race, listing)
+
+    def unpublish(self, director: Director, race_id: str, expected: int | None = None) -> AdminRaceView:
+        """Back to a draft, closed to runners: only while no runner holds or has a place."""
+        race, events = self.owned(director, race_id)
+        _check_version(race, expected)
+        if race.is_draft:
+            return self.view(race, events)
+        taken = sum(self._inventory.usage(race_id, e.eventId, consistent=True).taken for e in events)
+        if taken:
+            raise Conflict(
+                f"{taken} places are held or taken: the race can no longer be a draft. "
+                "Make it unlisted to take it off the race list."
+            )
+        return self._relist(director, race, "DRAFT")
+
+    def _relist(self, director: Director, race: Race, listing: Listing) -> AdminRaceView:
+        audit = self._audit.item(
+            director, race.raceId, "race.publish" if listing != "DRAFT" else "race.unpublish", race.raceId,
+            changes={"listing": {"from": race.listing, "to": listing}},
+        )  # fmt: skip
+        updated = self._store.apply_update(race, {"listing": listing}, [audit])
+        self._catalog.invalidate(race.raceId, updated.version)
+        self._catalog.invalidate_listing()
+        return self.get(director, race.raceId)
+
     # -- helpers ---------------------------------------------------------------------------
     def _run(self, items: list[TransactItem]) -> None:
         if self._transact is None:
@@ -477,6 +546,34 @@ class RaceAdmin:
         race, events = self.owned(director, race_id)
         self._catalog.invalidate(race_id, race.version)
         return self.view(race, events)
+
+
+def missing_for_runners(
+    race: Race | RaceFields, events: Sequence[Event | EventDraft], now: datetime | None = None
+) -> dict[str, str]:
+    """What a race still lacks before runners can register for it, by field."""
+    now = now or datetime.now(race.registrationClosesAt.tzinfo)
+    missing: dict[str, str] = {}
+    if not race.location.strip():
+        missing["location"] = "Say where the race is."
+    if date.fromisoformat(race.raceDate) < now.date():
+        missing["raceDate"] = "The race date has passed."
+    if race.registrationClosesAt <= now:
+        missing["registrationClosesAt"] = "The registration window has ended: set when it opens and closes."
+    if not events:
+        missing["events"] = "Add at least one event."
+    for i, e in enumerate(events):
+        if e.cap <= 0:
+            missing[f"events.{i}.cap"] = f"{e.name} needs a number of places."
+        if e.priceCents < 0:
+            missing[f"events.{i}.priceCents"] = f"{e.name} needs a price."
+    return missing
+
+
+def _check_complete(race: Race | RaceFields, events: Sequence[Event | EventDraft]) -> None:
+    missing = missing_for_runners(race, events)
+    if missing:
+        raise RaceIncomplete("The race is not ready for runners yet: " + " ".join(missing.values()), fields=missing)
 
 
 def _check_version(race: Race, expected: int | None) -> None:
@@ -495,6 +592,7 @@ def _summary(race: Race) -> AdminRaceSummary:
         registrationState=race.registrationState,
         registrationOpensAt=race.registrationOpensAt,
         registrationClosesAt=race.registrationClosesAt,
-        published=race.published,
+        listing=race.listing,
+        published=not race.is_draft,
         version=race.version,
     )

@@ -48,7 +48,7 @@ class HoldService:
     ) -> HoldCreated:
         """Hold one place; ``limits`` are the client's hold-limit counters (``fairness.limits``)."""
         now = now or datetime.now(UTC)
-        race, events = self._catalog.definition(race_id)
+        race, events = self._catalog.for_runners(race_id)
         event = next((e for e in events if e.eventId == event_id), None)
         if event is None:
             raise EventNotFound(f"Race {race_id} has no event {event_id}.")

@@ -57,6 +57,8 @@ class RaceDefinitions(Protocol):
 
     def definition(self, race_id: str) -> tuple[Race, list[Event]]: ...
 
+    def for_runners(self, race_id: str) -> tuple[Race, list[Event]]: ...
+
     def places_came_back(self, race_id: str, event_id: str) -> None: ...
 
 
@@ -79,7 +81,7 @@ class RaceCatalog:
         return RaceList(races=[self._summary(r) for r in races])
 
     def get_race(self, race_id: str) -> RaceView:
-        race, events = self.definition(race_id)
+        race, events = self.for_runners(race_id)
         availability = self.availability(race_id, events)
         status = race_status(race)
         return RaceView(
@@ -126,6 +128,13 @@ class RaceCatalog:
         if doc is None:
             raise RaceNotFound(f"No race with id {race_id}.")
         return Race.model_validate(doc["race"]), [Event.model_validate(e) for e in doc["events"]]
+
+    def for_runners(self, race_id: str) -> tuple[Race, list[Event]]:
+        """The race as runners may see it: a draft does not exist for them (404, no holds)."""
+        race, events = self.definition(race_id)
+        if race.is_draft:
+            raise RaceNotFound(f"No race with id {race_id}.")
+        return race, events
 
     def availability(self, race_id: str, events: list[Event]) -> dict[str, int]:
         return self._cache.get_or_load(
