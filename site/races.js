@@ -65,7 +65,15 @@ export async function raceList() {
       return h('li', { cls: 'card', testid: 'race-item', 'data-race-id': r.raceId },
         h('h2', {}, h('a', { href: `#/races/${enc(r.raceId)}`, testid: 'race-link', 'data-race-id': r.raceId },
           r.name || r.raceId)),
-        h('p', { cls: 'muted' }, [r.location, day(r.raceDate || r.date)].filter(Boolean).join(' · ')), st);
+        h('p', { cls: 'muted' }, [r.location, day(r.raceDate || r.date)].filter(Boolean).join(' · ')), st,
+        (r.events || []).length ? h('ul', { cls: 'event-lines', testid: 'list-events' }, r.events.map((ev) => {
+          const soldOut = ev.status === 'SOLD_OUT';
+          const left = Number(ev.spotsLeft);
+          return h('li', { testid: 'list-event', 'data-state': soldOut ? 'soldout' : 'open' },
+            `${ev.name}: ${money(ev.priceCents, ev.currency)}, `,
+            h('span', { testid: 'list-event-places' }, soldOut ? 'sold out'
+              : `${left} place${left === 1 ? '' : 's'} left`));
+        })) : null);
     })) : h('p', { testid: 'races-empty' }, 'No races are taking registrations right now.'));
   };
   await load();

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -91,3 +93,65 @@ def test_site_is_served_at_root_with_the_api_on_the_same_origin(api):
 
     assert resp.status_code == 200
     assert "text/html" in resp.headers["Content-Type"]
+
+
+class _Counting:
+    """A DynamoDB client that counts the calls made through it."""
+
+    def __init__(self, client: object) -> None:
+        self._client = client
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*args: object, **kwargs: object) -> object:
+            self.calls += 1
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+def test_the_race_list_shows_each_events_places_with_no_database_read_per_request(backend):
+    from racecap.dal.inventory import DynamoInventory
+    from racecap.dal.races import DynamoRaceStore
+    from racecap.logic.races import RaceCatalog
+
+    race_id = backend.create_race([3, 2], name="Listed With Places")
+    counting = _Counting(backend.dynamodb)
+    catalog = RaceCatalog(
+        DynamoRaceStore(counting, backend.table("Races")),
+        DynamoInventory(counting, backend.table("Inventory")),
+        backend.cache(),
+    )
+    listed = next(r for r in catalog.list_races().races if r.raceId == race_id)
+    assert [(e.spotsLeft, e.status) for e in listed.events] == [(3, "OPEN"), (2, "OPEN")]
+
+    # 300 list requests in this environment within a second or so: answered from the caches.
+    before = counting.calls
+    for _ in range(300):
+        catalog.list_races()
+    assert counting.calls - before <= 4, counting.calls - before  # a rebuild at most, not one per request
+
+
+def test_the_race_list_says_sold_out_within_the_caches_time_to_live(api, backend):
+    from racecap.logic.races import AVAILABILITY_LOCAL_TTL, AVAILABILITY_TTL, LIST_LOCAL_TTL, LIST_TTL
+
+    race_id = backend.create_race([2], name="Selling Out")
+    event_id = api.get(f"/api/races/{race_id}").json()["events"][0]["eventId"]
+
+    def listed_event() -> dict:
+        race = next(r for r in api.get("/api/races").json()["races"] if r["raceId"] == race_id)
+        return race["events"][0]
+
+    assert listed_event()["status"] == "OPEN"
+    for _ in range(2):
+        assert api.post(f"/api/races/{race_id}/events/{event_id}/holds").status_code == 201
+    gone = time.monotonic()
+    ttl = LIST_TTL + LIST_LOCAL_TTL + AVAILABILITY_TTL + AVAILABILITY_LOCAL_TTL
+    while listed_event()["status"] != "SOLD_OUT":
+        assert time.monotonic() - gone < ttl + 1.0, listed_event()
+        time.sleep(0.2)
+    assert listed_event()["spotsLeft"] == 0

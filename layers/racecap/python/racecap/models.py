@@ -103,6 +103,15 @@ class EventView(Model):
     ageRule: str = Field(description="The rule in words, e.g. 'ages 4 to 12 on race day'.")
 
 
+class EventSummaryView(Model):
+    eventId: str
+    name: str
+    spotsLeft: int = Field(description="Places left, as on the race page (cached for seconds).")
+    priceCents: int
+    currency: str
+    status: PublicEventStatus
+
+
 class RaceSummaryView(Model):
     raceId: str
     name: str
@@ -113,6 +122,10 @@ class RaceSummaryView(Model):
     registrationClosesAt: datetime
 
 
+class RaceListItem(RaceSummaryView):
+    events: list[EventSummaryView] = Field(description="Each event's places left or SOLD_OUT, in the race's order.")
+
+
 class RaceView(RaceSummaryView):
     description: str
     currency: str
@@ -121,7 +134,7 @@ class RaceView(RaceSummaryView):
 
 
 class RaceList(Model):
-    races: list[RaceSummaryView]
+    races: list[RaceListItem]
 
 
 # -- holds and registrations -----------------------------------------------------------

@@ -18,11 +18,13 @@ from racecap.errors import RaceNotFound
 from racecap.logic.eligibility import rule_text
 from racecap.models import (
     Event,
+    EventSummaryView,
     EventView,
     PublicEventStatus,
     PublicRaceStatus,
     Race,
     RaceList,
+    RaceListItem,
     RaceSummaryView,
     RaceView,
 )
@@ -31,6 +33,11 @@ DEFINITION_TTL = 300.0  # shared tier; the version stamp, not the TTL, is what i
 DEFINITION_LOCAL_TTL = 30.0
 AVAILABILITY_TTL = 2.0
 AVAILABILITY_LOCAL_TTL = 1.0
+# The race list with every listed event's places: one entry, rebuilt at most this often for
+# all environments (from the races' own cached definitions and places), so a list request
+# costs no database read; a sell-out shows within about twice this plus the local copy.
+LIST_TTL = 2.0
+LIST_LOCAL_TTL = 1.0
 
 
 def race_status(race: Race, now: datetime | None = None) -> PublicRaceStatus:
@@ -71,14 +78,43 @@ class RaceCatalog:
     # -- the public pages ----------------------------------------------------
     def list_races(self) -> RaceList:
         version = self._cache.stamp("listing", self._store.listing_version)
+        doc = self._cache.get_or_load(
+            f"listing:v{version}:view", lambda: self._list_view(version), ttl=LIST_TTL, local_ttl=LIST_LOCAL_TTL
+        )
+        return RaceList.model_validate(doc)
+
+    def _list_view(self, version: int) -> dict[str, Any]:
         docs = self._cache.get_or_load(
             f"listing:v{version}",
             lambda: [r.model_dump(mode="json") for r in self._store.list_published()],
             ttl=DEFINITION_TTL,
             local_ttl=DEFINITION_LOCAL_TTL,
         )
-        races = [Race.model_validate(d) for d in docs]
-        return RaceList(races=[self._summary(r) for r in races])
+        items = []
+        for race in (Race.model_validate(d) for d in docs):
+            try:
+                _, events = self.definition(race.raceId)
+            except RaceNotFound:
+                continue  # deleted between the two reads
+            left = self.availability(race.raceId, events)
+            status = race_status(race)
+            items.append(
+                RaceListItem(
+                    **self._summary(race).model_dump(),
+                    events=[
+                        EventSummaryView(
+                            eventId=e.eventId,
+                            name=e.name,
+                            spotsLeft=left.get(e.eventId, 0),
+                            priceCents=e.priceCents,
+                            currency=e.currency,
+                            status=event_status(status, left.get(e.eventId, 0)),
+                        )
+                        for e in events
+                    ],
+                )
+            )
+        return RaceList(races=items).model_dump(mode="json")
 
     def get_race(self, race_id: str) -> RaceView:
         race, events = self.for_runners(race_id)
