@@ -792,7 +792,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/docs", "PublicApi"),
     Route("GET", "/api/docs/{asset}", "PublicApi"),  # the docs page's script and style files
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
+    Route("GET", "/api/holds/{holdId}", "RegistrationApi"),
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
+    Route("POST", "/api/holds/{holdId}/payment", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/payment/confirm", "RegistrationApi"),
     # Stripe's webhook deliveries (signed; no per-address rate limit: Stripe sends from few addresses).

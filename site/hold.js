@@ -24,7 +24,8 @@ const ageRule = (c) => (c.ageRule ? {
 } : null);
 
 export function holdPage(holdId) {
-  const ctx = store.get(`hold:${holdId}`) || { holdId };
+  const ctx = store.get(`hold:${holdId}`);
+  if (!ctx) return import('./holdlink.js').then((m) => m.openLink(holdId, holdPage)); // opened elsewhere
   if (ctx.registrationId) return go(`/registrations/${enc(ctx.registrationId)}`, true);
   const { h1, body, signal } = page(ctx.eventName ? `Register: ${ctx.eventName}` : 'Register');
   // A new hold after an expired one starts from the details typed last time ("carry").
@@ -114,7 +115,8 @@ export function holdPage(holdId) {
     save();
     details.hidden = n !== 1;
     payment.hidden = n !== 2;
-    setText(who, `Registering ${state.firstName || ''} ${state.lastName || ''} (${state.email || ''}).`);
+    setText(who, state.email ? `Registering ${state.firstName || ''} ${state.lastName || ''} (${state.email}).`
+      : 'The runner\'s details were sent from another device.');
     if (focusName) fields[focusName].input.focus();
   }
 
@@ -185,6 +187,24 @@ export function holdPage(holdId) {
     store.set(`hold:${holdId}`, { ...ctx, registrationId: id });
     store.del(`form:${holdId}`);
     return go(`/registrations/${enc(id)}`, true);
+  }
+
+  async function resume() {
+    lock(true);
+    status.set('Loading your payment…');
+    try {
+      const { data, retryAfter } = await withBusyRetry(
+        () => api('POST', `/holds/${enc(holdId)}/payment`, { signal }), { signal });
+      lock(false);
+      status.set('');
+      if (data.status === 'QUEUED' || data.status === 'CONFIRMED') return finish(data.registrationId, {}, retryAfter);
+      return showCardForm(data);
+    } catch (e) {
+      if (signal.aborted) return;
+      lock(false);
+      status.set('');
+      fail(e);
+    }
   }
 
   // The details were accepted: the email is ours and the hold has its payment. Show the card form.
@@ -336,7 +356,9 @@ export function holdPage(holdId) {
     h('div', { cls: 'timer-box' }, timer, bar), form, h('p', {}, release), ...releaseStatus.el,
   );
   step(1);
-  if (state.step === 2 && !state.pending && !Object.keys(validate(state, DETAILS, undefined, ageRule(ctx))).length) {
+  if (ctx.elsewhere && !state.email) {
+    resume(); // details sent on another device: the hold's intent, without them
+  } else if (state.step === 2 && !state.pending && !Object.keys(validate(state, DETAILS, undefined, ageRule(ctx))).length) {
     submit(registrationBody(state)); // a reload on the card form: the same intent comes back
   } else if (state.pending) {
     problem.replaceChildren(errorBox('Your last attempt did not finish. Your details are saved.',

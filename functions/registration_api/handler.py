@@ -21,7 +21,7 @@ from racecap.fairness.limits import client_limits
 from racecap.fairness.queue import ChallengeView, EnterRequest, NowServingView, QueueView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
-from racecap.models import HoldCreated, RegistrationAccepted, RegistrationStatus, WebhookAnswer
+from racecap.models import HoldCreated, HoldView, RegistrationAccepted, RegistrationStatus, WebhookAnswer
 from racecap.observability import logger, metrics, tracer
 from racecap.wiring import (
     client,
@@ -157,6 +157,19 @@ def _queue_response(view: QueueView) -> Response[QueueView]:
     return Response(200, content_types.APPLICATION_JSON, view, headers=headers)
 
 
+@app.get(
+    "/api/holds/<holdId>",
+    summary="A hold, as its link shows it on any device",
+    description="The event, the price held, the clock, and how far it got (details sent, paid). Never the "
+    "runner's name, email or date of birth.",
+    tags=["Registration"],
+    responses={404: {"description": "HOLD_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_hold(holdId: str) -> Response[HoldView]:
+    return Response(200, content_types.APPLICATION_JSON, hold_service().view(holdId), headers=NO_STORE)
+
+
 @app.delete(
     "/api/holds/<holdId>",
     summary="Give a held place back",
@@ -225,7 +238,11 @@ _BUSY: OpenAPIResponse = {
 def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Response[RegistrationAccepted]:
     # No idempotency record: the same call repeated (a double click, a retry after a lost
     # response) is safe by the hold's state machine (racecap.logic.registration's doc).
-    result = registration_service().register(holdId, body)
+    return _accepted(registration_service().register(holdId, body))
+
+
+def _accepted(result: RegistrationAccepted) -> Response[RegistrationAccepted]:
+    """Paid (202, with when to check first) or the card step (200, with what the card form needs)."""
     status = 202 if result.status in ("QUEUED", "CONFIRMED") else 200
     if status == 200:  # what the site's card form needs: public configuration, not secrets
         result.publishableKey = settings.payments_publishable_key
@@ -265,6 +282,27 @@ def _queued_headers(result: RegistrationAccepted) -> dict[str, str]:
 def confirm_payment(holdId: str) -> Response[RegistrationAccepted]:
     result = registration_service().confirm(holdId)
     return Response(202, content_types.APPLICATION_JSON, result, headers=_queued_headers(result))
+
+
+@app.post(
+    "/api/holds/<holdId>/payment",
+    summary="The card step of a hold whose details were sent (a link opened on another device)",
+    description="Answers with the hold's one PaymentIntent (`clientSecret`) without the runner's details; "
+    "QUEUED or CONFIRMED (202) when it is already paid.",
+    tags=["Registration"],
+    responses={
+        200: {"description": "Payment required: confirm it with `clientSecret`", "links": _CONFIRM_LINK},
+        202: {"description": "Already paid", "links": _OUTCOME_LINK, "headers": _FIRST_CHECK},
+        404: {"description": "HOLD_NOT_FOUND"},
+        409: {"description": "PAYMENT_NOT_STARTED: the details were not sent yet"},
+        410: {"description": "HOLD_EXPIRED"},
+        429: _BUSY,
+    },
+)
+@tracer.capture_method
+def payment_step(holdId: str) -> Response[RegistrationAccepted]:
+    result = registration_service().payment_step(holdId)
+    return _accepted(result)
 
 
 @app.post(

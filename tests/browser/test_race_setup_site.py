@@ -1,8 +1,10 @@
 """A race's set-up as runners meet it, in real headless Chromium: an event's age rule on race
-day, checked by the site and the API from one rule (the site's message is the API's)."""
+day, checked by the site and the API from one rule (the site's message is the API's); a hold
+link that resumes on another device."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -10,7 +12,19 @@ from playwright.sync_api import Page, expect
 from racecap.logic.admin import EventDraft, RaceDraft
 
 from tests.browser.conftest import CHROMIUM
-from tests.browser.steps import Runner, event_card, field, hold_place, published, unique
+from tests.browser.steps import (
+    CARD_FRAME,
+    Runner,
+    event_card,
+    expect_confirmed,
+    field,
+    fill_details,
+    hold_place,
+    new_race,
+    pay,
+    published,
+    unique,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -89,3 +103,35 @@ def test_the_age_rule_is_measured_on_race_day_and_the_site_and_the_api_answer_al
         f"/api/holds/{held}/registration", json=body | {"dateOfBirth": eighteen_on_race_day.isoformat()}
     )
     assert accepted.status_code == 200, accepted.text  # the card step
+
+
+def test_a_hold_link_opened_in_another_browser_resumes_at_the_card_step_and_pays(new_page, backend) -> None:
+    race_id = new_race(backend, unique("Two Devices 10K"), [5])
+    laptop = new_page()
+    laptop.goto(f"/?fastpoll=1#/races/{race_id}")
+    hold_id = hold_place(laptop)
+    fill_details(laptop, Runner.new())
+    expect(laptop.locator(CARD_FRAME)).to_be_visible()
+    link = laptop.url
+
+    phone = new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone.goto(link.replace("/#/", "/?fastpoll=1#/"))
+    expect(phone.get_by_test_id("hold-summary")).to_contain_text("$25.00")
+    expect(phone.get_by_test_id("hold-countdown")).to_have_text(re.compile(r"Your place is held for \d+:\d\d\."))
+    expect(phone.get_by_test_id("runner-summary")).to_have_text("The runner's details were sent from another device.")
+    expect(phone.locator(CARD_FRAME)).to_be_visible()
+    assert phone.url.endswith(f"#/holds/{hold_id}")
+    pay(phone)
+    expect_confirmed(phone)
+
+
+def test_a_hold_link_opened_elsewhere_before_the_details_shows_the_form_with_the_event(new_page, backend) -> None:
+    race_id = new_race(backend, unique("Link First 5K"), [5])
+    first = new_page()
+    first.goto(f"/?fastpoll=1#/races/{race_id}")
+    hold_id = hold_place(first)
+    other = new_page()
+    other.goto(f"/?fastpoll=1#/holds/{hold_id}")
+    expect(other.get_by_test_id("registration-form")).to_be_visible()
+    expect(other.get_by_test_id("hold-summary")).to_contain_text("Event 0")
+    expect(other.get_by_test_id("field-email")).to_be_visible()

@@ -6,7 +6,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from racecap.domain import HoldPhase
-from racecap.errors import Conflict, EventNotFound, HoldNotFound, RegistrationClosed, SoldOut
+from racecap.errors import (
+    Conflict,
+    EventNotFound,
+    HoldExpired,
+    HoldNotFound,
+    PaymentNotStarted,
+    RegistrationClosed,
+    SoldOut,
+)
 from racecap.logic.races import sold_out_flag
 
 from tests.unit.core_world import World, request
@@ -98,3 +106,40 @@ def test_a_paid_place_cannot_be_released(world):
     with pytest.raises(Conflict):
         world.hold_service.release(created.holdId)
     assert world.tables.taken("race-1", "ev0") == 1
+
+
+def test_a_holds_link_shows_its_event_price_and_progress_on_any_device_and_no_personal_data():
+    world = World()
+    world.race()
+    hold_id = world.hold_service.hold("race-1", "ev0").holdId
+    fresh = world.hold_service.view(hold_id)
+    assert (fresh.status, fresh.detailsSent, fresh.eventName, fresh.priceCents, fresh.registrationId) == (
+        "HELD", False, "10K", 2500, None,
+    )  # fmt: skip
+    assert fresh.ageRule == "ages 5 and over on race day"
+    accepted = world.registration.register(hold_id, request(card=None))
+    assert accepted.status == "PAYMENT_REQUIRED"
+    paying = world.hold_service.view(hold_id)
+    assert (paying.status, paying.detailsSent) == ("PAYING", True)
+    assert not {"email", "firstName", "lastName", "dateOfBirth"} & set(paying.model_dump())
+    # The card step on another device: the same intent, without the runner's details.
+    step = world.registration.payment_step(hold_id)
+    assert (step.status, step.clientSecret) == ("PAYMENT_REQUIRED", accepted.clientSecret)
+    assert len(world.payments.intents) == 1
+
+
+def test_a_holds_link_after_paying_leads_to_the_registration_and_an_expired_one_says_so():
+    world = World()
+    world.race()
+    hold_id = world.hold_service.hold("race-1", "ev0").holdId
+    with pytest.raises(PaymentNotStarted):
+        world.registration.payment_step(hold_id)
+    world.registration.register(hold_id, request())
+    paid = world.hold_service.view(hold_id)
+    assert (paid.status, paid.registrationId) == ("QUEUED", world.holds.get(hold_id).registrationId)
+    assert world.registration.payment_step(hold_id).status == "QUEUED"
+    other = world.hold_service.hold("race-1", "ev0").holdId
+    later = world.holds.get(other).expiresAt + timedelta(seconds=1)
+    assert world.hold_service.view(other, now=later).status == "EXPIRED"
+    with pytest.raises(HoldExpired):
+        world.registration.payment_step(other, now=later)

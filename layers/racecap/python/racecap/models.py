@@ -145,6 +145,29 @@ class HoldCreated(Model):
     eventId: str
 
 
+class HoldView(Model):
+    """What a hold's link tells whoever opens it: never the runner's personal data."""
+
+    holdId: str
+    status: Literal["HELD", "PAYING", "QUEUED", "CONFIRMED", "EXPIRED", "RELEASED", "CANCELLED"] = Field(
+        description="HELD: details not sent yet; PAYING: details sent, the card step is next "
+        "(POST /api/holds/{holdId}/payment gives it); QUEUED/CONFIRMED: paid (see registrationId)."
+    )
+    expiresAt: datetime
+    detailsSent: bool = Field(description="The runner's details were sent (from whichever device).")
+    raceId: str
+    raceName: str
+    raceDate: str
+    eventId: str
+    eventName: str
+    priceCents: int = Field(description="What the place costs: the price when it was held.")
+    currency: str
+    minAge: int
+    maxAge: int | None
+    ageRule: str
+    registrationId: str | None = Field(description="Once paid: the registration to follow (its waiting screen).")
+
+
 class RegistrationAccepted(Model):
     registrationId: str
     status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING", "QUEUED", "CONFIRMED"] = Field(

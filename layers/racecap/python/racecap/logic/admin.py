@@ -520,9 +520,10 @@ class RaceAdmin:
             return self.view(race, events)
         taken = sum(self._inventory.usage(race_id, e.eventId, consistent=True).taken for e in events)
         if taken:
+            places = "1 place is" if taken == 1 else f"{taken} places are"
             raise Conflict(
-                f"{taken} places are held or taken: the race can no longer be a draft. "
-                "Make it unlisted to take it off the race list."
+                f"{places} held or taken: the race can no longer be a draft. "
+                "Publish it UNLISTED to take it off the race list."
             )
         return self._relist(director, race, "DRAFT")
 

@@ -14,11 +14,12 @@ from datetime import UTC, datetime, timedelta
 
 from racecap.cache import Flags
 from racecap.dal.ports import HoldStore
-from racecap.domain import PAID_PHASES, Hold, HoldPhase
+from racecap.domain import DONE_PHASES, PAID_PHASES, Hold, HoldPhase
 from racecap.errors import Conflict, EventNotFound, HoldNotFound, RegistrationClosed, SoldOut
 from racecap.logic.capacity import shard_name
+from racecap.logic.eligibility import rule_text
 from racecap.logic.races import RaceDefinitions, race_status, sold_out_flag
-from racecap.models import HoldCreated
+from racecap.models import HoldCreated, HoldView
 from racecap.observability import metrics
 
 SOLD_OUT_FLAG_TTL = 5.0  # seconds; short, so places that come back are offered again soon
@@ -86,6 +87,37 @@ class HoldService:
             raise SoldOut(f"{event.name} is sold out.")
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
         return HoldCreated(holdId=hold_id, expiresAt=expires, raceId=race_id, eventId=event_id)
+
+    def view(self, hold_id: str, now: datetime | None = None) -> HoldView:
+        """A hold as its link shows it on any device: the event, price and clock, and how far
+        it got; no name, email or date of birth (the link is all it takes to read it)."""
+        now = now or datetime.now(UTC)
+        hold = self._holds.get(hold_id)
+        if hold is None:
+            raise HoldNotFound(f"No hold with id {hold_id}.")
+        race, events = self._catalog.definition(hold.raceId)
+        event = next((e for e in events if e.eventId == hold.eventId), None)
+        if event is None:
+            raise HoldNotFound(f"No hold with id {hold_id}.")
+        unpaid = hold.status in (HoldPhase.HELD, HoldPhase.PAYING)
+        status = "EXPIRED" if unpaid and hold.expired(now) else str(hold.status)
+        return HoldView(
+            holdId=hold.holdId,
+            status=status,  # type: ignore[arg-type]
+            expiresAt=hold.expiresAt,
+            detailsSent=hold.attempt is not None,
+            raceId=race.raceId,
+            raceName=race.name,
+            raceDate=race.raceDate,
+            eventId=event.eventId,
+            eventName=event.name,
+            priceCents=hold.attempt.amountCents if hold.attempt else event.priceCents,
+            currency=hold.attempt.currency if hold.attempt else event.currency,
+            minAge=event.minAge,
+            maxAge=event.maxAge,
+            ageRule=rule_text(event.minAge, event.maxAge),
+            registrationId=hold.registrationId if hold.status in DONE_PHASES else None,
+        )
 
     def release(self, hold_id: str) -> None:
         """The runner gives the place back. Idempotent; a paid hold is not released here."""

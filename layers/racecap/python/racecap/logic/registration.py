@@ -251,6 +251,27 @@ class RegistrationService:
             raise PaymentPending("Your payment is still being processed; please retry in a moment.", retry_after=2)
         return answer
 
+    def payment_step(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
+        """The card step of a hold whose details were sent, wherever its link is opened: the
+        hold's one intent (its client secret), without the runner's details. A payment that
+        already succeeded queues the registration, as the confirm call would."""
+        now = now or datetime.now(UTC)
+        hold = self._holds.get(hold_id)
+        if hold is None:
+            raise HoldNotFound(f"No hold with id {hold_id}.")
+        if hold.status in DONE_PHASES:
+            return RegistrationAccepted(
+                registrationId=hold.registrationId,
+                status="CONFIRMED" if hold.status == HoldPhase.CONFIRMED else "QUEUED",
+            )
+        if hold.status in GONE_PHASES or hold.status == HoldPhase.CANCELLED or hold.expired(now):
+            raise HoldExpired("Your hold on this place has expired; please hold a new place.")
+        if hold.status != HoldPhase.PAYING or hold.attempt is None or hold.intentId is None:
+            raise PaymentNotStarted("Send the runner's details first; no payment has started for this hold.")
+        intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
+        race, event = self._race_event(hold)
+        return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=False)
+
     def payment_succeeded(self, intent: PaymentIntent, now: datetime | None = None) -> str:
         """A succeeded intent, however we learnt of it (webhook, reconciliation): queue the
         registration once. Answers "queued", "already" (nothing to do) or "orphan" (no hold
