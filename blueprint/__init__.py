@@ -769,6 +769,7 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("PATCH", "/races/{raceId}"),
     ("POST", "/races/{raceId}/events"),
     ("PATCH", "/races/{raceId}/events/{eventId}"),
+    ("POST", "/races/{raceId}/copy"),
     ("POST", "/races/{raceId}/publish"),
     ("POST", "/races/{raceId}/unpublish"),
     ("GET", "/races/{raceId}/window"),

@@ -23,6 +23,7 @@ from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
 from racecap.logic.admin import (
     MAX_EVENTS,
+    CopyRequest,
     EventDraft,
     EventPatch,
     PublishRequest,
@@ -149,6 +150,22 @@ def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[Admi
 @tracer.capture_method
 def edit_event(raceId: str, eventId: str, body: Annotated[EventPatch, Body()]) -> Response[AdminRaceView]:
     return _json(200, race_admin().update_event(_director(), raceId, eventId, body))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/copy",
+    summary="Copy a race: next year's edition as a new draft",
+    description="Settings and events (places, prices, age rules) are copied; the race date moves to `raceDate` "
+    "(default: a year later) and the registration window with it. No registrations come along.",
+    tags=["Admin: races"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 201: {"description": "The new draft"}, 400: {"description": "VALIDATION_ERROR"}},
+)
+@tracer.capture_method
+def copy_race(raceId: str, body: Annotated[CopyRequest | None, Body()] = None) -> Response[AdminRaceView]:
+    director = _director()
+    copy = race_admin().copy_race(director, raceId, body or CopyRequest())
+    return _json(201, race_admin().get(director, copy.raceId))
 
 
 @app.post(

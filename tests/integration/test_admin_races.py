@@ -250,3 +250,24 @@ def test_an_untouched_draft_goes_back_to_draft_and_a_complete_race_may_be_create
     incomplete = race_body((5,)) | {"location": ""}
     refused = erin.post("/api/admin/races", json=incomplete)
     assert refused.status_code == 409 and refused.json()["fields"] == {"location": "Say where the race is."}
+
+
+def test_copying_last_years_race_makes_a_draft_with_its_events_and_shifted_dates_and_no_registrations(
+    director: Any, api: requests.Session
+) -> None:
+    erin = director("erin-copies")
+    race = erin.create_race((10, 4))
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    erin.open_now(rid)
+    assert hold(api, rid, eid).status_code == 201
+    resp = erin.post(f"/api/admin/races/{rid}/copy", json={"name": "Next Year"})
+    assert resp.status_code == 201, resp.text
+    copy = resp.json()
+    assert copy["raceId"] != rid and (copy["name"], copy["listing"]) == ("Next Year", "DRAFT")
+    assert copy["raceDate"][:4] == str(int(race["raceDate"][:4]) + 1)
+    assert [(e["name"], e["cap"], e["priceCents"], e["taken"]) for e in copy["events"]] == [
+        (e["name"], e["cap"], e["priceCents"], 0) for e in race["events"]
+    ]
+    assert erin.get(f"/api/admin/races/{copy['raceId']}/registrations").json()["registrations"] == []
+    other = director("otto-copies").post(f"/api/admin/races/{rid}/copy")
+    assert other.status_code == 404

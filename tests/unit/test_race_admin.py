@@ -3,7 +3,7 @@ and what is refused (another director's race, stale copies, caps below the place
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, TooManyEvents, ValidationFailed
@@ -276,3 +276,29 @@ def test_an_events_age_rule_is_set_shown_and_edited_and_never_upside_down(w):
         w.admin.update_event(DANA, race.raceId, event_id, EventPatch(noMaxAge=True, maxAge=30))
     with pytest.raises(ValueError, match="minAge must not be above maxAge"):
         EventDraft(name="Kids", cap=10, priceCents=500, minAge=12, maxAge=4)
+
+
+# -- copying last year's race -------------------------------------------------------------------
+def test_a_copied_race_is_a_new_draft_with_the_events_prices_and_rules_a_year_later_and_no_registrations(w):
+    from racecap.logic.admin import CopyRequest
+
+    race = w.create(20, 5, open_now=True)
+    kids = _event_id(w, race.raceId, 1)
+    w.admin.update_event(DANA, race.raceId, kids, EventPatch(minAge=4, maxAge=12, priceCents=900))
+    take(w, race.raceId, kids, 3)
+    copy = w.admin.copy_race(DANA, race.raceId, CopyRequest())
+    view = w.admin.get(DANA, copy.raceId)
+    assert copy.raceId != race.raceId and (view.listing, view.registrationState) == ("DRAFT", "SCHEDULED")
+    assert date.fromisoformat(view.raceDate) == date.fromisoformat(race.raceDate).replace(
+        year=int(race.raceDate[:4]) + 1
+    )
+    assert view.registrationOpensAt - race.registrationOpensAt == view.registrationClosesAt - race.registrationClosesAt
+    assert [(e.name, e.cap, e.priceCents, e.minAge, e.maxAge, e.taken) for e in view.events] == [
+        ("5K", 20, 2500, 5, None, 0),
+        ("10K", 5, 900, 4, 12, 0),
+    ]
+    assert w.audit_store.actions(copy.raceId) == ["race.create"]
+    moved = w.admin.copy_race(DANA, race.raceId, CopyRequest(raceDate="2031-03-01", name="Harbour Run 2031"))
+    assert (moved.name, moved.raceDate) == ("Harbour Run 2031", "2031-03-01")
+    with pytest.raises(RaceNotFound):
+        w.admin.copy_race(OTTO, race.raceId, CopyRequest())

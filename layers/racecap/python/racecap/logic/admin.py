@@ -242,6 +242,33 @@ class EventPatch(Model):
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 
 
+class CopyRequest(Model):
+    model_config = _STRICT
+
+    name: str | None = Field(
+        default=None, min_length=1, max_length=150, pattern=SOME_TEXT, description="Default: the same name."
+    )
+    raceDate: str | None = Field(
+        default=None,
+        pattern=DATE_PATTERN,
+        description="The new edition's date, YYYY-MM-DD; default: the same day a year later. The registration "
+        "window moves by as many days.",
+        json_schema_extra={"format": "date"},
+    )
+
+    model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
+
+    @field_validator("raceDate")
+    @classmethod
+    def _real_date(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                date.fromisoformat(v)
+            except ValueError as exc:
+                raise ValueError("Not a date; use YYYY-MM-DD.") from exc
+        return v
+
+
 class PublishRequest(Model):
     model_config = _STRICT
 
@@ -334,7 +361,13 @@ class RaceAdmin:
 
     # -- creating --------------------------------------------------------------------------
     def create_race(
-        self, owner_id: str, draft: RaceDraft, *, open_now: bool = False, director: Director | None = None
+        self,
+        owner_id: str,
+        draft: RaceDraft,
+        *,
+        open_now: bool = False,
+        director: Director | None = None,
+        copied_from: str | None = None,
     ) -> Race:
         if draft.listing != "DRAFT":
             _check_complete(draft, list(draft.events))
@@ -365,7 +398,15 @@ class RaceAdmin:
         also = []
         if director is not None and self._audit is not None:
             also.append(
-                self._audit.item(director, race.raceId, "race.create", race.raceId, name=race.name, events=len(events))
+                self._audit.item(
+                    director,
+                    race.raceId,
+                    "race.create",
+                    race.raceId,
+                    name=race.name,
+                    events=len(events),
+                    **({"copiedFrom": copied_from} if copied_from else {}),
+                )
             )
         self._store.create(race, events, also)
         if self._catalog is not None:
@@ -500,6 +541,34 @@ class RaceAdmin:
             return self._changed(director, race_id)
         raise Conflict("The event kept changing while we tried to save; please retry.")
 
+    def copy_race(self, director: Director, race_id: str, request: CopyRequest) -> Race:
+        """Next year's edition: the race's settings and events (places, prices, age rules), its
+        dates moved together to the new race date; a new draft, with no registrations."""
+        race, events = self.owned(director, race_id)
+        old_day = date.fromisoformat(race.raceDate)
+        new_day = date.fromisoformat(request.raceDate) if request.raceDate else _a_year_later(old_day)
+        shift = new_day - old_day
+        fields = {k: getattr(race, k) for k in RaceFields.model_fields if k != "listing"}
+        try:
+            draft = RaceDraft.model_validate(
+                {
+                    **fields,
+                    "name": request.name or race.name,
+                    "raceDate": new_day.isoformat(),
+                    "registrationOpensAt": race.registrationOpensAt + shift,
+                    "registrationClosesAt": race.registrationClosesAt + shift,
+                    "listing": "DRAFT",
+                    "events": [
+                        {"name": e.name, "cap": e.cap, "priceCents": e.priceCents, "minAge": e.minAge}
+                        | ({"maxAge": e.maxAge} if e.maxAge is not None else {})
+                        for e in events
+                    ],
+                }
+            )
+        except ValidationError as exc:
+            raise ValidationFailed("The copy would not be a valid race.", fields=_fields(exc)) from exc
+        return self.create_race(director.sub, draft, director=director, copied_from=race_id)
+
     # -- publishing ------------------------------------------------------------------------
     def publish(
         self, director: Director, race_id: str, listing: Literal["UNLISTED", "LISTED"], expected: int | None = None
@@ -575,6 +644,13 @@ def _check_complete(race: Race | RaceFields, events: Sequence[Event | EventDraft
     missing = missing_for_runners(race, events)
     if missing:
         raise RaceIncomplete("The race is not ready for runners yet: " + " ".join(missing.values()), fields=missing)
+
+
+def _a_year_later(day: date) -> date:
+    try:
+        return day.replace(year=day.year + 1)
+    except ValueError:  # 29 February
+        return day.replace(year=day.year + 1, day=28)
 
 
 def _check_version(race: Race, expected: int | None) -> None:
