@@ -35,9 +35,10 @@ function raceLine(r, st) {
   const opens = toMs(r.registrationOpensAt);
   const closes = toMs(r.registrationClosesAt);
   if (st === 'upcoming') {
-    return opens > now() ? `Registration opens in ${duration(opens - now())} (${when(opens)}).` : 'Opening any moment…';
+    return opens > now() ? `Registration opens in ${duration(opens - now())} (${when(opens, r.timeZone)}).`
+      : 'Opening any moment…';
   }
-  if (st === 'open') return closes ? `Registration closes ${when(closes)}.` : '';
+  if (st === 'open') return closes ? `Registration closes ${when(closes, r.timeZone)}.` : '';
   if (st === 'soldout') return 'All places are taken. Places come back when holds expire, so check again soon.';
   return 'Registration is closed.';
 }

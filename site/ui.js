@@ -78,10 +78,15 @@ export function day(s) {
   return d.toLocaleDateString(undefined, only ? { ...o, timeZone: 'UTC' } : o);
 }
 
-export function when(v) {
+// An instant as the race's local time (its IANA zone, when known), with the zone's name.
+export function when(v, timeZone) {
   const t = toMs(v);
-  return Number.isNaN(t) ? '' : new Date(t).toLocaleString(undefined,
-    { day: 'numeric', month: 'short', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' });
+  const o = { day: 'numeric', month: 'short', hour: 'numeric', minute: '2-digit', timeZoneName: 'short' };
+  try {
+    return Number.isNaN(t) ? '' : new Date(t).toLocaleString(undefined, timeZone ? { ...o, timeZone } : o);
+  } catch {
+    return new Date(t).toLocaleString(undefined, o); // a zone this browser does not know
+  }
 }
 
 // Rounds down: a countdown never promises more time than is left.

@@ -135,3 +135,22 @@ def test_a_hold_link_opened_elsewhere_before_the_details_shows_the_form_with_the
     expect(other.get_by_test_id("registration-form")).to_be_visible()
     expect(other.get_by_test_id("hold-summary")).to_contain_text("Event 0")
     expect(other.get_by_test_id("field-email")).to_be_visible()
+
+
+def test_a_races_times_are_shown_in_its_own_time_zone_whatever_the_runners(page: Page, backend) -> None:
+    now = datetime.now(UTC)
+    draft = RaceDraft(
+        name=unique("Auckland Harbour Run"),
+        location="Auckland",
+        listing="LISTED",
+        timeZone="Pacific/Auckland",
+        raceDate=(now + timedelta(days=60)).date().isoformat(),
+        registrationOpensAt=now + timedelta(days=2),
+        registrationClosesAt=now + timedelta(days=30),
+        events=[EventDraft(name="10K", cap=10, priceCents=3000)],
+    )
+    race_id = published(backend, backend.admin().create_race("director-test", draft).raceId)
+    page.goto(f"/#/races/{race_id}")  # the browser is in UTC here
+    countdown = page.get_by_test_id("race-countdown")
+    expect(countdown).to_contain_text("Registration opens in")
+    expect(countdown).to_have_text(re.compile(r"(NZ[DS]T|GMT\+1[23])"))

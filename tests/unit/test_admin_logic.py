@@ -87,7 +87,8 @@ def _draft(**over: Any) -> dict[str, Any]:
         ({"raceDate": "2020-01-01"}, "registrationClosesAt"),
         ({"raceDate": "2030-13-01"}, "raceDate"),
         ({"currency": "ABC"}, "currency"),
-        ({"registrationOpensAt": datetime(2030, 1, 1)}, "registrationOpensAt"),
+        ({"timeZone": "Mars/Olympus_Mons"}, "timeZone"),
+        ({"timeZone": "Mars/Olympus_Mons", "registrationOpensAt": datetime(2030, 1, 1)}, "registrationOpensAt"),
         ({"extra": 1}, "extra"),
     ],
 )
@@ -189,3 +190,21 @@ def test_a_cursor_round_trips_and_garbage_is_a_validation_error() -> None:
     for bad in ("%%%", "bm90LWEtY3Vyc29y", "-1.3", "1.2.3"):
         with pytest.raises(ValidationFailed):
             decode_cursor(bad)
+
+
+def test_times_without_an_offset_are_the_races_local_times_stored_in_utc() -> None:
+    draft = RaceDraft.model_validate(
+        _draft(
+            timeZone="America/Los_Angeles",
+            raceDate="2030-07-04",
+            registrationOpensAt=datetime(2030, 1, 1, 9, 0),  # 09:00 in Los Angeles, winter: UTC-8
+            registrationClosesAt="2030-07-03T20:00:00",  # summer: UTC-7
+        )
+    )
+    assert draft.registrationOpensAt == datetime(2030, 1, 1, 17, 0, tzinfo=UTC)
+    assert draft.registrationClosesAt == datetime(2030, 7, 4, 3, 0, tzinfo=UTC)  # still the 3rd in LA
+    # Closing on race day in Los Angeles is fine though it is the next day in UTC; the day after is not.
+    with pytest.raises(ValidationError, match="race date"):
+        RaceDraft.model_validate(
+            _draft(timeZone="America/Los_Angeles", raceDate="2030-07-04", registrationClosesAt="2030-07-05T01:00:00")
+        )

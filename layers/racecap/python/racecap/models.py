@@ -52,6 +52,7 @@ class Race(Model):
     raceDate: str  # YYYY-MM-DD, local to the race
     description: str = ""
     currency: str = "USD"
+    timeZone: str = "UTC"  # IANA; races stored before it existed are in UTC
     registrationOpensAt: datetime
     registrationClosesAt: datetime
     registrationState: RegistrationState = "SCHEDULED"
@@ -117,6 +118,7 @@ class RaceSummaryView(Model):
     name: str
     location: str
     raceDate: str
+    timeZone: str = Field(description="The race's IANA time zone: show its times in it.")
     status: PublicRaceStatus
     registrationOpensAt: datetime
     registrationClosesAt: datetime
@@ -158,6 +160,7 @@ class HoldView(Model):
     raceId: str
     raceName: str
     raceDate: str
+    timeZone: str
     eventId: str
     eventName: str
     priceCents: int = Field(description="What the place costs: the price when it was held.")
@@ -228,6 +231,7 @@ class AdminRaceSummary(Model):
     raceId: str
     name: str
     raceDate: str
+    timeZone: str
     status: PublicRaceStatus
     registrationState: RegistrationState
     registrationOpensAt: datetime

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from annotated_types import Ge, Gt, Le
 from pydantic import (
@@ -71,6 +72,15 @@ KNOWN_CURRENCIES = frozenset(Currency.__args__)  # type: ignore[attr-defined]
 # trimmed, so "   " is empty), and dates as the strings they are on the wire.
 SOME_TEXT = r"\S"
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+
+
+def zone_name(v: str) -> str:
+    """An IANA time zone name, as Python's zoneinfo knows it (tzdata)."""
+    try:
+        ZoneInfo(v)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError("Not a time zone; use an IANA name such as Europe/Paris or America/Denver.") from exc
+    return v
 
 
 def shards_for(cap: int) -> int:
@@ -133,6 +143,13 @@ class RaceFields(Model):
     )
     description: str = Field(default="", max_length=5000)
     currency: Currency = "USD"
+    timeZone: str = Field(
+        default="UTC",
+        min_length=1,
+        max_length=64,
+        description="The race's IANA time zone, e.g. America/Los_Angeles: times sent without an offset are taken "
+        "in it, the race date is a day in it, and runners see times in it. Times are stored in UTC.",
+    )
     registrationOpensAt: datetime
     registrationClosesAt: datetime
     holdMinutes: JsonInt = Field(default=10, ge=1, le=60)
@@ -162,12 +179,20 @@ class RaceFields(Model):
     def _text_time(cls, v: object) -> object:
         return _iso_text(v)
 
+    @field_validator("timeZone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        return zone_name(v)
+
     @field_validator("registrationOpensAt", "registrationClosesAt")
     @classmethod
-    def _aware(cls, v: datetime) -> datetime:
+    def _in_the_races_zone(cls, v: datetime, info: ValidationInfo) -> datetime:
         if v.tzinfo is None:
-            raise ValueError("Give a time zone, e.g. 2026-05-01T09:00:00Z.")
-        return v
+            zone = info.data.get("timeZone")
+            if zone is None:  # the zone itself was refused: its own error says why
+                raise ValueError("Give a time zone, e.g. 2026-05-01T09:00:00Z, or a valid timeZone for the race.")
+            v = v.replace(tzinfo=ZoneInfo(zone))
+        return v.astimezone(UTC)
 
     @field_validator("registrationClosesAt")
     @classmethod
@@ -175,10 +200,14 @@ class RaceFields(Model):
         opens = info.data.get("registrationOpensAt")
         if opens is not None and v <= opens:
             raise ValueError("registrationClosesAt must be after registrationOpensAt.")
-        race_date = info.data.get("raceDate")
-        # A day's grace: raceDate is local to the race, the closing time is absolute.
-        if race_date is not None and v.date() > date.fromisoformat(race_date) + timedelta(days=1):
-            raise ValueError("Registration must close by the race date.")
+        race_date, zone = info.data.get("raceDate"), info.data.get("timeZone")
+        # raceDate is a day in the race's time zone; the closing time is an instant.
+        if (
+            race_date is not None
+            and zone is not None
+            and v.astimezone(ZoneInfo(zone)).date() > date.fromisoformat(race_date)
+        ):
+            raise ValueError("Registration must close by the race date (in the race's time zone).")
         return v
 
 
@@ -211,6 +240,9 @@ class RacePatch(Model):
     raceDate: str | None = Field(default=None, pattern=DATE_PATTERN, json_schema_extra={"format": "date"})
     description: str | None = Field(default=None, max_length=5000)
     currency: Currency | None = None
+    timeZone: str | None = Field(
+        default=None, min_length=1, max_length=64, description="IANA name; the window's instants stay as they are."
+    )
     registrationOpensAt: datetime | None = None
     registrationClosesAt: datetime | None = None
     holdMinutes: Annotated[int, Strict(), Ge(1), Le(60), WHOLE_NUMBER] | None = None
@@ -665,6 +697,7 @@ def _summary(race: Race) -> AdminRaceSummary:
         raceId=race.raceId,
         name=race.name,
         raceDate=race.raceDate,
+        timeZone=race.timeZone,
         status=race_status(race),
         registrationState=race.registrationState,
         registrationOpensAt=race.registrationOpensAt,

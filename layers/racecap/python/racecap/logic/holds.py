@@ -109,6 +109,7 @@ class HoldService:
             raceId=race.raceId,
             raceName=race.name,
             raceDate=race.raceDate,
+            timeZone=race.timeZone,
             eventId=event.eventId,
             eventName=event.name,
             priceCents=hold.attempt.amountCents if hold.attempt else event.priceCents,

@@ -201,6 +201,7 @@ class RaceCatalog:
             name=race.name,
             location=race.location,
             raceDate=race.raceDate,
+            timeZone=race.timeZone,
             status=race_status(race),
             registrationOpensAt=race.registrationOpensAt,
             registrationClosesAt=race.registrationClosesAt,
