@@ -340,6 +340,7 @@ export function holdPage(holdId) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (form.getAttribute('aria-busy') === 'true') return;
+    if (ctx.elsewhere && card && !state.email) return payNow(); // the details were sent from another device
     const errs = check(DETAILS);
     if (Object.keys(errs).length) {
       step(1);

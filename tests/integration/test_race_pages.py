@@ -56,7 +56,7 @@ def test_unknown_race_is_a_json_404(api):
         ("POST", "/api/admin/nope", 404, None),  # no token needed to learn it does not exist
         ("DELETE", "/api/races", 405, "GET"),
         ("TRACE", "/api/races/x", 405, "GET"),
-        ("GET", "/api/holds/h1", 405, "DELETE"),
+        ("PUT", "/api/holds/h1", 405, "DELETE, GET"),
         ("PUT", "/api/admin/races/r1", 405, "GET, PATCH"),
         ("GET", "/api/races/\u00ae", 404, None),  # an id no route takes: the race does not exist
     ],
