@@ -17,6 +17,7 @@ from racecap.errors import (
     PaymentDeclined,
     PaymentNotStarted,
     PaymentPending,
+    PaymentRefused,
     RegistrationNotFound,
 )
 from racecap.logic.registration import retry_after
@@ -143,6 +144,20 @@ def test_a_refused_card_is_a_decline(world):
     with pytest.raises(PaymentDeclined, match="not accepted"):
         world.registration.register(hold_id, request(card="pm_unknown"))
     assert world.holds.get(hold_id).status == HoldPhase.PAYING and world.queue.sent == []
+
+
+def test_a_price_the_provider_refuses_is_a_clear_refusal_and_keeps_the_place(world):
+    """An event priced under the provider's minimum before prices were checked when set: the
+    provider's amount_too_small is a 409 saying so (it was a 500), nothing charged."""
+    race, events = world.catalog.races["race-1"]
+    world.catalog.races["race-1"] = (race, [events[0].model_copy(update={"priceCents": 49})])
+    hold_id = _hold(world)
+    with pytest.raises(PaymentRefused, match="amount_too_small") as refused:
+        world.registration.register(hold_id, request())
+    assert refused.value.status == 409 and refused.value.code == "PAYMENT_REFUSED"
+    hold = world.holds.get(hold_id)
+    assert hold.status == HoldPhase.PAYING and hold.busyUntil is None and hold.intentId is None
+    assert world.payments.intents == [] and world.queue.sent == []
 
 
 def test_an_unknown_outcome_keeps_paying_and_the_retry_charges_once(world):

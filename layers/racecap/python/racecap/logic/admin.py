@@ -44,6 +44,7 @@ from racecap.models import (
     Model,
     Race,
 )
+from racecap.money import charge_problem
 
 # One DynamoDB item sustains ~1,000 writes/s. A hold is one write to one shard, so an
 # event with S shards takes ~S x 1,000 holds/s; 8 shards clears RunSignUp's peak 1,500
@@ -53,6 +54,11 @@ MAX_SHARDS = 8
 PLACES_PER_SHARD_MIN = 25
 MAX_EVENTS = 50  # one transaction creates a race with all its events (100 items at most)
 CAP_CHANGE_TRIES = 5  # holds landing on a shard mid-change make it re-plan
+PRICE_DESCRIPTION = (
+    "In the currency's smallest unit as the payment provider counts it (cents; yen for JPY, a zero-decimal "
+    "currency), and at least the provider's minimum charge for the race's currency (50 for USD and EUR, 30 for "
+    "GBP, 50 for JPY...): a lower price is refused (400 naming priceCents)."
+)
 NULL_MESSAGE = "Leave out a field to keep it; null is not a value."
 
 Currency = Literal["USD", "EUR", "GBP", "CAD", "AUD", "NZD", "CHF", "SEK", "NOK", "DKK", "JPY"]
@@ -84,7 +90,7 @@ class EventDraft(Model):
 
     name: str = Field(min_length=1, max_length=100, pattern=SOME_TEXT)
     cap: JsonInt = Field(gt=0, le=1_000_000)
-    priceCents: JsonInt = Field(gt=0, le=10_000_000)
+    priceCents: JsonInt = Field(gt=0, le=10_000_000, description=PRICE_DESCRIPTION)
 
 
 def _iso_text(v: object) -> object:
@@ -200,7 +206,9 @@ class EventPatch(Model):
     cap: Annotated[int, Strict(), Gt(0), Le(1_000_000), WHOLE_NUMBER] | None = Field(
         default=None, description="May go down only to the places taken."
     )
-    priceCents: Annotated[int, Strict(), Gt(0), Le(10_000_000), WHOLE_NUMBER] | None = None
+    priceCents: Annotated[int, Strict(), Gt(0), Le(10_000_000), WHOLE_NUMBER] | None = Field(
+        default=None, description=PRICE_DESCRIPTION
+    )
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 
@@ -278,6 +286,7 @@ class RaceAdmin:
     def create_race(
         self, owner_id: str, draft: RaceDraft, *, open_now: bool = False, director: Director | None = None
     ) -> Race:
+        _check_prices(draft.currency, {f"events.{i}.priceCents": e.priceCents for i, e in enumerate(draft.events)})
         race = Race(
             raceId=new_id("race"),
             ownerId=owner_id,
@@ -314,6 +323,7 @@ class RaceAdmin:
         race, events = self.owned(director, race_id)
         if len(events) >= MAX_EVENTS:
             raise TooManyEvents(f"A race has at most {MAX_EVENTS} events; this one has {len(events)}.")
+        _check_prices(race.currency, {"priceCents": draft.priceCents})
         event = Event(
             raceId=race_id,
             eventId=new_id("evt"),
@@ -363,6 +373,8 @@ class RaceAdmin:
                 raise Conflict(
                     f"{taken} places are taken at {race.currency} prices; the currency can no longer change."
                 )
+            if events:  # the cheapest event is the one a dearer minimum would refuse
+                _check_prices(changes["currency"], {"currency": min(e.priceCents for e in events)})
             also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
         also.append(
             self._audit.item(
@@ -395,6 +407,8 @@ class RaceAdmin:
             changes = cast(EventChanges, {k: v for k, v in asked.items() if getattr(event, k) != v})
             if not changes:
                 return self.view(race, events)
+            if "priceCents" in changes:
+                _check_prices(race.currency, {"priceCents": changes["priceCents"]})
             shard_items: list[TransactItem] = []
             if "cap" in changes:
                 usage = self._inventory.usage(race_id, event_id, consistent=True)
@@ -437,6 +451,16 @@ class RaceAdmin:
         race, events = self.owned(director, race_id)
         self._catalog.invalidate(race_id, race.version)
         return self.view(race, events)
+
+
+def _check_prices(currency: str, prices: dict[str, int]) -> None:
+    """Refuses, naming the field, a price the provider would refuse to charge in ``currency``:
+    checked when the director sets it, because a runner would otherwise meet the refusal
+    only after holding a place. (A schema cannot say it: the minimum depends on the race's
+    currency.)"""
+    problems = {name: p for name, price in prices.items() if (p := charge_problem(price, currency)) is not None}
+    if problems:
+        raise ValidationFailed(f"A price cannot be charged in {currency}.", fields=problems)
 
 
 def _check_version(race: Race, expected: int | None) -> None:

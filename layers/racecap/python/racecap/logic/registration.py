@@ -65,6 +65,7 @@ from racecap.errors import (
     PaymentDeclined,
     PaymentNotStarted,
     PaymentPending,
+    PaymentRefused,
     RegistrationNotFound,
 )
 from racecap.logic.holds import hold_id_for
@@ -325,19 +326,33 @@ class RegistrationService:
 
     def _hold_intent(self, hold: Hold, attempt: Attempt, race: Race, event: Event) -> PaymentIntent:
         """The hold's one intent: recorded already, or created now (the same key replays it)."""
-        if hold.intentId is not None:
-            intent_id = hold.intentId
-            return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
-        intent = provider_call(
-            lambda: self._payments.create_intent(
-                amount_cents=attempt.amountCents,
-                currency=attempt.currency,
-                idempotency_key=intent_key(hold.holdId),
-                metadata=payment_metadata(hold, attempt),
-                description=f"{race.name} — {event.name}",
-            ),
-            hold.holdId,
-        )
+        try:
+            if hold.intentId is not None:
+                intent_id = hold.intentId
+                return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
+            intent = provider_call(
+                lambda: self._payments.create_intent(
+                    amount_cents=attempt.amountCents,
+                    currency=attempt.currency,
+                    idempotency_key=intent_key(hold.holdId),
+                    metadata=payment_metadata(hold, attempt),
+                    description=f"{race.name} — {event.name}",
+                ),
+                hold.holdId,
+            )
+        except PaymentRejected as exc:
+            # The provider refused the request itself (a price under its minimum set before
+            # prices were checked, a currency the account cannot take...): nothing was charged,
+            # and no retry by the runner can change it, so a 4xx that says so, never a 500.
+            logger.error(
+                "payment provider refused the hold's intent",
+                extra={"holdId": hold.holdId, "raceId": hold.raceId, "eventId": hold.eventId, "code": exc.code},
+            )
+            metrics.add_metric(name="PaymentRefused", unit="Count", value=1)
+            raise PaymentRefused(
+                f"The payment service cannot take this event's payment ({exc.code}); nothing was charged. "
+                "Your place stays held; please tell the race organiser."
+            ) from exc
         if not self._holds.set_intent(hold, attempt, intent.id):
             # Moved on meanwhile (expired and swept, or queued by a webhook): say what it is now.
             return self._explain_moved(hold.holdId, attempt.email, intent)
