@@ -10,7 +10,8 @@ crashes:
 2. create the hold's PaymentIntent with an idempotency key derived from the hold alone
    (``intent-<holdId>``): a second tab, a retry after a lost answer or after a decline all
    get the same intent, so one hold can never be charged twice; amount and currency are
-   the server's price; the intent's id is recorded on the hold;
+   the price fixed on the hold when the place was taken (a director's later price edit
+   changes new holds only); the intent's id is recorded on the hold;
 3. once the intent has succeeded — told by the runner's confirm call, the
    ``payment_intent.succeeded`` webhook or the sweeper, whichever comes first — put the
    paid registration on the queue, then mark the hold QUEUED. The writer keys on the
@@ -208,8 +209,8 @@ class RegistrationService:
             firstName=request.firstName,
             lastName=request.lastName,
             dateOfBirth=request.dateOfBirth.isoformat(),
-            amountCents=event.priceCents,
-            currency=event.currency,
+            amountCents=event.priceCents if hold.amountCents is None else hold.amountCents,
+            currency=hold.currency or event.currency,
             startedAt=now.isoformat(),
         )
         outcome = self._holds.begin_payment(hold, attempt, now, turn=True)
