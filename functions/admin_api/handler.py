@@ -131,7 +131,12 @@ def edit_race(raceId: str, body: Annotated[RacePatch, Body()]) -> Response[Admin
     description=f"A race has at most {MAX_EVENTS} events (409 TOO_MANY_EVENTS beyond).",
     tags=["Admin: races"],
     security=SECURITY,
-    responses={**NOT_YOURS, 201: {"description": "Created"}, 409: {"description": "TOO_MANY_EVENTS or CONFLICT"}},
+    responses={
+        **NOT_YOURS,
+        201: {"description": "Created"},
+        400: {"description": "VALIDATION_ERROR with fields (priceCents under the provider's minimum)"},
+        409: {"description": "TOO_MANY_EVENTS or CONFLICT"},
+    },
 )
 @tracer.capture_method
 def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[AdminRaceView]:
@@ -145,7 +150,11 @@ def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[Admi
     "(409 CAP_BELOW_TAKEN).",
     tags=["Admin: races"],
     security=SECURITY,
-    responses={**NOT_YOURS, 409: {"description": "CAP_BELOW_TAKEN or CONFLICT"}},
+    responses={
+        **NOT_YOURS,
+        400: {"description": "VALIDATION_ERROR with fields (priceCents under the provider's minimum)"},
+        409: {"description": "CAP_BELOW_TAKEN or CONFLICT"},
+    },
 )
 @tracer.capture_method
 def edit_event(raceId: str, eventId: str, body: Annotated[EventPatch, Body()]) -> Response[AdminRaceView]:

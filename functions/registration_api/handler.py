@@ -225,8 +225,9 @@ _BUSY: OpenAPIResponse = {
         400: {"description": "VALIDATION_ERROR with fields"},
         402: {"description": "PAYMENT_DECLINED (with `paymentMethod`); the place stays held"},
         409: {
-            "description": "EMAIL_ALREADY_REGISTERED, or CONFLICT: a payment with other details is in progress, "
-            "or the same call is still being processed",
+            "description": "EMAIL_ALREADY_REGISTERED, CONFLICT: a payment with other details is in progress, "
+            "or the same call is still being processed, or PAYMENT_REFUSED: the payment provider refused to "
+            "take this event's payment at all (nothing charged, the place stays held)",
             "headers": {"Retry-After": {"description": "While the same call is still being processed"}},
         },
         410: {"description": "HOLD_EXPIRED"},

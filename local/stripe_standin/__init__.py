@@ -14,6 +14,9 @@ the adapter that runs on AWS against api.stripe.com runs here unchanged. What it
   400 ``idempotency_error``; a duplicate that arrives while the first is still running is
   409 ``idempotency_key_in_use`` with ``Stripe-Should-Retry: true`` (the SDK retries it).
   Answers to requests that failed validation (or were rate limited) are not stored.
+- Stripe's amount rules per currency (``racecap.money``, from its documentation): the minimum
+  charge in the currency's API unit (50 for USD/EUR, 30 for GBP, ¥50 for JPY, a zero-decimal
+  currency) refused as ``amount_too_small``, eight digits at most (``amount_too_large``).
 - Stripe's error JSON (``{"error": {"type", "code", "decline_code", "message", "param",
   "payment_intent"}}``) and statuses: 400, 401, 402 (card errors), 404, 409, 429.
 - Test cards and PaymentMethods (``TEST_CARDS``): pm_card_visa / 4242 4242 4242 4242

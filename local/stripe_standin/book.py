@@ -15,6 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from local.runtime import install_layer_path
+
+install_layer_path()  # the provider's amount rules are declared once, in the layer (racecap.money)
+from racecap import money  # noqa: E402
+
 API_VERSION = "2025-10-29.clover"  # what the events say they were rendered with
 
 # Card number -> behaviour, as Stripe documents its test cards.
@@ -94,6 +99,29 @@ def _as_int(value: Any, param: str) -> int:
     except ValueError:
         raise invalid(f"Invalid integer: {value}", param=param, code="parameter_invalid_integer") from None
     return number
+
+
+def _chargeable(amount: int, currency: str) -> None:
+    """Stripe's refusals of an amount, from its documented table (``racecap.money``): under the
+    currency's minimum (in its API unit: cents, or yen for a zero-decimal currency), over eight
+    digits, or a three-decimal amount not ending in 0. A currency the table has no minimum for
+    is held to 50 units, the stand-in's stand-in for "the equivalent of 0.50 USD"."""
+    least = money.minimum_charge(currency) or money.MINIMUM_CHARGE["USD"]
+    if amount < least:
+        shown = f"{money.in_units(least, currency)} {currency}"
+        raise invalid(f"Amount must be at least {shown}", param="amount", code="amount_too_small")
+    if amount > money.MAXIMUM_CHARGE:
+        raise invalid(
+            f"Amount must be no more than {money.in_units(money.MAXIMUM_CHARGE, currency)} {currency}",
+            param="amount",
+            code="amount_too_large",
+        )
+    if currency.upper() in money.THREE_DECIMAL and amount % 10:
+        raise invalid(
+            f"Amounts in {currency} must be divisible by 10 (rounded to the hundredth).",
+            param="amount",
+            code="parameter_invalid_integer",
+        )
 
 
 def _metadata(value: Any) -> dict[str, str]:
@@ -191,11 +219,10 @@ class Book:
         amount = _as_int(p.get("amount", ""), "amount") if "amount" in p else None
         if amount is None:
             raise invalid("Missing required param: amount.", param="amount", code="parameter_missing")
-        if not 50 <= amount <= 99_999_999:
-            raise invalid("Amount must be at least 50 cents.", param="amount", code="amount_too_small")
         currency = str(p.get("currency", "")).lower()
         if not re.fullmatch(r"[a-z]{3}", currency):
             raise invalid(f"Invalid currency: {currency}.", param="currency", code="parameter_invalid")
+        _chargeable(amount, currency)
         types = p.get("payment_method_types") or ["card"]
         if types != ["card"]:
             raise invalid("The stand-in supports only payment_method_types=['card'].", param="payment_method_types")

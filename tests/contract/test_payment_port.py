@@ -85,6 +85,27 @@ def test_the_same_key_with_other_parameters_is_rejected(payment_port, hold_id):
     assert [i.id for i in payment_port.provider.find_intents(hold_id=hold_id)] == [first.id]
 
 
+@pytest.mark.parametrize(("currency", "least"), [("USD", 50), ("EUR", 50), ("GBP", 30), ("JPY", 50)])
+def test_an_amount_under_the_currencys_minimum_is_refused_and_charges_nothing(payment_port, hold_id, currency, least):
+    """Stripe's minimum per currency, in the currency's API unit (yen for JPY, zero-decimal)."""
+
+    def create(amount: int, key: str) -> PaymentIntent:
+        return payment_port.provider.create_intent(
+            amount_cents=amount,
+            currency=currency,
+            idempotency_key=key,
+            metadata=_metadata(hold_id),
+            description="Test Race — 10K",
+        )
+
+    with pytest.raises(PaymentRejected) as exc:
+        create(least - 1, f"small-{hold_id}")
+    assert exc.value.code == "amount_too_small"
+    assert payment_port.provider.find_intents(hold_id=hold_id) == []
+    intent = create(least, f"least-{hold_id}")
+    assert (intent.amount_cents, intent.currency) == (least, currency.lower())
+
+
 def test_unavailable_is_never_a_rejection():
     # ``except PaymentRejected`` must never swallow "we don't know whether it charged".
     assert not issubclass(PaymentUnavailable, PaymentRejected)

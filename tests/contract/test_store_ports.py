@@ -97,6 +97,14 @@ def test_claims_fill_the_shards_exactly_then_refuse(stores, race):
     assert stores.holds.get(first.holdId) == first
 
 
+def test_the_price_taken_with_the_place_reads_back_with_the_hold(stores, race):
+    stores.add_event(race, "ev", [1])
+    priced = _hold(race).model_copy(update={"amountCents": 50, "currency": "JPY"})
+    assert stores.holds.claim(priced, SHARDS) is not None
+    found = stores.holds.get(priced.holdId)
+    assert found is not None and (found.amountCents, found.currency) == (50, "JPY")
+
+
 def test_a_full_shard_is_remembered_in_avoid(stores, race):
     stores.add_event(race, "ev", [0, 1])
     avoid: set[str] = set()

@@ -43,6 +43,7 @@ from racecap.dal.payments import (
     ProviderEvent,
     Refund,
 )
+from racecap.money import MAXIMUM_CHARGE, charge_problem
 
 SUCCEEDS = frozenset({"pm_card_visa"})
 DECLINES = {"pm_card_chargeDeclined": "card_declined", "pm_card_chargeDeclinedInsufficientFunds": "insufficient_funds"}
@@ -117,6 +118,10 @@ class FakePaymentProvider:
     ) -> PaymentIntent:
         if amount_cents <= 0:
             raise PaymentRejected("parameter_invalid_integer", "amount must be positive", 400)
+        problem = charge_problem(amount_cents, currency)
+        if problem is not None:  # the provider's own minimums and maximum (racecap.money)
+            code = "amount_too_large" if amount_cents > MAXIMUM_CHARGE else "amount_too_small"
+            raise PaymentRejected(code, problem, 400)
         params = ("create", amount_cents, currency.lower(), tuple(sorted(metadata.items())), description)
         fingerprint = (*params, payment_method, confirm)
 

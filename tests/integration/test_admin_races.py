@@ -32,6 +32,10 @@ def _events_in_public_page(api: requests.Session, race_id: str) -> dict[str, dic
         ({"events": [{"name": "5K", "cap": 0, "priceCents": 1000}]}, "events.0.cap"),
         ({"events": [{"name": "5K", "cap": 10, "priceCents": -5}]}, "events.0.priceCents"),
         ({"events": [{"name": "", "cap": 10, "priceCents": 100}]}, "events.0.name"),
+        # Under the payment provider's minimum for the race's currency (in its own unit: yen for JPY).
+        ({"events": [{"name": "5K", "cap": 10, "priceCents": 49}]}, "events.0.priceCents"),
+        ({"currency": "GBP", "events": [{"name": "5K", "cap": 10, "priceCents": 29}]}, "events.0.priceCents"),
+        ({"currency": "JPY", "events": [{"name": "5K", "cap": 10, "priceCents": 49}]}, "events.0.priceCents"),
         ({"holdMinutes": 0}, "holdMinutes"),
         ({"organiser": "me"}, "organiser"),
     ],
@@ -137,6 +141,26 @@ def test_a_cap_can_go_down_to_the_places_taken_but_not_below(director: Any, api:
         "10K",
     )
     assert hold(api, rid, eid).json()["error"] == "SOLD_OUT"
+
+
+def test_a_49_cent_price_is_refused_naming_pricecents_and_changes_nothing(director: Any) -> None:
+    """It was accepted, and every runner's registration then answered 500 (the provider's
+    amount_too_small); an API fuzzer found it."""
+    erin = director("erin")
+    race = erin.create_race()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    for resp in (
+        erin.patch(f"/api/admin/races/{rid}/events/{eid}", json={"priceCents": 49}),
+        erin.post(f"/api/admin/races/{rid}/events", json={"name": "Kids 1K", "cap": 40, "priceCents": 49}),
+    ):
+        assert resp.status_code == 400, resp.text
+        body = resp.json()
+        assert body["error"] == "VALIDATION_ERROR" and "0.50 EUR" in body["fields"]["priceCents"], body
+    after = erin.get(f"/api/admin/races/{rid}").json()
+    assert after["version"] == race["version"] and len(after["events"]) == 1
+    assert after["events"][0]["priceCents"] == race["events"][0]["priceCents"]
+    ok = erin.patch(f"/api/admin/races/{rid}/events/{eid}", json={"priceCents": 50})
+    assert ok.status_code == 200 and ok.json()["events"][0]["priceCents"] == 50
 
 
 def test_the_currency_changes_only_while_nothing_is_sold(director: Any, api: requests.Session) -> None:

@@ -64,6 +64,38 @@ def _taken(backend: Any, race_id: str, api: requests.Session) -> int:
     return int(backend.inventory().usage(race_id, event_id, consistent=True).taken)
 
 
+def test_a_price_edit_during_a_hold_leaves_the_held_runners_charge_at_the_held_price(api, stack, director):
+    """The price is fixed on the hold when the place is taken; the edit changes new holds only."""
+    dana = director("dana-prices")
+    race = dana.create_race((5,))
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    held_price, currency = race["events"][0]["priceCents"], race["events"][0]["currency"]
+    dana.open_now(rid)
+    first = hold(api, rid, eid)
+    assert first.status_code == 201, first.text
+    edited = dana.patch(f"/api/admin/races/{rid}/events/{eid}", json={"priceCents": held_price + 4000})
+    assert edited.status_code == 200, edited.text
+    # Holds read the race through the version-stamped cache: an edit reaches them within the
+    # stamp's ~1 s in-process life (cache.stamp_ttl), as it reaches the public page.
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["events"][0]["priceCents"] == held_price + 4000)
+    time.sleep(1.2)
+    second = hold(api, rid, eid)  # taken after the edit: the new price
+    assert second.status_code == 201, second.text
+
+    charged = {}
+    for name, h in (("first", first.json()["holdId"]), ("second", second.json()["holdId"])):
+        started = register(api, h, runner(token=None))
+        assert started.status_code == 200, started.text
+        (intent,) = intents_for(stack, hold_id=h)
+        assert browser_pays(stack, intent["id"])["status"] == "succeeded"
+        assert confirm(api, h).status_code == 202
+        charged[name] = (started.json()["amountCents"], intent["amount"], intent["currency"])
+    assert charged == {
+        "first": (held_price, held_price, currency.lower()),
+        "second": (held_price + 4000, held_price + 4000, currency.lower()),
+    }
+
+
 def test_details_then_browser_decline_then_success_then_confirm(api, backend, stack):
     race_id = backend.create_race([3])
     hold_id, started = _details(api, race_id)

@@ -220,6 +220,29 @@ def test_same_key_replays_and_other_parameters_are_an_idempotency_error(
     assert raw.json()["id"] == first.id
 
 
+@pytest.mark.parametrize(
+    ("currency", "refused", "least", "shown"),
+    [
+        ("usd", 49, 50, "0.50 usd"),
+        ("gbp", 29, 30, "0.30 gbp"),
+        ("jpy", 49, 50, "50 jpy"),
+        ("sek", 299, 300, "3.00 sek"),
+    ],
+)
+def test_each_currency_has_stripes_minimum_in_its_own_unit(
+    client: stripe.StripeClient, currency: str, refused: int, least: int, shown: str
+) -> None:
+    """Stripe's documented minimums; JPY is zero-decimal, so 50 is ¥50 (it was 50 "cents" for all)."""
+    with pytest.raises(stripe.InvalidRequestError) as small:
+        new_intent(client, amount=refused, currency=currency)
+    assert (small.value.code, small.value.param) == ("amount_too_small", "amount")
+    assert shown in str(small.value.user_message)
+    assert new_intent(client, amount=least, currency=currency).amount == least
+    with pytest.raises(stripe.InvalidRequestError) as large:
+        new_intent(client, amount=100_000_000, currency=currency)
+    assert large.value.code == "amount_too_large"
+
+
 def test_concurrent_requests_with_one_key_make_one_intent(client: stripe.StripeClient, control: Any) -> None:
     control("faults", {"latency_s": 0.2})  # keep the first request in flight while the others arrive
     key = f"hold-{time.monotonic_ns()}"

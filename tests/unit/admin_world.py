@@ -105,9 +105,18 @@ def take(w: AdminWorld, race_id: str, event_id: str, n: int = 1, *, minutes: int
     return out
 
 
-def register(w: AdminWorld, hold: Hold, email: str, first: str = "Ann", last: str = "Lee") -> None:
+def register(
+    w: AdminWorld,
+    hold: Hold,
+    email: str,
+    first: str = "Ann",
+    last: str = "Lee",
+    *,
+    amount: int = 2500,
+    currency: str = "USD",
+) -> None:
     """Pay for ``hold`` and confirm it, as the registration service and the writer do."""
-    attempt = Attempt(f"k-{hold.holdId}", email, first, last, "1990-01-01", 2500, "USD", w.clock.now.isoformat())
+    attempt = Attempt(f"k-{hold.holdId}", email, first, last, "1990-01-01", amount, currency, w.clock.now.isoformat())
     assert w.holds.begin_payment(hold, attempt, w.clock.now) == BeginOutcome.STARTED
     w.holds.mark_queued(hold, attempt, f"pi_{hold.holdId}", w.clock.now, w.clock.now + timedelta(minutes=5))
     paid = PaidRegistration(
@@ -119,8 +128,8 @@ def register(w: AdminWorld, hold: Hold, email: str, first: str = "Ann", last: st
         firstName=first,
         lastName=last,
         dateOfBirth="1990-01-01",
-        amountCents=2500,
-        currency="USD",
+        amountCents=amount,
+        currency=currency,
         chargeId=f"pi_{hold.holdId}",
         raceName="Harbour Run",
         raceDate="2027-01-01",

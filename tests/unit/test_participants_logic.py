@@ -9,6 +9,7 @@ import io
 import pytest
 from racecap.errors import EventNotFound
 from racecap.logic import participants as module
+from racecap.logic.admin import EventDraft
 from racecap.logic.participants import build_export_page
 
 from tests.unit.admin_world import AdminWorld, register, take
@@ -109,6 +110,18 @@ def test_the_export_has_confirmed_runners_and_defuses_formulas(w, race):
         ("5K", "4", "'=cmd", "CONFIRMED"),
         ("10K", "1", "Di", "CONFIRMED"),
     ]
+
+
+def test_the_export_gives_the_amount_in_the_currencys_own_units(w):
+    """A zero-decimal currency's amount is whole yen: 2500 JPY is 2500, not 25.00."""
+    race = w.create(5, open_now=True, currency="JPY", events=[EventDraft(name="5K", cap=5, priceCents=2500)])
+    (event,) = w.catalog.definition(race.raceId)[1]
+    (held,) = take(w, race.raceId, event.eventId, 1)
+    register(w, held, "ken@example.com", "Ken", "Sato", amount=2500, currency="JPY")
+    page = build_export_page(w.participants.export_lines(race, [event]), gzip=False)
+    header, row = list(csv.reader(io.StringIO(str(page.body))))
+    assert dict(zip(header, row, strict=True))["amount"] == "2500"
+    assert (row[header.index("amountCents")], row[header.index("currency")]) == ("2500", "JPY")
 
 
 def test_the_export_resumes_after_a_cursor_without_the_header_and_can_include_cancellations(w, race):

@@ -46,7 +46,7 @@ def test_a_race_created_without_a_director_or_catalog_is_not_audited():
     assert w.audit_store.actions(race.raceId) == []
     seed = Director(sub="seed", username="seed")
     with pytest.raises(RuntimeError):  # no transaction runner: it cannot change a race
-        plain.add_event(seed, race.raceId, EventDraft(name="x", cap=1, priceCents=1))
+        plain.add_event(seed, race.raceId, EventDraft(name="x", cap=1, priceCents=500))
 
 
 def test_shards_follow_the_cap() -> None:
@@ -87,7 +87,7 @@ def test_a_race_has_at_most_fifty_events(w, monkeypatch):
     monkeypatch.setattr(admin_module, "MAX_EVENTS", 2)
     race = w.create(5, 5)
     with pytest.raises(TooManyEvents):
-        w.admin.add_event(DANA, race.raceId, EventDraft(name="Third", cap=1, priceCents=1))
+        w.admin.add_event(DANA, race.raceId, EventDraft(name="Third", cap=1, priceCents=500))
     assert len(w.races.get_race(race.raceId)[1]) == 2
 
 
@@ -97,7 +97,7 @@ def test_an_event_added_to_a_race_changed_meanwhile_is_a_conflict(w, monkeypatch
     w.races.apply_update(w.race(race.raceId), {"name": "Renamed"})
     monkeypatch.setattr(w.admin, "owned", lambda director, race_id: stale)
     with pytest.raises(Conflict):
-        w.admin.add_event(DANA, race.raceId, EventDraft(name="Late", cap=1, priceCents=1))
+        w.admin.add_event(DANA, race.raceId, EventDraft(name="Late", cap=1, priceCents=500))
     assert [e.name for e in w.races.get_race(race.raceId)[1]] == ["5K"]
 
 
@@ -302,3 +302,51 @@ def test_a_copied_race_is_a_new_draft_with_the_events_prices_and_rules_a_year_la
     assert (moved.name, moved.raceDate) == ("Harbour Run 2031", "2031-03-01")
     with pytest.raises(RaceNotFound):
         w.admin.copy_race(OTTO, race.raceId, CopyRequest())
+
+
+# -- prices the payment provider can charge -----------------------------------------------------------
+def test_a_price_under_the_providers_minimum_is_refused_naming_the_field_and_nothing_changes(w):
+    race = w.create(5)
+    event_id = _event_id(w, race.raceId)
+    with pytest.raises(ValidationFailed) as edit:
+        w.admin.update_event(DANA, race.raceId, event_id, EventPatch(priceCents=49))
+    assert edit.value.fields is not None and "0.50 USD" in edit.value.fields["priceCents"]
+    with pytest.raises(ValidationFailed) as added:
+        w.admin.add_event(DANA, race.raceId, EventDraft(name="Kids", cap=5, priceCents=49))
+    assert added.value.fields is not None and set(added.value.fields) == {"priceCents"}
+    view = w.admin.get(DANA, race.raceId)
+    assert [(e.name, e.priceCents) for e in view.events] == [("5K", 2500)] and view.version == 1
+    assert w.admin.update_event(DANA, race.raceId, event_id, EventPatch(priceCents=50)).events[0].priceCents == 50
+
+
+@pytest.mark.parametrize(
+    ("currency", "refused", "accepted"),
+    [("GBP", 29, 30), ("EUR", 49, 50), ("JPY", 49, 50), ("SEK", 299, 300), ("DKK", 249, 250)],
+)
+def test_the_minimum_is_the_races_currencys_in_its_own_unit(w, currency, refused, accepted):
+    """JPY is zero-decimal: 50 is ¥50, the minimum, not ¥0.50."""
+    with pytest.raises(ValidationFailed) as created:
+        w.admin.create_race(
+            DANA.sub,
+            draft(5, currency=currency, events=[EventDraft(name="5K", cap=5, priceCents=refused)]),
+            director=DANA,
+        )
+    assert created.value.fields is not None and set(created.value.fields) == {"events.0.priceCents"}
+    assert w.admin.list_races(DANA).races == []
+    race = w.create(5, currency=currency, events=[EventDraft(name="5K", cap=5, priceCents=accepted)])
+    assert w.admin.get(DANA, race.raceId).events[0].priceCents == accepted
+
+
+def test_a_currency_whose_minimum_the_prices_do_not_reach_is_refused(w):
+    race = w.create(5, events=[EventDraft(name="5K", cap=5, priceCents=100)])  # 1.00 USD
+    with pytest.raises(ValidationFailed) as exc:
+        w.admin.update_race(DANA, race.raceId, RacePatch(currency="SEK"))  # SEK's minimum is 3.00
+    assert exc.value.fields is not None and "3.00 SEK" in exc.value.fields["currency"]
+    assert w.race(race.raceId).currency == "USD"
+    assert w.admin.update_race(DANA, race.raceId, RacePatch(currency="GBP")).currency == "GBP"
+
+
+def test_every_currency_a_director_may_choose_has_the_providers_minimum():
+    from racecap.money import MINIMUM_CHARGE
+
+    assert MINIMUM_CHARGE.keys() >= admin_module.KNOWN_CURRENCIES

@@ -17,6 +17,7 @@ from racecap.errors import (
     PaymentDeclined,
     PaymentNotStarted,
     PaymentPending,
+    PaymentRefused,
     RegistrationNotFound,
 )
 from racecap.logic.backlog import paper_wait_s
@@ -143,6 +144,39 @@ def test_a_refused_card_is_a_decline(world):
     with pytest.raises(PaymentDeclined, match="not accepted"):
         world.registration.register(hold_id, request(card="pm_unknown"))
     assert world.holds.get(hold_id).status == HoldPhase.PAYING and world.queue.sent == []
+
+
+def test_the_price_is_the_one_fixed_on_the_hold_whatever_the_director_changes_meanwhile(world):
+    race, events = world.catalog.races["race-1"]
+    held = _hold(world)
+    assert (world.holds.get(held).amountCents, world.holds.get(held).currency) == (2500, "USD")
+    world.catalog.races["race-1"] = (race, [events[0].model_copy(update={"priceCents": 9900})])
+    later = _hold(world)
+    assert world.registration.register(held, request()).status == "QUEUED"
+    assert world.registration.register(later, request("bo@example.com")).status == "QUEUED"
+    assert sorted(i.amount_cents for i in world.payments.succeeded) == [2500, 9900]
+    assert sorted(m.amountCents for m in world.queue.sent) == [2500, 9900]
+
+
+def test_a_hold_taken_before_prices_rode_on_holds_pays_the_events_price(world):
+    held = _hold(world)
+    world.tables.holds[held] = world.tables.holds[held].model_copy(update={"amountCents": None, "currency": None})
+    assert world.registration.register(held, request()).status == "QUEUED"
+    assert [i.amount_cents for i in world.payments.succeeded] == [2500]
+
+
+def test_a_price_the_provider_refuses_is_a_clear_refusal_and_keeps_the_place(world):
+    """An event priced under the provider's minimum before prices were checked when set: the
+    provider's amount_too_small is a 409 saying so (it was a 500), nothing charged."""
+    race, events = world.catalog.races["race-1"]
+    world.catalog.races["race-1"] = (race, [events[0].model_copy(update={"priceCents": 49})])
+    hold_id = _hold(world)
+    with pytest.raises(PaymentRefused, match="amount_too_small") as refused:
+        world.registration.register(hold_id, request())
+    assert refused.value.status == 409 and refused.value.code == "PAYMENT_REFUSED"
+    hold = world.holds.get(hold_id)
+    assert hold.status == HoldPhase.PAYING and hold.busyUntil is None and hold.intentId is None
+    assert world.payments.intents == [] and world.queue.sent == []
 
 
 def test_an_unknown_outcome_keeps_paying_and_the_retry_charges_once(world):

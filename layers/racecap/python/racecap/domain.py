@@ -109,6 +109,10 @@ class Hold(_Record):
     # Per-client hold limits it counts against (counter key -> limit when held): the
     # device's and the address's (racecap.fairness.limits); freed when the place leaves HELD/PAYING.
     clientLimits: dict[str, int] = {}
+    # The price when the place was taken (the event's then): what the hold's payment charges,
+    # whatever the director changes meanwhile. None on holds taken before prices rode on the hold.
+    amountCents: int | None = None
+    currency: str | None = None
 
     def expired(self, now: datetime) -> bool:
         return self.expiresAt <= now

@@ -63,6 +63,13 @@ class PaymentDeclined(DomainError):
     code, status = "PAYMENT_DECLINED", 402
 
 
+class PaymentRefused(DomainError):
+    """The payment provider refused to create the payment at all (not a card's decline): the
+    runner cannot fix it by retrying or with another card; the organiser must."""
+
+    code, status = "PAYMENT_REFUSED", 409
+
+
 class Conflict(DomainError):
     code, status = "CONFLICT", 409
 

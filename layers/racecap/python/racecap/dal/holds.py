@@ -65,6 +65,9 @@ class DynamoHolds:
             "gsi1sk": hold.expiresAt.isoformat(),
             "ttl": int(hold.expiresAt.timestamp() + TTL_AFTER_EXPIRY.total_seconds()),
             "clientLimits": dict(hold.clientLimits) or None,
+            # The price rides on the write that takes the place: no write of its own.
+            "amountCents": hold.amountCents,
+            "currency": hold.currency,
         }
         for shard in order:
             item["shard"] = shard

@@ -55,6 +55,7 @@ from racecap.models import (
     Model,
     Race,
 )
+from racecap.money import charge_problem
 
 # One DynamoDB item sustains ~1,000 writes/s. A hold is one write to one shard, so an
 # event with S shards takes ~S x 1,000 holds/s; 8 shards clears RunSignUp's peak 1,500
@@ -64,6 +65,11 @@ MAX_SHARDS = 8
 PLACES_PER_SHARD_MIN = 25
 MAX_EVENTS = 50  # one transaction creates a race with all its events (100 items at most)
 CAP_CHANGE_TRIES = 5  # holds landing on a shard mid-change make it re-plan
+PRICE_DESCRIPTION = (
+    "In the currency's smallest unit as the payment provider counts it (cents; yen for JPY, a zero-decimal "
+    "currency), and at least the provider's minimum charge for the race's currency (50 for USD and EUR, 30 for "
+    "GBP, 50 for JPY...): a lower price is refused (400 naming priceCents)."
+)
 NULL_MESSAGE = "Leave out a field to keep it; null is not a value."
 
 Currency = Literal["USD", "EUR", "GBP", "CAD", "AUD", "NZD", "CHF", "SEK", "NOK", "DKK", "JPY"]
@@ -107,7 +113,7 @@ class EventDraft(Model):
 
     name: str = Field(min_length=1, max_length=100, pattern=SOME_TEXT)
     cap: JsonInt = Field(gt=0, le=1_000_000)
-    priceCents: JsonInt = Field(gt=0, le=10_000_000)
+    priceCents: JsonInt = Field(gt=0, le=10_000_000, description=PRICE_DESCRIPTION)
     minAge: JsonInt = Field(
         default=DEFAULT_MIN_AGE, ge=0, le=MAX_AGE, description="The youngest a runner may be on race day."
     )
@@ -262,7 +268,9 @@ class EventPatch(Model):
     cap: Annotated[int, Strict(), Gt(0), Le(1_000_000), WHOLE_NUMBER] | None = Field(
         default=None, description="May go down only to the places taken."
     )
-    priceCents: Annotated[int, Strict(), Gt(0), Le(10_000_000), WHOLE_NUMBER] | None = None
+    priceCents: Annotated[int, Strict(), Gt(0), Le(10_000_000), WHOLE_NUMBER] | None = Field(
+        default=None, description=PRICE_DESCRIPTION
+    )
     minAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
         default=None, description="The youngest a runner may be on race day."
     )
@@ -401,6 +409,7 @@ class RaceAdmin:
         director: Director | None = None,
         copied_from: str | None = None,
     ) -> Race:
+        _check_prices(draft.currency, {f"events.{i}.priceCents": e.priceCents for i, e in enumerate(draft.events)})
         if draft.listing != "DRAFT":
             _check_complete(draft, list(draft.events))
         race = Race(
@@ -449,6 +458,7 @@ class RaceAdmin:
         race, events = self.owned(director, race_id)
         if len(events) >= MAX_EVENTS:
             raise TooManyEvents(f"A race has at most {MAX_EVENTS} events; this one has {len(events)}.")
+        _check_prices(race.currency, {"priceCents": draft.priceCents})
         event = Event(
             raceId=race_id,
             eventId=new_id("evt"),
@@ -500,6 +510,8 @@ class RaceAdmin:
                 raise Conflict(
                     f"{taken} places are taken at {race.currency} prices; the currency can no longer change."
                 )
+            if events:  # the cheapest event is the one a dearer minimum would refuse
+                _check_prices(changes["currency"], {"currency": min(e.priceCents for e in events)})
             also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
         also.append(
             self._audit.item(
@@ -536,6 +548,8 @@ class RaceAdmin:
             changes = cast(EventChanges, {k: v for k, v in asked.items() if getattr(event, k) != v})
             if not changes:
                 return self.view(race, events)
+            if "priceCents" in changes:
+                _check_prices(race.currency, {"priceCents": changes["priceCents"]})
             low, high = changes.get("minAge", event.minAge), changes.get("maxAge", event.maxAge)
             if high is not None and low > high:
                 raise ValidationFailed(
@@ -683,6 +697,16 @@ def _a_year_later(day: date) -> date:
         return day.replace(year=day.year + 1)
     except ValueError:  # 29 February
         return day.replace(year=day.year + 1, day=28)
+
+
+def _check_prices(currency: str, prices: dict[str, int]) -> None:
+    """Refuses, naming the field, a price the provider would refuse to charge in ``currency``:
+    checked when the director sets it, because a runner would otherwise meet the refusal
+    only after holding a place. (A schema cannot say it: the minimum depends on the race's
+    currency.)"""
+    problems = {name: p for name, price in prices.items() if (p := charge_problem(price, currency)) is not None}
+    if problems:
+        raise ValidationFailed(f"A price cannot be charged in {currency}.", fields=problems)
 
 
 def _check_version(race: Race, expected: int | None) -> None:

@@ -15,7 +15,6 @@ import html
 import json
 from collections.abc import Callable
 from datetime import date
-from decimal import Decimal
 from string import Template
 from typing import Any
 
@@ -23,6 +22,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from racecap.domain import EmailMessage, RenderedEmail
 from racecap.models import Model
+from racecap.money import decimals, in_units
 
 __all__ = ["EmailMessage", "PoisonMessage", "RenderedEmail", "parse_message", "render", "tags_for"]
 
@@ -94,19 +94,14 @@ def tags_for(message: EmailMessage) -> dict[str, str]:
 
 
 # -- formatting ----------------------------------------------------------------------
-# Minor units per ISO 4217 where they are not 2; symbols for the currencies races use most.
-_MINOR_UNITS = dict.fromkeys(("JPY", "KRW", "ISK", "CLP", "VND"), 0) | dict.fromkeys(
-    ("BHD", "JOD", "KWD", "OMR", "TND"), 3
-)
+# Symbols for the currencies races use most (minor units: racecap.money, as the provider counts them).
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$", "NZD": "NZ$"}
 
 
 def format_money(amount_cents: int, currency: str) -> str:
     """``2500, "USD"`` → ``$25.00``; ``2500, "JPY"`` → ``¥2,500``; ``2500, "CHF"`` → ``25.00 CHF``."""
     currency = currency.upper()
-    places = _MINOR_UNITS.get(currency, 2)
-    amount = Decimal(amount_cents).scaleb(-places)
-    number = f"{amount:,.{places}f}"
+    number = f"{in_units(amount_cents, currency):,.{decimals(currency)}f}"
     symbol = _SYMBOLS.get(currency)
     return f"{symbol}{number}" if symbol else f"{number} {currency}"
 

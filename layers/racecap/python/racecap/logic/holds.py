@@ -78,6 +78,8 @@ class HoldService:
             createdAt=now,
             expiresAt=expires,
             clientLimits=limits or {},
+            amountCents=event.priceCents,  # fixed now: a price edit changes new holds only
+            currency=event.currency,
         )
         got = self._holds.claim(hold, shards, avoid=full)
         self._full[key] = (time.monotonic(), full)

@@ -28,7 +28,7 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -37,6 +37,7 @@ from racecap.domain import ROW_FIELDS, Registration, RegistrationPhase, Registra
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.logic.validation import EMAIL_RE, normalize_email
 from racecap.models import Event, Race, RegistrationPage, RegistrationRow
+from racecap.money import in_units
 
 PAGE_MAX = 500
 SEARCH_READ_BUDGET = 5_000
@@ -61,6 +62,8 @@ CSV_COLUMNS = (
     "confirmedAt",
     "cancelledAt",
     "registrationId",
+    # Added last, so the columns a director's sheet already reads by position stay put.
+    "amount",  # amountCents in the currency's own units (25.00 USD; 2500 JPY, a zero-decimal currency)
 )
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -170,9 +173,17 @@ class Participants:
                     item.get("confirmedAt", ""),
                     item.get("cancelledAt", ""),
                     item.get("registrationId", ""),
+                    _in_units(item),
                 )
                 yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
+
+
+def _in_units(item: Mapping[str, Any]) -> str:
+    amount, currency = item.get("amountCents"), item.get("currency")
+    if amount in (None, "") or not currency:
+        return ""
+    return str(in_units(int(amount), str(currency)))
 
 
 def build_export_page(

@@ -10,7 +10,8 @@ crashes:
 2. create the hold's PaymentIntent with an idempotency key derived from the hold alone
    (``intent-<holdId>``): a second tab, a retry after a lost answer or after a decline all
    get the same intent, so one hold can never be charged twice; amount and currency are
-   the server's price; the intent's id is recorded on the hold;
+   the price fixed on the hold when the place was taken (a director's later price edit
+   changes new holds only); the intent's id is recorded on the hold;
 3. once the intent has succeeded — told by the runner's confirm call, the
    ``payment_intent.succeeded`` webhook or the sweeper, whichever comes first — put the
    paid registration on the queue, then mark the hold QUEUED. The writer keys on the
@@ -66,6 +67,7 @@ from racecap.errors import (
     PaymentDeclined,
     PaymentNotStarted,
     PaymentPending,
+    PaymentRefused,
     RegistrationNotFound,
 )
 from racecap.logic import backlog
@@ -202,8 +204,8 @@ class RegistrationService:
             firstName=request.firstName,
             lastName=request.lastName,
             dateOfBirth=request.dateOfBirth.isoformat(),
-            amountCents=event.priceCents,
-            currency=event.currency,
+            amountCents=event.priceCents if hold.amountCents is None else hold.amountCents,
+            currency=hold.currency or event.currency,
             startedAt=now.isoformat(),
         )
         outcome = self._holds.begin_payment(hold, attempt, now, turn=True)
@@ -341,19 +343,33 @@ class RegistrationService:
 
     def _hold_intent(self, hold: Hold, attempt: Attempt, race: Race, event: Event) -> PaymentIntent:
         """The hold's one intent: recorded already, or created now (the same key replays it)."""
-        if hold.intentId is not None:
-            intent_id = hold.intentId
-            return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
-        intent = provider_call(
-            lambda: self._payments.create_intent(
-                amount_cents=attempt.amountCents,
-                currency=attempt.currency,
-                idempotency_key=intent_key(hold.holdId),
-                metadata=payment_metadata(hold, attempt),
-                description=f"{race.name} — {event.name}",
-            ),
-            hold.holdId,
-        )
+        try:
+            if hold.intentId is not None:
+                intent_id = hold.intentId
+                return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
+            intent = provider_call(
+                lambda: self._payments.create_intent(
+                    amount_cents=attempt.amountCents,
+                    currency=attempt.currency,
+                    idempotency_key=intent_key(hold.holdId),
+                    metadata=payment_metadata(hold, attempt),
+                    description=f"{race.name} — {event.name}",
+                ),
+                hold.holdId,
+            )
+        except PaymentRejected as exc:
+            # The provider refused the request itself (a price under its minimum set before
+            # prices were checked, a currency the account cannot take...): nothing was charged,
+            # and no retry by the runner can change it, so a 4xx that says so, never a 500.
+            logger.error(
+                "payment provider refused the hold's intent",
+                extra={"holdId": hold.holdId, "raceId": hold.raceId, "eventId": hold.eventId, "code": exc.code},
+            )
+            metrics.add_metric(name="PaymentRefused", unit="Count", value=1)
+            raise PaymentRefused(
+                f"The payment service cannot take this event's payment ({exc.code}); nothing was charged. "
+                "Your place stays held; please tell the race organiser."
+            ) from exc
         if not self._holds.set_intent(hold, attempt, intent.id):
             # Moved on meanwhile (expired and swept, or queued by a webhook): say what it is now.
             return self._explain_moved(hold.holdId, attempt.email, intent)
