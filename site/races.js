@@ -152,7 +152,9 @@ export async function racePage(raceId) {
       const left = Number(ev.spotsLeft);
       r.ev = ev;
       setText(r.name, ev.name || ev.eventId);
-      setText(r.price, money(ev.priceCents, ev.currency));
+      const next = (ev.priceChanges || [])[0]; // "$35 until 1 May, then $45"
+      setText(r.price, money(ev.priceCents, ev.currency) + (next
+        ? ` until ${when(next.startsAt, race.timeZone)}, then ${money(next.priceCents, ev.currency)}` : ''));
       setText(r.spots, es === 'soldout' ? 'No places left' : Number.isFinite(left)
         ? `${left} place${left === 1 ? '' : 's'} left${ev.cap ? ` of ${ev.cap}` : ''}` : '');
       badge(r.state, es);
@@ -221,7 +223,7 @@ export async function racePage(raceId) {
       );
       store.set(`hold:${data.holdId}`, {
         holdId: data.holdId, expiresAt: data.expiresAt, heldAt: now(), raceId, raceName: race.name,
-        eventId: ev.eventId, eventName: ev.name, priceCents: ev.priceCents, currency: ev.currency,
+        eventId: ev.eventId, eventName: ev.name, priceCents: data.priceCents ?? ev.priceCents, currency: ev.currency,
         raceDate: race.raceDate, minAge: ev.minAge, maxAge: ev.maxAge, ageRule: ev.ageRule,
       });
       return go(`/holds/${enc(data.holdId)}`);

@@ -271,6 +271,7 @@ class EventChanges(TypedDict, total=False):
     shards: int
     minAge: int
     maxAge: int | None
+    priceTiers: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,14 @@ class Race(Model):
         return self.listing == "DRAFT"
 
 
+class PriceTier(Model):
+    """From ``startsAt`` on, the event costs ``priceCents`` (an early-bird price is the event's
+    own ``priceCents`` until the first tier starts)."""
+
+    startsAt: datetime
+    priceCents: int
+
+
 class Event(Model):
     raceId: str
     eventId: str
@@ -89,6 +97,19 @@ class Event(Model):
     # rule existed read as the old site-wide minimum of 5 and no maximum.
     minAge: int = 5
     maxAge: int | None = None
+    # Later prices by date, in order (racecap.logic.pricing): the price a hold takes is the one
+    # in force when the place is held.
+    priceTiers: list[PriceTier] = []
+
+    def price_at(self, at: datetime) -> int:
+        price = self.priceCents
+        for tier in self.priceTiers:
+            if tier.startsAt <= at:
+                price = tier.priceCents
+        return price
+
+    def next_tier(self, at: datetime) -> PriceTier | None:
+        return next((t for t in self.priceTiers if t.startsAt > at), None)
 
 
 class EventView(Model):
@@ -96,9 +117,10 @@ class EventView(Model):
     name: str
     cap: int
     spotsLeft: int = Field(description="Places left; may be a few seconds stale (cached), never used to decide a hold.")
-    priceCents: int
+    priceCents: int = Field(description="The price now: what a place held now costs.")
     currency: str
     status: PublicEventStatus
+    priceChanges: list[PriceTier] = Field(description="The prices still to come, by date (e.g. after an early bird).")
     minAge: int = Field(description="The youngest a runner may be on race day.")
     maxAge: int | None = Field(description="The oldest a runner may be on race day; null: no limit.")
     ageRule: str = Field(description="The rule in words, e.g. 'ages 4 to 12 on race day'.")
@@ -145,6 +167,8 @@ class HoldCreated(Model):
     expiresAt: datetime
     raceId: str
     eventId: str
+    priceCents: int = Field(description="What this place costs: the price in force when it was held.")
+    currency: str
 
 
 class HoldView(Model):
@@ -218,7 +242,9 @@ class AdminEventView(Model):
     eventId: str
     name: str
     cap: int
-    priceCents: int
+    priceCents: int = Field(description="The price until the first tier starts.")
+    priceTiers: list[PriceTier]
+    priceNow: int = Field(description="The price in force now.")
     currency: str
     shards: int
     minAge: int

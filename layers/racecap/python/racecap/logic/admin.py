@@ -8,6 +8,7 @@ other directors' races are not confirmed).
 
 from __future__ import annotations
 
+import itertools
 import math
 import secrets
 from collections.abc import Callable, Sequence
@@ -53,6 +54,7 @@ from racecap.models import (
     JsonInt,
     Listing,
     Model,
+    PriceTier,
     Race,
 )
 from racecap.money import charge_problem
@@ -106,6 +108,27 @@ _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
 _AGE_RULE_MESSAGE = "minAge must not be above maxAge."
+MAX_PRICE_TIERS = 10
+
+
+class PriceTierDraft(Model):
+    model_config = _STRICT
+
+    startsAt: datetime = Field(
+        description="When this price starts: ISO 8601; without an offset, the race's local time."
+    )
+    priceCents: JsonInt = Field(gt=0, le=10_000_000, description=PRICE_DESCRIPTION)
+
+    @field_validator("startsAt", mode="before")
+    @classmethod
+    def _text_time(cls, v: object) -> object:
+        return _iso_text(v)
+
+
+PRICE_TIERS_DESCRIPTION = (
+    "Later prices by date (standard, late...), each from its startsAt; priceCents is the price until the first "
+    "starts (the early bird). A hold takes the price in force when the place is held."
+)
 
 
 class EventDraft(Model):
@@ -119,6 +142,9 @@ class EventDraft(Model):
     )
     maxAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
         default=None, description="The oldest a runner may be on race day; leave out for no limit."
+    )
+    priceTiers: list[PriceTierDraft] = Field(
+        default=[], max_length=MAX_PRICE_TIERS, description=PRICE_TIERS_DESCRIPTION
     )
 
     @field_validator("maxAge")
@@ -278,6 +304,11 @@ class EventPatch(Model):
         default=None, description="The oldest a runner may be on race day (send noMaxAge to remove the limit)."
     )
     noMaxAge: StrictBool | None = Field(default=None, description="true: remove the event's maximum age.")
+    priceTiers: list[PriceTierDraft] | None = Field(
+        default=None,
+        max_length=MAX_PRICE_TIERS,
+        description=PRICE_TIERS_DESCRIPTION + " Replaces them all; [] removes them.",
+    )
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 
@@ -376,6 +407,8 @@ class RaceAdmin:
                     name=e.name,
                     cap=e.cap,
                     priceCents=e.priceCents,
+                    priceTiers=e.priceTiers,
+                    priceNow=e.price_at(datetime.now(UTC)),
                     currency=e.currency,
                     shards=e.shards,
                     minAge=e.minAge,
@@ -409,7 +442,8 @@ class RaceAdmin:
         director: Director | None = None,
         copied_from: str | None = None,
     ) -> Race:
-        _check_prices(draft.currency, {f"events.{i}.priceCents": e.priceCents for i, e in enumerate(draft.events)})
+        _check_prices(draft.currency, {f"events.{i}.{k}": p for i, e in enumerate(draft.events) for k, p in _prices(e)})
+        tiers = [_tiers(e.priceTiers, draft.timeZone, f"events.{i}.priceTiers") for i, e in enumerate(draft.events)]
         if draft.listing != "DRAFT":
             _check_complete(draft, list(draft.events))
         race = Race(
@@ -430,6 +464,7 @@ class RaceAdmin:
                 position=i,
                 minAge=e.minAge,
                 maxAge=e.maxAge,
+                priceTiers=tiers[i],
             )
             for i, e in enumerate(draft.events)
         ]
@@ -458,7 +493,7 @@ class RaceAdmin:
         race, events = self.owned(director, race_id)
         if len(events) >= MAX_EVENTS:
             raise TooManyEvents(f"A race has at most {MAX_EVENTS} events; this one has {len(events)}.")
-        _check_prices(race.currency, {"priceCents": draft.priceCents})
+        _check_prices(race.currency, dict(_prices(draft)))
         event = Event(
             raceId=race_id,
             eventId=new_id("evt"),
@@ -470,6 +505,7 @@ class RaceAdmin:
             position=max((e.position for e in events), default=-1) + 1,
             minAge=draft.minAge,
             maxAge=draft.maxAge,
+            priceTiers=_tiers(draft.priceTiers, race.timeZone, "priceTiers"),
         )
         self._inventory.create_event_shards(race_id, event.eventId, split_cap(event.cap, event.shards))
         try:
@@ -529,7 +565,9 @@ class RaceAdmin:
         return self.get(director, race_id)
 
     def update_event(self, director: Director, race_id: str, event_id: str, patch: EventPatch) -> AdminRaceView:
-        asked: dict[str, Any] = patch.model_dump(exclude_unset=True, exclude={"expectedVersion", "noMaxAge"})
+        asked: dict[str, Any] = patch.model_dump(
+            exclude_unset=True, exclude={"expectedVersion", "noMaxAge", "priceTiers"}
+        )
         nulls = [k for k, v in asked.items() if v is None]
         if nulls:
             raise ValidationFailed(
@@ -542,10 +580,21 @@ class RaceAdmin:
         for _ in range(CAP_CHANGE_TRIES):
             race, events = self.owned(director, race_id)
             _check_version(race, patch.expectedVersion)
+            if patch.priceTiers is not None:
+                _check_prices(
+                    race.currency, {f"priceTiers.{i}.priceCents": t.priceCents for i, t in enumerate(patch.priceTiers)}
+                )
+                asked["priceTiers"] = [
+                    t.model_dump(mode="json") for t in _tiers(patch.priceTiers, race.timeZone, "priceTiers")
+                ]
             event = next((e for e in events if e.eventId == event_id), None)
             if event is None:
                 raise EventNotFound(f"Race {race_id} has no event {event_id}.")
-            changes = cast(EventChanges, {k: v for k, v in asked.items() if getattr(event, k) != v})
+            current = {
+                **event.model_dump(mode="json", include={"priceTiers"}),
+                **event.model_dump(exclude={"priceTiers"}),
+            }
+            changes = cast(EventChanges, {k: v for k, v in asked.items() if current[k] != v})
             if not changes:
                 return self.view(race, events)
             if "priceCents" in changes:
@@ -570,7 +619,7 @@ class RaceAdmin:
                 added = sum(1 for c in plan if c.old_cap is None)
                 if added:  # new shards exist only once the event names them (same transaction)
                     changes["shards"] = len(usage.shards) + added
-            details = {k: {"from": getattr(event, k), "to": v} for k, v in changes.items()}
+            details = {k: {"from": current.get(k), "to": v} for k, v in changes.items()}
             try:
                 self._run(
                     [
@@ -605,7 +654,15 @@ class RaceAdmin:
                     "registrationClosesAt": race.registrationClosesAt + shift,
                     "listing": "DRAFT",
                     "events": [
-                        {"name": e.name, "cap": e.cap, "priceCents": e.priceCents, "minAge": e.minAge}
+                        {
+                            "name": e.name,
+                            "cap": e.cap,
+                            "priceCents": e.priceCents,
+                            "minAge": e.minAge,
+                            "priceTiers": [
+                                {"startsAt": t.startsAt + shift, "priceCents": t.priceCents} for t in e.priceTiers
+                            ],
+                        }
                         | ({"maxAge": e.maxAge} if e.maxAge is not None else {})
                         for e in events
                     ],
@@ -697,6 +754,31 @@ def _a_year_later(day: date) -> date:
         return day.replace(year=day.year + 1)
     except ValueError:  # 29 February
         return day.replace(year=day.year + 1, day=28)
+
+
+def _prices(e: EventDraft) -> list[tuple[str, int]]:
+    return [
+        ("priceCents", e.priceCents),
+        *((f"priceTiers.{i}.priceCents", t.priceCents) for i, t in enumerate(e.priceTiers)),
+    ]
+
+
+def _tiers(drafts: Sequence[PriceTierDraft], zone: str, field: str) -> list[PriceTier]:
+    """Tiers in UTC (a time without an offset is the race's local time), strictly in order."""
+    tiers = [
+        PriceTier(
+            startsAt=(t.startsAt if t.startsAt.tzinfo else t.startsAt.replace(tzinfo=ZoneInfo(zone))).astimezone(UTC),
+            priceCents=t.priceCents,
+        )
+        for t in drafts
+    ]
+    for i, (a, b) in enumerate(itertools.pairwise(tiers), start=1):
+        if b.startsAt <= a.startsAt:
+            raise ValidationFailed(
+                "Price tiers must start in order, each after the one before.",
+                fields={f"{field}.{i}.startsAt": "Must be after the tier before it."},
+            )
+    return tiers
 
 
 def _check_prices(currency: str, prices: dict[str, int]) -> None:

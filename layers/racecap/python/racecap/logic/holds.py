@@ -19,7 +19,7 @@ from racecap.errors import Conflict, EventNotFound, HoldNotFound, RegistrationCl
 from racecap.logic.capacity import shard_name
 from racecap.logic.eligibility import rule_text
 from racecap.logic.races import RaceDefinitions, race_status, sold_out_flag
-from racecap.models import HoldCreated, HoldView
+from racecap.models import Event, HoldCreated, HoldView
 from racecap.observability import metrics
 
 SOLD_OUT_FLAG_TTL = 5.0  # seconds; short, so places that come back are offered again soon
@@ -78,7 +78,7 @@ class HoldService:
             createdAt=now,
             expiresAt=expires,
             clientLimits=limits or {},
-            amountCents=event.priceCents,  # fixed now: a price edit changes new holds only
+            amountCents=event.price_at(now),  # fixed now: a price edit or a new tier changes new holds only
             currency=event.currency,
         )
         got = self._holds.claim(hold, shards, avoid=full)
@@ -88,7 +88,14 @@ class HoldService:
             metrics.add_metric(name="SoldOut", unit="Count", value=1)
             raise SoldOut(f"{event.name} is sold out.")
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
-        return HoldCreated(holdId=hold_id, expiresAt=expires, raceId=race_id, eventId=event_id)
+        return HoldCreated(
+            holdId=hold_id,
+            expiresAt=expires,
+            raceId=race_id,
+            eventId=event_id,
+            priceCents=hold.amountCents or 0,
+            currency=event.currency,
+        )
 
     def view(self, hold_id: str, now: datetime | None = None) -> HoldView:
         """A hold as its link shows it on any device: the event, price and clock, and how far
@@ -114,8 +121,8 @@ class HoldService:
             timeZone=race.timeZone,
             eventId=event.eventId,
             eventName=event.name,
-            priceCents=hold.attempt.amountCents if hold.attempt else event.priceCents,
-            currency=hold.attempt.currency if hold.attempt else event.currency,
+            priceCents=_held_price(hold, event),
+            currency=hold.attempt.currency if hold.attempt else (hold.currency or event.currency),
             minAge=event.minAge,
             maxAge=event.maxAge,
             ageRule=rule_text(event.minAge, event.maxAge),
@@ -132,3 +139,11 @@ class HoldService:
         if hold.status == HoldPhase.HELD and self._holds.release(hold, HoldPhase.RELEASED):
             self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
             metrics.add_metric(name="HoldReleased", unit="Count", value=1)
+
+
+def _held_price(hold: Hold, event: Event) -> int:
+    """What the hold costs: the amount its details were sent with, else the price fixed when the
+    place was held (holds from before that was recorded: the price in force then)."""
+    if hold.attempt is not None:
+        return hold.attempt.amountCents
+    return hold.amountCents if hold.amountCents is not None else event.price_at(hold.createdAt)

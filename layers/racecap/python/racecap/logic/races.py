@@ -97,7 +97,7 @@ class RaceCatalog:
             except RaceNotFound:
                 continue  # deleted between the two reads
             left = self.availability(race.raceId, events)
-            status = race_status(race)
+            status, now = race_status(race), datetime.now(UTC)
             items.append(
                 RaceListItem(
                     **self._summary(race).model_dump(),
@@ -106,7 +106,7 @@ class RaceCatalog:
                             eventId=e.eventId,
                             name=e.name,
                             spotsLeft=left.get(e.eventId, 0),
-                            priceCents=e.priceCents,
+                            priceCents=e.price_at(now),
                             currency=e.currency,
                             status=event_status(status, left.get(e.eventId, 0)),
                         )
@@ -119,6 +119,7 @@ class RaceCatalog:
     def get_race(self, race_id: str) -> RaceView:
         race, events = self.for_runners(race_id)
         availability = self.availability(race_id, events)
+        now = datetime.now(UTC)
         status = race_status(race)
         return RaceView(
             **self._summary(race).model_dump(),
@@ -131,9 +132,10 @@ class RaceCatalog:
                     name=e.name,
                     cap=e.cap,
                     spotsLeft=availability.get(e.eventId, 0),
-                    priceCents=e.priceCents,
+                    priceCents=e.price_at(now),
                     currency=e.currency,
                     status=event_status(status, availability.get(e.eventId, 0)),
+                    priceChanges=[t for t in e.priceTiers if t.startsAt > now],
                     minAge=e.minAge,
                     maxAge=e.maxAge,
                     ageRule=rule_text(e.minAge, e.maxAge),

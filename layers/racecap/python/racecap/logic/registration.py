@@ -204,7 +204,7 @@ class RegistrationService:
             firstName=request.firstName,
             lastName=request.lastName,
             dateOfBirth=request.dateOfBirth.isoformat(),
-            amountCents=event.priceCents if hold.amountCents is None else hold.amountCents,
+            amountCents=event.price_at(hold.createdAt) if hold.amountCents is None else hold.amountCents,
             currency=hold.currency or event.currency,
             startedAt=now.isoformat(),
         )
