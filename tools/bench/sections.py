@@ -54,7 +54,7 @@ class Section:
 
 def sections() -> list[Section]:
     """Every section, in the order each phase runs them."""
-    from tools.bench import coldstart, floors, gateway_profile, idle_cost, raw, results
+    from tools.bench import coldstart, floors, gateway_profile, idle_cost, race_list, raw, results
 
     return [
         idle_cost.SECTION,
@@ -63,4 +63,5 @@ def sections() -> list[Section]:
         floors.SECTION,
         gateway_profile.SECTION,
         results.SECTION,
+        race_list.SECTION,
     ]
