@@ -37,3 +37,21 @@ def test_given_floors_and_counted_rates_when_combined_then_each_share_is_rate_ti
 def test_given_no_floors_measured_when_combined_then_there_is_no_floor() -> None:
     assert floor_per_registration({}, invocations=5.0, aws_calls=12.0) is None
     assert floor_per_registration({"error": ["ImportError"]}, invocations=5.0, aws_calls=12.0) is None
+
+
+def test_a_floor_measured_on_a_busy_machine_is_measured_again_then_marked_unreliable(monkeypatch) -> None:
+    from tools.bench import load as load_module
+    from tools.bench.floors import floor_per_registration
+
+    loads = iter([3.5, 3.1, 1.2, 0.9])  # busy for the first sample, quiet for the second
+    monkeypatch.setattr(load_module, "load_now", lambda: next(loads))
+    said: list[str] = []
+    calls: list[int] = []
+    result, info = load_module.measured_quietly(lambda: calls.append(1) or len(calls), said.append, settle_s=0)
+    assert (result, info["quiet"], info["attempts"]) == (2, True, 2) and said
+
+    monkeypatch.setattr(load_module, "load_now", lambda: 4.0)  # never quiet
+    _, busy = load_module.measured_quietly(lambda: None, said.append, attempts=2, settle_s=0)
+    assert (busy["quiet"], busy["attempts"]) == (False, 2) and "not a floor" in busy["note"]
+    floors = {"framework_cpu_ms_per_invocation": 0.1, "aws_call_cpu_ms": 1.0, "load": busy}
+    assert floor_per_registration(floors, 6, 13)["reliable"] is False

@@ -29,9 +29,7 @@ FORBIDDEN = AVOIDABLE_AT_COLD_START
 # Functions that still load boto3 (and with it s3transfer), and why. Each entry is a debt:
 # Powertools' idempotency utility imports its DynamoDB persistence layer (which imports
 # boto3) from the package's __init__, so any function using idempotency pays it.
-STILL_LOADS_BOTO3 = {
-    "EmailSender": "Powertools idempotency per SQS message",
-}
+STILL_LOADS_BOTO3: dict[str, str] = {}  # EmailSender's was dropped: its sender is built by its first batch
 
 _CHILD = """
 import importlib.util, json, sys

@@ -19,6 +19,7 @@ from typing import Any
 import blueprint
 from local.runtime import LAYER_PATH
 from local.stack import LocalStack
+from tools.bench.load import measured_quietly
 from tools.bench.sections import Bench, Section
 
 ROOT = blueprint.ROOT
@@ -160,7 +161,11 @@ def heaviest_imports(path: Path, env: dict[str, str], top: int = 8) -> list[dict
 
 def measure(bench: Bench) -> dict[str, Any]:
     bench.say("(e) cold-start imports, a fresh interpreter per sample")
-    cold = cold_starts(bench.args.cold_samples)
+    cold, load = measured_quietly(lambda: cold_starts(bench.args.cold_samples), bench.say)
+    for r in cold.values():
+        r["load"] = load  # the machine's load while every row was sampled (one pass)
+        if "framework_floor_ms" in r:
+            r["framework_floor_reliable"] = load["quiet"]
     for fn_id, r in cold.items():
         without = f" (sources only: {r['median_ms_without_package_bytecode']} ms)" if "median_ms" in r else ""
         over = f", {r['over_framework_floor_ms']} over the framework's floor" if "framework_floor_ms" in r else ""

@@ -22,6 +22,7 @@ import statistics
 from typing import Any
 
 from tools.bench.cpu import run_as_function
+from tools.bench.load import measured_quietly
 from tools.bench.sections import Bench, Section
 
 # Runs with the functions' environment in a fresh interpreter, as a gateway worker does.
@@ -54,8 +55,9 @@ def measure(bench: Bench) -> dict[str, Any]:
     assert bench.stack is not None
     bench.say("floors: the framework's CPU per invocation, one AWS call's client CPU")
     samples = bench.args.cold_samples
-    runs = [_cpu(bench, bench.args.floor_calls) for _ in range(samples)]
+    runs, load = measured_quietly(lambda: [_cpu(bench, bench.args.floor_calls) for _ in range(samples)], bench.say)
     return {
+        "load": load,
         "framework": "aws_lambda_powertools APIGatewayHttpResolver(enable_validation=True), one pydantic body",
         "framework_cpu_ms_per_invocation": round(statistics.median(r["invocation"] for r in runs), 3),
         "aws_call": "DynamoDB GetItem via racecap.clients (botocore), DynamoDB Local on loopback",
@@ -86,6 +88,8 @@ def floor_per_registration(floors: dict[str, Any], invocations: float, aws_calls
         "framework_ms": round(framework, 2),
         "aws_sdk_ms": round(sdk, 2),
         "total_ms": round(framework + sdk, 2),
+        # A floor measured on a busy machine is not a floor (issue 30).
+        "reliable": bool((floors.get("load") or {}).get("quiet", True)),
     }
 
 
