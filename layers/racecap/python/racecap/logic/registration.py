@@ -232,18 +232,10 @@ class RegistrationService:
     def confirm(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's browser says it confirmed the intent: the server asks the provider."""
         now = now or datetime.now(UTC)
-        hold = self._holds.get(hold_id)
-        if hold is None:
-            raise HoldNotFound(f"No hold with id {hold_id}.")
-        if hold.status in DONE_PHASES:
-            return RegistrationAccepted(
-                registrationId=hold.registrationId,
-                status="CONFIRMED" if hold.status == HoldPhase.CONFIRMED else "QUEUED",
-            )
-        if hold.status in GONE_PHASES or hold.status == HoldPhase.CANCELLED:
-            raise HoldExpired("Your hold on this place has expired; please hold a new place.")
-        if hold.status != HoldPhase.PAYING or hold.attempt is None or hold.intentId is None:
-            raise PaymentNotStarted("Send the runner's details first; no payment has started for this hold.")
+        hold = self._paying_hold(hold_id, now, by_clock=False)
+        if isinstance(hold, RegistrationAccepted):
+            return hold
+        assert hold.attempt is not None  # _paying_hold's promise
         intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
         race, event = self._race_event(hold)
         answer = self._settle(hold, hold.attempt, intent, race, event, now, report_decline=True)
@@ -258,6 +250,18 @@ class RegistrationService:
         hold's one intent (its client secret), without the runner's details. A payment that
         already succeeded queues the registration, as the confirm call would."""
         now = now or datetime.now(UTC)
+        hold = self._paying_hold(hold_id, now, by_clock=True)
+        if isinstance(hold, RegistrationAccepted):
+            return hold
+        assert hold.attempt is not None  # _paying_hold's promise
+        intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
+        race, event = self._race_event(hold)
+        return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=False)
+
+    def _paying_hold(self, hold_id: str, now: datetime, *, by_clock: bool) -> Hold | RegistrationAccepted:
+        """The hold a payment call is about, PAYING with its details and intent, or the answer
+        for one already paid; HoldNotFound, HoldExpired (by its phase, and with ``by_clock`` by
+        its expiry too) or PaymentNotStarted otherwise."""
         hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
@@ -266,13 +270,11 @@ class RegistrationService:
                 registrationId=hold.registrationId,
                 status="CONFIRMED" if hold.status == HoldPhase.CONFIRMED else "QUEUED",
             )
-        if hold.status in GONE_PHASES or hold.status == HoldPhase.CANCELLED or hold.expired(now):
+        if hold.status in GONE_PHASES or hold.status == HoldPhase.CANCELLED or (by_clock and hold.expired(now)):
             raise HoldExpired("Your hold on this place has expired; please hold a new place.")
         if hold.status != HoldPhase.PAYING or hold.attempt is None or hold.intentId is None:
             raise PaymentNotStarted("Send the runner's details first; no payment has started for this hold.")
-        intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
-        race, event = self._race_event(hold)
-        return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=False)
+        return hold
 
     def payment_succeeded(self, intent: PaymentIntent, now: datetime | None = None) -> str:
         """A succeeded intent, however we learnt of it (webhook, reconciliation): queue the
