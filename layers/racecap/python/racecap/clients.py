@@ -57,8 +57,19 @@ def aws(service: str) -> Any:
     # machinery, ~50 ms of every cold start for nothing a function uses (issue 14).
     from botocore.config import Config
 
-    config = Config(**_SERVICE_CONFIG.get(service, _BOTO_CONFIG), user_agent=_user_agent())
-    return _session().create_client(service, config=config)
+    from racecap import deadline
+
+    settings = dict(_SERVICE_CONFIG.get(service, _BOTO_CONFIG))
+    retries = dict(settings["retries"])
+    # Adaptive mode is standard mode plus a client-side rate limiter: the limiter is added by
+    # racecap.deadline, where the time it holds a call back is counted (issue 31).
+    adaptive = retries.get("mode") == "adaptive"
+    if adaptive:
+        retries["mode"] = "standard"
+    settings["retries"] = retries
+    max_attempts = int(retries.get("total_max_attempts") or retries.get("max_attempts", 2) + 1)
+    client = _session().create_client(service, config=Config(**settings, user_agent=_user_agent()))
+    return deadline.instrument(client, max_attempts=max_attempts, adaptive=adaptive)
 
 
 @functools.cache
