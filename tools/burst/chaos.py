@@ -258,6 +258,7 @@ def _after(run: BurstRun, summary: dict[str, Any]) -> list[str]:
             "injected_over_time_s": _histogram([i["t"] - chaos.t0 for i in injected]),
             "answers": {str(k): v for k, v in sorted(statuses.items())},
             "baseline_latency_ms": baseline,
+            "latency_ms": _latency(reqs),
             "where_time_went": breakdown(reqs),
             "p99_per_10s": _periods(reqs, chaos.t0),
             "timeline": timeline,

@@ -90,10 +90,14 @@ def budget_for(remaining_ms: int | None, budget_s: float = HANDLER_BUDGET_S, mar
 
 
 def start(context: Any, budget_s: float = HANDLER_BUDGET_S) -> Invocation:
-    """Begin an API invocation's budget from its Lambda context (keeping what was counted so far)."""
+    """Begin an API invocation: its budget from the Lambda context, its counts from zero.
+
+    The record is cleared in place, not replaced: the local runtime holds it to read the
+    counts after the handler returns."""
     getter = getattr(context, "get_remaining_time_in_millis", None)
     remaining_ms = int(getter()) if callable(getter) else None
     inv = current()
+    inv.__init__()  # type: ignore[misc]
     inv.deadline = time.monotonic() + budget_for(remaining_ms, budget_s)
     return inv
 
