@@ -242,7 +242,8 @@ def _respond_from_lambda(start: StartResponse, result: Any) -> list[bytes]:
 
 
 class Gateway:
-    def __init__(self, host: FunctionHost | None = None, authorizer: Any = None) -> None:
+    def __init__(self, host: Any = None, authorizer: Any = None) -> None:
+        # FunctionHost (in this process) or EnvironmentHost (local/environments.py).
         self.host = host or FunctionHost()
         self.authorizer = authorizer
         # The functions' own environment holds the secret CloudFront would be configured with.
@@ -357,7 +358,12 @@ def _make_app() -> Gateway:
         from local.auth import LocalAuthorizer
 
         authorizer = LocalAuthorizer.from_env()
-    return Gateway(authorizer=authorizer)
+    host: Any = None
+    if os.environ.get("RACECAP_GATEWAY_ENVIRONMENTS") == "own":
+        from local.environments import EnvironmentHost
+
+        host = EnvironmentHost()  # each invocation in an environment of its own, as on Lambda
+    return Gateway(host=host, authorizer=authorizer)
 
 
 app = _make_app()

@@ -63,6 +63,7 @@ class Timing:
     limiter_s: float = 0.0  # ... held back by the adaptive mode's rate limiter
     own_sleep_s: float = 0.0  # ... asleep in our own retries
     sdk_retries: int = 0
+    environment: int = 0  # the environment's process id (0: in the gateway's own process)
 
     @classmethod
     def of(cls, record: Any, *, wait_s: float, handler_s: float) -> Timing:
@@ -73,6 +74,7 @@ class Timing:
             limiter_s=record.limiter_wait_s,
             own_sleep_s=record.own_sleep_s,
             sdk_retries=record.sdk_retries,
+            environment=os.getpid(),
         )
 
     def server_timing(self, gateway_s: float) -> str:
@@ -85,7 +87,8 @@ class Timing:
             "limiter": self.limiter_s,
             "own-sleep": self.own_sleep_s,
         }
-        return ", ".join(f"{k};dur={v * 1000:.1f}" for k, v in parts.items()) + f", sdk-retries;desc={self.sdk_retries}"
+        durations = ", ".join(f"{k};dur={v * 1000:.1f}" for k, v in parts.items())
+        return f"{durations}, sdk-retries;desc={self.sdk_retries}, env;desc={self.environment}"
 
 
 def _deadline() -> Any:

@@ -457,7 +457,12 @@ def render(s: dict[str, Any]) -> str:
                 f"x{scale} of 10/20/40/60 s = " + "/".join(f"{w * scale:g}" for w in (10, 20, 40, 60)) + " s",
             ),
             ("event caps", ", ".join(f"{e['name']} {e['cap']:,}" for e in s.get("event_caps", [])) or "n/a"),
-            ("gateway", f"{cfg.get('gateway_workers')} workers x {cfg.get('gateway_threads')} threads"),
+            (
+                "gateway",
+                "an environment per invocation"
+                if cfg.get("gateway_environments", "shared") == "own"
+                else f"shared: {cfg.get('gateway_workers')} workers x {cfg.get('gateway_threads')} threads",
+            ),
             (
                 "machine",
                 f"{s.get('machine', {}).get('cpus')} CPUs, load {s.get('machine', {}).get('load_avg_1m_at_end', 0):.1f}"

@@ -93,13 +93,15 @@ def test_the_adaptive_rate_limiter_still_limits_and_its_waits_are_counted() -> N
 
 
 def test_the_gateways_server_timing_names_each_part_in_ms() -> None:
-    timing = Timing(wait_s=0.002, handler_s=1.5, sdk_sleep_s=1.2, limiter_s=0.1, own_sleep_s=0.05, sdk_retries=2)
+    timing = Timing(
+        wait_s=0.002, handler_s=1.5, sdk_sleep_s=1.2, limiter_s=0.1, own_sleep_s=0.05, sdk_retries=2, environment=42
+    )
 
     header = timing.server_timing(gateway_s=1.51)
 
     assert header == (
         "gateway;dur=1510.0, env-wait;dur=2.0, handler;dur=1500.0, sdk-sleep;dur=1200.0, "
-        "limiter;dur=100.0, own-sleep;dur=50.0, sdk-retries;desc=2"
+        "limiter;dur=100.0, own-sleep;dur=50.0, sdk-retries;desc=2, env;desc=42"
     )
 
 
