@@ -16,6 +16,14 @@ from tools.burst.stack import Clients, drain, seed_race
 
 
 def http(method: str, url: str, body: Any = None, timeout: float = 30.0) -> tuple[int, dict[str, Any]]:
+    status, got, _ = request(method, url, body, timeout)
+    return status, got
+
+
+def request(
+    method: str, url: str, body: Any = None, timeout: float = 30.0
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """``http``, with the answer's headers (lower-case names)."""
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - URL is ours
     req.add_header("Accept", "application/json")
@@ -24,13 +32,14 @@ def http(method: str, url: str, body: Any = None, timeout: float = 30.0) -> tupl
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310
             raw = resp.read()
-            return resp.status, json.loads(raw) if raw else {}
+            return resp.status, json.loads(raw) if raw else {}, {k.lower(): v for k, v in resp.headers.items()}
     except urllib.error.HTTPError as exc:
         raw = exc.read()
+        headers = {k.lower(): v for k, v in exc.headers.items()}
         try:
-            return exc.code, json.loads(raw) if raw else {}
+            return exc.code, json.loads(raw) if raw else {}, headers
         except ValueError:
-            return exc.code, {"raw": raw[:200].decode(errors="replace")}
+            return exc.code, {"raw": raw[:200].decode(errors="replace")}, headers
 
 
 def _runner(email: str) -> dict[str, str]:
@@ -43,11 +52,28 @@ def _runner(email: str) -> dict[str, str]:
     }
 
 
+# "Come back later" (429 or 503 with Retry-After): waited out as it says and retried, as the
+# site does. With an environment per invocation (local/environments.py) the warm-up's
+# registrations really run at once, and reach the payment provider's shared budget, which
+# counts a refused call's slot too: coming back sooner than told only pushes the slot out.
+LATER = (429, 503)
+LATER_TRIES = 30
+
+
+def _post(url: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+    for _ in range(LATER_TRIES - 1):
+        status, got, headers = request("POST", url, body)
+        if status not in LATER or "retry-after" not in headers:
+            return status, got
+        time.sleep(float(headers["retry-after"]))
+    return http("POST", url, body)
+
+
 def _one_registration(base: str, race_id: str, event_id: str, email: str, wait: bool) -> str:
-    status, hold = http("POST", f"{base}/api/races/{race_id}/events/{event_id}/holds")
+    status, hold = _post(f"{base}/api/races/{race_id}/events/{event_id}/holds")
     if status != 201:
         raise RuntimeError(f"hold answered {status} {hold}")
-    status, reg = http("POST", f"{base}/api/holds/{hold['holdId']}/registration", _runner(email))
+    status, reg = _post(f"{base}/api/holds/{hold['holdId']}/registration", _runner(email))
     if status != 202:
         raise RuntimeError(f"register answered {status} {reg}")
     deadline = time.monotonic() + 60
