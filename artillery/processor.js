@@ -138,10 +138,24 @@ function countAnswer(name, res, body, events) {
     status: s,
     ms: phases && Number.isFinite(phases.total) ? phases.total : null,
     retryAfter: told ? res.headers['retry-after'] : null,
+    timing: serverTiming(res),
   });
   if (s >= 400 && body.error) {
     events.emit('counter', `racecap.api_errors.${name}.${body.error}`, 1);
   }
+}
+
+// The local gateway's Server-Timing (local/runtime.py Timing): where the request's time
+// went on the server ({gateway, handler, 'sdk-sleep', ...} in ms); null elsewhere.
+function serverTiming(res) {
+  const raw = res.headers && res.headers['server-timing'];
+  if (typeof raw !== 'string') return null;
+  const out = {};
+  for (const part of raw.split(',')) {
+    const m = /^\s*([\w-]+);(?:dur|desc)=([\d.]+)/.exec(part);
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
 }
 
 function sleep(seconds, done) {

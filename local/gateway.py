@@ -18,6 +18,7 @@ import json
 import mimetypes
 import os
 import re
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable
@@ -85,6 +86,13 @@ def _payment_origins() -> blueprint.PaymentOrigins:
 
 # CloudFront's response headers policy, as cdk renders it from the same declaration.
 SECURITY_HEADERS = blueprint.security_headers(_payment_origins())
+
+
+def _with_header(start: StartResponse, name: str, value: str) -> StartResponse:
+    def wrapped(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+        return start(status, [*headers, (name, value)], *exc)
+
+    return wrapped
 
 
 def _with_security_headers(start: StartResponse) -> StartResponse:
@@ -234,7 +242,8 @@ def _respond_from_lambda(start: StartResponse, result: Any) -> list[bytes]:
 
 
 class Gateway:
-    def __init__(self, host: FunctionHost | None = None, authorizer: Any = None) -> None:
+    def __init__(self, host: Any = None, authorizer: Any = None) -> None:
+        # FunctionHost (in this process) or EnvironmentHost (local/environments.py).
         self.host = host or FunctionHost()
         self.authorizer = authorizer
         # The functions' own environment holds the secret CloudFront would be configured with.
@@ -263,6 +272,7 @@ class Gateway:
 
     # -- API Gateway --------------------------------------------------------------
     def _api(self, environ: dict[str, Any], start: StartResponse, method: str, path: str) -> list[bytes]:
+        started = time.monotonic()
         matched = next(((r, p) for r in ROUTES if (p := r.match(method, path)) is not None), None)
         if matched is None:
             # Only outside the blueprint's catch-all (e.g. `/api` itself): API Gateway's answer.
@@ -286,8 +296,11 @@ class Gateway:
         # CloudFront's custom origin header: set on every API request, replacing any a client
         # sent, so the handlers' origin check passes only for requests through the CDN.
         event["headers"][blueprint.ORIGIN_VERIFY_HEADER] = self.origin_secret
-        result = self.host.invoke(compiled.route.function, event)
-        return _respond_from_lambda(start, result)
+        result, timing = self.host.invoke_timed(compiled.route.function, event)
+        # Where the request's time went, for the burst report (API Gateway adds nothing of the
+        # kind; the runner's own latency minus "gateway" is the time it queued before this).
+        timing_header = timing.server_timing(time.monotonic() - started)
+        return _respond_from_lambda(_with_header(start, "Server-Timing", timing_header), result)
 
     # -- Lambda Invoke API ----------------------------------------------------------
     def _invoke(self, environ: dict[str, Any], start: StartResponse, method: str, path: str) -> list[bytes]:
@@ -345,7 +358,12 @@ def _make_app() -> Gateway:
         from local.auth import LocalAuthorizer
 
         authorizer = LocalAuthorizer.from_env()
-    return Gateway(authorizer=authorizer)
+    host: Any = None
+    if os.environ.get("RACECAP_GATEWAY_ENVIRONMENTS") == "own":
+        from local.environments import EnvironmentHost
+
+        host = EnvironmentHost()  # each invocation in an environment of its own, as on Lambda
+    return Gateway(host=host, authorizer=authorizer)
 
 
 app = _make_app()

@@ -53,6 +53,51 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+@dataclass(frozen=True)
+class Timing:
+    """One invocation's time, as the gateway reports it (``Server-Timing``)."""
+
+    wait_s: float = 0.0  # waiting for an execution environment (a free one or a new one)
+    handler_s: float = 0.0  # in the handler, its sleeps included
+    sdk_sleep_s: float = 0.0  # of which asleep in botocore's retry backoffs
+    limiter_s: float = 0.0  # ... held back by the adaptive mode's rate limiter
+    own_sleep_s: float = 0.0  # ... asleep in our own retries
+    sdk_retries: int = 0
+    environment: int = 0  # the environment's process id (0: in the gateway's own process)
+
+    @classmethod
+    def of(cls, record: Any, *, wait_s: float, handler_s: float) -> Timing:
+        return cls(
+            wait_s=wait_s,
+            handler_s=handler_s,
+            sdk_sleep_s=record.sdk_sleep_s,
+            limiter_s=record.limiter_wait_s,
+            own_sleep_s=record.own_sleep_s,
+            sdk_retries=record.sdk_retries,
+            environment=os.getpid(),
+        )
+
+    def server_timing(self, gateway_s: float) -> str:
+        """The ``Server-Timing`` header: durations in ms, as browsers and the burst read them."""
+        parts = {
+            "gateway": gateway_s,
+            "env-wait": self.wait_s,
+            "handler": self.handler_s,
+            "sdk-sleep": self.sdk_sleep_s,
+            "limiter": self.limiter_s,
+            "own-sleep": self.own_sleep_s,
+        }
+        durations = ", ".join(f"{k};dur={v * 1000:.1f}" for k, v in parts.items())
+        return f"{durations}, sdk-retries;desc={self.sdk_retries}, env;desc={self.environment}"
+
+
+def _deadline() -> Any:
+    # The layer's module, as the handlers import it (the layer is on sys.path by then).
+    from racecap import deadline
+
+    return deadline
+
+
 class FunctionHost:
     """Keeps warm "execution environments" per function and invokes handlers in them.
 
@@ -84,12 +129,20 @@ class FunctionHost:
         return getattr(self.module(function_id), blueprint.function(function_id).attr)
 
     def invoke(self, function_id: str, event: Any) -> Any:
+        return self.invoke_timed(function_id, event)[0]
+
+    def invoke_timed(self, function_id: str, event: Any) -> tuple[Any, Timing]:
+        """The handler's result, and where the invocation's time went."""
         fn = blueprint.function(function_id)
+        t0 = time.monotonic()
         env = self._acquire(function_id)
+        t1 = time.monotonic()
+        record = _deadline().reset()
         try:
-            return getattr(env, fn.attr)(event, LambdaContext(fn.id, fn.memory_mb, fn.timeout_s))
+            result = getattr(env, fn.attr)(event, LambdaContext(fn.id, fn.memory_mb, fn.timeout_s))
         finally:
             self._pools[function_id].put(env)
+        return result, Timing.of(record, wait_s=t1 - t0, handler_s=time.monotonic() - t1)
 
     def _acquire(self, function_id: str) -> ModuleType:
         with self._lock:

@@ -60,6 +60,12 @@ class Ports:
         return cls(**{name: servers.free_port() for name in asdict(cls())})
 
 
+# The gateway's HTTP threads in the "own" model: enough for every function's environments
+# to be busy at once; a request beyond waits in the listen backlog, counted as queued.
+GATEWAY_HTTP_THREADS = 64
+GATEWAY_ENVIRONMENTS_VAR = "RACECAP_GATEWAY_ENVIRONMENTS"
+
+
 class StackError(RuntimeError):
     pass
 
@@ -79,6 +85,7 @@ class LocalStack:
         work_dir: Path,
         ports: Ports | None = None,
         *,
+        gateway_environments: str = "own",
         gateway_workers: int = 8,
         gateway_threads: int = 1,
         schedule_scale: float = 1.0,
@@ -91,6 +98,13 @@ class LocalStack:
     ) -> None:
         self.work_dir = work_dir
         self.ports = ports or Ports.from_env()
+        # "own": one HTTP process of many threads, each invocation in an execution environment
+        # of its own, up to the function's concurrency (local/environments.py), as on Lambda.
+        # "shared": the former model, ``gateway_workers`` processes of ``gateway_threads``
+        # threads running every function's handlers in-process (kept to compare the two).
+        if gateway_environments not in ("own", "shared"):
+            raise ValueError(f"gateway_environments: 'own' or 'shared', not {gateway_environments!r}")
+        self.gateway_environments = gateway_environments
         self.gateway_workers = gateway_workers
         self.gateway_threads = gateway_threads
         self.schedule_scale = schedule_scale
@@ -419,20 +433,25 @@ class LocalStack:
             )
 
     def _start_gateway(self) -> servers.ServerProcess:
-        # One request at a time per worker process, as one Lambda execution environment
-        # serves one invocation at a time: Powertools keeps per-process state (metrics)
-        # that concurrent invocations in one process would share. More workers = more
-        # concurrent environments.
+        # "shared": one request at a time per worker process, as one Lambda execution
+        # environment serves one invocation at a time: Powertools keeps per-process state
+        # (metrics, the current event) that concurrent invocations in one process would share.
+        # "own": one process only (its environments' pools are per process, so the
+        # concurrency limits hold); its threads serve HTTP and wait on the environments.
+        own = self.gateway_environments == "own"
+        workers = 1 if own else self.gateway_workers
+        threads = GATEWAY_HTTP_THREADS if own else self.gateway_threads
         cmd = [
             str(VENV_BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.ports.gateway}",
-            "--workers", str(self.gateway_workers), "--worker-class", "gthread",
-            "--threads", str(self.gateway_threads), "--backlog", "4096", "--keep-alive", "5",
+            "--workers", str(workers), "--worker-class", "gthread",
+            "--threads", str(threads), "--backlog", "4096", "--keep-alive", "5",
             "--timeout", "60", "--graceful-timeout", "3", "--log-level", "warning",
             # No request-line limit of gunicorn's own (4 KB): the gateway applies CloudFront's.
             "--limit-request-line", "0", "local.gateway:app",
         ]  # fmt: skip
         # The content security policy lets the site load the card form from the Stripe stand-in.
         env = self.function_env() | self.issuer.gateway_env() | {"RACECAP_PAYMENT_ORIGIN": self.stripe_url}
+        env[GATEWAY_ENVIRONMENTS_VAR] = self.gateway_environments
         if self.directors is not None:
             env |= self.directors.gateway_env()
         return self._spawn("gateway", cmd, self.ports.gateway, env)

@@ -243,12 +243,47 @@ def _chaos(c: dict[str, Any] | None) -> str:
         for r in c.get("timeline", [])
     )
     return (
-        "<h2>Chaos: faults injected</h2>"
+        _where(c) + "<h2>Chaos: faults injected</h2>"
         f"<p>Injected into DynamoDB calls: {_e(c.get('injected'))} ({_e(c.get('injected_by_operation'))}). "
         f"Answers runners saw: {_e(c.get('answers'))}. Before the first fault: p50 "
         f"{_num(base.get('p50_ms'), ',.0f')} ms, p99 {_num(base.get('p99_ms'), ',.0f')} ms.</p>"
         "<table><tr><th>at</th><th>fault</th><th>what hit</th><th>requests in the next 10 s</th>"
         f"<th>p50 ms</th><th>p99 ms</th><th>answers</th></tr>{rows}</table>"
+    )
+
+
+_PARTS = ("queued", "env-wait", "handler", "asleep", "sdk-sleep", "limiter", "own-sleep")
+
+
+def _where(c: dict[str, Any]) -> str:
+    """Where the time went (the gateway's Server-Timing per request): p50/p99 of each part
+    overall and per 10-s period, and each part's share of the slow requests' time."""
+    w = c.get("where_time_went") or {}
+    if not w.get("requests"):
+        return ""
+    head = "".join(f"<th>{p} p50 / p99 ms</th>" for p in _PARTS)
+
+    def cells(x: dict[str, Any]) -> str:
+        return "".join(
+            f"<td>{_num((x.get(p) or {}).get('p50_ms'), ',.0f')} / {_num((x.get(p) or {}).get('p99_ms'), ',.0f')}</td>"
+            for p in _PARTS
+        )
+
+    periods = "".join(
+        f"<tr><td>{r['from_s']} s</td><td>{_num(r.get('requests'))}</td><td>{_num(r.get('p50_ms'), ',.0f')}</td>"
+        f"<td>{_num(r.get('p99_ms'), ',.0f')}</td>{cells(r.get('where') or {})}</tr>"
+        for r in c.get("p99_per_10s", [])
+    )
+    slow = w.get("slow", {})
+    shares = ", ".join(f"{p} {slow.get(p + '_share', 0) * 100:.0f} %" for p in _PARTS if p + "_share" in slow)
+    return (
+        "<h2>Where the time went</h2>"
+        f"<p>{_num(w.get('requests'))} answers timed by the gateway. The {_num(slow.get('requests'))} slower than "
+        f"{_num(slow.get('over_ms'))} ms ({_num(slow.get('total_s'), ',.1f')} s in all) spent: {_e(shares)} "
+        "(queued = the runner's latency less the gateway's time; asleep = SDK backoffs + the adaptive "
+        "rate limiter + our own retries, all inside the handler's time).</p>"
+        f"<table><tr><th>all</th><th>requests</th><th>p50 ms</th><th>p99 ms</th>{head}</tr>"
+        f"<tr><td>all</td><td>{_num(w.get('requests'))}</td><td></td><td></td>{cells(w)}</tr>{periods}</table>"
     )
 
 
@@ -422,7 +457,12 @@ def render(s: dict[str, Any]) -> str:
                 f"x{scale} of 10/20/40/60 s = " + "/".join(f"{w * scale:g}" for w in (10, 20, 40, 60)) + " s",
             ),
             ("event caps", ", ".join(f"{e['name']} {e['cap']:,}" for e in s.get("event_caps", [])) or "n/a"),
-            ("gateway", f"{cfg.get('gateway_workers')} workers x {cfg.get('gateway_threads')} threads"),
+            (
+                "gateway",
+                "an environment per invocation"
+                if cfg.get("gateway_environments", "shared") == "own"
+                else f"shared: {cfg.get('gateway_workers')} workers x {cfg.get('gateway_threads')} threads",
+            ),
             (
                 "machine",
                 f"{s.get('machine', {}).get('cpus')} CPUs, load {s.get('machine', {}).get('load_avg_1m_at_end', 0):.1f}"

@@ -75,9 +75,9 @@ class Backend:
 
 
 def local_stack(work: Path) -> LocalStack:
-    """The stack the test suites run against: one request per gateway worker, as on Lambda,
-    and the sweeper's schedule shrunk so expiry tests take seconds."""
-    return LocalStack(work, Ports.free(), gateway_workers=6, gateway_threads=1, schedule_scale=0.05, quiet=True)
+    """The stack the test suites run against: each invocation in an environment of its own,
+    as on Lambda, and the sweeper's schedule shrunk so expiry tests take seconds."""
+    return LocalStack(work, Ports.free(), gateway_environments="own", schedule_scale=0.05, quiet=True)
 
 
 def backend_for(stack: LocalStack) -> Backend:

@@ -159,3 +159,23 @@ def test_environments_share_one_request_budget_through_redis(
         assert outcomes.count("limited") > 0
     finally:
         server.stop()
+
+
+def test_refused_callers_take_no_slot_from_the_shared_budget(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 31: hundreds of runners retrying at once must not push the budget's next slot
+    out of reach; a refusal writes nothing to Redis."""
+    import redis
+    from racecap.ratelimit import SendRateLimiter
+
+    server = servers.start_redis(servers.free_port(), tmp_path_factory.mktemp("redis"))
+    try:
+        client = redis.Redis(host="127.0.0.1", port=server.port)
+        limiter = SendRateLimiter(lambda: client, 2.0, headroom=0.0, key="rc:ratelimit:refusals")  # 0.5 s apart
+        assert limiter.reserve(max_wait_s=0.6) < 0.05
+        assert 0.4 < limiter.reserve(max_wait_s=0.6) <= 0.5
+        for _ in range(100):
+            assert 0.9 < limiter.reserve(max_wait_s=0.6) <= 1.0  # refused: 1 s out
+        time.sleep(0.5)
+        assert limiter.reserve(max_wait_s=0.6) <= 0.5  # as if the 100 refusals never happened
+    finally:
+        server.stop()

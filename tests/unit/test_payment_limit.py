@@ -16,7 +16,7 @@ class Slots:
         self.waits = list(waits)
         self.reserved = 0
 
-    def reserve(self) -> float:
+    def reserve(self, max_wait_s: float) -> float:
         self.reserved += 1
         return self.waits.pop(0) if self.waits else 0.0
 
@@ -59,3 +59,17 @@ def test_every_provider_call_reserves_a_slot_but_parsing_a_webhook_does_not() ->
     payload = b'{"id":"evt_1","type":"x","created":1,"data":{"object":{}}}'
     p.parse_webhook(payload, fake.sign(payload))
     assert slots.reserved == 6
+
+
+def test_a_refused_reservation_takes_no_slot_so_the_next_caller_is_not_pushed_out() -> None:
+    from racecap.ratelimit import LocalSlotLimiter
+
+    now = [100.0]
+    limiter = LocalSlotLimiter(2.0, clock=lambda: now[0])  # slots 0.5 s apart
+    assert limiter.reserve(max_wait_s=0.6) == 0.0  # taken: now
+    assert limiter.reserve(max_wait_s=0.6) == 0.5  # taken: 0.5 s out
+    for _ in range(50):  # an opening's retries, each refused (1 s out > 0.6 s)
+        assert limiter.reserve(max_wait_s=0.6) == pytest.approx(1.0)
+    now[0] += 0.5
+    # Half a second later the next slot is 0.5 s out, as if the refusals never happened.
+    assert limiter.reserve(max_wait_s=0.6) == pytest.approx(0.5)

@@ -25,6 +25,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--think-min", type=float, default=_env_float("THINK_MIN", 1))
     p.add_argument("--think-max", type=float, default=_env_float("THINK_MAX", 3))
     p.add_argument("--backoff-scale", type=float, default=_env_float("BACKOFF_SCALE", 0.05))
+    p.add_argument(
+        "--gateway-environments",
+        choices=("own", "shared"),
+        default=os.environ.get("GATEWAY_ENVIRONMENTS") or "own",
+    )
     p.add_argument("--gateway-workers", type=int, default=int(_env_float("GATEWAY_WORKERS", 8)))
     p.add_argument("--gateway-threads", type=int, default=int(_env_float("GATEWAY_THREADS", 1)))
     p.add_argument(

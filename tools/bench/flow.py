@@ -114,7 +114,9 @@ def figures(
                 "arrival_window_s": cfg.arrival_s,
                 "think_s": [cfg.think_min_s, cfg.think_max_s],
                 "waiting_screen_backoff_scale": cfg.backoff_scale,
-                "gateway": f"{cfg.gateway_workers} workers x {cfg.gateway_threads} threads",
+                "gateway": "an environment per invocation"
+                if cfg.gateway_environments == "own"
+                else f"shared: {cfg.gateway_workers} workers x {cfg.gateway_threads} threads",
                 "ses_send_rate_per_s": cfg.email_rate,
                 "warm_up_registrations_on_a_separate_race": cfg.warm_registrations,
             },

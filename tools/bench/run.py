@@ -49,6 +49,7 @@ def burst_config(args: argparse.Namespace) -> BurstConfig:
         think_min_s=args.think_min,
         think_max_s=max(args.think_min, args.think_max),
         backoff_scale=args.backoff_scale,
+        gateway_environments=args.gateway_environments,
         gateway_workers=args.gateway_workers,
         gateway_threads=args.gateway_threads,
         email_rate=args.email_rate,
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "PYTHONPATH": os.pathsep.join([str(ROOT / "tools" / "instrument"), str(ROOT), LAYER_PATH]),
         awscalls.ENV_DIR: str(calls_dir),
     }
-    bench.say(f"starting an instrumented local stack ({cfg.gateway_workers} gateway workers x {cfg.gateway_threads})")
+    bench.say(f"starting an instrumented local stack (gateway environments: {cfg.gateway_environments})")
     stack = bench.stack = start_stack(cfg, work / "stack", extra_env=extra_env)
     if cfg.provider_rate_per_second is not None:
         provider.set_limit(stack, cfg.provider_rate_per_second)

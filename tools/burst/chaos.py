@@ -247,7 +247,8 @@ def _after(run: BurstRun, summary: dict[str, Any]) -> list[str]:
                 "at_s": round(row["t"] - chaos.t0, 1),
                 "fault": row["fault"],
                 "detail": row["detail"],
-                "next_10s": _latency(window) | {"answers": dict(Counter(str(r["status"]) for r in window))},
+                "next_10s": _latency(window)
+                | {"answers": dict(Counter(str(r["status"]) for r in window)), "where": breakdown(window)},
             }
         )
     run.figures.update(
@@ -257,6 +258,9 @@ def _after(run: BurstRun, summary: dict[str, Any]) -> list[str]:
             "injected_over_time_s": _histogram([i["t"] - chaos.t0 for i in injected]),
             "answers": {str(k): v for k, v in sorted(statuses.items())},
             "baseline_latency_ms": baseline,
+            "latency_ms": _latency(reqs),
+            "where_time_went": breakdown(reqs),
+            "p99_per_10s": _periods(reqs, chaos.t0),
             "timeline": timeline,
             "checks": {"faults_hit": not chaos.problems and kinds["throttle"] > 0 and kinds["conflict"] > 0},
             "unexpected_answers": len(bad),
@@ -281,11 +285,61 @@ def _latency(reqs: list[dict[str, Any]]) -> dict[str, Any]:
     ms = sorted(r["ms"] for r in reqs if r.get("ms") is not None)
     if not ms:
         return {"requests": 0}
+    return {"requests": len(ms), "p50_ms": _pct(ms, 0.5), "p99_ms": _pct(ms, 0.99), "max_ms": round(ms[-1], 1)}
 
-    def pct(p: float) -> float:
-        return round(ms[min(len(ms) - 1, int(p * len(ms)))], 1)
 
-    return {"requests": len(ms), "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": round(ms[-1], 1)}
+def _pct(values: list[float], p: float) -> float:
+    return round(values[min(len(values) - 1, int(p * len(values)))], 1)
+
+
+# Where a request's time went (the gateway's Server-Timing, local/runtime.py Timing):
+# queued before the gateway took it (the runner's latency less the gateway's time), waiting
+# for an execution environment, in the handler, and of that asleep in retries.
+PARTS = ("queued", "env-wait", "handler", "asleep")
+
+
+def _parts(r: dict[str, Any]) -> dict[str, float] | None:
+    t = r.get("timing")
+    if not t or r.get("ms") is None or "gateway" not in t:
+        return None
+    return {
+        "queued": max(0.0, r["ms"] - t["gateway"]),
+        "env-wait": t.get("env-wait", 0.0),
+        "handler": t.get("handler", 0.0),
+        "asleep": t.get("sdk-sleep", 0.0) + t.get("limiter", 0.0) + t.get("own-sleep", 0.0),
+        "sdk-sleep": t.get("sdk-sleep", 0.0),
+        "limiter": t.get("limiter", 0.0),
+        "own-sleep": t.get("own-sleep", 0.0),
+    }
+
+
+def breakdown(reqs: list[dict[str, Any]], slow_ms: float = 1000.0) -> dict[str, Any]:
+    """p50/p99 of each part, and for the slow requests (over ``slow_ms``) each part's share
+    of their total time: the figure that says which part made them slow."""
+    rows = [(r, p) for r in reqs if (p := _parts(r)) is not None]
+    if not rows:
+        return {"requests": 0}
+    out: dict[str, Any] = {"requests": len(rows)}
+    for part in (*PARTS, "sdk-sleep", "limiter", "own-sleep"):
+        values = sorted(p[part] for _, p in rows)
+        out[part] = {"p50_ms": _pct(values, 0.5), "p99_ms": _pct(values, 0.99), "max_ms": round(values[-1], 1)}
+    slow = [(r, p) for r, p in rows if r["ms"] >= slow_ms]
+    total = sum(r["ms"] for r, _ in slow)
+    out["slow"] = {"over_ms": slow_ms, "requests": len(slow), "total_s": round(total / 1000, 1)}
+    if total:
+        for part in (*PARTS, "sdk-sleep", "limiter", "own-sleep"):
+            out["slow"][f"{part}_share"] = round(sum(p[part] for _, p in slow) / total, 3)
+    return out
+
+
+def _periods(reqs: list[dict[str, Any]], t0: float, period_s: float = WINDOW_S) -> list[dict[str, Any]]:
+    """Latency per 10-s period from the first runner, answers by the time they arrived."""
+    by: dict[int, list[dict[str, Any]]] = {}
+    for r in reqs:
+        by.setdefault(int(max(0.0, r["t"] / 1000 - t0) // period_s), []).append(r)
+    return [
+        {"from_s": int(k * period_s)} | _latency(rows) | {"where": breakdown(rows)} for k, rows in sorted(by.items())
+    ]
 
 
 def _histogram(offsets: list[float]) -> dict[str, int]:

@@ -142,6 +142,11 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
     p.add_argument("--cap", type=int, default=int(os.environ["CAP"]) if os.environ.get("CAP") else None)
     p.add_argument("--target", default=os.environ.get("TARGET") or None, help="a deployed stage's URL")
     p.add_argument("--race-id", default=os.environ.get("RACE_ID") or None)
+    p.add_argument(
+        "--gateway-environments",
+        choices=("own", "shared"),
+        default=os.environ.get("GATEWAY_ENVIRONMENTS") or d.gateway_environments,
+    )
     p.add_argument("--gateway-workers", type=int, default=int(_env_float("GATEWAY_WORKERS", d.gateway_workers)))
     p.add_argument("--gateway-threads", type=int, default=int(_env_float("GATEWAY_THREADS", d.gateway_threads)))
     p.add_argument("--email-rate", type=float, default=_env_float("EMAIL_RATE", d.email_rate))
@@ -167,6 +172,7 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         cap=a.cap,
         target=a.target,
         race_id=a.race_id,
+        gateway_environments=a.gateway_environments,
         gateway_workers=a.gateway_workers,
         gateway_threads=a.gateway_threads,
         email_rate=a.email_rate,

@@ -39,6 +39,9 @@ class BurstConfig:
     # environment. Not only faithful: Powertools keeps the current event in a class
     # attribute (BaseRouter.current_event), so two threads of one process can swap request
     # bodies; with --threads > 1 a burst sees 400s and wrong-email 409s (see the docs).
+    # "own" (each invocation in its own environment, local/environments.py) or "shared"
+    # (gateway_workers x gateway_threads processes running every function in-process).
+    gateway_environments: str = "own"
     gateway_workers: int = 8
     gateway_threads: int = 1
     email_rate: float = 2000.0

@@ -56,7 +56,7 @@ def run_burst(
     try:
         if cfg.local:
             if stack is None:
-                say(f"starting a dedicated local stack in {work} (gateway {cfg.gateway_workers} workers)")
+                say(f"starting a dedicated local stack in {work} (gateway environments: {cfg.gateway_environments})")
                 t0 = time.monotonic()
                 extra_env = sc.stack_env(cfg) if sc.stack_env else None
                 stack = start_stack(cfg, work / "stack", extra_env=extra_env, persist_queues=sc.persist_queues)
@@ -76,7 +76,7 @@ def run_burst(
         event_ids = [e["eventId"] for e in race["events"]]
         if cfg.warm:
             open_events = [e for e in race["events"] if e["spotsLeft"] > 0]
-            concurrency = cfg.warm_concurrency or min(64, 2 * cfg.gateway_workers * cfg.gateway_threads)
+            concurrency = cfg.warm_concurrency or min(64, 2 * cfg.gateway_workers * cfg.gateway_threads)  # 16
             if cfg.local and stack is not None and clients is not None:
                 warm_servers(stack, clients, cfg.warm_registrations, concurrency, cfg.drain_timeout_s, say)
             warm_up(base, race_id, open_events[0]["eventId"], concurrency, say, initial_test=sc.seeded_open)

@@ -37,6 +37,7 @@ def start_stack(
     stack = LocalStack(
         work_dir,
         Ports.free(),
+        gateway_environments=cfg.gateway_environments,
         gateway_workers=cfg.gateway_workers,
         gateway_threads=cfg.gateway_threads,
         ses_max_rate=cfg.email_rate,

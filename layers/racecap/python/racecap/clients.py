@@ -25,12 +25,29 @@ if TYPE_CHECKING:
     import botocore.session
     import redis
 
-# Adaptive retries absorb DynamoDB throttling during a burst; the SDK's own backoff is
-# the first line of defence, our explicit retries (racecap.dal.retry) the second.
+# Retries per service (issue 31), chosen from the chaos burst's per-request timings (README
+# "Faults without a collapse"). Every API request also has a time budget (racecap.deadline):
+# a retry whose worst backoff does not fit in what is left is not made, and the runner gets
+# 503 + Retry-After instead of an answer after 20 s.
+#
+# DynamoDB: standard mode, 3 attempts. Not adaptive: its client-side rate limiter is one
+# per client, so per execution environment, and after a few throttles it holds *every* call
+# of the environment back. The chaos burst measured it at 3c6a58d (10 % injected throttles):
+# handler p50 182 ms, of which 163 ms asleep, 129 ms of it in the limiter; SDK backoffs p99
+# 1.6 s. Every handler slept, and the shared local workers queued the rest behind it. The
+# limiter exists to shield a service from a client that floods it; a Lambda environment makes
+# one call at a time, and DynamoDB's on-demand tables throttle a partition, not a client, so
+# a throttled call backed off and retried is the whole remedy. Three
+# attempts: at 10 % throttles, one call in a thousand is throttled three times, and the
+# backoffs before the second and third (up to 1 s and 2 s) fit in the budget; a table
+# throttling harder than that is better told to the runner (Retry-After) than slept on.
+# Timeouts: DynamoDB answers in milliseconds; a call that has not answered in 3 s is not
+# going to answer within the budget either, and a retry of a read is safe (our writes are
+# conditional or idempotent: the retry of a write that did land fails its condition).
 _BOTO_CONFIG: dict[str, Any] = {
-    "retries": {"max_attempts": 8, "mode": "adaptive"},
-    "connect_timeout": 2,
-    "read_timeout": 10,
+    "retries": {"total_max_attempts": 3, "mode": "standard"},
+    "connect_timeout": 1,
+    "read_timeout": 3,
     "max_pool_connections": 50,
     # botocore walks every request against the service model before sending it: CPU on every
     # call of a burst (issue 14) to catch what the service itself refuses with a 400 anyway.
@@ -38,14 +55,17 @@ _BOTO_CONFIG: dict[str, Any] = {
 }
 
 
-# SQS is not throttled at our rates; what fails there is a queue that does not answer.
-# Eight attempts back off for up to a minute, past API Gateway's 30 s integration timeout,
-# so the runner would see a gateway timeout instead of 503 + Retry-After (the chaos burst
-# found it: registrations hung while ElasticMQ restarted). Four attempts back off ~7 s.
+# SQS is not throttled at our rates; what fails there is a queue that does not answer
+# (ElasticMQ restarting in the chaos burst, a few seconds). Standard mode (no limiter, as
+# above), 4 attempts: botocore's backoff for a connection error is short (50 ms base), so
+# four attempts span about a second; the budget ends the request with 503 + Retry-After
+# if the queue is still away, and the runner's retry (the site's, after Retry-After) finds
+# their hold kept. The read timeout is longer than DynamoDB's: a queue persisting to disk
+# commits each send.
 # SES: no SDK retries. A retried send would bypass the shared rate limiter (botocore retries
 # TooManyRequestsException by itself); racecap.logic.notify retries, taking a slot each time.
 _SERVICE_CONFIG = {
-    "sqs": {**_BOTO_CONFIG, "retries": {"max_attempts": 4, "mode": "adaptive"}},
+    "sqs": {**_BOTO_CONFIG, "retries": {"total_max_attempts": 4, "mode": "standard"}, "read_timeout": 5},
     "sesv2": {**_BOTO_CONFIG, "retries": {"total_max_attempts": 1, "mode": "standard"}, "read_timeout": 5},
 }
 
@@ -57,8 +77,19 @@ def aws(service: str) -> Any:
     # machinery, ~50 ms of every cold start for nothing a function uses (issue 14).
     from botocore.config import Config
 
-    config = Config(**_SERVICE_CONFIG.get(service, _BOTO_CONFIG), user_agent=_user_agent())
-    return _session().create_client(service, config=config)
+    from racecap import deadline
+
+    settings = dict(_SERVICE_CONFIG.get(service, _BOTO_CONFIG))
+    retries = dict(settings["retries"])
+    # Adaptive mode is standard mode plus a client-side rate limiter: the limiter is added by
+    # racecap.deadline, where the time it holds a call back is counted (issue 31).
+    adaptive = retries.get("mode") == "adaptive"
+    if adaptive:
+        retries["mode"] = "standard"
+    settings["retries"] = retries
+    max_attempts = int(retries.get("total_max_attempts") or retries.get("max_attempts", 2) + 1)
+    client = _session().create_client(service, config=Config(**settings, user_agent=_user_agent()))
+    return deadline.instrument(client, max_attempts=max_attempts, adaptive=adaptive)
 
 
 @functools.cache

@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from botocore.exceptions import BotoCoreError, ClientError
 
+from racecap import deadline
 from racecap.config import get_settings
 from racecap.errors import DomainError
 from racecap.observability import logger, metrics
@@ -129,6 +130,20 @@ def make_resolver(rate_limit: RateCheck | None = None, rate_exempt: Iterable[str
         # refused or reset, read timeout): nothing was decided, so the client may retry.
         return _unavailable(exc)
 
+    @app.exception_handler(deadline.BudgetSpent)
+    def _out_of_time(exc: deadline.BudgetSpent) -> Response:
+        # The request's time budget (racecap.deadline) ran out in retries: answer now rather
+        # than hang towards API Gateway's 30 s. Nothing the runner holds is given up: a hold
+        # stays theirs until it expires, so retrying after Retry-After finds their place.
+        logger.warning("time budget spent", extra={"error": str(exc)})
+        metrics.add_metric(name="BudgetSpent", unit="Count", value=1)
+        return error_response(
+            503,
+            "SERVICE_UNAVAILABLE",
+            f"We could not answer in time; any place you hold is kept. Please retry in {exc.retry_after} s.",
+            retry_after=exc.retry_after,
+        )
+
     @app.exception_handler(ClientError)
     def _aws_error(exc: ClientError) -> Response:
         if exc.response.get("Error", {}).get("Code") in UNAVAILABLE_CODES:
@@ -171,6 +186,7 @@ class RacecapResolver(APIGatewayHttpResolver):
     rate_exempt: frozenset[str] = frozenset()
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        deadline.start(context)  # this request's time budget, from Lambda's remaining time
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
         if not came_through_cloudfront(headers):
             return _proxy(403, "FORBIDDEN", "Call the API through the site's address, not the API's own URL.")

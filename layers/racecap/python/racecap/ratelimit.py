@@ -45,8 +45,10 @@ if TYPE_CHECKING:
     import redis
     from redis.commands.core import Script
 
-# KEYS[1] = the shared "last slot" key; ARGV[1] = interval in microseconds.
-# Returns the wait in microseconds. Times are integers of microseconds since the epoch
+# KEYS[1] = the shared "last slot" key; ARGV[1] = interval in microseconds; ARGV[2] (optional)
+# = the longest wait the caller takes, in microseconds: a slot further out is not taken (the
+# wait is returned, nothing is written), so a refused caller does not push everyone's next
+# slot out. Returns the wait in microseconds. Times are integers of microseconds since the epoch
 # (~1.7e15, exact in a Lua double); string.format keeps SET from writing "1.7e+15".
 _RESERVE_SLOT = """
 local t = redis.call('TIME')
@@ -54,6 +56,9 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
 local last = tonumber(redis.call('GET', KEYS[1]) or '0')
 local slot = math.max(now, last + interval)
+if ARGV[2] and slot - now > tonumber(ARGV[2]) then
+  return slot - now
+end
 local ttl_ms = math.ceil((slot - now + interval) / 1000) + 1
 redis.call('SET', KEYS[1], string.format('%.0f', slot), 'PX', ttl_ms)
 return slot - now
@@ -76,12 +81,14 @@ class LocalSlotLimiter:
         self._last = -math.inf
         self._lock = threading.Lock()
 
-    def reserve(self) -> float:
-        """Reserve the next slot; return seconds to wait until it."""
+    def reserve(self, max_wait_s: float | None = None) -> float:
+        """Reserve the next slot; return seconds to wait until it. A slot more than
+        ``max_wait_s`` away is not taken (its wait is returned)."""
         with self._lock:
             now = self._clock()
             slot = max(now, self._last + self.interval)
-            self._last = slot
+            if max_wait_s is None or slot - now <= max_wait_s:
+                self._last = slot
             return slot - now
 
 
@@ -124,15 +131,21 @@ class SendRateLimiter:
         """True while the Redis limiter is in use (the breaker is closed)."""
         return self._clock() >= self._open_until
 
-    def reserve(self) -> float:
-        """Reserve the next send slot; return how many seconds until it (0 = send now)."""
+    def reserve(self, max_wait_s: float | None = None) -> float:
+        """Reserve the next send slot; return how many seconds until it (0 = send now). A
+        slot more than ``max_wait_s`` away is not taken: the caller is refused, and the
+        refusal costs the others nothing (issue 31: under an opening's retries, refused
+        reservations that kept their slots pushed every caller's next one out of reach)."""
         if self.shared:
             try:
                 client = self._factory()
                 if self._script is None:
                     # EVALSHA from then on; redis-py re-sends the source after a restart.
                     self._script = client.register_script(_RESERVE_SLOT)
-                wait_us = self._script(keys=[self._key], args=[self._interval_us], client=client)
+                args = [self._interval_us]
+                if max_wait_s is not None:
+                    args.append(max(0, round(max_wait_s * 1_000_000)))
+                wait_us = self._script(keys=[self._key], args=args, client=client)
                 return max(0.0, int(wait_us) / 1_000_000)
             except cache_errors() as exc:
                 self._open_until = self._clock() + self._cooldown
@@ -141,7 +154,7 @@ class SendRateLimiter:
                     extra={"error": str(exc), "fallbackRate": 1.0 / self.fallback.interval},
                 )
                 metrics.add_metric(name="RateLimiterFallback", unit="Count", value=1)
-        return self.fallback.reserve()
+        return self.fallback.reserve(max_wait_s)
 
     def acquire(self) -> float:
         """Block until this caller may send; return the seconds waited."""

@@ -6,8 +6,9 @@ it answers 429 to whichever request is unlucky. ``LimitedPaymentProvider`` wraps
 Redis (``racecap.ratelimit.SendRateLimiter``, sized from configuration below the provider's
 limit). A slot within ``max_wait_s`` is waited for; a later one is refused at once with
 ``PaymentRateLimited(retry_after)``, which the API answers with 429 + ``Retry-After`` while
-the runner keeps the place. A refused caller's slot is not handed back: under overload the
-shared budget errs on the side of fewer calls, never more. Webhook parsing makes no call
+the runner keeps the place. A refused caller takes no slot: when every refusal kept one, an
+opening's retries (hundreds of runners, each environment calling at once) pushed every
+caller's next slot further out with each refusal, until nobody got one (issue 31). Webhook parsing makes no call
 and is not limited.
 """
 
@@ -42,18 +43,20 @@ class LimitedPaymentProvider:
     def __init__(
         self,
         provider: PaymentProvider,
-        reserve: Callable[[], float],
+        reserve: Callable[[float], float],
         *,
         max_wait_s: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._provider = provider
-        self._reserve = reserve  # seconds until this caller's slot (e.g. SendRateLimiter.reserve)
+        # (longest wait taken) -> seconds until this caller's slot, not taken when further
+        # out (e.g. SendRateLimiter.reserve)
+        self._reserve = reserve
         self._max_wait = max_wait_s
         self._sleep = sleep
 
     def _limited(self, call: Callable[[], T]) -> T:
-        wait = self._reserve()
+        wait = self._reserve(self._max_wait)
         if wait > self._max_wait:
             raise PaymentRateLimited("the payment provider's request budget is spent for now", retry_after=wait)
         if wait > 0:

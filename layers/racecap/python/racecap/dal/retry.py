@@ -8,10 +8,10 @@ retried by the SDK, and DynamoDB Local never produces one — tests inject them.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from racecap import deadline
 from racecap.dal.dynamo import error_code
 from racecap.errors import Busy
 from racecap.observability import metrics
@@ -53,7 +53,9 @@ def retry_contention(fn: Callable[[], T], *, attempts: int = 10, base_s: float =
     """Run ``fn``, retrying transaction conflicts and throttling with full-jitter backoff.
 
     Exhausted retries become ``Busy`` (HTTP 429 + Retry-After): the runner's
-    page backs off instead of hammering a table that is already saturated.
+    page backs off instead of hammering a table that is already saturated. A backoff that
+    does not fit in the invocation's time budget is not slept: ``deadline.BudgetSpent``
+    (503 + Retry-After) ends the request instead.
     """
     for attempt in range(attempts):
         try:
@@ -67,5 +69,5 @@ def retry_contention(fn: Callable[[], T], *, attempts: int = 10, base_s: float =
                 # Still contended after ~2 s of backoff: tell the client to come back,
                 # rather than fail with a 500. Nothing was written.
                 raise Busy("We're very busy right now; please retry in a moment.", retry_after=2) from exc
-            time.sleep(random.uniform(0, min(cap_s, base_s * 2**attempt)))
+            deadline.sleep_ours(random.uniform(0, min(cap_s, base_s * 2**attempt)), "contended transaction")
     raise AssertionError("unreachable")

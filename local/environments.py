@@ -1,0 +1,232 @@
+"""Execution environments as Lambda runs them, for the local gateway (issue 31).
+
+Lambda gives every concurrent invocation of a function its own execution environment, up to
+the function's concurrency; a finished environment is reused warm, an idle one is reclaimed.
+The gateway used to be 8 single-thread gunicorn processes shared by every function: a
+handler asleep in a retry took an eighth of the local "cloud", and every other request
+queued behind it.
+
+Here one gateway process serves HTTP on many threads, and each invocation runs in an
+environment of its own: a child process that loads the function's handler once and then
+serves one invocation at a time, so two invocations never share module state (Powertools'
+metrics, the SDK clients, the in-process cache), as on AWS. Per function:
+
+* at most ``concurrency(fn)`` environments: the blueprint's reserved concurrency, or
+  ``LOCAL_CONCURRENCY`` (an account's unreserved pool is 1,000 on AWS; 2 shared cores
+  are not, so the local default bounds memory and CPU). A request beyond it waits for an
+  environment, and the wait is reported (``Timing.wait_s``, Server-Timing ``env-wait``);
+* created on demand (a cold start) and reused warm, most recently used first, so a quiet
+  function keeps few warm environments; one idle for ``IDLE_S`` is stopped;
+* forked from a server process that has imported the SDK, Powertools and pydantic once
+  (``multiprocessing``'s forkserver), so a cold start costs the handler's own init, not
+  the interpreter's;
+* an invocation past the function's timeout ends its environment, as Lambda does.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+import traceback
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from typing import Any
+
+import blueprint
+from local.runtime import FunctionHost, Timing, install_layer_path
+
+LOCAL_CONCURRENCY = int(os.environ.get("RACECAP_LOCAL_CONCURRENCY", "16"))
+IDLE_S = 120.0
+INIT_TIMEOUT_S = 10.0  # Lambda's own limit on an on-demand init
+# Imported once by the forkserver; each environment starts as a fork of it. Libraries
+# only: nothing here reads the environment's settings or builds a client.
+PRELOAD = [
+    "botocore.session",
+    "botocore.client",
+    "botocore.config",
+    "botocore.retries.standard",
+    "aws_lambda_powertools.event_handler",
+    "aws_lambda_powertools.logging",
+    "aws_lambda_powertools.metrics",
+    "aws_lambda_powertools.tracing",
+    "pydantic",
+    "redis",
+]
+
+
+def concurrency(fn: blueprint.Function) -> int:
+    return fn.reserved_concurrency or LOCAL_CONCURRENCY
+
+
+class FunctionError(Exception):
+    """A handler's exception, re-raised in the gateway under its class name (for the Invoke
+    API's X-Amz-Function-Error and Step Functions' ErrorEquals)."""
+
+
+def _error(type_name: str, message: str) -> Exception:
+    return type(type_name, (FunctionError,), {})(message)
+
+
+def _serve(function_id: str, conn: Connection) -> None:
+    """An environment: load the function once, then one invocation at a time until told to stop."""
+    install_layer_path()
+    host = FunctionHost()  # installs the chaos faults hook (when asked) before the handler loads
+    host.module(function_id)  # the init, before the first invocation
+    conn.send("ready")
+    while True:
+        try:
+            event = conn.recv()
+        except EOFError:
+            return
+        if event is None:
+            return
+        try:
+            result, timing = host.invoke_timed(function_id, event)
+            conn.send(("ok", result, timing))
+        except Exception as exc:
+            traceback.print_exc()
+            conn.send(("error", type(exc).__name__, str(exc)))
+
+
+class Environment:
+    def __init__(self, ctx: Any, function_id: str) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(function_id, child), daemon=True, name=f"env-{function_id}")
+        self.process.start()
+        child.close()
+        # The cold start: the request that made this environment waits for its init, as on
+        # Lambda (and the wait is reported as env-wait). A failed init fails that request.
+        try:
+            ready = self.conn.poll(INIT_TIMEOUT_S) and self.conn.recv() == "ready"
+        except EOFError:  # the init raised: its traceback is in the gateway's log
+            ready = False
+        if not ready:
+            self.process.kill()
+            self.process.join(timeout=1)
+            raise RuntimeError(f"{function_id}: the environment's init did not finish")
+        self.last_used = time.monotonic()
+
+    def invoke(self, event: Any, timeout_s: float) -> tuple[Any, Timing]:
+        self.conn.send(event)
+        if not self.conn.poll(timeout_s):
+            raise TimeoutError(f"the invocation ran past the function's {timeout_s:.0f}-s timeout")
+        answer = self.conn.recv()
+        if answer[0] == "ok":
+            return answer[1], answer[2]
+        raise _error(answer[1], answer[2])
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(timeout=1)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=1)
+        self.conn.close()
+
+
+class _Pool:
+    def __init__(self, ctx: Any, fn: blueprint.Function) -> None:
+        self.ctx = ctx
+        self.fn = fn
+        self.limit = concurrency(fn)
+        self.idle: list[Environment] = []  # most recently used last
+        self.count = 0
+        self.cond = threading.Condition()
+
+    def acquire(self) -> Environment:
+        with self.cond:
+            while not self.idle and self.count >= self.limit:
+                self.cond.wait()
+            if self.idle:
+                return self.idle.pop()
+            self.count += 1
+        try:
+            return Environment(self.ctx, self.fn.id)
+        except BaseException:
+            self._gone()
+            raise
+
+    def release(self, env: Environment) -> None:
+        env.last_used = time.monotonic()
+        with self.cond:
+            stale = [e for e in self.idle if env.last_used - e.last_used > IDLE_S]
+            self.idle = [e for e in self.idle if e not in stale]
+            self.count -= len(stale)
+            self.idle.append(env)
+            self.cond.notify_all()
+        for e in stale:
+            e.stop()
+
+    def discard(self, env: Environment) -> None:
+        """An environment that failed mid-invocation (timed out, died) is not reused."""
+        env.process.kill()
+        env.process.join(timeout=1)
+        env.conn.close()
+        self._gone()
+
+    def _gone(self) -> None:
+        with self.cond:
+            self.count -= 1
+            self.cond.notify_all()
+
+    def stop_all(self) -> None:
+        with self.cond:
+            idle, self.idle = self.idle, []
+            self.count -= len(idle)
+        for e in idle:
+            e.stop()
+
+
+class EnvironmentHost:
+    """``FunctionHost``'s interface (``invoke``, ``invoke_timed``), each invocation in an
+    environment of its own (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        install_layer_path()
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload(PRELOAD)
+        self._pools: dict[str, _Pool] = {}
+        self._lock = threading.Lock()
+
+    def _pool(self, function_id: str) -> _Pool:
+        with self._lock:
+            pool = self._pools.get(function_id)
+            if pool is None:
+                pool = self._pools[function_id] = _Pool(self._ctx, blueprint.function(function_id))
+            return pool
+
+    def invoke(self, function_id: str, event: Any) -> Any:
+        return self.invoke_timed(function_id, event)[0]
+
+    def invoke_timed(self, function_id: str, event: Any) -> tuple[Any, Timing]:
+        pool = self._pool(function_id)
+        t0 = time.monotonic()
+        env = pool.acquire()
+        waited = time.monotonic() - t0
+        try:
+            # A second past the function's timeout: the environment's own context ends first.
+            result, timing = env.invoke(event, pool.fn.timeout_s + 1)
+        except FunctionError:
+            pool.release(env)  # the handler raised; its environment is fine, as on Lambda
+            raise
+        except BaseException:
+            pool.discard(env)
+            raise
+        pool.release(env)
+        return result, replace(timing, wait_s=waited + timing.wait_s)
+
+    def environments(self) -> dict[str, int]:
+        """Environments per function (warm and busy), for tests and the bench."""
+        with self._lock:
+            return {fid: p.count for fid, p in self._pools.items()}
+
+    def stop(self) -> None:
+        with self._lock:
+            pools = list(self._pools.values())
+        for p in pools:
+            p.stop_all()

@@ -1,0 +1,90 @@
+"""The local gateway's execution environments (local/environments.py): each invocation in an
+environment of its own, up to the function's concurrency, created on demand and reused warm,
+as Lambda runs them. The invocations here are answered by the handler's own origin check (no
+backing service is called), so only the environments are under test."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import blueprint
+from local import environments
+from local.environments import EnvironmentHost
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+EVENT = {
+    "version": "2.0", "routeKey": "GET /api/races", "rawPath": "/api/races", "rawQueryString": "", "headers": {},
+    "requestContext": {"http": {"method": "GET", "path": "/api/races", "sourceIp": "127.0.0.1"}, "stage": "$default"},
+    "isBase64Encoded": False,
+}  # fmt: skip
+
+
+@pytest.fixture
+def host(placeholder_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[EnvironmentHost]:
+    monkeypatch.setattr(environments, "LOCAL_CONCURRENCY", 2)  # PublicApi reserves none
+    h = EnvironmentHost()
+    yield h
+    h.stop()
+
+
+def test_a_function_gets_no_more_environments_than_its_concurrency_and_requests_beyond_wait(
+    host: EnvironmentHost,
+) -> None:
+    timings: list[Any] = []
+    peak = [0]
+    lock = threading.Lock()
+
+    def runner() -> None:
+        for _ in range(5):
+            result, timing = host.invoke_timed("PublicApi", EVENT)
+            assert result["statusCode"] == 403  # the handler's own answer: it really ran
+            with lock:
+                timings.append(timing)
+                peak[0] = max(peak[0], host.environments()["PublicApi"])
+
+    threads = [threading.Thread(target=runner) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert len(timings) == 40
+    assert peak[0] == 2
+    assert len({t.environment for t in timings}) == 2
+    assert all(t.environment not in (0, os.getpid()) for t in timings)  # never in the gateway's process
+
+
+def test_a_finished_environment_is_reused_warm_and_the_first_request_waits_for_its_init(
+    host: EnvironmentHost,
+) -> None:
+    _, cold = host.invoke_timed("PublicApi", EVENT)
+    _, warm = host.invoke_timed("PublicApi", EVENT)
+
+    assert warm.environment == cold.environment
+    assert host.environments()["PublicApi"] == 1
+    assert cold.wait_s > warm.wait_s  # the cold start is the first request's wait
+
+
+def test_a_handlers_exception_reaches_the_caller_by_its_class_name_and_the_environment_stays(
+    host: EnvironmentHost,
+) -> None:
+    with pytest.raises(environments.FunctionError) as first:
+        host.invoke("RegistrationWriter", {"Records": "not a list of records"})
+    with pytest.raises(environments.FunctionError):
+        host.invoke("RegistrationWriter", {"Records": "not a list of records"})
+
+    assert type(first.value).__name__ == "TypeError"
+    assert host.environments()["RegistrationWriter"] == 1
+
+
+def test_a_functions_concurrency_is_its_reserved_concurrency_or_the_local_default() -> None:
+    writer = blueprint.function("RegistrationWriter")
+    assert writer.reserved_concurrency is not None
+    assert environments.concurrency(writer) == writer.reserved_concurrency
+    assert environments.concurrency(blueprint.function("PublicApi")) == environments.LOCAL_CONCURRENCY
