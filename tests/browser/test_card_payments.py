@@ -108,10 +108,12 @@ def test_two_tabs_on_one_hold_make_one_intent_and_one_charge(new_page, backend, 
     open_race(first, race_id)
     hold_id = hold_place(first)
     fill_details(first, runner)
-    # The same hold in a second tab (the link pasted into it): the same intent comes back.
+    # The same hold in a second tab (the link pasted into it): a tab keeps its own context, so
+    # the link resumes at the card step, and the same intent comes back.
     second = first.context.new_page()
     second.goto(first.url)
-    fill_details(second, runner)
+    expect(second.get_by_test_id("runner-summary")).to_have_text("The runner's details were sent from another device.")
+    expect(second.locator(CARD_FRAME)).to_be_visible()
     assert len(intents_for(stack, hold_id=hold_id)) == 1
 
     pay(first)

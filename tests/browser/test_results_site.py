@@ -43,6 +43,8 @@ def results(stack: LocalStack, backend: Any) -> Iterator[dict[str, Any]]:
         "/api/admin/races",
         json={
             "name": "Results Browser Race",
+            "location": "Riverside",
+            "listing": "UNLISTED",  # its page links to the results; a draft has no page
             "raceDate": "2099-05-01",
             "registrationOpensAt": "2099-01-01T09:00:00Z",
             "registrationClosesAt": "2099-04-01T09:00:00Z",

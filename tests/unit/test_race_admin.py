@@ -350,3 +350,12 @@ def test_every_currency_a_director_may_choose_has_the_providers_minimum():
     from racecap.money import MINIMUM_CHARGE
 
     assert MINIMUM_CHARGE.keys() >= admin_module.KNOWN_CURRENCIES
+
+
+def test_a_copy_into_the_past_is_refused_naming_the_race_date(w):
+    from racecap.logic.admin import CopyRequest
+
+    race = w.create(5)
+    with pytest.raises(ValidationFailed) as refused:
+        w.admin.copy_race(DANA, race.raceId, CopyRequest(raceDate="0161-09-01"))
+    assert set(refused.value.fields or {}) == {"raceDate"}

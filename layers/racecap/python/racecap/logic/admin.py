@@ -642,6 +642,10 @@ class RaceAdmin:
         race, events = self.owned(director, race_id)
         old_day = date.fromisoformat(race.raceDate)
         new_day = date.fromisoformat(request.raceDate) if request.raceDate else _a_year_later(old_day)
+        if new_day < datetime.now(UTC).date():
+            raise ValidationFailed(
+                "The new edition's date has passed.", fields={"raceDate": "Give a race date from today on."}
+            )
         shift = new_day - old_day
         fields = {k: getattr(race, k) for k in RaceFields.model_fields if k != "listing"}
         try:
