@@ -34,7 +34,7 @@ KEY_ORDER = (
     "floors",
     "what_bounds_it",
     "gateway_profile",
-    "g_race_list",
+    "h_race_list",
 )
 _LOAD_AT_START = list(os.getloadavg())
 # The API's provider budget under the provider's limit (the blueprint's 24 of test mode's 25).
