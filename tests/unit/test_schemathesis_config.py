@@ -34,6 +34,7 @@ def test_each_exception_applies_only_to_the_operations_it_names(monkeypatch) -> 
         "POST /api/holds/{holdId}/registration": 1,
         "POST /api/holds/{holdId}/payment/confirm": 1,
         "POST /api/holds/{holdId}/payment": 1,
+        "POST /api/admin/races/{raceId}/copy": 1,
         "POST /api/payments/webhook": 1,
         "POST /api/races/{raceId}/events/{eventId}/holds": 1,
     }
