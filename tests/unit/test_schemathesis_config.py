@@ -27,6 +27,7 @@ def test_each_exception_applies_only_to_the_operations_it_names() -> None:
         scoped[applies[0] if len(applies) == 1 else tuple(applies)] = len(applies)
     assert scoped == {
         ("POST /api/admin/races", "PATCH /api/admin/races/{raceId}"): 2,
+        ("POST /api/admin/races/{raceId}/events", "PATCH /api/admin/races/{raceId}/events/{eventId}"): 2,
         "POST /api/holds/{holdId}/registration": 1,
         "POST /api/holds/{holdId}/payment/confirm": 1,
         "POST /api/payments/webhook": 1,
