@@ -33,6 +33,6 @@ the adapter that runs on AWS against api.stripe.com runs here unchanged. What it
   iframe served from this origin, so card numbers reach only the stand-in, as with Stripe.
 
 Test-only controls (what Stripe's dashboard or test clock would do) live under ``/_standin/``:
-``faults``, ``ratelimit``, ``webhooks``, ``refund`` (a refund made outside Racecap),
+``faults``, ``ratelimit``, ``webhooks``, ``refund`` (a refund made outside Racecap, of ``amount`` or the rest),
 ``dispute``, ``stats``. They need the secret key, like the API.
 """

@@ -446,7 +446,9 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
             if path == "/_standin/webhooks":
                 return _json(200, app.webhooks.configure(body))
             if path == "/_standin/refund":  # a refund made in the dashboard, outside Racecap
-                return _json(200, app.book.refund({"payment_intent": body.get("payment_intent")}, {"id": None}))
+                # ``amount`` as the dashboard's partial refund takes it; without it, all that is left.
+                params = {k: body[k] for k in ("payment_intent", "amount") if body.get(k) is not None}
+                return _json(200, app.book.refund(params, {"id": None}))
             if path == "/_standin/dispute":
                 return _json(
                     200, app.book.dispute(str(body.get("payment_intent")), str(body.get("reason", "fraudulent")))

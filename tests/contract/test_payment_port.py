@@ -13,6 +13,7 @@ from racecap.dal.payments import (
     IntentNotCancelable,
     IntentStatus,
     InvalidWebhookSignature,
+    NewIntent,
     PaymentIntent,
     PaymentRejected,
     PaymentUnavailable,
@@ -38,13 +39,15 @@ def _metadata(hold_id: str) -> dict[str, str]:
 
 def _pay(port: PortUnderTest, hold_id: str, card: str = "ok", *, key: str | None = None, amount: int = 2500):
     return port.provider.create_intent(
-        amount_cents=amount,
-        currency="USD",
+        NewIntent(
+            amount_cents=amount,
+            currency="USD",
+            metadata=_metadata(hold_id),
+            description="Test Race — 10K",
+            payment_method=port.cards[card],
+            confirm=True,
+        ),
         idempotency_key=key or f"charge-{hold_id}",
-        metadata=_metadata(hold_id),
-        description="Test Race — 10K",
-        payment_method=port.cards[card],
-        confirm=True,
     )
 
 
@@ -91,11 +94,10 @@ def test_an_amount_under_the_currencys_minimum_is_refused_and_charges_nothing(pa
 
     def create(amount: int, key: str) -> PaymentIntent:
         return payment_port.provider.create_intent(
-            amount_cents=amount,
-            currency=currency,
+            NewIntent(
+                amount_cents=amount, currency=currency, metadata=_metadata(hold_id), description="Test Race — 10K"
+            ),
             idempotency_key=key,
-            metadata=_metadata(hold_id),
-            description="Test Race — 10K",
         )
 
     with pytest.raises(PaymentRejected) as exc:
@@ -139,6 +141,26 @@ def test_a_refund_is_once_per_key_and_once_per_payment(payment_port, hold_id):
         payment_port.provider.refund(intent_id=intent.id, idempotency_key=f"refund-{hold_id}-other")
 
 
+def test_a_partial_refund_takes_its_amount_each_under_its_own_key_never_more_than_charged(payment_port, hold_id):
+    intent = _pay(payment_port, hold_id, amount=10_000)
+    refund = payment_port.provider.refund
+    first = refund(intent_id=intent.id, idempotency_key=f"re-a-{hold_id}", amount_cents=3000)
+    assert (first.amount_cents, first.intent_id) == (3000, intent.id)
+    assert refund(intent_id=intent.id, idempotency_key=f"re-a-{hold_id}", amount_cents=3000) == first  # a replay
+    with pytest.raises(PaymentRejected) as reused:  # one key is never reused with another amount
+        refund(intent_id=intent.id, idempotency_key=f"re-a-{hold_id}", amount_cents=2000)
+    assert reused.value.code == "idempotency_key_reused"
+    second = refund(intent_id=intent.id, idempotency_key=f"re-b-{hold_id}", amount_cents=3000)
+    assert second.id != first.id
+    with pytest.raises(PaymentRejected) as too_much:
+        refund(intent_id=intent.id, idempotency_key=f"re-c-{hold_id}", amount_cents=4001)
+    assert too_much.value.code == "amount_too_large"
+    rest = refund(intent_id=intent.id, idempotency_key=f"re-d-{hold_id}")  # no amount: all that is left
+    assert rest.amount_cents == 4000
+    with pytest.raises(AlreadyRefunded):
+        refund(intent_id=intent.id, idempotency_key=f"re-e-{hold_id}", amount_cents=1)
+
+
 def test_a_declined_payment_cannot_be_refunded(payment_port, hold_id):
     intent = _pay(payment_port, hold_id, "declined")
     with pytest.raises(PaymentRejected) as err:
@@ -161,11 +183,8 @@ def test_an_unknown_intent_is_rejected(payment_port):
 # -- what the Stripe flow adds (browser confirmation, cancel, events, webhooks) -----------------
 def _create(port: PortUnderTest, hold_id: str) -> PaymentIntent:
     return port.provider.create_intent(
-        amount_cents=2500,
-        currency="usd",
+        NewIntent(amount_cents=2500, currency="usd", metadata=_metadata(hold_id), description="Test Race — 10K"),
         idempotency_key=f"intent-{hold_id}",
-        metadata=_metadata(hold_id),
-        description="Test Race — 10K",
     )
 
 

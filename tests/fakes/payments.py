@@ -28,7 +28,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from racecap.dal.payments import (
@@ -36,6 +36,7 @@ from racecap.dal.payments import (
     IntentNotCancelable,
     IntentStatus,
     InvalidWebhookSignature,
+    NewIntent,
     PaymentIntent,
     PaymentRateLimited,
     PaymentRejected,
@@ -63,7 +64,7 @@ class _Key:
 class FakeIntent:
     intent: PaymentIntent
     description: str
-    refunded: bool = False
+    refunded_cents: int = 0
 
 
 class FakePaymentProvider:
@@ -97,7 +98,8 @@ class FakePaymentProvider:
 
     def is_refunded(self, intent_id: str) -> bool:
         with self._lock:
-            return self._intents[intent_id].refunded
+            record = self._intents[intent_id]
+            return record.refunded_cents >= record.intent.amount_cents
 
     def put_intent(self, intent: PaymentIntent) -> None:
         """Arrange a state (e.g. an intent stuck in ``processing``) as a test's Given."""
@@ -105,25 +107,16 @@ class FakePaymentProvider:
             self._intents[intent.id] = FakeIntent(intent, "arranged")
 
     # -- the port ---------------------------------------------------------------------------
-    def create_intent(
-        self,
-        *,
-        amount_cents: int,
-        currency: str,
-        idempotency_key: str,
-        metadata: Mapping[str, str],
-        description: str,
-        payment_method: str | None = None,
-        confirm: bool = False,
-    ) -> PaymentIntent:
+    def create_intent(self, new: NewIntent, *, idempotency_key: str) -> PaymentIntent:
+        amount_cents, currency, payment_method = new.amount_cents, new.currency, new.payment_method
         if amount_cents <= 0:
             raise PaymentRejected("parameter_invalid_integer", "amount must be positive", 400)
         problem = charge_problem(amount_cents, currency)
         if problem is not None:  # the provider's own minimums and maximum (racecap.money)
             code = "amount_too_large" if amount_cents > MAXIMUM_CHARGE else "amount_too_small"
             raise PaymentRejected(code, problem, 400)
-        params = ("create", amount_cents, currency.lower(), tuple(sorted(metadata.items())), description)
-        fingerprint = (*params, payment_method, confirm)
+        fingerprint = ("create", new.amount_cents, currency.lower(), tuple(sorted(new.metadata.items())))
+        fingerprint += (new.description, payment_method, new.confirm)
 
         def work() -> PaymentIntent:
             n = next(self._ids)
@@ -132,15 +125,15 @@ class FakePaymentProvider:
                 status=IntentStatus.REQUIRES_CONFIRMATION if payment_method else IntentStatus.REQUIRES_PAYMENT_METHOD,
                 amount_cents=amount_cents,
                 currency=currency.lower(),
-                metadata=dict(metadata),
+                metadata=dict(new.metadata),
                 client_secret=f"pi_fake_{n:06d}_secret_fake",
             )
-            if confirm:
+            if new.confirm:
                 if payment_method is None:
                     raise PaymentRejected("parameter_missing", "confirm needs a payment_method", 400)
                 intent = self._apply(intent, payment_method)
             with self._lock:
-                self._intents[intent.id] = FakeIntent(intent, description)
+                self._intents[intent.id] = FakeIntent(intent, new.description)
                 self._event("payment_intent.created", intent)
                 self._record_outcome(intent)
             return intent
@@ -190,7 +183,9 @@ class FakePaymentProvider:
         self._enter("find")
         return [i for i in self.intents if i.metadata.get("holdId") == hold_id]
 
-    def refund(self, *, intent_id: str, idempotency_key: str, reason: str | None = None) -> Refund:
+    def refund(
+        self, *, intent_id: str, idempotency_key: str, amount_cents: int | None = None, reason: str | None = None
+    ) -> Refund:
         def work() -> Refund:
             with self._lock:
                 record = self._intents.get(intent_id)
@@ -198,20 +193,21 @@ class FakePaymentProvider:
                     raise PaymentRejected("resource_missing", f"No such payment_intent: {intent_id!r}", 404)
                 if record.intent.status != IntentStatus.SUCCEEDED:
                     raise PaymentRejected("charge_not_refundable", "Only a succeeded payment can be refunded", 400)
-                if record.refunded:
+                left = record.intent.amount_cents - record.refunded_cents
+                if left <= 0:
                     raise AlreadyRefunded("charge_already_refunded", f"{intent_id} was refunded already", 400)
-                record.refunded = True
+                amount = left if amount_cents is None else amount_cents
+                if not 0 < amount <= left:
+                    raise PaymentRejected("amount_too_large", f"Refund amount ({amount}) is more than {left}", 400)
+                record.refunded_cents += amount
                 refund = Refund(
-                    id=f"re_fake_{next(self._ids):06d}",
-                    intent_id=intent_id,
-                    amount_cents=record.intent.amount_cents,
-                    status="succeeded",
+                    id=f"re_fake_{next(self._ids):06d}", intent_id=intent_id, amount_cents=amount, status="succeeded"
                 )
                 self._refunds[refund.id] = refund
                 self._event("charge.refunded", record.intent)
             return refund
 
-        return self._keyed(idempotency_key, ("refund", intent_id, reason), work)  # type: ignore[return-value]
+        return self._keyed(idempotency_key, ("refund", intent_id, amount_cents, reason), work)  # type: ignore[return-value]
 
     def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:
         self._enter("events")

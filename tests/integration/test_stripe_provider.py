@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import requests
-from racecap.dal.payments import IntentStatus, PaymentRateLimited, PaymentUnavailable
+from racecap.dal.payments import IntentStatus, NewIntent, PaymentRateLimited, PaymentUnavailable
 from racecap.dal.stripe_provider import StripeKeys, StripePaymentProvider
 
 import blueprint
@@ -40,7 +40,8 @@ def provider(api_base: str, **kw: Any) -> StripePaymentProvider:
 def create(p: StripePaymentProvider, **kw: Any) -> Any:
     key = f"k-{time.monotonic_ns()}"
     return p.create_intent(
-        amount_cents=2500, currency="usd", idempotency_key=key, metadata={"holdId": key}, description="t", **kw
+        NewIntent(amount_cents=2500, currency="usd", metadata={"holdId": key}, description="t", **kw),
+        idempotency_key=key,
     )
 
 

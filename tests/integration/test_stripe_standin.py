@@ -261,6 +261,14 @@ def test_a_lost_answer_is_replayed_on_retry(client: stripe.StripeClient, control
     ]
 
 
+def test_a_dashboard_refund_takes_an_amount_and_then_the_rest(client: stripe.StripeClient, control: Any) -> None:
+    paid = new_intent(client, payment_method="pm_card_visa", confirm=True)
+    part = control("refund", {"payment_intent": paid.id, "amount": 1000})
+    assert (part["amount"], part["payment_intent"]) == (1000, paid.id)
+    rest = control("refund", {"payment_intent": paid.id})
+    assert rest["amount"] == 1500  # all that was left of 2500
+
+
 def test_cancel_refund_and_search(client: stripe.StripeClient) -> None:
     unpaid = new_intent(client)
     assert client.v1.payment_intents.cancel(unpaid.id).status == "canceled"

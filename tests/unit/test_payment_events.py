@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from racecap.dal.payments import PaymentIntent
+from racecap.dal.payments import NewIntent, PaymentIntent
 from racecap.domain import HoldPhase, RegistrationPhase
 from racecap.errors import InvalidSignature
 from racecap.logic.payment_events import NotYet, PaymentEvents, intent_from
@@ -142,7 +142,7 @@ def test_a_payment_for_a_released_hold_is_refunded_once_with_an_email(world, eve
 
 def test_a_payment_that_is_not_racecaps_is_left_alone(world, events):
     stranger = world.payments.create_intent(
-        amount_cents=100, currency="usd", idempotency_key="s", metadata={}, description="elsewhere"
+        NewIntent(amount_cents=100, currency="usd", metadata={}, description="elsewhere"), idempotency_key="s"
     )
     paid = world.payments.confirm_intent(stranger.id, payment_method="pm_card_visa", idempotency_key="s2")
     assert events.succeeded(paid) == "ignored"

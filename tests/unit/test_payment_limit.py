@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from racecap.dal.payment_limit import LimitedPaymentProvider
-from racecap.dal.payments import IntentStatus, PaymentIntent, PaymentRateLimited
+from racecap.dal.payments import IntentStatus, NewIntent, PaymentIntent, PaymentRateLimited
 
 from tests.fakes.payments import FakePaymentProvider
 
@@ -23,7 +23,7 @@ class Slots:
 
 def _create(p: LimitedPaymentProvider, key: str = "k1") -> PaymentIntent:
     return p.create_intent(
-        amount_cents=2500, currency="usd", idempotency_key=key, metadata={"holdId": key}, description="t"
+        NewIntent(amount_cents=2500, currency="usd", metadata={"holdId": key}, description="t"), idempotency_key=key
     )
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.dal.payments import IntentStatus
+from racecap.dal.payments import IntentStatus, NewIntent
 from racecap.domain import Backlog, HoldPhase, PaidRegistration
 from racecap.errors import (
     Busy,
@@ -269,7 +269,8 @@ def test_a_payment_for_a_hold_that_is_gone_is_an_orphan(world):
     world.registration.register(hold_id, request(card=None))
     (intent,) = world.payments.intents
     other = world.payments.create_intent(
-        amount_cents=2500, currency="usd", idempotency_key="x", metadata=dict(intent.metadata), description="d"
+        NewIntent(amount_cents=2500, currency="usd", metadata=dict(intent.metadata), description="d"),
+        idempotency_key="x",
     )
     paid = world.payments.confirm_intent(other.id, payment_method="pm_card_visa", idempotency_key="c")
     assert world.registration.payment_succeeded(paid) == "orphan"  # not the hold's intent
@@ -324,12 +325,12 @@ def test_a_duplicate_while_the_first_call_creates_the_intent_is_told_it_is_being
     create = world.payments.create_intent
     duplicate: list[Exception] = []
 
-    def create_while_a_duplicate_arrives(**kwargs):
+    def create_while_a_duplicate_arrives(new, **kwargs):
         try:
             world.registration.register(hold_id, request())
         except Conflict as exc:
             duplicate.append(exc)
-        return create(**kwargs)
+        return create(new, **kwargs)
 
     monkeypatch.setattr(world.payments, "create_intent", create_while_a_duplicate_arrives)
     first = world.registration.register(hold_id, request())
@@ -347,12 +348,12 @@ def test_other_details_during_that_call_are_still_refused(world, monkeypatch):
     create = world.payments.create_intent
     other: list[Exception] = []
 
-    def create_while_another_runner_tries(**kwargs):
+    def create_while_another_runner_tries(new, **kwargs):
         try:
             world.registration.register(hold_id, request("bo@example.com"))
         except Conflict as exc:
             other.append(exc)
-        return create(**kwargs)
+        return create(new, **kwargs)
 
     monkeypatch.setattr(world.payments, "create_intent", create_while_another_runner_tries)
     world.registration.register(hold_id, request())

@@ -50,6 +50,19 @@ class PaymentIntent:
 
 
 @dataclass(frozen=True)
+class NewIntent:
+    """What a new PaymentIntent charges and carries: one record, so the port, its adapters and
+    its fake state the request once."""
+
+    amount_cents: int  # in the currency's API unit (racecap.money)
+    currency: str
+    metadata: Mapping[str, str]  # holdId, raceId, eventId, registrationId, email
+    description: str
+    payment_method: str | None = None  # with ``confirm``: confirmed on the server at once
+    confirm: bool = False
+
+
+@dataclass(frozen=True)
 class Refund:
     id: str
     intent_id: str
@@ -68,17 +81,7 @@ class ProviderEvent:
 
 
 class PaymentProvider(Protocol):
-    def create_intent(
-        self,
-        *,
-        amount_cents: int,
-        currency: str,
-        idempotency_key: str,
-        metadata: Mapping[str, str],
-        description: str,
-        payment_method: str | None = None,
-        confirm: bool = False,
-    ) -> PaymentIntent:
+    def create_intent(self, new: NewIntent, *, idempotency_key: str) -> PaymentIntent:
         """Cards only; the same key replays the first answer."""
         ...
 
@@ -96,8 +99,12 @@ class PaymentProvider(Protocol):
         """Crash recovery: the intents whose metadata names this hold."""
         ...
 
-    def refund(self, *, intent_id: str, idempotency_key: str, reason: str | None = None) -> Refund:
-        """Raises ``AlreadyRefunded`` when the charge was refunded already."""
+    def refund(
+        self, *, intent_id: str, idempotency_key: str, amount_cents: int | None = None, reason: str | None = None
+    ) -> Refund:
+        """``amount_cents`` of the charge (all that is left of it when None); each refund its own
+        key. Raises ``AlreadyRefunded`` when nothing is left to refund, and
+        ``PaymentRejected("amount_too_large")`` for more than is left."""
         ...
 
     def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:
@@ -158,6 +165,7 @@ __all__ = [
     "IntentNotCancelable",
     "IntentStatus",
     "InvalidWebhookSignature",
+    "NewIntent",
     "PaymentIntent",
     "PaymentProvider",
     "PaymentRateLimited",

@@ -31,6 +31,7 @@ from racecap.dal.payments import (
     IntentNotCancelable,
     IntentStatus,
     InvalidWebhookSignature,
+    NewIntent,
     PaymentIntent,
     PaymentRateLimited,
     PaymentRejected,
@@ -143,27 +144,17 @@ class StripePaymentProvider:
             raise PaymentRejected(code, str(exc.user_message or ""), exc.http_status) from exc
 
     # -- intents -----------------------------------------------------------------------------------
-    def create_intent(
-        self,
-        *,
-        amount_cents: int,
-        currency: str,
-        idempotency_key: str,
-        metadata: Mapping[str, str],
-        description: str,
-        payment_method: str | None = None,
-        confirm: bool = False,
-    ) -> PaymentIntent:
+    def create_intent(self, new: NewIntent, *, idempotency_key: str) -> PaymentIntent:
         params: Any = {
-            "amount": amount_cents,
-            "currency": currency.lower(),
+            "amount": new.amount_cents,
+            "currency": new.currency.lower(),
             "payment_method_types": ["card"],
-            "metadata": dict(metadata),
-            "description": description,
+            "metadata": dict(new.metadata),
+            "description": new.description,
         }
-        if payment_method is not None:
-            params["payment_method"] = payment_method
-        if confirm:
+        if new.payment_method is not None:
+            params["payment_method"] = new.payment_method
+        if new.confirm:
             params["confirm"] = True
         options: Any = {"idempotency_key": idempotency_key}
         return self._declines_as_results(lambda c: c.v1.payment_intents.create(params=params, options=options))
@@ -226,8 +217,12 @@ class StripePaymentProvider:
         return [_intent(i) for i in result.auto_paging_iter()]
 
     # -- refunds -----------------------------------------------------------------------------------
-    def refund(self, *, intent_id: str, idempotency_key: str, reason: str | None = None) -> Refund:
+    def refund(
+        self, *, intent_id: str, idempotency_key: str, amount_cents: int | None = None, reason: str | None = None
+    ) -> Refund:
         params: Any = {"payment_intent": intent_id}
+        if amount_cents is not None:
+            params["amount"] = amount_cents
         if reason is not None:
             params["reason"] = reason
         options: Any = {"idempotency_key": idempotency_key}

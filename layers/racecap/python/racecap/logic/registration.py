@@ -39,6 +39,7 @@ from typing import TypeVar
 
 from racecap.dal.payments import (
     IntentStatus,
+    NewIntent,
     PaymentIntent,
     PaymentProvider,
     PaymentRateLimited,
@@ -351,11 +352,13 @@ class RegistrationService:
                 return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
             intent = provider_call(
                 lambda: self._payments.create_intent(
-                    amount_cents=attempt.amountCents,
-                    currency=attempt.currency,
+                    NewIntent(
+                        amount_cents=attempt.amountCents,
+                        currency=attempt.currency,
+                        metadata=payment_metadata(hold, attempt),
+                        description=f"{race.name} — {event.name}",
+                    ),
                     idempotency_key=intent_key(hold.holdId),
-                    metadata=payment_metadata(hold, attempt),
-                    description=f"{race.name} — {event.name}",
                 ),
                 hold.holdId,
             )
