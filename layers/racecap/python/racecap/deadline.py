@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Well under API Gateway's 30 s, and under what a runner waits before reloading. The
@@ -56,14 +56,14 @@ class Invocation:
     limiter_wait_s: float = 0.0  # botocore adaptive mode's client-side rate limiter
     own_sleep_s: float = 0.0  # our retries (racecap.dal.retry)
     sdk_retries: int = 0
-    marks: dict[int, float] = field(default_factory=dict)  # request id -> when its retry was decided
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    @property
-    def asleep_s(self) -> float:
-        return self.sdk_sleep_s + self.limiter_wait_s + self.own_sleep_s
+    def clear(self, deadline: float = math.inf) -> None:
+        self.deadline = deadline
+        self.sdk_sleep_s = self.limiter_wait_s = self.own_sleep_s = 0.0
+        self.sdk_retries = 0
 
 
 _local = threading.local()
@@ -97,13 +97,8 @@ def start(context: Any, budget_s: float = HANDLER_BUDGET_S) -> Invocation:
     getter = getattr(context, "get_remaining_time_in_millis", None)
     remaining_ms = int(getter()) if callable(getter) else None
     inv = current()
-    inv.__init__()  # type: ignore[misc]
-    inv.deadline = time.monotonic() + budget_for(remaining_ms, budget_s)
+    inv.clear(deadline=time.monotonic() + budget_for(remaining_ms, budget_s))
     return inv
-
-
-def remaining() -> float:
-    return current().remaining()
 
 
 def ensure(need_s: float, what: str) -> None:
