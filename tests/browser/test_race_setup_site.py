@@ -154,3 +154,36 @@ def test_a_races_times_are_shown_in_its_own_time_zone_whatever_the_runners(page:
     countdown = page.get_by_test_id("race-countdown")
     expect(countdown).to_contain_text("Registration opens in")
     expect(countdown).to_have_text(re.compile(r"(NZ[DS]T|GMT\+1[23])"))
+
+
+def test_keyboard_only_on_a_phone_the_age_rule_is_described_on_the_field_and_its_refusal_is_announced(
+    new_page, backend
+) -> None:
+    from tests.browser.steps import contrast_failures, focused_testid
+
+    race_id, race_day = _kids_and_marathon(backend)
+    phone = new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone.goto(f"/?fastpoll=1#/races/{race_id}")
+    expect(event_card(phone, "Kids 1K")).to_be_visible()
+    phone.keyboard.press("Tab")
+    phone.keyboard.press("Tab")
+    assert focused_testid(phone) == "hold-button"  # the first event's: Kids 1K
+    phone.keyboard.press("Enter")
+    expect(phone.get_by_test_id("registration-form")).to_be_visible()
+    # The rule is part of the date field's description, for a screen reader too.
+    expect(field(phone, "dateOfBirth")).to_have_accessible_description(re.compile("Kids 1K is for ages 4 to 12"))
+    too_old = _years_before(race_day, 13, 30).isoformat()
+    for name, value in (
+        ("email", "kid@example.com"),
+        ("firstName", "Kim"),
+        ("lastName", "Lee"),
+        ("dateOfBirth", too_old),
+    ):
+        field(phone, name).focus()
+        phone.keyboard.type(value)
+    phone.keyboard.press("Enter")
+    summary = phone.get_by_test_id("error-summary")
+    expect(summary).to_be_focused()
+    expect(summary).to_contain_text("Kids 1K is for ages 4 to 12 on race day")
+    expect(field(phone, "dateOfBirth")).to_have_attribute("aria-invalid", "true")
+    assert contrast_failures(phone) == []
