@@ -1,0 +1,52 @@
+// The race director's console: a separate bundle from the runner site (site/build.py bundles
+// this file with esbuild into admin/console.<hash>.js). Its settings come from config.json
+// beside it (the user pool, its app client and Cognito's endpoint), written by the
+// deployment on AWS and by the local stack's gateway locally.
+import { adminApi } from './api.js';
+import { h, show } from './dom.js';
+import { racesPage } from './races.js';
+import { createSession } from './session.js';
+import { signInFlow } from './signin.js';
+
+async function boot() {
+  const config = await (await fetch('config.json', { credentials: 'omit', cache: 'no-store' })).json();
+  const nav = document.getElementById('nav');
+  const who = document.getElementById('who');
+  const session = createSession(config, {
+    onChange: () => {
+      nav.hidden = who.hidden = !session.signedIn;
+      document.getElementById('who-email').textContent = session.director?.email || '';
+    },
+  });
+  const flow = signInFlow(session, () => route());
+  const api = adminApi(session, { onSignedOut: () => flow.start('Your session has ended. Please sign in again.') });
+
+  document.getElementById('sign-out').addEventListener('click', async () => {
+    try {
+      await session.signOut();
+    } finally {
+      flow.start('You are signed out.');
+    }
+  });
+
+  async function route() {
+    if (!session.signedIn) return flow.start();
+    const path = location.hash.replace(/^#/, '') || '/races';
+    for (const a of nav.querySelectorAll('a')) a.toggleAttribute('aria-current', path.startsWith(a.hash.slice(1)));
+    try {
+      if (path === '/races') return await racesPage(api);
+      show(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/races' }, 'Back to your races')));
+    } catch (err) {
+      if (err.status === 401) return;
+      show(h('h1', {}, 'Something went wrong'), h('p', { class: 'alert', role: 'alert' }, err.message));
+    }
+  }
+
+  window.addEventListener('hashchange', route);
+  await session.resume();
+  await route();
+}
+
+boot().catch((err) => {
+  show(h('h1', {}, 'The console cannot start'), h('p', { class: 'alert', role: 'alert' }, String(err.message || err)));
+});

@@ -1,0 +1,197 @@
+"""The race director's console (/admin/) in headless Chromium against the local stack: sign-in
+through moto's cognito-idp exactly as on AWS (SRP, then TOTP; a first sign-in's new password
+and TOTP enrolment from a QR code), sign-out ending the session for good, keyboard and contrast.
+
+Each test leaves ``test-artifacts/browser/<test>.png``."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from playwright.sync_api import Page, expect
+from racecap.logic.admin import EventDraft, RaceDraft
+
+import blueprint
+from local import directors
+from local.stack import LocalStack
+from tests.browser.conftest import CHROMIUM
+from tests.browser.steps import contrast_failures, horizontal_overflow, unique
+from tools.smoke_director import TOTP_STEP_S, DirectorSecret, _totp, totp_code
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: `bash local/install.sh apt` installs it"),
+]
+
+CONSOLE = blueprint.CONSOLE_PATH
+
+
+def _clients(stack: LocalStack) -> tuple[Any, Any]:
+    env = stack.function_env()
+    session = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_REGION"],
+    )
+    return (
+        session.client("cognito-idp", endpoint_url=env["AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER"]),
+        session.client("secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL_SECRETS_MANAGER"]),
+    )
+
+
+@pytest.fixture(scope="module")
+def cognito(stack: LocalStack) -> Any:
+    return _clients(stack)[0]
+
+
+@pytest.fixture(scope="module")
+def demo_seed(stack: LocalStack) -> str:
+    return DirectorSecret.read(_clients(stack)[1], directors.DEMO_SECRET).totpSeed
+
+
+def wrong_code(seed: str) -> str:
+    """A six-digit code that is neither this step's nor a neighbour's."""
+    now = int(datetime.now(UTC).timestamp())
+    taken = {_totp(seed).generate(now + d).decode() for d in (-TOTP_STEP_S, 0, TOTP_STEP_S)}
+    return next(c for c in (f"{n:06d}" for n in range(123456, 999999, 111111)) if c not in taken)
+
+
+def sign_in(page: Page, email: str, password: str) -> None:
+    page.goto(CONSOLE)
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_test_id("sign-in-submit").click()
+
+
+def enter_code(page: Page, seed: str) -> None:
+    page.get_by_label("Authenticator code").fill(totp_code(seed))
+    page.get_by_test_id("totp-submit").click()
+
+
+def test_password_then_totp_signs_in_and_a_wrong_code_is_refused(page: Page, stack, backend, demo_seed) -> None:
+    name = unique("Console 5K")
+    now = datetime.now(UTC)
+    assert stack.directors is not None
+    backend.admin().create_race(
+        stack.directors.demo_sub,
+        RaceDraft(
+            name=name,
+            location="Riverside",
+            raceDate=(now + timedelta(days=90)).date().isoformat(),
+            registrationOpensAt=now + timedelta(days=1),
+            registrationClosesAt=now + timedelta(days=30),
+            events=[EventDraft(name="5K", cap=100, priceCents=2500)],
+        ),
+        open_now=False,
+    )
+    sign_in(page, directors.DEMO_EMAIL, directors.DEMO_PASSWORD)
+    expect(page.get_by_role("heading", name="Enter your code")).to_be_visible()
+
+    page.get_by_label("Authenticator code").fill(wrong_code(demo_seed))
+    page.get_by_test_id("totp-submit").click()
+    expect(page.get_by_test_id("totp-alert")).to_contain_text("That code is not right")
+    expect(page.get_by_test_id("nav-races")).to_be_hidden()
+
+    enter_code(page, demo_seed)
+    expect(page.get_by_role("heading", name="Your races")).to_be_visible()
+    expect(page.get_by_test_id("director-email")).to_have_text(directors.DEMO_EMAIL)
+    expect(page.get_by_test_id("race-row").filter(has_text=name)).to_be_visible()
+    # Tokens stay out of URLs and out of localStorage; the refresh token is this tab's alone.
+    assert "token" not in page.url.lower()
+    assert page.evaluate("() => localStorage.length") == 0
+    # A reload resumes the session from the refresh token, without asking for the code again.
+    page.reload()
+    expect(page.get_by_role("heading", name="Your races")).to_be_visible()
+
+
+def test_a_wrong_password_is_refused(page: Page) -> None:
+    # moto does not check SRP proofs (tests/unit/test_console_srp.py pins the proof against
+    # pycognito's); it does refuse an account that does not exist, as Cognito does.
+    sign_in(page, "nobody@racecap.localhost", directors.DEMO_PASSWORD)
+    expect(page.get_by_test_id("sign-in-alert")).to_have_text("The email or password is not right.")
+
+
+def test_first_sign_in_sets_a_password_enrols_totp_and_sign_out_revokes_the_refresh_token(
+    new_page, stack, cognito, snap
+) -> None:
+    assert stack.directors is not None
+    email = f"new-{uuid.uuid4().hex[:8]}@racecap.localhost"
+    temporary = directors.invite(cognito, stack.directors.user_pool_id, email)
+    page = new_page(viewport={"width": 768, "height": 1024})
+    sign_in(page, email, temporary)
+
+    expect(page.get_by_role("heading", name="Choose your password")).to_be_visible()
+    page.get_by_label("New password", exact=True).fill("Short1!")
+    page.get_by_label("New password again").fill("Short1!")
+    page.get_by_test_id("new-password-submit").click()
+    expect(page.get_by_test_id("new-password-alert")).to_contain_text("does not meet the policy")
+    chosen = "Fresh-director-pass-9!"
+    page.get_by_label("New password", exact=True).fill(chosen)
+    page.get_by_label("New password again").fill(chosen)
+    page.get_by_test_id("new-password-submit").click()
+
+    expect(page.get_by_role("heading", name="Set up your authenticator app")).to_be_visible()
+    qr = page.get_by_test_id("totp-qr")
+    expect(qr).to_be_visible()
+    assert qr.get_attribute("src", timeout=1000).startswith("data:image/gif;base64,")  # type: ignore[union-attr]
+    assert page.evaluate("() => document.querySelector('[data-testid=totp-qr]').naturalWidth") > 100
+    seed = page.get_by_test_id("totp-secret").inner_text()
+    snap(page, "enrol")
+    page.get_by_label("Code from your app").fill(wrong_code(seed))
+    page.get_by_test_id("enrol-submit").click()
+    expect(page.get_by_test_id("enrol-alert")).to_contain_text("That code is not right")
+    page.get_by_label("Code from your app").fill(totp_code(seed))
+    page.get_by_test_id("enrol-submit").click()
+    expect(page.get_by_role("heading", name="Your races")).to_be_visible()
+    expect(page.get_by_test_id("no-races")).to_be_visible()
+    assert horizontal_overflow(page) == 0
+
+    refresh_token = page.evaluate("() => sessionStorage.getItem('racecap.console.refresh')")
+    assert refresh_token
+    # Before sign-out the refresh token works …
+    cognito.initiate_auth(
+        ClientId=stack.directors.client_id,
+        AuthFlow="REFRESH_TOKEN_AUTH",
+        AuthParameters={"REFRESH_TOKEN": refresh_token},
+    )
+    page.get_by_test_id("sign-out").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    expect(page.get_by_text("You are signed out.")).to_be_visible()
+    assert page.evaluate("() => sessionStorage.getItem('racecap.console.refresh')") is None
+    # … after it, Cognito refuses it (GlobalSignOut), and the next sign-in asks for TOTP.
+    with pytest.raises(ClientError) as refused:
+        cognito.initiate_auth(
+            ClientId=stack.directors.client_id,
+            AuthFlow="REFRESH_TOKEN_AUTH",
+            AuthParameters={"REFRESH_TOKEN": refresh_token},
+        )
+    assert refused.value.response["Error"]["Code"] == "NotAuthorizedException"
+    sign_in(page, email, chosen)
+    enter_code(page, seed)
+    expect(page.get_by_role("heading", name="Your races")).to_be_visible()
+
+
+def test_sign_in_by_keyboard_alone_with_labels_and_contrast(new_page, demo_seed, snap) -> None:
+    page = new_page(viewport={"width": 1280, "height": 800})
+    page.goto(CONSOLE)
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    # The email field has focus: type, Tab to the password, type, Enter submits.
+    expect(page.get_by_label("Email")).to_be_focused()
+    assert contrast_failures(page) == []
+    page.keyboard.type(directors.DEMO_EMAIL)
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Password", exact=True)).to_be_focused()
+    page.keyboard.type(directors.DEMO_PASSWORD)
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Authenticator code")).to_be_focused()
+    assert contrast_failures(page) == []
+    page.keyboard.type(totp_code(demo_seed))
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Your races")).to_be_focused()
+    assert contrast_failures(page) == []
+    snap(page, "signed-in")
