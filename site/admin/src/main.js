@@ -4,7 +4,7 @@
 // deployment on AWS and by the local stack's gateway locally.
 import { adminApi } from './api.js';
 import { h, show } from './dom.js';
-import { racesPage } from './races.js';
+import { newRacePage, racePage, racesPage } from './races.js';
 import { createSession } from './session.js';
 import { signInFlow } from './signin.js';
 
@@ -32,12 +32,21 @@ async function boot() {
   async function route() {
     if (!session.signedIn) return flow.start();
     const path = location.hash.replace(/^#/, '') || '/races';
-    for (const a of nav.querySelectorAll('a')) a.toggleAttribute('aria-current', path.startsWith(a.hash.slice(1)));
+    for (const a of nav.querySelectorAll('a')) {
+      if (path.startsWith(a.hash.slice(1))) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
     try {
       if (path === '/races') return await racesPage(api);
+      if (path === '/races/new') return newRacePage(api);
+      const race = /^\/races\/([^/]+)$/.exec(path);
+      if (race) return await racePage(api, decodeURIComponent(race[1]));
       show(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/races' }, 'Back to your races')));
     } catch (err) {
       if (err.status === 401) return;
+      if (err.status === 404) {
+        return show(h('h1', {}, 'Not found'), h('p', { 'data-testid': 'not-found' }, 'There is no such race among yours.'), h('p', {}, h('a', { href: '#/races' }, 'Back to your races')));
+      }
       show(h('h1', {}, 'Something went wrong'), h('p', { class: 'alert', role: 'alert' }, err.message));
     }
   }
