@@ -183,6 +183,14 @@ class Queue:
 class Bucket:
     id: str
     expire_days: int  # objects are inputs to process, not records: they go after this
+    # Browsers PUT files to it with presigned URLs from the site's origin (the director's
+    # console): CORS for that origin only, and the console's CSP names the bucket's origin.
+    browser_uploads: bool = False
+
+    def aws_name(self, stack_name: str, account: str, region: str) -> str:
+        """Its name on AWS, fixed from the stage (no generated suffix), so the site's CSP can
+        name the bucket without depending on it (the bucket's CORS depends on the site)."""
+        return f"{stack_name.lower()}-{_kebab(self.id)}-{account}-{region}"
 
     @property
     def local_name(self) -> str:
@@ -459,8 +467,9 @@ class ConsoleOrigins:
     uploads: str
 
     @classmethod
-    def aws(cls, region: str, results_bucket_domain: str) -> ConsoleOrigins:
-        return cls(f"https://cognito-idp.{region}.amazonaws.com", f"https://{results_bucket_domain}")
+    def aws(cls, region: str, upload_bucket: str) -> ConsoleOrigins:
+        # botocore presigns S3 URLs on the bucket's virtual-hosted global name, in every region.
+        return cls(f"https://cognito-idp.{region}.amazonaws.com", f"https://{upload_bucket}.s3.amazonaws.com")
 
 
 def console_content_security_policy(origins: ConsoleOrigins) -> str:
@@ -537,7 +546,7 @@ TABLES: tuple[Table, ...] = (
 BUCKETS: tuple[Bucket, ...] = (
     # Directors' results CSVs, uploaded straight here through presigned URLs (a 50,000-row
     # file is more than a Lambda request carries comfortably), processed on arrival.
-    Bucket("ResultsUploads", expire_days=30),
+    Bucket("ResultsUploads", expire_days=30, browser_uploads=True),
 )
 RESULTS_UPLOAD_PREFIX = "results/"
 
