@@ -4,7 +4,8 @@
 // deployment on AWS and by the local stack's gateway locally.
 import { adminApi } from './api.js';
 import { h, show } from './dom.js';
-import { newRacePage, racePage, racesPage } from './races.js';
+import { newRacePage, racePage, racesPage, subnav } from './races.js';
+import { auditPage, runnersPage } from './runners.js';
 import { createSession } from './session.js';
 import { signInFlow } from './signin.js';
 
@@ -39,7 +40,9 @@ async function boot() {
     try {
       if (path === '/races') return await racesPage(api);
       if (path === '/races/new') return newRacePage(api);
-      const race = /^\/races\/([^/]+)$/.exec(path);
+      const race = /^\/races\/([^/?]+)(?:\/(runners|audit))?(?:\?.*)?$/.exec(path);
+      if (race?.[2] === 'runners') return await runnersPage(api, decodeURIComponent(race[1]), subnav);
+      if (race?.[2] === 'audit') return await auditPage(api, decodeURIComponent(race[1]), subnav);
       if (race) return await racePage(api, decodeURIComponent(race[1]));
       show(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/races' }, 'Back to your races')));
     } catch (err) {

@@ -197,6 +197,15 @@ export function newRacePage(api) {
 }
 
 // -- one race ---------------------------------------------------------------------------------
+// The race's own pages. Results, questions, codes, teams, refund policy and the waitlist join
+// this list with their issues.
+export function subnav(raceId, current) {
+  const base = `#/races/${encodeURIComponent(raceId)}`;
+  const links = [['settings', base, 'Settings and events'], ['runners', `${base}/runners`, 'Runners'], ['audit', `${base}/audit`, 'Audit trail']];
+  return h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},
+    links.map(([key, href, label]) => h('li', {}, h('a', { href, 'aria-current': key === current ? 'page' : null, 'data-testid': `tab-${key}` }, label)))));
+}
+
 export async function racePage(api, raceId) {
   let race = await api.get(`/races/${encodeURIComponent(raceId)}`);
   const box = alertBox('race-alert');
@@ -302,10 +311,7 @@ export async function racePage(api, raceId) {
     status,
     box,
     h('div', { class: 'row' }, publish, ...windowButtons),
-    h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},
-      h('li', {}, h('a', { href: `#/races/${encodeURIComponent(raceId)}` , 'aria-current': 'page' }, 'Settings and events')),
-      // Runners, results, the audit trail, questions, codes, teams, refund policy and the waitlist join here.
-    )),
+    subnav(raceId, 'settings'),
     h('h2', {}, 'Settings'),
     form,
     h('h2', {}, 'Events'),
