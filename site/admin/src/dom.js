@@ -26,7 +26,7 @@ export function announce(text) {
 /** Replace the view and move focus to its heading (a screen reader starts there). */
 export function show(...children) {
   const view = document.getElementById('view');
-  view.replaceChildren(...children);
+  view.replaceChildren(...children.filter((c) => c !== null && c !== undefined && c !== false));
   view.removeAttribute('aria-busy');
   const heading = view.querySelector('h1');
   if (heading) {

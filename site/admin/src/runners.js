@@ -61,9 +61,11 @@ export async function runnersPage(api, raceId, subnav) {
       ? h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => confirmCancel(r) }, 'Cancel and refund…')
       : null;
     detail.replaceChildren(
-      h('h2', { id: 'runner-heading', tabIndex: -1 }, `${r.firstName} ${r.lastName}`),
-      h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `fact-${k.toLowerCase().replace(/ /g, '-')}` }, String(v))])),
-      cancel,
+      ...[
+        h('h2', { id: 'runner-heading', tabIndex: -1 }, `${r.firstName} ${r.lastName}`),
+        h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `fact-${k.toLowerCase().replace(/ /g, '-')}` }, String(v))])),
+        cancel, // none once cancelled (replaceChildren would print a null)
+      ].filter(Boolean),
     );
     detail.hidden = false;
     detail.querySelector('h2').focus();
