@@ -393,6 +393,7 @@ class LocalStack:
         s3 = session.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"])
         self.queue_urls = provision.provision(ddb, sqs)
         provision.provision_buckets(s3)
+        provision.provision_upload_cors(s3, [self.url, self.edge_url])  # the console's results uploads
         scaling = session.client(
             "application-autoscaling", endpoint_url=env["AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING"]
         )

@@ -240,6 +240,16 @@ def test_a_race_with_three_events_is_created_published_and_opened(new_page, demo
     expect(page.get_by_test_id("race-state")).to_have_text("Scheduled")
     page.get_by_test_id("window-open").click()
     expect(page.get_by_test_id("race-state")).to_have_text("Open")
+    # The opening queue: switched on with a rate, paused, resumed.
+    page.get_by_label("Opening queue (a waiting room for the opening)").check()
+    page.get_by_label("Runners admitted per minute").fill("120")
+    page.get_by_test_id("save-fairness").click()
+    figures = page.get_by_test_id("queue-figures")
+    expect(figures).to_contain_text("Queue on")
+    page.get_by_test_id("queue-pause").click()
+    expect(figures).to_contain_text("paused")
+    page.get_by_test_id("queue-resume").click()
+    expect(figures).not_to_contain_text("paused")
     snap(page, "race")
 
     page.get_by_test_id("nav-races").click()
@@ -339,6 +349,11 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
     assert csv_text.count("\n") >= 21 and "Runner07" in csv_text
     assert "token" not in download.value.url.lower()
 
+    page.get_by_test_id("tab-live").click()
+    expect(page.get_by_test_id("live-events")).to_contain_text("10K")
+    expect(page.get_by_test_id("live-chart").locator("canvas")).to_be_visible()
+    expect(page.get_by_test_id("live-totals")).to_contain_text("Confirmed")
+
     page.get_by_test_id("tab-audit").click()
     actions = page.get_by_test_id("audit-action")
     expect(actions.filter(has_text="registration.cancel")).to_have_count(1)
@@ -380,3 +395,4 @@ def test_a_second_director_sees_none_of_the_first_directors_races(new_page, stac
     for path in ("", "/stats", "/registrations", "/audit"):
         assert api.get(f"/api/admin/races/{theirs.raceId}{path}", headers=bearer).status_code == 404, path
     assert api.patch(f"/api/admin/races/{theirs.raceId}", json={"name": "Mine now"}, headers=bearer).status_code == 404
+

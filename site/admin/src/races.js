@@ -3,6 +3,7 @@
 // registration window). Every save names the version it edited: a race changed meanwhile
 // (another tab, another director of the account) answers 409 and the form keeps what was typed.
 import { announce, h, show } from './dom.js';
+import { fairnessSection } from './fairness.js';
 
 const STATE_LABEL = { NOT_YET_OPEN: ['scheduled', 'Scheduled'], OPEN: ['open', 'Open'], CLOSED: ['closed', 'Closed'] };
 const CURRENCIES = ['USD', 'EUR', 'GBP', 'CAD', 'AUD'];
@@ -201,7 +202,12 @@ export function newRacePage(api) {
 // this list with their issues.
 export function subnav(raceId, current) {
   const base = `#/races/${encodeURIComponent(raceId)}`;
-  const links = [['settings', base, 'Settings and events'], ['runners', `${base}/runners`, 'Runners'], ['audit', `${base}/audit`, 'Audit trail']];
+  const links = [
+    ['settings', base, 'Settings and events'],
+    ['live', `${base}/live`, 'Live'],
+    ['runners', `${base}/runners`, 'Runners'],
+    ['audit', `${base}/audit`, 'Audit trail'],
+  ];
   return h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},
     links.map(([key, href, label]) => h('li', {}, h('a', { href, 'aria-current': key === current ? 'page' : null, 'data-testid': `tab-${key}` }, label)))));
 }
@@ -320,6 +326,7 @@ export async function racePage(api, raceId) {
       events)),
     h('h3', {}, 'Add an event'),
     addEvent,
+    await fairnessSection(api, raceId),
   );
 }
 
