@@ -18,7 +18,7 @@ export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
 LOGIC_COVERAGE := --cov=racecap.logic --cov-branch --cov-fail-under=90 --cov-report=term:skip-covered
 
 .PHONY: help install run test lint typecheck openapi openapi-check unit infra-tests integration browser \
-        site layers synth deploy burst bench fuzz token smoke preflight clean
+        site layers synth deploy burst bench fuzz token director totp smoke preflight clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -93,6 +93,13 @@ preflight: install ## before an opening: will the account and stage take it? TAR
 token: ## print a race director's bearer token for the running local stack (DIRECTOR=name: another director)
 	@bash local/install.sh >&2  # progress to stderr: stdout is the token alone, for TOKEN=$$(make -s token)
 	@$(ENV) $(PY) -m local.auth token $(if $(DIRECTOR),--director $(DIRECTOR),)
+
+director: ## invite a race director to the running local stack: EMAIL=ana@example.org (prints the temporary password)
+	@test -n "$(EMAIL)" || { echo "usage: make director EMAIL=ana@example.org"; exit 2; }
+	@$(ENV) $(PY) -m local.directors invite --email "$(EMAIL)"
+
+totp: ## print the demo director's current TOTP code for the running local stack's console
+	@$(ENV) $(PY) -m local.directors code
 
 clean: ## remove build output and local state (keeps the install cache)
 	@rm -rf .build cdk.out .local-stack reports test-artifacts

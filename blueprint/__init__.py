@@ -183,6 +183,14 @@ class Queue:
 class Bucket:
     id: str
     expire_days: int  # objects are inputs to process, not records: they go after this
+    # Browsers PUT files to it with presigned URLs from the site's origin (the director's
+    # console): CORS for that origin only, and the console's CSP names the bucket's origin.
+    browser_uploads: bool = False
+
+    def aws_name(self, stack_name: str, account: str, region: str) -> str:
+        """Its name on AWS, fixed from the stage (no generated suffix), so the site's CSP can
+        name the bucket without depending on it (the bucket's CORS depends on the site)."""
+        return f"{stack_name.lower()}-{_kebab(self.id)}-{account}-{region}"
 
     @property
     def local_name(self) -> str:
@@ -442,6 +450,60 @@ def security_headers(payments: PaymentOrigins) -> dict[str, str]:
     }
 
 
+# The race director's console (site/admin/, served at CONSOLE_PATH on the site's origin) has
+# a policy of its own: the runner site's, minus the payment provider, plus exactly the two
+# origins the console talks to besides its own: Cognito's user-pool endpoint (sign-in,
+# refresh, sign-out) and the results bucket (the browser PUTs a results CSV to its presigned
+# URL). CloudFront serves it from a /admin/* behaviour (cdk), the local gateway for /admin.
+CONSOLE_PATH = "/admin/"
+
+
+@dataclass(frozen=True)
+class ConsoleOrigins:
+    """Where the console connects besides 'self': on AWS, ``https://cognito-idp.<region>.amazonaws.com``
+    and the results bucket's regional origin; locally moto serves both on one origin."""
+
+    sign_in: str
+    uploads: str
+
+    @classmethod
+    def aws(cls, region: str, upload_bucket: str) -> ConsoleOrigins:
+        # botocore presigns S3 URLs on the bucket's virtual-hosted global name, in every region.
+        return cls(f"https://cognito-idp.{region}.amazonaws.com", f"https://{upload_bucket}.s3.amazonaws.com")
+
+
+def console_content_security_policy(origins: ConsoleOrigins) -> str:
+    """No inline script or style; images from the console itself or data: (the TOTP QR code
+    is drawn in the page as a data: URL, so the TOTP secret never leaves it)."""
+    connect = " ".join(dict.fromkeys(("'self'", origins.sign_in, origins.uploads)))
+    directives = {
+        "default-src": "'self'",
+        "script-src": "'self'",
+        "style-src": "'self'",
+        "img-src": "'self' data:",
+        "font-src": "'self'",
+        "connect-src": connect,
+        "frame-src": "'none'",
+        "object-src": "'none'",
+        "base-uri": "'none'",
+        "form-action": "'self'",
+        "frame-ancestors": "'none'",
+    }
+    return "; ".join(f"{name} {value}" for name, value in directives.items())
+
+
+def console_security_headers(origins: ConsoleOrigins) -> dict[str, str]:
+    """The console's headers: the site's, with its own CSP and no referrer at all (a
+    director's race URLs stay on the console)."""
+    return {
+        "Content-Security-Policy": console_content_security_policy(origins),
+        "Strict-Transport-Security": "max-age=31536000",
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
 def _kebab(name: str) -> str:
     out = []
     for i, ch in enumerate(name):
@@ -484,7 +546,7 @@ TABLES: tuple[Table, ...] = (
 BUCKETS: tuple[Bucket, ...] = (
     # Directors' results CSVs, uploaded straight here through presigned URLs (a 50,000-row
     # file is more than a Lambda request carries comfortably), processed on arrival.
-    Bucket("ResultsUploads", expire_days=30),
+    Bucket("ResultsUploads", expire_days=30, browser_uploads=True),
 )
 RESULTS_UPLOAD_PREFIX = "results/"
 

@@ -10,7 +10,8 @@ before a director route reaches AdminApi. Locally:
   and hands the handler the claims as API Gateway does: every value a string;
 * ``make token`` mints a token for the running ``make run`` stack:
 
-    python -m local.auth token                  # the demo director (owns the demo race)
+    python -m local.auth token                  # the demo director (owns the demo race; signs in
+                                                # to moto's user pool when the stack runs one)
     python -m local.auth token --director alice # another director, with her own races
 
 Tokens carry a Cognito ID token's claims (``sub``, ``email``, ``cognito:username``,
@@ -226,6 +227,16 @@ def main(argv: list[str] | None = None) -> None:
     director = args.director.strip()
     if not director or len(director) > 64 or not director.replace("-", "").replace("_", "").isalnum():
         sys.exit("--director must be 1-64 letters, digits, '-' or '_'")
+    if director == DEFAULT_DIRECTOR and info.get("directors"):
+        # The demo race belongs to the demo director of moto's user pool (the console's sign-in):
+        # sign in as it, by SRP and TOTP as the console does.
+        from local.directors import _clients
+        from tools.smoke_director import DirectorSecret, sign_in
+
+        cognito, secrets = _clients(info)
+        print(sign_in(cognito, DirectorSecret.read(secrets, info["directors"]["demoSecret"])))
+        print(f"# the demo director {info['directors']['demoEmail']}, valid 60 min, for {info['url']}", file=sys.stderr)
+        return
     print(issuer.mint(director, ttl_s=args.ttl))
     print(
         f"# director {director!r} (sub {director_sub(director)}), valid {args.ttl // 60} min, for {info['url']}",

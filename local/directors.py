@@ -12,8 +12,10 @@ issuer's (``LocalAuthorizer.from_env``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import secrets as random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,12 @@ import requests
 import blueprint
 
 JWKS_FILE = "cognito-jwks.json"
+# The demo director: owns `make run`'s demo race under this pool identity (its ``sub``) and
+# signs in to the console with this password and a TOTP code (`make totp`). Local only.
+DEMO_EMAIL = "demo@racecap.localhost"
+DEMO_PASSWORD = "Racecap-demo-2026!"  # noqa: S105 - the local demo account, printed by make run
+DEMO_SECRET = f"{blueprint.APP_NAME}-local/demo-director"
+RUN_DIR = blueprint.ROOT / ".local-stack" / "run"
 
 
 @dataclass(frozen=True)
@@ -32,13 +40,72 @@ class DirectorPool:
     issuer: str
     jwks_file: Path
     smoke_secret: str  # the smoke director's secret (name)
+    endpoint: str = ""  # cognito-idp's endpoint (moto's), as the console calls it
+    demo_sub: str = ""  # the demo director's user id: the owner of the demo race
 
     def gateway_env(self) -> dict[str, str]:
         return {
             "RACECAP_COGNITO_ISSUER": self.issuer,
             "RACECAP_COGNITO_JWKS_FILE": str(self.jwks_file),
             "RACECAP_COGNITO_CLIENT_ID": self.client_id,
+            "RACECAP_CONSOLE_CONFIG": json.dumps(self.console_config()),
         }
+
+    def console_config(self) -> dict[str, str]:
+        """What the console reads from admin/config.json (the CDK deploys the same keys)."""
+        region = self.user_pool_id.split("_", 1)[0]
+        return {
+            "region": region,
+            "userPoolId": self.user_pool_id,
+            "clientId": self.client_id,
+            "endpoint": self.endpoint,
+        }
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "userPoolId": self.user_pool_id,
+            "clientId": self.client_id,
+            "endpoint": self.endpoint,
+            "demoEmail": DEMO_EMAIL,
+            "demoSecret": DEMO_SECRET,
+            "smokeSecret": self.smoke_secret,
+        }
+
+
+def invite(cognito: Any, user_pool_id: str, email: str, *, temporary_password: str | None = None) -> str:
+    """A new director: a user with a temporary password, to be replaced at first sign-in, where
+    the console also enrols TOTP. On AWS Cognito emails the invitation (see the README's AWS CLI
+    command); locally nothing is sent, so the temporary password is returned to be handed over."""
+    password = temporary_password or f"Tmp-{random.token_urlsafe(12)}1!"
+    cognito.admin_create_user(
+        UserPoolId=user_pool_id,
+        Username=email,
+        UserAttributes=[{"Name": "email", "Value": email}, {"Name": "email_verified", "Value": "true"}],
+        TemporaryPassword=password,
+        MessageAction="SUPPRESS",
+    )
+    return password
+
+
+def user_sub(cognito: Any, user_pool_id: str, username: str) -> str:
+    user = cognito.admin_get_user(UserPoolId=user_pool_id, Username=username)
+    return next(a["Value"] for a in user["UserAttributes"] if a["Name"] == "sub")
+
+
+def provision_demo_director(cognito: Any, secrets: Any, user_pool_id: str, client_id: str) -> str:
+    """The demo director, enrolled (permanent password, TOTP seed kept in a local secret) by
+    the code an operator runs for the smoke director; returns its ``sub``."""
+    from tools.smoke_director import enroll
+
+    invite(cognito, user_pool_id, DEMO_EMAIL)
+    secrets.create_secret(
+        Name=DEMO_SECRET,
+        SecretString=json.dumps(
+            {"username": DEMO_EMAIL, "password": DEMO_PASSWORD, "userPoolId": user_pool_id, "clientId": client_id}
+        ),
+    )
+    enroll(cognito, secrets, DEMO_SECRET)
+    return user_sub(cognito, user_pool_id, DEMO_EMAIL)
 
 
 def provision_directors(cognito: Any, secrets: Any, moto_url: str, auth_dir: Path) -> DirectorPool:
@@ -91,10 +158,69 @@ def provision_directors(cognito: Any, secrets: Any, moto_url: str, auth_dir: Pat
     jwks = requests.get(f"{moto_url}/{pool['Id']}/.well-known/jwks.json", timeout=10)
     jwks.raise_for_status()
     (auth_dir / JWKS_FILE).write_text(json.dumps(jwks.json(), indent=2))
+    demo_sub = provision_demo_director(cognito, secrets, pool["Id"], client["ClientId"])
     return DirectorPool(
         user_pool_id=pool["Id"],
         client_id=client["ClientId"],
         issuer=f"https://cognito-idp.{cognito.meta.region_name}.amazonaws.com/{pool['Id']}",
         jwks_file=auth_dir / JWKS_FILE,
         smoke_secret=smoke.local_secret_name,
+        endpoint=moto_url,
+        demo_sub=demo_sub,
     )
+
+
+# ---------------------------------------------------------------------------
+# make director EMAIL=… / make totp
+# ---------------------------------------------------------------------------
+def _clients(info: dict[str, Any]) -> tuple[Any, Any]:
+    import boto3
+
+    env = info["env"]
+    session = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_REGION"],
+    )
+    return (
+        session.client("cognito-idp", endpoint_url=env["AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER"]),
+        session.client("secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL_SECRETS_MANAGER"]),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    from local.stack import running_stack
+
+    parser = argparse.ArgumentParser(prog="python -m local.directors", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True)
+    inv = sub.add_parser("invite", help="invite a director to the running local stack's user pool")
+    inv.add_argument("--email", required=True)
+    sub.add_parser("code", help="print the demo director's current TOTP code")
+    parser.add_argument("--work-dir", type=Path, default=RUN_DIR, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    info = running_stack(args.work_dir)
+    if info is None or not info.get("directors"):
+        sys.exit("No local Racecap stack is running: start one with `make run` in another terminal first.")
+    cognito, secrets = _clients(info)
+    pool = info["directors"]
+    if args.command == "invite":
+        email = args.email.strip()
+        if "@" not in email or len(email) > 254:
+            sys.exit("EMAIL must be an email address, e.g. make director EMAIL=ana@example.org")
+        try:
+            password = invite(cognito, pool["userPoolId"], email)
+        except cognito.exceptions.UsernameExistsException:
+            sys.exit(f"{email} is already a director of this stack.")
+        print(f"Invited {email}. Sign in at {info['url']}{blueprint.CONSOLE_PATH}")
+        print(f"  temporary password: {password}")
+        print("  (the first sign-in sets a new password and enrols an authenticator app)")
+        return
+    from tools.smoke_director import DirectorSecret, totp_code
+
+    print(totp_code(DirectorSecret.read(secrets, pool["demoSecret"]).totpSeed))
+
+
+if __name__ == "__main__":
+    main()

@@ -86,6 +86,16 @@ def _payment_origins() -> blueprint.PaymentOrigins:
 
 # CloudFront's response headers policy, as cdk renders it from the same declaration.
 SECURITY_HEADERS = blueprint.security_headers(_payment_origins())
+# The director's console (/admin/): its settings (the user pool, its app client, Cognito's
+# endpoint: moto's locally) as the deployment writes them to admin/config.json on AWS, and
+# the /admin/* behaviour's own headers (blueprint.console_security_headers).
+CONSOLE_CONFIG: dict[str, str] = json.loads(os.environ.get("RACECAP_CONSOLE_CONFIG") or "{}")
+CONSOLE_HEADERS = blueprint.console_security_headers(
+    blueprint.ConsoleOrigins(
+        sign_in=CONSOLE_CONFIG.get("endpoint", "https://cognito-idp.us-east-1.amazonaws.com").rstrip("/"),
+        uploads=os.environ.get("AWS_ENDPOINT_URL_S3", "").rstrip("/"),
+    )
+)
 
 
 def _with_header(start: StartResponse, name: str, value: str) -> StartResponse:
@@ -95,10 +105,16 @@ def _with_header(start: StartResponse, name: str, value: str) -> StartResponse:
     return wrapped
 
 
-def _with_security_headers(start: StartResponse) -> StartResponse:
+def _is_console(path: str) -> bool:
+    return path == blueprint.CONSOLE_PATH.rstrip("/") or path.startswith(blueprint.CONSOLE_PATH)
+
+
+def _with_security_headers(start: StartResponse, path: str = "/") -> StartResponse:
+    policy = CONSOLE_HEADERS if _is_console(path) else SECURITY_HEADERS
+
     def wrapped(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
         have = {k.lower() for k, _ in headers}
-        extra = [(k, v) for k, v in SECURITY_HEADERS.items() if k.lower() not in have]
+        extra = [(k, v) for k, v in policy.items() if k.lower() not in have]
         return start(status, [*headers, *extra], *exc)
 
     return wrapped
@@ -254,7 +270,7 @@ class Gateway:
         path = environ.get("PATH_INFO", "/") or "/"
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if not path.startswith("/2015-03-31/"):  # what CloudFront serves, not the Lambda API
-            start = _with_security_headers(start)
+            start = _with_security_headers(start, path)
             if len(environ.get("RAW_URI") or path) > CLOUDFRONT_MAX_URL:
                 html = [("Content-Type", "text/html"), ("Content-Length", str(len(CLOUDFRONT_URI_TOO_LONG)))]
                 start("414 Request-URI Too Long", html)
@@ -337,10 +353,16 @@ class Gateway:
     def _static(self, start: StartResponse, method: str, path: str) -> list[bytes]:
         if method not in ("GET", "HEAD"):
             return _json(start, 405, {"error": "METHOD_NOT_ALLOWED", "message": "Static content is read-only."})
+        if _is_console(path):
+            console = self._console(start, path)
+            if console is not None:
+                return console
         rel = path.lstrip("/") or "index.html"
         target = (self.site_dir / rel).resolve()
         if not str(target).startswith(str(self.site_dir.resolve())) or not target.is_file():
-            target = self.site_dir / "index.html"  # the SPA's routes are hash-based; serve the shell
+            # The SPAs' routes are hash-based; serve the shell (the console's under /admin/).
+            shell = "admin/index.html" if _is_console(path) else "index.html"
+            target = self.site_dir / shell
             if not target.is_file():
                 return _json(start, 404, {"error": "NOT_FOUND", "message": "The site has not been built."})
         data = target.read_bytes()
@@ -350,6 +372,16 @@ class Gateway:
         cache = "public, max-age=31536000, immutable" if fingerprinted else "public, max-age=60"
         start("200 OK", [("Content-Type", ctype), ("Content-Length", str(len(data))), ("Cache-Control", cache)])
         return [] if method == "HEAD" else [data]
+
+    def _console(self, start: StartResponse, path: str) -> list[bytes] | None:
+        """What CloudFront's /admin/* behaviour adds to S3: /admin goes to /admin/, and the
+        console's config.json (deployed beside it on AWS) comes from the stack's settings."""
+        if path == blueprint.CONSOLE_PATH.rstrip("/"):
+            start("301 Moved Permanently", [("Location", blueprint.CONSOLE_PATH), ("Content-Length", "0")])
+            return []
+        if path == f"{blueprint.CONSOLE_PATH}config.json" and CONSOLE_CONFIG:
+            return _json(start, 200, CONSOLE_CONFIG, {"Cache-Control": "no-cache"})
+        return None
 
 
 def _make_app() -> Gateway:

@@ -4,7 +4,7 @@
 #   local/install.sh                 # every step
 #   local/install.sh python node     # only these steps (in the order given)
 #
-# Steps: apt, python, maven, node, scanners. Everything except apt packages is kept under the repo's
+# Steps: apt, python, maven, node, console, scanners. Everything except apt packages is kept under the repo's
 # ignored .cache/ folder (and the venv in .venv/). A finished step leaves a stamp in
 # .cache/stamps/<step> holding a hash of the step's inputs (pins, poms, tool versions);
 # the step is skipped while that hash still matches and its outputs are still there.
@@ -16,13 +16,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="$ROOT/.cache"
 STAMPS="$CACHE/stamps"
 LOGS="$CACHE/logs"
-ALL_STEPS=(apt python maven node scanners)
+ALL_STEPS=(apt python maven node console scanners)
 
 PYTHON_BOOT="${RACECAP_PYTHON:-python3}"   # the interpreter that creates .venv
 NODE_SPEC="node@22"                        # npm package "node": the Node 22 binary from the registry
 NODE_MIN="22.18.0"
 NODE_PREFIX="$CACHE/node22"
 NODE_TOOLS="$ROOT/local/node"
+CONSOLE_DIR="$ROOT/site/admin"   # the director's console: its own packages (esbuild, qrcode-generator, uPlot)
 MAVEN_OUT="$CACHE/maven"
 CHECKOV_VENV="$CACHE/checkov"   # checkov conflicts with our pins: a venv of its own
 M2="$CACHE/m2"
@@ -222,6 +223,29 @@ node_do() {
   fi
   "$NODE_TOOLS/node_modules/.bin/cdk" --version
   "$NODE_TOOLS/node_modules/.bin/artillery" version || true
+}
+
+# ---------------------------------------------------------------- console
+# The race director's console's own packages (site/admin/package.json), bundled into the
+# site by site/build.py: nothing is loaded from a CDN. Separate from local/node (the tools)
+# so the console's lockfile moves with the site alone. Needs the node step's Node 22.
+console_key() {
+  hash_inputs "$CONSOLE_DIR/package.json" "$CONSOLE_DIR/package-lock.json"
+}
+console_check() {
+  [[ -f "$CONSOLE_DIR/node_modules/esbuild/package.json" ]] \
+    && [[ -f "$CONSOLE_DIR/node_modules/qrcode-generator/package.json" ]] \
+    && [[ -f "$CONSOLE_DIR/node_modules/uplot/package.json" ]]
+}
+console_do() {
+  local node
+  node="$(node22_bin)" || { echo "Node 22 is missing: run 'local/install.sh node' first"; return 1; }
+  export PATH="$(dirname "$node"):$PATH"
+  cd "$CONSOLE_DIR"
+  # --ignore-scripts: esbuild's postinstall only swaps its launcher for the binary; the
+  # build calls esbuild's JavaScript API, which finds @esbuild/<platform> by itself.
+  npm ci --no-audit --no-fund --ignore-scripts
+  node -e "require('esbuild').transformSync('let a = 1'); console.log('esbuild', require('esbuild').version)"
 }
 
 # ---------------------------------------------------------------- scanners

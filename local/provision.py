@@ -264,6 +264,17 @@ def provision_buckets(client: Any) -> None:
         )
 
 
+def provision_upload_cors(client: Any, site_origins: list[str]) -> None:
+    """As on AWS (cdk Buckets.allow_uploads_from): the buckets browsers upload to let the
+    site's origin(s) PUT with a Content-Type, nothing else (moto answers the preflight from it)."""
+    for bucket in blueprint.BUCKETS:
+        if bucket.browser_uploads:
+            rule = {"AllowedMethods": ["PUT"], "AllowedOrigins": site_origins, "AllowedHeaders": ["content-type"]}
+            client.put_bucket_cors(
+                Bucket=bucket.local_name, CORSConfiguration={"CORSRules": [{**rule, "MaxAgeSeconds": 600}]}
+            )
+
+
 def provision_secrets(client: Any, values: Mapping[str, Mapping[str, str]]) -> None:
     """Create (or overwrite) every blueprint secret with its local value, as an operator's
     ``put-secret-value`` would on AWS. ``values``: secret id -> its JSON object."""

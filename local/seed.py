@@ -37,6 +37,7 @@ def demo_draft(now: datetime | None = None) -> RaceDraft:
     )
 
 
-def seed_demo() -> str:
-    race = RaceAdmin(race_store(), inventory()).create_race(DEMO_DIRECTOR, demo_draft(), open_now=True)
+def seed_demo(owner: str = DEMO_DIRECTOR) -> str:
+    """The demo race, owned by ``owner`` (a director's ``sub``)."""
+    race = RaceAdmin(race_store(), inventory()).create_race(owner, demo_draft(), open_now=True)
     return race.raceId

@@ -255,6 +255,7 @@ class LocalStack:
             "queueUrls": self.queue_urls,
             "auth": {"dir": str(self.issuer.dir), "issuer": self.issuer.issuer, "audience": self.issuer.audience},
             "smokeSecret": self.directors.smoke_secret if self.directors else None,
+            "directors": self.directors.describe() if self.directors else None,
             "env": self.function_env(),
         }
 
@@ -406,6 +407,7 @@ class LocalStack:
         s3 = session.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"])
         self.queue_urls = provision.provision(ddb, sqs)
         provision.provision_buckets(s3)
+        provision.provision_upload_cors(s3, [self.url, self.edge_url])  # the console's results uploads
         scaling = session.client(
             "application-autoscaling", endpoint_url=env["AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING"]
         )
@@ -523,12 +525,17 @@ def main() -> None:
             from local import seed
 
             os.environ.update(stack.function_env())
-            race_id = seed.seed_demo()
+            # The demo race belongs to the demo director of moto's user pool (the console's sign-in).
+            owner = stack.directors.demo_sub if stack.directors else seed.DEMO_DIRECTOR
+            race_id = seed.seed_demo(owner)
             print(f"[stack] demo race seeded: {stack.url}/#/races/{race_id}", flush=True)
         print(
             f"\n  Racecap is running at   {stack.url}\n"
             f"  Through the edge cache  {stack.edge_url}   (nginx, as CloudFront caches)\n"
             f"  API docs (Swagger UI)   {stack.url}/api/docs\n"
+            f"  Director's console      {stack.url}{blueprint.CONSOLE_PATH}\n"
+            f"                          sign in as {directors.DEMO_EMAIL} / {directors.DEMO_PASSWORD};\n"
+            f"                          the TOTP code: `make totp` (a new director: make director EMAIL=…)\n"
             f"  Local mailbox (SES)     {stack.mailbox_url}\n"
             f"  Payments (test cards)   4242 4242 4242 4242 succeeds, 4000 0000 0000 0002 is declined,\n"
             f"                          4000 0025 0000 3155 asks for 3-D Secure (Stripe stand-in {stack.stripe_url})\n"

@@ -13,6 +13,12 @@ served with). New files land before ``index.html`` is replaced and stale fingerp
 files are removed last, so a server reading the directory mid-build never serves a page
 whose assets are missing.
 
+The race director's console (``admin/``) is a separate bundle with its own entry page,
+``admin/index.html``: esbuild (``admin/package.json``, installed by ``local/install.sh
+console``) bundles ``admin/src/main.js`` and its packages into one ``admin/console.js``,
+which is then fingerprinted like the site's assets. It is not part of the runner site's
+pages or weights (``weights.json`` stays the runner site's).
+
 Usage: ``python site/build.py [--out DIR] [--budget BYTES] [--no-minify]``
 """
 
@@ -25,6 +31,8 @@ import json
 import os
 import posixpath
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -50,6 +58,10 @@ _CSS_REF = re.compile(
     r"""(?P<pre>url\(\s*|@import\s+)(?P<q>["']?)(?P<url>[^"')\s]+)(?P=q)""",
 )
 _PATTERNS = {".html": _HTML_REF, ".js": _JS_REF, ".mjs": _JS_REF, ".css": _CSS_REF, ".svg": _HTML_REF}
+
+
+CONSOLE = "admin"  # the console's folder under the site, and its path on the origin
+CONSOLE_ENTRY = f"{CONSOLE}/index.html"
 
 
 class BuildError(Exception):
@@ -332,6 +344,43 @@ def weigh(b: Build, budget: int) -> dict[str, object]:
     }
 
 
+def _node() -> str:
+    """The Node 22 the installer puts in .cache/node22 (local/env.sh's RACECAP_NODE), else PATH's."""
+    candidates = [os.environ.get("RACECAP_NODE", ""), str(SITE_DIR.parent / ".cache/node22/node_modules/node/bin/node")]
+    found = next((c for c in candidates if c and Path(c).is_file()), None) or shutil.which("node")
+    if not found:
+        raise BuildError("the console needs Node 22 to bundle: run `local/install.sh node`")
+    return found
+
+
+def build_console(src: Path, minify: bool = True) -> Build:
+    """The console's files (entry page, bundled script, style), fingerprinted like the site's."""
+    folder = src / CONSOLE
+    if not (folder / "node_modules" / "esbuild" / "package.json").is_file():
+        raise BuildError("the console's packages are not installed: run `local/install.sh console`")
+    with tempfile.TemporaryDirectory(prefix="console-") as tmp:
+        stage = Path(tmp)
+        (stage / CONSOLE).mkdir()
+        shutil.copy2(folder / "index.html", stage / CONSOLE / "index.html")
+        # esbuild's JavaScript API (it finds its own platform binary), one bundle per entry.
+        options = {
+            "entryPoints": {"console": "src/main.js"},
+            "bundle": True, "format": "esm", "target": "es2022", "charset": "utf8",
+            "legalComments": "none", "logLevel": "error", "minify": minify,
+            "outdir": str(stage / CONSOLE), "absWorkingDir": str(folder),
+        }  # fmt: skip
+        style = {**options, "entryPoints": {"console": "console.css"}}
+        script = f"const e = require('esbuild'); e.buildSync({json.dumps(options)}); e.buildSync({json.dumps(style)});"
+        proc = subprocess.run([_node(), "-e", script], cwd=folder, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"{CONSOLE}: esbuild failed: {proc.stderr.strip()}")
+        # esbuild has minified the script and style; the page is short either way.
+        b = Build(stage, minify=False)
+        b.page(CONSOLE_ENTRY)
+        # Read everything now: the staging folder goes when this returns.
+        return b
+
+
 def build(
     src: Path = SITE_DIR, out: Path = DEFAULT_OUT, budget: int = BUDGET_BYTES, minify: bool = True
 ) -> dict[str, object]:
@@ -339,6 +388,10 @@ def build(
     b = Build(src, minify)
     b.page(ENTRY)
     weights = weigh(b, budget)
+    if (src / CONSOLE / "index.html").is_file():
+        console = build_console(src, minify)
+        b.files.update(console.files)
+        b.names.update(console.names)
     manifest = {
         "entry": ENTRY,
         "assets": {k: v for k, v in sorted(b.names.items()) if k != v},
@@ -348,11 +401,13 @@ def build(
         },
     }
     out.mkdir(parents=True, exist_ok=True)
-    for name, data in b.files.items():  # assets first, the page that points at them last
-        if name != ENTRY:
+    for name, data in b.files.items():  # assets first, the pages that point at them last
+        if name not in (ENTRY, CONSOLE_ENTRY):
             _write_atomic(out / name, data)
     _write_atomic(out / "weights.json", (json.dumps(weights, indent=2) + "\n").encode())
     _write_atomic(out / "asset-manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    if CONSOLE_ENTRY in b.files:
+        _write_atomic(out / CONSOLE_ENTRY, b.files[CONSOLE_ENTRY])
     _write_atomic(out / ENTRY, b.files[ENTRY])
     for folder in {(out / name).parent for name in b.files}:  # stale fingerprints, only ours
         for old in folder.iterdir():

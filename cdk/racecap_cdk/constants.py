@@ -153,3 +153,6 @@ ALARM_API_5XX = "Api5xxRate"
 ALARM_WRITER_LAG = "WriterLag"
 ALARM_PAYMENT_FAILURES = "PaymentFailureRate"
 ALARM_SES_THROTTLING = "SesThrottling"
+# The director's console (/admin/*): its response headers policy and its index function.
+CONSOLE_HEADERS_POLICY_ID = "ConsoleHeaders"
+CONSOLE_INDEX_FUNCTION_ID = "ConsoleIndex"

@@ -77,9 +77,25 @@ class RacecapStack(Stack):
         self.http_api = HttpApi(
             self, c.HTTP_API_ID, functions=self.functions.entry_points, director_authorizer=self.auth.authorizer
         )
+        uploads = next(b for b in blueprint.BUCKETS if b.browser_uploads)
         self.site = Site(
-            self, c.SITE_ID, api=self.http_api.api, origin_secret=self.origin_secret, web_acl_arn=web_acl_arn
+            self,
+            c.SITE_ID,
+            api=self.http_api.api,
+            origin_secret=self.origin_secret,
+            web_acl_arn=web_acl_arn,
+            # The director's console: its admin/config.json and the origins its CSP allows.
+            console_config={
+                "region": self.region,
+                "userPoolId": self.auth.user_pool.user_pool_id,
+                "clientId": self.auth.client.user_pool_client_id,
+                "endpoint": f"https://cognito-idp.{self.region}.{self.url_suffix}",
+            },
+            console_origins=blueprint.ConsoleOrigins.aws(
+                self.region, uploads.aws_name(self.stack_name, self.account, self.region)
+            ),
         )
+        self.buckets.allow_uploads_from(self.site.url)
         self.monitoring = Monitoring(self, c.MONITORING_ID, registry=reg, api=self.http_api.api)
 
         CfnOutput(self, c.OUTPUT_SITE_URL, value=self.site.url)

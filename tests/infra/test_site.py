@@ -68,11 +68,16 @@ def test_the_build_classes_every_file(tmp_path: Path) -> None:
     for name in assets:
         assert FINGERPRINTED.match(name), name
         assert "immutable" in cache_control[name], name
-    assert set(cache_control) == {p.name for p in (tmp_path / "site").iterdir()}
+    site = tmp_path / "site"
+    assert set(cache_control) == {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
 
 
 def test_cloudfront_sends_the_blueprints_security_headers_with_its_content_security_policy(view: TemplateView) -> None:
-    (policy,) = view.of_type("AWS::CloudFront::ResponseHeadersPolicy").values()
+    policy_id, policy = next(
+        (lid, p)
+        for lid, p in view.of_type("AWS::CloudFront::ResponseHeadersPolicy").items()
+        if "blueprint.security_headers" in p["Properties"]["ResponseHeadersPolicyConfig"]["Comment"]
+    )
     headers = policy["Properties"]["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
     expected = blueprint.security_headers(blueprint.STRIPE_ORIGINS)
     assert headers["ContentSecurityPolicy"]["ContentSecurityPolicy"] == expected["Content-Security-Policy"]
@@ -85,3 +90,7 @@ def test_cloudfront_sends_the_blueprints_security_headers_with_its_content_secur
     config = dist["Properties"]["DistributionConfig"]
     behaviours = [config["DefaultCacheBehavior"], *config.get("CacheBehaviors", [])]
     assert all("ResponseHeadersPolicyId" in b for b in behaviours)
+    # … the runner site's policy on every one but the director's console (tests/infra/test_console.py).
+    for b in behaviours:
+        if not b.get("PathPattern", "").startswith(blueprint.CONSOLE_PATH.rstrip("/")):
+            assert view.ref_target(b["ResponseHeadersPolicyId"]) == policy_id

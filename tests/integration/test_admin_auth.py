@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import uuid
 from typing import Any
 
 import jwt
@@ -132,3 +133,31 @@ def test_make_token_prints_a_token_for_the_running_stack(
     missing = subprocess.run(nothing, capture_output=True, text=True, timeout=60, cwd=blueprint.ROOT, check=False)
     assert missing.returncode != 0 and missing.stdout == ""
     assert "make run" in missing.stderr
+
+
+def test_make_token_signs_in_the_demo_director_and_make_director_invites_one(
+    stack: LocalStack, api: requests.Session, backend: Any
+) -> None:
+    """`make token` (no DIRECTOR) is the demo director of moto's user pool, who owns `make run`'s
+    demo race; `make director EMAIL=…` adds a director and `make totp` reads the demo's code."""
+    from local import directors
+    from local.seed import demo_draft
+
+    assert stack.directors is not None
+    race = backend.admin().create_race(stack.directors.demo_sub, demo_draft(), open_now=False)
+    run = [sys.executable, "-m", "local.auth", "token", "--work-dir", str(stack.work_dir)]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=90, cwd=blueprint.ROOT, check=True)
+    assert directors.DEMO_EMAIL in out.stderr
+    mine = api.get("/api/admin/races", headers={"Authorization": f"Bearer {out.stdout.strip()}"})
+    assert race.raceId in {r["raceId"] for r in mine.json()["races"]}
+
+    tool = [sys.executable, "-m", "local.directors", "--work-dir", str(stack.work_dir)]
+    email = f"ana-{uuid.uuid4().hex[:6]}@racecap.localhost"
+    invited = subprocess.run([*tool, "invite", "--email", email], capture_output=True, text=True, timeout=60,
+                             cwd=blueprint.ROOT, check=True)  # fmt: skip
+    assert "temporary password: " in invited.stdout and f"{stack.url}/admin/" in invited.stdout
+    again = subprocess.run([*tool, "invite", "--email", email], capture_output=True, text=True, timeout=60,
+                           cwd=blueprint.ROOT, check=False)  # fmt: skip
+    assert again.returncode != 0 and "already a director" in again.stderr
+    code = subprocess.run([*tool, "code"], capture_output=True, text=True, timeout=60, cwd=blueprint.ROOT, check=True)
+    assert code.stdout.strip().isdigit() and len(code.stdout.strip()) == 6

@@ -110,6 +110,7 @@ USAGE_ONLY = frozenset(
         "AWS::CloudFront::CachePolicy",
         "AWS::CloudFront::OriginRequestPolicy",
         "AWS::CloudFront::ResponseHeadersPolicy",
+        "AWS::CloudFront::Function",  # the console's index rewrite: per invocation, nothing idle
         "Custom::S3BucketNotifications",
         "Custom::AWS",
     }

@@ -8,7 +8,7 @@ upload record could be updated is kept for the team instead of being dropped."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Tags
+from aws_cdk import Duration, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as s3n
@@ -50,6 +50,9 @@ class Buckets(Construct):
                     )
                 ],
                 removal_policy=RemovalPolicy.RETAIN,
+                bucket_name=decl.aws_name(Stack.of(self).stack_name, Stack.of(self).account, Stack.of(self).region)
+                if decl.browser_uploads
+                else None,
             )
             Tags.of(bucket).add(c.BLUEPRINT_TAG, decl.id)
             self.by_id[decl.id] = bucket
@@ -70,3 +73,15 @@ class Buckets(Construct):
                 s3n.LambdaDestination(functions[trigger.function]),
                 s3.NotificationKeyFilter(prefix=trigger.prefix, suffix=trigger.suffix or None),
             )
+
+    def allow_uploads_from(self, site_origin: str) -> None:
+        """CORS for the buckets browsers upload to: a PUT (with its Content-Type, which the
+        presigned URL signs) from the site's origin only; nothing else crosses origins."""
+        for decl in blueprint.BUCKETS:
+            if decl.browser_uploads:
+                self.by_id[decl.id].add_cors_rule(
+                    allowed_methods=[s3.HttpMethods.PUT],
+                    allowed_origins=[site_origin],
+                    allowed_headers=["content-type"],
+                    max_age=600,
+                )

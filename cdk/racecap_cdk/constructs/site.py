@@ -91,6 +91,8 @@ class Site(Construct):
         api: apigw.HttpApi,
         origin_secret: secretsmanager.ISecret,
         web_acl_arn: str | None,
+        console_config: dict[str, str],
+        console_origins: blueprint.ConsoleOrigins,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -122,6 +124,8 @@ class Site(Construct):
         )
         api_domain = f"{api.api_id}.execute-api.{stack.region}.{stack.url_suffix}"
         self.headers_policy = self._security_headers()
+        self.console_headers_policy = self._console_headers(console_origins)
+        self.console_config = console_config
         self.distribution = cloudfront.Distribution(
             self,
             c.DISTRIBUTION_ID,
@@ -134,7 +138,8 @@ class Site(Construct):
                 cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
                 response_headers_policy=self.headers_policy,
             ),
-            additional_behaviors=self._api_behaviours(
+            additional_behaviors=self._console_behaviour()
+            | self._api_behaviours(
                 origins.HttpOrigin(
                     api_domain,
                     protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
@@ -155,6 +160,82 @@ class Site(Construct):
         suppress(self.distribution, "checkov", "CKV_AWS_174", WHY_DEFAULT_CERT)
         self.assets_deployment, self.deployment = self._deploy(build_site())
         self.url = f"https://{self.distribution.distribution_domain_name}"
+
+    def _console_behaviour(self) -> dict[str, cloudfront.BehaviorOptions]:
+        """The director's console under ``/admin/*``: the same bucket, its own security headers
+        (``blueprint.console_security_headers``), and its page for ``/admin``, ``/admin/`` and
+        any path without a file name (its routes are hash-based; the local gateway does the same)."""
+        prefix = blueprint.CONSOLE_PATH
+        index = cloudfront.Function(
+            self,
+            c.CONSOLE_INDEX_FUNCTION_ID,
+            comment="Racecap console: /admin and /admin/ serve admin/index.html",
+            runtime=cloudfront.FunctionRuntime.JS_2_0,
+            code=cloudfront.FunctionCode.from_inline(
+                "function handler(event) {\n"
+                "  var r = event.request;\n"
+                f"  if (r.uri === '{prefix.rstrip('/')}') {{\n"
+                "    return { statusCode: 301, statusDescription: 'Moved Permanently',\n"
+                f"             headers: {{ location: {{ value: '{prefix}' }} }} }};\n"
+                "  }\n"
+                "  if (r.uri.endsWith('/') || r.uri.lastIndexOf('.') < r.uri.lastIndexOf('/')) {\n"
+                f"    r.uri = '{prefix}index.html';\n"
+                "  }\n"
+                "  return r;\n"
+                "}\n"
+            ),
+        )  # fmt: skip
+        return {
+            f"{prefix}*": cloudfront.BehaviorOptions(
+                origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+                cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
+                response_headers_policy=self.console_headers_policy,
+                function_associations=[
+                    cloudfront.FunctionAssociation(
+                        function=index, event_type=cloudfront.FunctionEventType.VIEWER_REQUEST
+                    )
+                ],
+            ),
+            # The bare path too (redirected to /admin/ by the function).
+            prefix.rstrip("/"): cloudfront.BehaviorOptions(
+                origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+                cache_policy=cloudfront.CachePolicy.CACHING_OPTIMIZED,
+                response_headers_policy=self.console_headers_policy,
+                function_associations=[
+                    cloudfront.FunctionAssociation(
+                        function=index, event_type=cloudfront.FunctionEventType.VIEWER_REQUEST
+                    )
+                ],
+            ),
+        }
+
+    def _console_headers(self, console_origins: blueprint.ConsoleOrigins) -> cloudfront.ResponseHeadersPolicy:
+        """``blueprint.console_security_headers`` as the /admin/* response headers policy."""
+        h = blueprint.console_security_headers(console_origins)
+        hsts = int(h["Strict-Transport-Security"].removeprefix("max-age="))
+        referrer = cloudfront.HeadersReferrerPolicy[h["Referrer-Policy"].upper().replace("-", "_")]
+        assert h["X-Content-Type-Options"] == "nosniff"
+        assert h["X-Frame-Options"] == "DENY"
+        return cloudfront.ResponseHeadersPolicy(
+            self,
+            c.CONSOLE_HEADERS_POLICY_ID,
+            comment="Racecap console: security headers and its CSP (blueprint.console_security_headers)",
+            security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
+                content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(
+                    content_security_policy=h["Content-Security-Policy"], override=True
+                ),
+                strict_transport_security=cloudfront.ResponseHeadersStrictTransportSecurity(
+                    access_control_max_age=Duration.seconds(hsts), include_subdomains=False, override=True
+                ),
+                content_type_options=cloudfront.ResponseHeadersContentTypeOptions(override=True),
+                frame_options=cloudfront.ResponseHeadersFrameOptions(
+                    frame_option=cloudfront.HeadersFrameOption.DENY, override=True
+                ),
+                referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(referrer_policy=referrer, override=True),
+            ),
+        )
 
     def _api_behaviours(self, api_origin: origins.HttpOrigin) -> dict[str, cloudfront.BehaviorOptions]:
         """The API's cache behaviours from ``blueprint.CACHE_BEHAVIOURS`` (in precedence order;
@@ -233,10 +314,14 @@ class Site(Construct):
         short = [h for h in groups if "immutable" not in h]
         if len(immutable) != 1 or len(short) != 1:
             raise SiteBuildError(f"expected one immutable and one short Cache-Control, got {sorted(groups)}")
-        # The build is flat; its folder may also hold files of no build (stale or stray).
-        everything = sorted(p.name for p in c.SITE_BUILD_DIR.iterdir() if p.is_file())
+        # The build's folder (with the console's admin/) may also hold files of no build.
+        everything = sorted(
+            p.relative_to(c.SITE_BUILD_DIR).as_posix() for p in c.SITE_BUILD_DIR.rglob("*") if p.is_file()
+        )
 
-        def deployment(construct_id: str, header: str, paths: list[str] | None = None) -> s3deploy.BucketDeployment:
+        def deployment(
+            construct_id: str, header: str, paths: list[str] | None = None, extra: list[s3deploy.ISource] | None = None
+        ) -> s3deploy.BucketDeployment:
             wanted = set(groups[header])
             return s3deploy.BucketDeployment(
                 self,
@@ -246,7 +331,8 @@ class Site(Construct):
                     s3deploy.Source.asset(
                         str(c.SITE_BUILD_DIR),
                         exclude=[n for n in everything if n not in wanted],
-                    )
+                    ),
+                    *(extra or []),
                 ],
                 destination_bucket=self.bucket,
                 cache_control=[s3deploy.CacheControl.from_string(header)],
@@ -256,6 +342,14 @@ class Site(Construct):
             )
 
         assets = deployment(ASSETS_DEPLOYMENT_ID, immutable[0])
-        pages = deployment(c.DEPLOYMENT_ID, short[0], ["/", *(f"/{n}" for n in sorted(groups[short[0]]))])
+        # The console's settings (its user pool and app client) beside its page, short-cached.
+        config = s3deploy.Source.json_data(f"{blueprint.CONSOLE_PATH.strip('/')}/config.json", self.console_config)
+        console_paths = [blueprint.CONSOLE_PATH, f"{blueprint.CONSOLE_PATH}config.json"]
+        pages = deployment(
+            c.DEPLOYMENT_ID,
+            short[0],
+            ["/", *console_paths, *(f"/{n}" for n in sorted(groups[short[0]]))],
+            extra=[config],
+        )
         pages.node.add_dependency(assets)
         return assets, pages

@@ -1,0 +1,174 @@
+// A race's runners: search (a bib, a whole email, or words of a name) and filters, a runner's
+// detail, cancel with a refund (the confirmation shows the amount), and the CSV export.
+// The cancel dialog refunds the whole amount paid today; a partial amount joins it with the
+// payments ledger (the form has room for the field).
+import { announce, h, show } from './dom.js';
+import { money } from './races.js';
+
+const enc = encodeURIComponent;
+
+export async function runnersPage(api, raceId, subnav) {
+  const race = await api.get(`/races/${enc(raceId)}`);
+  const params = new URLSearchParams(location.hash.split('?')[1] || '');
+  const q = h('input', { id: 'runner-q', type: 'search', name: 'q', value: params.get('q') || '' });
+  const eventSel = h('select', { id: 'runner-event', name: 'eventId' }, h('option', { value: '' }, 'All events'),
+    race.events.map((e) => h('option', { value: e.eventId, selected: e.eventId === params.get('eventId') }, e.name)));
+  const statusSel = h('select', { id: 'runner-status', name: 'status' }, ['', 'CONFIRMED', 'CANCELLING', 'CANCELLED'].map((s) =>
+    h('option', { value: s, selected: s === (params.get('status') || '') }, s ? s[0] + s.slice(1).toLowerCase() : 'Any status')));
+  const rows = h('tbody', {});
+  const more = h('button', { type: 'button', hidden: true, 'data-testid': 'more-runners' }, 'Show more');
+  const count = h('p', { role: 'status', 'data-testid': 'runner-count' });
+  const detail = h('section', { 'aria-labelledby': 'runner-heading', 'data-testid': 'runner-detail', hidden: true, class: 'panel detail' });
+  const exportBox = h('p', { role: 'status' });
+  let cursor = null;
+  let shown = 0;
+
+  async function load(reset) {
+    if (reset) {
+      rows.replaceChildren();
+      cursor = null;
+      shown = 0;
+    }
+    const query = new URLSearchParams({ limit: '50' });
+    if (q.value.trim()) query.set('q', q.value.trim());
+    if (eventSel.value) query.set('eventId', eventSel.value);
+    if (statusSel.value) query.set('status', statusSel.value);
+    if (cursor) query.set('cursor', cursor);
+    const page = await api.get(`/races/${enc(raceId)}/registrations?${query}`);
+    for (const r of page.registrations) rows.append(row(r));
+    shown += page.registrations.length;
+    cursor = page.nextCursor;
+    more.hidden = !cursor;
+    count.textContent = `${shown} runner${shown === 1 ? '' : 's'} shown${cursor ? ' (more to load)' : ''}.`;
+  }
+
+  function row(r) {
+    const open = h('button', { type: 'button', class: 'link', 'data-testid': 'runner-open', onClick: () => openDetail(r) }, `${r.firstName} ${r.lastName}`);
+    return h('tr', { 'data-testid': 'runner-row', dataset: { registrationId: r.registrationId } },
+      h('td', { class: 'num' }, String(r.bib)), h('th', { scope: 'row' }, open), h('td', {}, r.email), h('td', {}, r.eventName),
+      h('td', { 'data-testid': 'runner-status' }, r.status), h('td', { class: 'num' }, money(r.amountCents, r.currency)));
+  }
+
+  function openDetail(r) {
+    const facts = [
+      ['Bib', r.bib], ['Event', r.eventName], ['Email', r.email || '(deleted after the retention period)'],
+      ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(r.amountCents, r.currency)], ['Confirmed', new Date(r.confirmedAt).toLocaleString()],
+      ['Status', r.status], ...(r.cancelledAt ? [['Cancelled', new Date(r.cancelledAt).toLocaleString()]] : []),
+      ...(r.refundId ? [['Refund', `${money(r.amountCents, r.currency)} · ${r.refundId}`]] : []),
+      ...(r.disputeId ? [['Dispute', r.disputeId]] : []),
+    ];
+    const cancel = r.status === 'CONFIRMED'
+      ? h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => confirmCancel(r) }, 'Cancel and refund…')
+      : null;
+    detail.replaceChildren(
+      ...[
+        h('h2', { id: 'runner-heading', tabIndex: -1 }, `${r.firstName} ${r.lastName}`),
+        h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `fact-${k.toLowerCase().replace(/ /g, '-')}` }, String(v))])),
+        cancel, // none once cancelled (replaceChildren would print a null)
+      ].filter(Boolean),
+    );
+    detail.hidden = false;
+    detail.querySelector('h2').focus();
+  }
+
+  function confirmCancel(r) {
+    const reason = h('input', { id: 'cancel-reason', maxLength: 500 });
+    const error = h('p', { class: 'alert', role: 'alert', hidden: true, 'data-testid': 'cancel-alert' });
+    const go = h('button', { type: 'submit', class: 'primary danger', 'data-testid': 'confirm-cancel' }, `Cancel and refund ${money(r.amountCents, r.currency)}`);
+    const back = h('button', { type: 'button', onClick: () => openDetail(r) }, 'Keep the registration');
+    const form = h('form', { 'data-testid': 'cancel-form' },
+      h('p', { 'data-testid': 'refund-amount' }, `${r.firstName} ${r.lastName} is refunded ${money(r.amountCents, r.currency)} to the card they paid with, and their place goes back on sale.`),
+      h('div', { class: 'field' }, h('label', { htmlFor: 'cancel-reason' }, 'Reason (kept in the audit trail)'), reason),
+      error, h('div', { class: 'row' }, go, back));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      go.disabled = true;
+      try {
+        const done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/cancel`, { reason: reason.value.trim() });
+        const updated = { ...r, status: done.status, cancelledAt: done.cancelledAt, refundId: done.refundId, amountCents: done.amountCents };
+        rows.querySelector(`[data-registration-id="${CSS.escape(r.registrationId)}"]`)?.replaceWith(row(updated));
+        openDetail(updated);
+        announce(`Cancelled; ${money(done.amountCents, done.currency)} refunded.`);
+      } catch (err) {
+        error.textContent = err.message;
+        error.hidden = false;
+        go.disabled = false;
+      }
+    });
+    detail.replaceChildren(h('h2', { id: 'runner-heading', tabIndex: -1 }, `Cancel ${r.firstName} ${r.lastName}'s registration?`), form);
+    detail.querySelector('h2').focus();
+  }
+
+  async function download() {
+    // The token goes in a header, never the URL: fetch the CSV, then hand the browser a blob.
+    exportBox.textContent = 'Preparing the export…';
+    const parts = [];
+    let next = '';
+    do {
+      const response = await api.download(`/races/${enc(raceId)}/registrations/export?includeCancelled=true${next ? `&cursor=${enc(next)}` : ''}`);
+      parts.push(await response.text());
+      next = response.headers.get('X-Next-Cursor') || '';
+    } while (next);
+    const url = URL.createObjectURL(new Blob(parts, { type: 'text/csv' }));
+    const a = h('a', { href: url, download: `${raceId}-registrations.csv` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    exportBox.textContent = 'The export is downloaded.';
+  }
+
+  const search = h('form', { role: 'search', class: 'filters', 'data-testid': 'runner-search' },
+    h('div', { class: 'field' }, h('label', { htmlFor: 'runner-q' }, 'Search'), h('p', { class: 'hint', id: 'runner-q-hint' }, 'A bib, a whole email, or words of a name.'), q),
+    h('div', { class: 'field' }, h('label', { htmlFor: 'runner-event' }, 'Event'), eventSel),
+    h('div', { class: 'field' }, h('label', { htmlFor: 'runner-status' }, 'Status'), statusSel),
+    h('button', { type: 'submit' }, 'Search'));
+  q.setAttribute('aria-describedby', 'runner-q-hint');
+  search.addEventListener('submit', (e) => {
+    e.preventDefault();
+    load(true).catch((err) => (count.textContent = err.message));
+  });
+  more.addEventListener('click', () => load(false));
+
+  show(
+    h('p', {}, h('a', { href: '#/races' }, '← Your races')),
+    h('h1', {}, `Runners · ${race.name}`),
+    subnav(raceId, 'runners'),
+    h('div', { class: 'row' }, h('button', { type: 'button', 'data-testid': 'export', onClick: () => download().catch((err) => (exportBox.textContent = err.message)) }, 'Download CSV export'), exportBox),
+    search,
+    count,
+    h('div', { class: 'split' },
+      h('div', { class: 'scroll' }, h('table', { 'data-testid': 'runners' },
+        h('thead', {}, h('tr', {}, ...['Bib', 'Name', 'Email', 'Event', 'Status', 'Paid'].map((t) => h('th', { scope: 'col' }, t)))), rows), more),
+      detail),
+  );
+  await load(true);
+}
+
+export async function auditPage(api, raceId, subnav) {
+  const race = await api.get(`/races/${enc(raceId)}`);
+  const list = h('tbody', {});
+  const more = h('button', { type: 'button', hidden: true }, 'Show older');
+  let cursor = null;
+  async function load() {
+    const page = await api.get(`/races/${enc(raceId)}/audit${cursor ? `?cursor=${enc(cursor)}` : ''}`);
+    for (const e of page.entries) {
+      list.append(h('tr', { 'data-testid': 'audit-entry' },
+        h('td', {}, new Date(e.at).toLocaleString()), h('td', {}, e.actor.email || e.actor.username || e.actor.sub),
+        h('td', { 'data-testid': 'audit-action' }, e.action), h('td', {}, e.target),
+        h('td', { class: 'details' }, JSON.stringify(e.details))));
+    }
+    cursor = page.nextCursor;
+    more.hidden = !cursor;
+  }
+  more.addEventListener('click', load);
+  show(
+    h('p', {}, h('a', { href: '#/races' }, '← Your races')),
+    h('h1', {}, `Audit trail · ${race.name}`),
+    subnav(raceId, 'audit'),
+    h('div', { class: 'scroll' }, h('table', { 'data-testid': 'audit' },
+      h('thead', {}, h('tr', {}, ...['When', 'Who', 'What', 'On', 'Details'].map((t) => h('th', { scope: 'col' }, t)))), list)),
+    more,
+  );
+  await load();
+}
