@@ -183,8 +183,8 @@ export function newRacePage(api) {
       say(box, '');
       showFieldErrors(form, null);
       try {
-        // A draft: the runner site shows it once published.
-        const race = await api.post('/races', { ...readRace(form), published: false, events: readEvents(form) });
+        // A new race is a draft: the runner site shows it once published.
+        const race = await api.post('/races', { ...readRace(form), events: readEvents(form) });
         announce('Race created.');
         location.hash = `#/races/${encodeURIComponent(race.raceId)}`;
       } catch (err) {
@@ -224,7 +224,7 @@ export async function racePage(api, raceId) {
       'State: ', h('span', { class: `state ${cls}`, 'data-testid': 'race-state' }, label),
       ` · registration ${race.registrationState.toLowerCase()} · version ${race.version}`,
     );
-    publish.textContent = race.published ? 'Unpublish' : 'Publish';
+    publish.textContent = race.published ? 'Back to draft' : 'Publish';
   }
 
   // The fields the director changed since the version the form shows (times compared as instants).
@@ -281,11 +281,18 @@ export async function racePage(api, raceId) {
   const publish = h('button', { type: 'button', 'data-testid': 'publish', onClick: () => submitting(publish, async () => {
     say(box, '');
     try {
-      race = await api.patch(`/races/${encodeURIComponent(raceId)}`, { expectedVersion: race.version, published: !race.published });
+      // Publishing checks the race is complete (409 RACE_INCOMPLETE names what is missing).
+      const action = race.published ? 'unpublish' : 'publish';
+      race = await api.post(`/races/${encodeURIComponent(raceId)}/${action}`, { expectedVersion: race.version });
       summary();
-      announce(race.published ? 'Published: runners can see the race.' : 'Unpublished.');
+      announce(race.published ? 'Published: runners can see the race.' : 'Back to a draft: closed to runners.');
     } catch (err) {
-      if (err.status === 409) return changedMeanwhile(dirty());
+      if (err.code === 'RACE_INCOMPLETE') {
+        const first = showFieldErrors(form, err.fields);
+        say(box, err.message);
+        return (first || box).focus?.();
+      }
+      if (err.status === 409 && err.code === 'CONFLICT' && /version/.test(err.message)) return changedMeanwhile(dirty());
       say(box, err.message);
     }
   }) });
