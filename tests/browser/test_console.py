@@ -310,6 +310,7 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
         RaceDraft(
             name=unique("Runners 10K"),
             location="Harbour",
+            listing="LISTED",  # runners register through the public API
             raceDate=(now + timedelta(days=90)).date().isoformat(),
             registrationOpensAt=now - timedelta(minutes=1),
             registrationClosesAt=now + timedelta(days=30),
