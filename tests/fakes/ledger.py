@@ -38,7 +38,7 @@ class FakeLedger:
             return (
                 stored is not None
                 and stored.amountCents == reg.amountCents
-                and stored.status in (RegistrationPhase.CONFIRMED, RegistrationPhase.CANCELLING)
+                and stored.status == RegistrationPhase.CONFIRMED
                 and self.sums[rid] <= reg.amountCents - entry.amountCents
             )
 

@@ -44,8 +44,9 @@ class LedgerStore(Protocol):
 
     def reserve_items(self, reg: Registration, entry: LedgerEntry) -> list[TransactItem]:
         """Add ``entry.amountCents`` to the sum only if it stays within ``reg.amountCents`` and
-        the registration is confirmed or being cancelled; put the entry only if its key is new
-        (items 0 and 1: a failed 1 means the action was recorded before)."""
+        the registration is confirmed (a cancellation under way refunds the rest itself); put
+        the entry only if its key is new (items 0 and 1: a failed 1 means the action was
+        recorded before)."""
         ...
 
     def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
@@ -97,13 +98,13 @@ class DynamoLedger:
                     "TableName": self.table,
                     "Key": key(_pk(rid), _REG_SK),
                     "UpdateExpression": "ADD ledgerRefundedCents :amt",
-                    "ConditionExpression": "amountCents = :charged AND #s IN (:confirmed, :cancelling) AND "
+                    "ConditionExpression": "amountCents = :charged AND #s = :confirmed AND "
                     "(attribute_not_exists(ledgerRefundedCents) OR ledgerRefundedCents <= :room)",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": values(
                         {":amt": entry.amountCents, ":charged": reg.amountCents}
                         | {":room": reg.amountCents - entry.amountCents}
-                        | {":confirmed": "CONFIRMED", ":cancelling": "CANCELLING"}
+                        | {":confirmed": "CONFIRMED"}
                     ),
                 }
             },
