@@ -12,7 +12,7 @@ import requests
 from local.stack import LocalStack
 
 from .admin import race_body, wait_until
-from .flows import hold_and_register, runner, standin, wait_confirmed
+from .flows import hold_and_register, runner, standin, wait_confirmed, wait_for_audit
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +24,7 @@ def _refund_counters(stack: LocalStack) -> tuple[int, int]:
 
 
 def test_ten_concurrent_refunds_of_30_percent_on_100_euros_refund_at_most_the_charge(
-    director: Any, api: requests.Session, stack: LocalStack
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
     kim = director("kim-ledger")
     body = race_body((5,))
@@ -67,6 +67,10 @@ def test_ten_concurrent_refunds_of_30_percent_on_100_euros_refund_at_most_the_ch
     assert (statement["chargedCents"], statement["refundedCents"], statement["leftCents"]) == (10_000, 10_000, 0)
     assert [e["kind"] for e in statement["entries"]] == ["payment"] + ["refund"] * 4
     assert kim.post(url, json={"amountCents": 1}).status_code == 409
+
+    # The audit, in cents: refunded in full by four refunds, the runner confirmed: clean.
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
 
 
 def test_a_refund_request_out_of_shape_is_refused_and_changes_nothing(director: Any) -> None:
