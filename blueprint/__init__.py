@@ -842,6 +842,7 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("GET", "/races/{raceId}/registrations"),
     ("GET", "/races/{raceId}/registrations/export"),
     ("POST", "/races/{raceId}/registrations/{registrationId}/cancel"),
+    ("POST", "/races/{raceId}/registrations/{registrationId}/refunds"),
     ("GET", "/races/{raceId}/audit"),
     ("GET", "/races/{raceId}/fairness"),
     ("PATCH", "/races/{raceId}/fairness"),

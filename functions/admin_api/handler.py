@@ -21,6 +21,8 @@ from racecap.auth import director_from_claims
 from racecap.config import get_settings
 from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
+from racecap.ledger.models import RefundRequest, RefundView
+from racecap.ledger.wiring import ledger
 from racecap.logic.admin import (
     MAX_EVENTS,
     CopyRequest,
@@ -426,6 +428,29 @@ def cancel_registration(
     director, race, _ = _owned(raceId)
     reason = body.reason if body else ""
     return _json(200, cancellations().cancel(director, race, registrationId, reason))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/registrations/<registrationId>/refunds",
+    summary="Refund part of a registration's payment (the registration stays confirmed)",
+    description="Each call is its own refund, with its own idempotency key at the provider. The sum of "
+    "refunds never exceeds the payment: a refund past what is left is 409 REFUND_TOO_LARGE and reaches "
+    "no provider, however many clicks arrive at once. The answer shows the refund and the ledger.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={
+        **NOT_YOURS,
+        409: {"description": "REFUND_TOO_LARGE (more than is left), or the registration is not confirmed"},
+        429: {"description": "The payment provider is not answering; the refund is pending (its amount reserved)"},
+        502: {"description": "REFUND_FAILED: the provider refused; nothing was refunded"},
+    },
+)
+@tracer.capture_method
+def refund_registration(
+    raceId: str, registrationId: str, body: Annotated[RefundRequest, Body()]
+) -> Response[RefundView]:
+    director, race, _ = _owned(raceId)
+    return _json(201, ledger().refund(director, race, registrationId, body.amountCents, body.reason))
 
 
 @app.get(

@@ -18,10 +18,12 @@ from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
 from racecap.dal.transactions import TransactItem, transact
 from racecap.dal.windows import DynamoWindows
+from racecap.ledger.store import DynamoLedger, LedgerStore
 
 import blueprint
 from local import servers
 from local.provision import create_table_params
+from tests.fakes.ledger import FakeLedger
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
 
@@ -38,6 +40,7 @@ class StoresUnderTest:
     inventory: Inventory
     windows: WindowStore
     audit: AuditStore
+    ledger: LedgerStore
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
@@ -53,6 +56,7 @@ def fake_stores() -> Iterator[StoresUnderTest]:
         FakeInventory(tables),
         FakeWindows(tables),
         FakeAuditStore(tables),
+        FakeLedger(tables),
     )
 
 
@@ -79,6 +83,7 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 inventory,
                 DynamoWindows(client, races),
                 DynamoAudit(client, blueprint.table("Audit").local_name),
+                DynamoLedger(client, regs),
             )
         finally:
             server.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from racecap.ledger.service import Ledger
 from racecap.logic.holds import HoldService
 from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService
@@ -15,6 +16,7 @@ from racecap.logic.writer import RegistrationWriter
 from racecap.models import Director
 
 from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
+from tests.fakes.ledger import FakeLedger
 from tests.fakes.payments import FakePaymentProvider
 from tests.fakes.stores import FakeHolds, FakeQueue, FakeRegistrations, FakeTables, FakeWriterPace
 
@@ -54,6 +56,8 @@ class World:
             FakeAudit(self.tables),
             self.catalog,  # type: ignore[arg-type]
         )
+        self.ledger_store = FakeLedger(self.tables)
+        self.ledger = Ledger(self.ledger_store, self.regs, self.payments, self.tables.transact, FakeAudit(self.tables))
 
     def race(self, race_id: str = "race-1", caps: tuple[int, ...] = (2,), **over: object) -> str:
         self.catalog.add(*open_race(race_id, caps=caps, **over))  # type: ignore[arg-type]

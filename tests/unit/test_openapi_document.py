@@ -63,12 +63,13 @@ def test_the_document_lists_every_routed_operation_and_no_other() -> None:
 def _body_models() -> dict[str, type]:
     from pydantic import BaseModel
     from racecap.fairness import queue
+    from racecap.ledger import models as ledger_models
     from racecap.logic import admin, validation
     from racecap.results import models
 
     return {
         name: obj
-        for module in (admin, queue, validation, models)
+        for module in (admin, queue, validation, models, ledger_models)
         for name, obj in vars(module).items()
         if isinstance(obj, type) and issubclass(obj, BaseModel)
     }

@@ -14,7 +14,7 @@ from racecap.domain import HoldPhase, RegistrationPhase
 from racecap.errors import InvalidSignature
 from racecap.logic.payment_events import NotYet, PaymentEvents, intent_from
 
-from tests.unit.core_world import World, request
+from tests.unit.core_world import DIRECTOR, World, request
 
 
 @dataclass
@@ -58,6 +58,7 @@ def events(world: World, log: FakeLog) -> PaymentEvents:
         world.emails,
         log,
         lambda race_id: "Harbor 10K" if race_id == "race-1" else None,
+        world.ledger_store,
     )
 
 
@@ -167,6 +168,40 @@ def test_an_outside_refund_cancels_returns_the_place_and_is_audited(world, event
     assert world.tables.taken("race-1", "ev0") == 0
     assert [e["action"] for e in world.tables.audit] == ["registration.cancel"]
     assert len(world.payments.refunds) == 1  # nothing refunded twice
+
+
+def _charge(paid: PaymentIntent, refunded: int) -> dict[str, Any]:
+    return {
+        "id": "ch_1", "payment_intent": paid.id, "metadata": dict(paid.metadata), "amount": paid.amount_cents,
+        "amount_refunded": refunded, "refunded": refunded >= paid.amount_cents,
+    }  # fmt: skip
+
+
+def test_racecaps_own_partial_refund_is_recorded_and_the_runner_stays_registered(world, events):
+    rid, paid = _registered(world)
+    race = world.catalog.definition("race-1")[0]
+    world.ledger.refund(DIRECTOR, race, rid, 1000, "late start")
+    assert events.apply(_event("charge.refunded", _charge(paid, 1000))) == "recorded"
+    world.ledger.refund(DIRECTOR, race, rid, paid.amount_cents - 1000)  # the rest, in part too
+    assert events.apply(_event("charge.refunded", _charge(paid, paid.amount_cents))) == "recorded"
+    assert world.regs.get(rid).status == RegistrationPhase.CONFIRMED
+    assert len(world.payments.refunds) == 2
+
+
+def test_an_outside_partial_refund_is_flagged_and_leaves_the_runner_registered(world, events):
+    rid, paid = _registered(world)
+    world.payments.refund(intent_id=paid.id, idempotency_key="dashboard", amount_cents=500)
+    assert events.apply(_event("charge.refunded", _charge(paid, 500))) == "flagged"
+    assert world.regs.get(rid).status == RegistrationPhase.CONFIRMED
+    assert world.tables.audit == [] and len(world.payments.refunds) == 1
+
+
+def test_an_outside_refund_of_the_rest_after_ours_cancels(world, events):
+    rid, paid = _registered(world)
+    world.ledger.refund(DIRECTOR, world.catalog.definition("race-1")[0], rid, 1000)
+    world.payments.refund(intent_id=paid.id, idempotency_key="dashboard")
+    assert events.apply(_event("charge.refunded", _charge(paid, paid.amount_cents))) == "cancelled"
+    assert world.regs.get(rid).status == RegistrationPhase.CANCELLED
 
 
 def test_a_refund_of_a_registration_still_being_written_is_delivered_again(world, events):

@@ -308,8 +308,19 @@ def payment_events() -> PaymentEvents:
     from racecap.logic.payment_events import PaymentEvents
 
     log = DynamoWebhookLog(clients.dynamodb(), get_settings().inventory_table)
+    from racecap.ledger.store import DynamoLedger
+
+    ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
     return PaymentEvents(
-        payments(), registration_service(), holds(), registrations(), cancellations(), emails_queue(), log, _race_name
+        payments(),
+        registration_service(),
+        holds(),
+        registrations(),
+        cancellations(),
+        emails_queue(),
+        log,
+        _race_name,
+        ledger,
     )
 
 

@@ -8,9 +8,11 @@ Each event is applied by the state it describes, never by its order or count:
   the intent (once), with an email saying why;
 * ``payment_intent.payment_failed`` → nothing to change: the runner is still on the form with
   the place held and may try another card on the same intent; counted;
-* ``charge.refunded`` → a refund made outside Racecap cancels the registration and returns the
-  place, audited as such (``Cancellations.refunded_elsewhere``); Racecap's own refunds find
-  the registration cancelling or cancelled and change nothing;
+* ``charge.refunded`` → a refund of the whole charge made outside Racecap cancels the
+  registration and returns the place, audited as such (``Cancellations.refunded_elsewhere``);
+  Racecap's own refunds (the ledger's sum covers what the charge says was refunded) change
+  nothing; a partial refund made outside leaves the registration confirmed and is flagged
+  (a warning and the ``RefundedOutsideInPart`` metric);
 * ``charge.dispute.created`` → the registration is flagged; the director sees it.
 
 An event is answered 2xx only once its effect is durable; when it cannot be applied yet (the
@@ -42,6 +44,7 @@ from racecap.dal.payments import (
 from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
 from racecap.domain import DONE_PHASES, EmailMessage, Hold, HoldPhase
 from racecap.errors import Busy, InvalidSignature
+from racecap.ledger.store import LedgerStore
 from racecap.logic.refunds import Cancellations
 from racecap.logic.registration import RegistrationService, already_applied
 from racecap.observability import logger, metrics
@@ -109,6 +112,7 @@ class PaymentEvents:
         emails: MessageQueue,
         log: EventLog,
         race_name: Any,
+        ledger: LedgerStore,
     ) -> None:
         self._payments = payments
         self._registration = registration
@@ -118,6 +122,7 @@ class PaymentEvents:
         self._emails = emails
         self._log = log
         self._race_name = race_name  # race id -> its name, for the refund email (None: unknown)
+        self._ledger = ledger
 
     def receive(self, payload: bytes, signature: str | None) -> str:
         """A webhook delivery: verified, then applied once. Answers what was done."""
@@ -244,6 +249,18 @@ class PaymentEvents:
             return "ignored"  # an unmatched payment's own refund, or a payment never registered
         if reg.chargeId != intent_id:
             return "ignored"
+        # Racecap's own refunds are in the ledger, reserved before the provider was asked, so
+        # a refund of ours is on record before its webhook can arrive (its refund id may not
+        # be yet: matching the amounts does not depend on that race). Only what the charge
+        # says was refunded beyond them was refunded outside Racecap.
+        refunded = int(charge.get("amount_refunded", 0))
+        if refunded and refunded <= self._ledger.refunded_cents(rid):
+            return "recorded"
+        if refunded and not charge.get("refunded") and refunded < int(charge.get("amount", 0)):
+            # Part of it refunded in the dashboard: the runner keeps the place; the director is told.
+            logger.warning("payment refunded in part outside Racecap", extra={"registrationId": rid})
+            metrics.add_metric(name="RefundedOutsideInPart", unit="Count", value=1)
+            return "flagged"
         self._cancellations.refunded_elsewhere(rid)
         return "cancelled"
 

@@ -1,0 +1,50 @@
+"""The ledger's records and the API's shapes."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from racecap.models import JsonInt, Model
+
+
+class RefundPhase(StrEnum):
+    PENDING = "PENDING"  # the amount is reserved; the provider's answer is not recorded yet
+    SUCCEEDED = "SUCCEEDED"
+    REFUSED = "REFUSED"  # the provider refused: the reservation was released
+
+
+class LedgerEntry(Model):
+    kind: Literal["payment", "refund"]
+    key: str = Field(description="The action's idempotency key at the provider (one per payment or refund).")
+    providerId: str = Field(description="The provider's PaymentIntent or Refund id ('' while a refund is pending).")
+    amountCents: int
+    currency: str
+    reason: str = ""
+    actor: str = Field(description="Who moved the money: 'runner' for the entry payment, else a director's id.")
+    at: str
+    status: RefundPhase | Literal["SUCCEEDED"] = "SUCCEEDED"
+
+
+class Statement(Model):
+    registrationId: str
+    currency: str
+    chargedCents: int
+    refundedCents: int = Field(description="Refunds reserved or made (a pending refund counts: it may succeed).")
+    leftCents: int = Field(description="What can still be refunded.")
+    entries: list[LedgerEntry] = Field(description="Oldest first: the entry payment, then every refund.")
+
+
+class RefundRequest(Model):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    amountCents: JsonInt = Field(gt=0, le=99_999_999, description="In the currency's smallest unit.")
+    reason: str = Field(default="", max_length=500)
+
+
+class RefundView(Model):
+    registrationId: str
+    refund: LedgerEntry
+    statement: Statement

@@ -1,0 +1,153 @@
+"""Where the ledger lives: in the Registrations table, beside the registration.
+
+  REG#<registrationId> / REG               the registration (the writer's): its chargeId,
+                                           amountCents, currency and paidAt are the entry
+                                           payment; ``ledgerRefundedCents`` is the sum of its
+                                           refunds, reserved or made (absent: none)
+  REG#<registrationId> / REFUND#<key>      one refund, keyed by its idempotency key
+
+A refund is reserved before the provider is asked: one transaction adds its amount to
+``ledgerRefundedCents`` only if the sum stays within the charge (the condition compares the
+sum before with the room the caller computed from the charge, ``charged - amount``: DynamoDB
+conditions cannot add), and puts the refund's item only if its key is new. Two concurrent
+clicks cannot both pass: the second one's condition reads the first one's sum.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from racecap.dal.dynamo import from_item, query_raw, to_item, values
+from racecap.dal.keys import key
+from racecap.dal.transactions import TransactItem
+from racecap.domain import Registration
+from racecap.ledger.models import LedgerEntry, RefundPhase
+
+_REG_SK = "REG"
+_REFUND = "REFUND#"
+
+
+def _pk(registration_id: str) -> str:
+    return f"REG#{registration_id}"
+
+
+class LedgerStore(Protocol):
+    def refunded_cents(self, registration_id: str) -> int:
+        """The sum of the registration's refunds, reserved or made (strongly consistent)."""
+        ...
+
+    def refunds(self, registration_id: str) -> list[LedgerEntry]:
+        """Every refund entry of the registration, oldest first."""
+        ...
+
+    def refund(self, registration_id: str, refund_key: str) -> LedgerEntry | None: ...
+
+    def reserve_items(self, reg: Registration, entry: LedgerEntry) -> list[TransactItem]:
+        """Add ``entry.amountCents`` to the sum only if it stays within ``reg.amountCents`` and
+        the registration is confirmed (a cancellation under way refunds the rest itself); put
+        the entry only if its key is new (items 0 and 1: a failed 1 means the action was
+        recorded before)."""
+        ...
+
+    def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
+        """The provider refused: take the amount off the sum and mark the entry REFUSED, once."""
+        ...
+
+    def settle(self, registration_id: str, refund_key: str, refund_id: str, at: str) -> None:
+        """The provider refunded it: record the refund's id."""
+        ...
+
+
+class DynamoLedger:
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = client
+        self.table = table
+
+    def refunded_cents(self, registration_id: str) -> int:
+        resp = self._db.get_item(
+            TableName=self.table,
+            Key=key(_pk(registration_id), _REG_SK),
+            ConsistentRead=True,
+            ProjectionExpression="ledgerRefundedCents",
+        )
+        return int(from_item(resp.get("Item", {})).get("ledgerRefundedCents", 0))
+
+    def refunds(self, registration_id: str) -> list[LedgerEntry]:
+        items = query_raw(
+            self._db,
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :p)",
+            ExpressionAttributeValues=values({":pk": _pk(registration_id), ":p": _REFUND}),
+            ConsistentRead=True,
+        )
+        entries = [LedgerEntry.model_validate(from_item(i)) for i in items]
+        return sorted(entries, key=lambda e: e.at)
+
+    def refund(self, registration_id: str, refund_key: str) -> LedgerEntry | None:
+        resp = self._db.get_item(
+            TableName=self.table, Key=key(_pk(registration_id), _REFUND + refund_key), ConsistentRead=True
+        )
+        return LedgerEntry.model_validate(from_item(resp["Item"])) if "Item" in resp else None
+
+    def reserve_items(self, reg: Registration, entry: LedgerEntry) -> list[TransactItem]:
+        rid = reg.registrationId
+        doc = entry.model_dump(mode="json") | {"pk": _pk(rid), "sk": _REFUND + entry.key, "registrationId": rid}
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(_pk(rid), _REG_SK),
+                    "UpdateExpression": "ADD ledgerRefundedCents :amt",
+                    "ConditionExpression": "amountCents = :charged AND #s = :confirmed AND "
+                    "(attribute_not_exists(ledgerRefundedCents) OR ledgerRefundedCents <= :room)",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": values(
+                        {":amt": entry.amountCents, ":charged": reg.amountCents}
+                        | {":room": reg.amountCents - entry.amountCents}
+                        | {":confirmed": "CONFIRMED"}
+                    ),
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": to_item(doc),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+        ]
+
+    def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(_pk(registration_id), _REFUND + entry.key),
+                    "UpdateExpression": "SET #s = :refused, settledAt = :at",
+                    "ConditionExpression": "#s = :pending",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": values(
+                        {":refused": RefundPhase.REFUSED.value, ":pending": RefundPhase.PENDING.value, ":at": at}
+                    ),
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(_pk(registration_id), _REG_SK),
+                    "UpdateExpression": "ADD ledgerRefundedCents :minus",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeValues": values({":minus": -entry.amountCents}),
+                }
+            },
+        ]
+
+    def settle(self, registration_id: str, refund_key: str, refund_id: str, at: str) -> None:
+        self._db.update_item(
+            TableName=self.table,
+            Key=key(_pk(registration_id), _REFUND + refund_key),
+            UpdateExpression="SET #s = :ok, providerId = :id, settledAt = :at",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=values({":ok": RefundPhase.SUCCEEDED.value, ":id": refund_id, ":at": at}),
+        )

@@ -1,0 +1,58 @@
+"""The ledger store's contract: the same cases against the fake and DynamoDB Local, so the
+reservation the unit tests rely on (the sum of refunds within the charge, checked in the write
+that records the refund) holds on the real table too."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from racecap.dal.transactions import ConditionFailed
+from racecap.ledger.models import LedgerEntry, RefundPhase
+
+from tests.contract.test_store_ports import _confirm, race  # noqa: F401  (the race fixture)
+
+NOW = datetime.now(UTC).isoformat()
+
+
+def _refund(key: str, amount: int) -> LedgerEntry:
+    return LedgerEntry(
+        kind="refund", key=key, providerId="", amountCents=amount, currency="USD", reason="r", actor="dir",
+        at=NOW, status=RefundPhase.PENDING,
+    )  # fmt: skip
+
+
+def test_reservations_stop_at_the_charge_and_a_key_is_recorded_once(stores, race):  # noqa: F811
+    (reg,) = _confirm(stores, race, 1)  # 2500 charged
+    rid, ledger = reg.registrationId, stores.ledger
+    assert ledger.refunded_cents(rid) == 0 and ledger.refunds(rid) == []
+    stores.transact(ledger.reserve_items(reg, _refund("k1", 1000)))
+    stores.transact(ledger.reserve_items(reg, _refund("k2", 1500)))
+    with pytest.raises(ConditionFailed) as over:
+        stores.transact(ledger.reserve_items(reg, _refund("k3", 1)))
+    assert over.value.indexes == [0]  # the sum's condition, not the key's
+    with pytest.raises(ConditionFailed) as again:
+        stores.transact(ledger.reserve_items(reg, _refund("k1", 0)))
+    assert again.value.indexes == [1]  # the key was recorded before
+    assert ledger.refunded_cents(rid) == 2500
+    assert [(e.key, e.amountCents, e.status) for e in ledger.refunds(rid)] == [
+        ("k1", 1000, RefundPhase.PENDING), ("k2", 1500, RefundPhase.PENDING)
+    ]  # fmt: skip
+    assert stores.regs.get(rid) == reg  # the registration reads as before
+
+
+def test_a_release_gives_the_amount_back_once_and_a_settled_refund_keeps_its_id(stores, race):  # noqa: F811
+    (reg,) = _confirm(stores, race, 1)
+    rid, ledger = reg.registrationId, stores.ledger
+    stores.transact(ledger.reserve_items(reg, _refund("k1", 2500)))
+    entry = ledger.refund(rid, "k1")
+    assert entry is not None
+    stores.transact(ledger.release_items(rid, entry, NOW))
+    with pytest.raises(ConditionFailed):
+        stores.transact(ledger.release_items(rid, entry, NOW))
+    assert ledger.refunded_cents(rid) == 0 and ledger.refund(rid, "k1").status == RefundPhase.REFUSED
+    stores.transact(ledger.reserve_items(reg, _refund("k2", 2500)))
+    ledger.settle(rid, "k2", "re_123", NOW)
+    settled = ledger.refund(rid, "k2")
+    assert settled is not None and (settled.status, settled.providerId) == (RefundPhase.SUCCEEDED, "re_123")
+    assert ledger.refunded_cents(rid) == 2500

@@ -1,0 +1,83 @@
+"""A director's refunds of an amount on the real stack: never more than was charged, however
+many clicks arrive at once, and a click past what is left never reaches the provider."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+
+from local.stack import LocalStack
+
+from .admin import race_body, wait_until
+from .flows import hold_and_register, runner, standin, wait_confirmed, wait_for_audit
+
+pytestmark = pytest.mark.integration
+
+
+def _refund_counters(stack: LocalStack) -> tuple[int, int]:
+    """The stand-in's own counts: refund requests that reached it, refunds it made."""
+    stats = standin(stack).get(f"{stack.stripe_url}/_standin/stats").json()
+    return stats["requests"].get("POST /v1/refunds", 0), stats["refunds"]
+
+
+def test_ten_concurrent_refunds_of_30_percent_on_100_euros_refund_at_most_the_charge(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-ledger")
+    body = race_body((5,))
+    body["events"][0]["priceCents"] = 10_000  # 100 €
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    _, reg_id = hold_and_register(api, rid, eid, runner(f"ledger.{rid[-6:].lower()}@example.com"))
+    wait_confirmed(api, [reg_id])
+    reached_before, made_before = _refund_counters(stack)
+
+    url = f"/api/admin/races/{rid}/registrations/{reg_id}/refunds"
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(lambda i: kim.post(url, json={"amountCents": 3000, "reason": f"click {i}"}), range(10)))
+
+    codes = sorted(a.status_code for a in answers)
+    assert codes == [201] * 3 + [409] * 7, [a.text for a in answers]
+    refused = [a.json() for a in answers if a.status_code == 409]
+    assert {r["error"] for r in refused} == {"REFUND_TOO_LARGE"}
+    made = [a.json() for a in answers if a.status_code == 201]
+    assert len({m["refund"]["providerId"] for m in made}) == 3  # three refunds, each its own
+    assert {m["refund"]["currency"] for m in made} == {"EUR"}
+
+    # The stand-in's own counters: 3 requests reached it, and it made all 3 (none refused).
+    reached, refunds = _refund_counters(stack)
+    assert (reached - reached_before, refunds - made_before) == (3, 3)
+
+    # The registration stays confirmed; the audit trail has the three refunds with their reasons.
+    rows = kim.get(f"/api/admin/races/{rid}/registrations").json()["registrations"]
+    assert [(r["registrationId"], r["status"]) for r in rows] == [(reg_id, "CONFIRMED")]
+    audit = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]
+    refunds_audited = [e for e in audit if e["action"] == "registration.refund"]
+    assert len(refunds_audited) == 3 and all(e["details"]["amountCents"] == 3000 for e in refunds_audited)
+
+    # What is left is 10 €, and a click for exactly that still goes through.
+    last = kim.post(url, json={"amountCents": 1000, "reason": "the rest"})
+    assert last.status_code == 201, last.text
+    statement = last.json()["statement"]
+    assert (statement["chargedCents"], statement["refundedCents"], statement["leftCents"]) == (10_000, 10_000, 0)
+    assert [e["kind"] for e in statement["entries"]] == ["payment"] + ["refund"] * 4
+    assert kim.post(url, json={"amountCents": 1}).status_code == 409
+
+    # The audit, in cents: refunded in full by four refunds, the runner confirmed: clean.
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+
+
+def test_a_refund_request_out_of_shape_is_refused_and_changes_nothing(director: Any) -> None:
+    kim = director("kim-ledger-bad")
+    race = kim.create_race((5,))
+    url = f"/api/admin/races/{race['raceId']}/registrations/reg_nope/refunds"
+    for bad in ({}, {"amountCents": 0}, {"amountCents": "5"}, {"amountCents": 5, "extra": 1}):
+        resp = kim.post(url, json=bad)
+        assert resp.status_code == 400 and resp.json()["error"] == "VALIDATION_ERROR", (bad, resp.text)
+    assert kim.post(url, json={"amountCents": 5}).status_code == 404

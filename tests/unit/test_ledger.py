@@ -1,0 +1,117 @@
+"""The payments ledger on fakes: a director's refunds of an amount, never more than was charged
+(however many clicks at once), each its own key at the provider, released when it refuses."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from racecap.dal.payments import PaymentRejected
+from racecap.domain import RegistrationPhase
+from racecap.errors import Busy, Conflict, DomainError, RefundFailed, RegistrationNotFound
+from racecap.ledger.models import RefundPhase
+from racecap.ledger.service import RefundTooLarge
+
+from tests.unit.core_world import DIRECTOR, World, request
+
+
+@pytest.fixture
+def world() -> World:
+    w = World()
+    w.race(caps=(3,))
+    return w
+
+
+def _confirmed(world: World, email: str = "ann@example.com") -> str:
+    hold_id = world.hold_service.hold("race-1", "ev0").holdId
+    rid = world.registration.register(hold_id, request(email)).registrationId
+    assert world.write_queued() == []
+    return rid
+
+
+def _race(world: World):
+    return world.catalog.definition("race-1")[0]
+
+
+def test_the_entry_payment_is_read_from_the_registration_not_written(world):
+    rid = _confirmed(world)
+    reg = world.regs.get(rid)
+    assert world.ledger_store.entries == {} and world.ledger_store.sums == {}  # the hot path wrote none
+    statement = world.ledger.statement(reg)
+    (payment,) = statement.entries
+    assert (payment.kind, payment.providerId, payment.amountCents, payment.currency, payment.actor) == (
+        "payment", reg.chargeId, 2500, reg.currency, "runner"
+    )  # fmt: skip
+    assert (statement.chargedCents, statement.refundedCents, statement.leftCents) == (2500, 0, 2500)
+
+
+def test_partial_refunds_each_their_own_key_until_nothing_is_left(world):
+    rid = _confirmed(world)
+    views = [world.ledger.refund(DIRECTOR, _race(world), rid, 750, "late start") for _ in range(3)]
+    assert [v.refund.status for v in views] == [RefundPhase.SUCCEEDED] * 3
+    assert len({v.refund.key for v in views}) == 3 and len({v.refund.providerId for v in views}) == 3
+    assert views[-1].statement.leftCents == 250
+    assert [r.amount_cents for r in world.payments.refunds] == [750, 750, 750]
+    with pytest.raises(RefundTooLarge, match="250"):
+        world.ledger.refund(DIRECTOR, _race(world), rid, 750)
+    assert len(world.payments.refunds) == 3  # the refused click reached no provider
+    assert world.regs.get(rid).status == RegistrationPhase.CONFIRMED
+    assert [a["action"] for a in world.tables.audit if a["target"] == rid] == ["registration.refund"] * 3
+    assert world.tables.audit[0]["amountCents"] == 750 and world.tables.audit[0]["reason"] == "late start"
+
+
+def test_ten_concurrent_clicks_of_30_percent_refund_at_most_the_charge(world):
+    rid = _confirmed(world)
+
+    def click(_: int) -> int:
+        try:
+            world.ledger.refund(DIRECTOR, _race(world), rid, 750)
+            return 201
+        except DomainError as exc:
+            return exc.status
+
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(click, range(10)))
+    assert sorted(answers) == [201] * 3 + [409] * 7
+    assert sum(r.amount_cents for r in world.payments.refunds) == 2250  # within the 2500 charged
+
+
+def test_a_refused_refund_releases_its_reservation(world, monkeypatch):
+    rid = _confirmed(world)
+
+    def refuse(**kwargs):
+        raise PaymentRejected("charge_disputed", "disputed", 400)
+
+    real = world.payments.refund
+    monkeypatch.setattr(world.payments, "refund", refuse)
+    with pytest.raises(RefundFailed, match="charge_disputed"):
+        world.ledger.refund(DIRECTOR, _race(world), rid, 2500)
+    (refused,) = world.ledger_store.refunds(rid)
+    assert refused.status == RefundPhase.REFUSED and world.ledger_store.refunded_cents(rid) == 0
+    monkeypatch.setattr(world.payments, "refund", real)
+    assert world.ledger.refund(DIRECTOR, _race(world), rid, 2500).statement.leftCents == 0
+
+
+def test_no_answer_keeps_the_amount_reserved_and_the_same_action_resumes(world):
+    rid = _confirmed(world)
+    reg = world.regs.get(rid)
+    world.payments.fail_next = 1
+    with pytest.raises(Busy):
+        world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "")
+    assert world.ledger_store.refund(rid, "refund-click-1").status == RefundPhase.PENDING
+    with pytest.raises(RefundTooLarge):  # the pending 2000 may have been refunded: 500 is left
+        world.ledger.refund(DIRECTOR, _race(world), rid, 1000)
+    done = world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "")
+    assert done.status == RefundPhase.SUCCEEDED and len(world.payments.refunds) == 1
+    assert world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "").providerId == done.providerId
+
+
+def test_only_a_confirmed_registration_of_the_race_is_refunded_in_part(world):
+    rid = _confirmed(world)
+    with pytest.raises(RegistrationNotFound):
+        world.ledger.refund(DIRECTOR, _race(world), "reg_nope", 100)
+    with pytest.raises(RefundTooLarge):
+        world.ledger.refund(DIRECTOR, _race(world), rid, 2501)
+    world.cancellations.cancel(DIRECTOR, _race(world), rid)
+    with pytest.raises(Conflict, match="CANCELLED"):
+        world.ledger.refund(DIRECTOR, _race(world), rid, 100)
