@@ -91,6 +91,7 @@ def test_a_director_sees_and_changes_only_their_own_races(director: Any, api: re
         "POST /api/admin/races/{raceId}/events": {"name": "Bob's 5K", "cap": 10, "priceCents": 1000},
         "PATCH /api/admin/races/{raceId}": {"name": "Bob's now"},
         "PATCH /api/admin/races/{raceId}/events/{eventId}": {"cap": 1},
+        "POST /api/admin/races/{raceId}/registrations/{registrationId}/refunds": {"amountCents": 100, "reason": "x"},
     }
     for route in ADMIN_ROUTES:
         if "{raceId}" not in route.path:
