@@ -232,14 +232,9 @@ class RegistrationService:
 
     def confirm(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's browser says it confirmed the intent: the server asks the provider."""
-        now = now or datetime.now(UTC)
-        hold = self._paying_hold(hold_id, now, by_clock=False)
-        if isinstance(hold, RegistrationAccepted):
-            return hold
-        assert hold.attempt is not None  # _paying_hold's promise
-        intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
-        race, event = self._race_event(hold)
-        answer = self._settle(hold, hold.attempt, intent, race, event, now, report_decline=True)
+        answer, intent = self._settle_paying(hold_id, now or datetime.now(UTC), by_clock=False, report_decline=True)
+        if intent is None:
+            return answer  # already paid
         if answer.status == "PAYMENT_REQUIRED" and intent.decline_code is None:
             raise PaymentPending("The payment has not been confirmed yet.", retry_after=2)
         if answer.status in ("REQUIRES_ACTION", "PROCESSING"):
@@ -250,14 +245,21 @@ class RegistrationService:
         """The card step of a hold whose details were sent, wherever its link is opened: the
         hold's one intent (its client secret), without the runner's details. A payment that
         already succeeded queues the registration, as the confirm call would."""
-        now = now or datetime.now(UTC)
-        hold = self._paying_hold(hold_id, now, by_clock=True)
+        answer, _ = self._settle_paying(hold_id, now or datetime.now(UTC), by_clock=True, report_decline=False)
+        return answer
+
+    def _settle_paying(
+        self, hold_id: str, now: datetime, *, by_clock: bool, report_decline: bool
+    ) -> tuple[RegistrationAccepted, PaymentIntent | None]:
+        """A paying hold settled by what the provider says of its intent (and that intent), or
+        the answer for a hold already paid (and no intent: nothing was asked)."""
+        hold = self._paying_hold(hold_id, now, by_clock=by_clock)
         if isinstance(hold, RegistrationAccepted):
-            return hold
+            return hold, None
         assert hold.attempt is not None  # _paying_hold's promise
         intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
         race, event = self._race_event(hold)
-        return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=False)
+        return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=report_decline), intent
 
     def _paying_hold(self, hold_id: str, now: datetime, *, by_clock: bool) -> Hold | RegistrationAccepted:
         """The hold a payment call is about, PAYING with its details and intent, or the answer
