@@ -824,7 +824,7 @@ _RESULTS_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST"], str], ...] = (
 )
 
 # The race directors' admin API: every route behind the JWT authorizer.
-_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
+_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = (
     ("GET", "/races"),
     ("POST", "/races"),
     ("GET", "/races/{raceId}"),
@@ -848,11 +848,15 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("PATCH", "/races/{raceId}/fairness"),
     ("POST", "/races/{raceId}/queue/pause"),
     ("POST", "/races/{raceId}/queue/resume"),
+    ("GET", "/races/{raceId}/events/{eventId}/questions"),
+    ("PUT", "/races/{raceId}/events/{eventId}/questions"),
+    ("GET", "/races/{raceId}/events/{eventId}/questions/{version}"),
 )
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races", "PublicApi"),
     Route("GET", "/api/races/{raceId}", "PublicApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/questions", "PublicApi"),
     Route("GET", "/api/docs", "PublicApi"),
     Route("GET", "/api/docs/{asset}", "PublicApi"),  # the docs page's script and style files
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),

@@ -79,6 +79,12 @@ class Attempt:
     amountCents: int
     currency: str
     startedAt: str
+    # The runner's answers to the event's questions, as compact JSON ({questionId: answer}:
+    # numbers stay JSON numbers, where a DynamoDB map would refuse a float), and the version
+    # they answered. Events with questions only: absent otherwise, so those holds write what
+    # they did before.
+    answers: str | None = None
+    questionsVersion: int | None = None
 
 
 class Hold(_Record):
@@ -136,6 +142,9 @@ class PaidRegistration(_Record):
     raceDate: str
     eventName: str
     paidAt: str
+    # As on the attempt: the answers (JSON) and the version of the questions they answered.
+    answers: str | None = None
+    questionsVersion: int | None = None
 
 
 class Registration(PaidRegistration):

@@ -122,10 +122,13 @@ def hold_service() -> HoldService:
 def registration_service() -> RegistrationService:
     from racecap.dal.queues import SqsQueue
     from racecap.logic.registration import RegistrationService
+    from racecap.questions.wiring import questions  # the capability's root imports this one
 
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
     requeue_after = timedelta(seconds=get_settings().requeue_after_s)
-    return RegistrationService(catalog(), holds(), registrations(), payments(), queue, requeue_after, writer_pace())
+    return RegistrationService(
+        catalog(), holds(), registrations(), payments(), queue, requeue_after, writer_pace(), questions()
+    )
 
 
 @lru_cache(maxsize=1)

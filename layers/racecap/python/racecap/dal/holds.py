@@ -192,7 +192,8 @@ class DynamoHolds:
             ":paying": HoldPhase.PAYING,
             ":held": HoldPhase.HELD,
             ":now": now.isoformat(),
-            ":attempt": asdict(attempt),
+            # Fields an attempt leaves empty (no answers) are left out: not a byte more written.
+            ":attempt": {k: v for k, v in asdict(attempt).items() if v is not None},
             ":key": attempt.key,
         }
         if turn:

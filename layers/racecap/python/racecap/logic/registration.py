@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from racecap.dal.payments import (
     IntentStatus,
@@ -70,6 +70,7 @@ from racecap.errors import (
     PaymentPending,
     PaymentRefused,
     RegistrationNotFound,
+    ValidationFailed,
 )
 from racecap.logic import backlog
 from racecap.logic.eligibility import check_age
@@ -78,6 +79,7 @@ from racecap.logic.races import RaceDefinitions
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import Event, Race, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics
+from racecap.questions.models import StoredAnswers
 
 T = TypeVar("T")
 
@@ -93,6 +95,12 @@ UNPAID_STATUS = {
     IntentStatus.REQUIRES_ACTION: "REQUIRES_ACTION",
     IntentStatus.PROCESSING: "PROCESSING",
 }
+
+
+class AnswerCheck(Protocol):
+    """The event's registration questions (``racecap.questions.service.Questions``)."""
+
+    def check(self, race_id: str, event_id: str, answers: Mapping[str, Any] | None) -> StoredAnswers | None: ...
 
 
 def attempt_key(hold_id: str, email: str) -> str:
@@ -136,6 +144,8 @@ def registration_message(
         raceDate=race.raceDate,
         eventName=event.name,
         paidAt=now.isoformat(),
+        answers=attempt.answers,
+        questionsVersion=attempt.questionsVersion,
     )
 
 
@@ -175,6 +185,7 @@ class RegistrationService:
         queue: MessageQueue,
         requeue_after: timedelta = REQUEUE_AFTER,
         pace: WriterPace | None = None,
+        questions: AnswerCheck | None = None,
     ) -> None:
         self._catalog = catalog
         self._holds = holds
@@ -183,6 +194,7 @@ class RegistrationService:
         self._queue = queue
         self._requeue_after = requeue_after
         self._pace = pace
+        self._questions = questions
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's details: claim the email, then the hold's intent (and, given a
@@ -199,6 +211,7 @@ class RegistrationService:
 
         race, event = self._race_event(hold)
         check_age(race, event, request.dateOfBirth)  # before anything is claimed or charged
+        answered = self._check_answers(hold, request)
         attempt = Attempt(
             key=attempt_key(hold_id, request.email),
             email=request.email,
@@ -208,6 +221,8 @@ class RegistrationService:
             amountCents=event.price_at(hold.createdAt) if hold.amountCents is None else hold.amountCents,
             currency=hold.currency or event.currency,
             startedAt=now.isoformat(),
+            answers=answered.to_json() if answered else None,
+            questionsVersion=answered.questionsVersion if answered else None,
         )
         outcome = self._holds.begin_payment(hold, attempt, now, turn=True)
         if outcome == BeginOutcome.EMAIL_TAKEN:
@@ -342,6 +357,15 @@ class RegistrationService:
         return True
 
     # -- steps ---------------------------------------------------------------------------------
+    def _check_answers(self, hold: Hold, request: RegistrationRequest) -> StoredAnswers | None:
+        """The answers as checked against the event's questions now (400 naming
+        ``answers.<id>`` before anything is claimed or charged); None: the event asks none."""
+        if self._questions is None:
+            if request.answers:
+                raise ValidationFailed("This event asks no questions.", fields={"answers": "Not asked."})
+            return None
+        return self._questions.check(hold.raceId, hold.eventId, request.answers)
+
     def _race_event(self, hold: Hold) -> tuple[Race, Event]:
         race, events = self._catalog.definition(hold.raceId)
         return race, next(e for e in events if e.eventId == hold.eventId)

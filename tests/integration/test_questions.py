@@ -1,0 +1,101 @@
+"""Registration questions on the real stack: a director saves versions, runners are asked
+the current one, a bad answer is refused before anything is claimed or charged, and stored
+answers keep the version they answered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from racecap.questions.models import StoredAnswers
+
+from tests.integration.flows import concurrently, hold, intents_for, register, runner, wait_confirmed
+
+pytestmark = pytest.mark.integration
+
+QUESTIONS: list[dict[str, Any]] = [
+    {"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "required": True,
+     "options": [{"id": "S", "label": "Small"}, {"id": "M", "label": "Medium"}]},
+    {"id": "member", "kind": "YES_NO", "label": "Member of a club?", "required": True},
+    {"id": "club_name", "kind": "SHORT_TEXT", "label": "Club name", "required": True, "maxLength": 60,
+     "showWhen": {"questionId": "member", "equals": True}},
+    {"id": "pace", "kind": "NUMBER", "label": "Pace (min/km)", "min": 3, "max": 12},
+    {"id": "nation", "kind": "COUNTRY", "label": "Nationality"},
+]  # fmt: skip
+GOOD = {"shirt": "M", "member": True, "club_name": "Harbour Harriers", "pace": 5.5, "nation": "NZ"}
+
+
+def _race_with_questions(director: Any) -> tuple[Any, str, str]:
+    dana = director("dana-questions")
+    race = dana.create_race((50,))
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    dana.open_now(race_id)
+    bad = dana.put(
+        f"/api/admin/races/{race_id}/events/{event_id}/questions",
+        json={"questions": [{"id": "x", "kind": "SINGLE_CHOICE", "label": "X"}]},
+    )
+    assert bad.status_code == 400 and "questions.0.options" in bad.json()["fields"], bad.text
+    saved = dana.put(
+        f"/api/admin/races/{race_id}/events/{event_id}/questions",
+        json={"questions": QUESTIONS, "builtIns": {"emergencyContact": True}, "expectedVersion": 0},
+    )
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["version"] == 1
+    return dana, race_id, event_id
+
+
+def test_runners_are_asked_the_current_version_and_a_bad_answer_claims_and_charges_nothing(api, director, stack):
+    _, race_id, event_id = _race_with_questions(director)
+    asked = api.get(f"/api/races/{race_id}/events/{event_id}/questions").json()
+    assert asked["version"] == 1
+    assert [q["id"] for q in asked["questions"]][:3] == ["rc_emergency_name", "rc_emergency_phone", "shirt"]
+    assert "NZ" in asked["countries"]
+
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    contact = {"rc_emergency_name": "Kim", "rc_emergency_phone": "+64 9 123 4567"}
+    for answers, field in [
+        ({**contact, "member": False}, "answers.shirt"),  # a missing required answer
+        ({**contact, **GOOD, "pace": 14}, "answers.pace"),  # a number out of bounds
+        ({**contact, **GOOD, "shirt": "XL"}, "answers.shirt"),  # a choice not offered
+        ({**contact, **GOOD, "pace": "5"}, "answers.pace"),  # text is not a number
+    ]:
+        refused = register(api, hold_id, runner() | {"answers": answers})
+        assert refused.status_code == 400, refused.text
+        assert field in refused.json()["fields"], refused.json()
+        held = api.get(f"/api/holds/{hold_id}").json()
+        assert (held["status"], held["detailsSent"]) == ("HELD", False)
+    assert intents_for(stack, hold_id=hold_id) == []  # no PaymentIntent was ever created
+
+    accepted = register(api, hold_id, runner() | {"answers": {**contact, **GOOD}})
+    assert accepted.status_code == 202, accepted.text
+
+
+def test_ten_registrations_keep_their_answers_readable_after_the_questions_change(api, backend, director):
+    dana, race_id, event_id = _race_with_questions(director)
+    contact = {"rc_emergency_name": "Kim", "rc_emergency_phone": "+64 9 123 4567"}
+
+    def one(i: int) -> str:
+        hold_id = hold(api, race_id, event_id).json()["holdId"]
+        answers = {**contact, **GOOD, "shirt": "SM"[i % 2], "pace": 4 + i / 2}
+        resp = register(api, hold_id, runner(f"q{i}-{race_id}@example.com") | {"answers": answers})
+        assert resp.status_code == 202, resp.text
+        return str(resp.json()["registrationId"])
+
+    ids = concurrently(one, list(range(10)), workers=10)
+    wait_confirmed(api, ids)
+
+    edited = dana.put(
+        f"/api/admin/races/{race_id}/events/{event_id}/questions",
+        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "Shirt size", "options": [{"id": "XL", "label": "XL"}]}]},
+    )  # fmt: skip
+    assert edited.status_code == 200 and edited.json()["version"] == 2
+    first = dana.get(f"/api/admin/races/{race_id}/events/{event_id}/questions/1").json()
+    labels = {q["id"]: q["label"] for q in first["form"]}
+
+    regs = backend.registrations()
+    for i, rid in enumerate(ids):
+        reg = regs.get(rid)
+        stored = StoredAnswers.of(reg.answers, reg.questionsVersion)
+        assert stored is not None and stored.questionsVersion == 1
+        assert stored.answers["shirt"] == "SM"[i % 2] and stored.answers["pace"] == 4 + i / 2
+        assert set(stored.answers) <= set(labels)  # every answer names a question of version 1

@@ -1,0 +1,291 @@
+"""Registration questions on fakes: a director's set checked as a whole, each save a new
+version, runners' answers checked per kind with the field named, and old answers readable
+with the version they answered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from racecap.errors import Conflict, ValidationFailed
+from racecap.models import Director
+from racecap.questions.models import BuiltIns, ChoiceOption, Question, QuestionSetDraft, StoredAnswers
+from racecap.questions.rules import check_answers, check_set
+from racecap.questions.service import Questions, QuestionsVersionNotFound
+
+from tests.fakes.catalog import FakeAudit, open_race
+from tests.fakes.questions import FakeQuestions
+from tests.fakes.races import local_cache
+from tests.fakes.stores import FakeTables
+
+DANA = Director(sub="dir-1", username="dana")
+RACE, (EVENT,) = open_race()
+
+
+def q(qid: str, kind: str, **over: Any) -> Question:
+    return Question.model_validate({"id": qid, "kind": kind, "label": qid.title(), **over})
+
+
+def opts(*ids: str) -> list[dict[str, str]]:
+    return [{"id": i, "label": i} for i in ids]
+
+
+EVERY_KIND = [
+    q("nickname", "SHORT_TEXT", maxLength=10),
+    q("story", "LONG_TEXT"),
+    q("shirt", "SINGLE_CHOICE", required=True, options=opts("S", "M", "L")),
+    q("food", "MULTIPLE_CHOICE", options=opts("veg", "gf", "none")),
+    q("member", "YES_NO", required=True),
+    q("club_name", "SHORT_TEXT", required=True, showWhen={"questionId": "member", "equals": True}),
+    q("pace", "NUMBER", min=3, max=15),
+    q("finishes", "NUMBER", min=0, wholeNumber=True),
+    q("first_race", "DATE"),
+    q("nation", "COUNTRY"),
+]
+
+
+def make() -> tuple[Questions, FakeQuestions, FakeTables]:
+    tables = FakeTables()
+    store = FakeQuestions(tables)
+    return Questions(store, tables.transact, FakeAudit(tables), local_cache()), store, tables
+
+
+def fields(exc: pytest.ExceptionInfo[ValidationFailed]) -> dict[str, str]:
+    return exc.value.fields or {}
+
+
+# -- a director's set -------------------------------------------------------------------------
+def test_a_set_is_checked_as_a_whole_and_every_bad_field_is_named() -> None:
+    draft = QuestionSetDraft(
+        questions=[
+            q("shirt", "SINGLE_CHOICE"),  # no options
+            q("shirt", "YES_NO"),  # the same id twice
+            q("rc_mine", "SHORT_TEXT"),  # a built-in's prefix
+            q("age", "NUMBER", min=10, max=5),
+            q("when", "SHORT_TEXT", showWhen={"questionId": "later", "equals": True}),  # not an earlier question
+            q("later", "YES_NO"),
+            q("tall", "YES_NO", options=opts("x")),
+        ]
+    )
+    with pytest.raises(ValidationFailed) as bad:
+        check_set(draft)
+    assert set(fields(bad)) == {
+        "questions.0.options", "questions.1.id", "questions.2.id", "questions.3.max",
+        "questions.4.showWhen", "questions.6.options",
+    }  # fmt: skip
+
+
+def test_a_condition_must_name_an_option_of_the_question_it_reads() -> None:
+    draft = QuestionSetDraft(
+        questions=[
+            q("shirt", "SINGLE_CHOICE", options=opts("S")),
+            q("x", "LONG_TEXT", showWhen={"questionId": "shirt", "equals": "XL"}),
+        ]
+    )
+    with pytest.raises(ValidationFailed) as bad:
+        check_set(draft)
+    assert "XL" in fields(bad)["questions.1.showWhen"]
+
+
+def test_strict_types_refuse_a_number_as_text_and_yes_as_a_string() -> None:
+    with pytest.raises(ValidationError):
+        Question.model_validate({"id": "a", "kind": "NUMBER", "label": "A", "min": "3"})
+    with pytest.raises(ValidationError):
+        Question.model_validate({"id": "a", "kind": "YES_NO", "label": "A", "required": "yes"})
+    with pytest.raises(ValidationError):
+        Question.model_validate({"id": "Bad-Id", "kind": "YES_NO", "label": "A"})
+
+
+def test_built_ins_come_first_as_ordinary_questions_with_reserved_ids() -> None:
+    draft = QuestionSetDraft(
+        questions=[q("shirt", "SINGLE_CHOICE", options=opts("M"))],
+        builtIns=BuiltIns(emergencyContact=True, divisions=[ChoiceOption(id="F", label="Women")], club=True),
+    )
+    asked = check_set(draft)
+    assert [(x.id, x.kind, x.required) for x in asked] == [
+        ("rc_emergency_name", "SHORT_TEXT", True), ("rc_emergency_phone", "PHONE", True),
+        ("rc_division", "SINGLE_CHOICE", True), ("rc_club", "SHORT_TEXT", False), ("shirt", "SINGLE_CHOICE", False),
+    ]  # fmt: skip
+
+
+def test_each_save_is_a_new_version_and_old_versions_stay_readable() -> None:
+    service, _, tables = make()
+    first = service.save(
+        DANA, RACE, EVENT, QuestionSetDraft(questions=[q("shirt", "SINGLE_CHOICE", options=opts("M"))])
+    )
+    second = service.save(DANA, RACE, EVENT, QuestionSetDraft(questions=[q("club", "SHORT_TEXT")], expectedVersion=1))
+    assert (first.version, second.version) == (1, 2)
+    assert service.view(RACE, EVENT).form[0].id == "club"
+    assert service.view(RACE, EVENT, version=1).form[0].id == "shirt"
+    assert service.current(RACE.raceId, EVENT.eventId)[0] == 2
+    assert [(a["action"], a["version"]) for a in tables.audit] == [("questions.save", 1), ("questions.save", 2)]
+    with pytest.raises(QuestionsVersionNotFound):
+        service.view(RACE, EVENT, version=3)
+
+
+def test_a_save_built_on_an_old_version_is_refused_and_changes_nothing() -> None:
+    service, store, _ = make()
+    service.save(DANA, RACE, EVENT, QuestionSetDraft(questions=[q("a", "YES_NO")]))
+    with pytest.raises(Conflict):
+        service.save(DANA, RACE, EVENT, QuestionSetDraft(questions=[q("b", "YES_NO")], expectedVersion=0))
+    # Two saves racing from the same read: the store's condition lets one through.
+    items_a = store.save_items(RACE.raceId, EVENT.eventId, 2, {"x": 1})
+    items_b = store.save_items(RACE.raceId, EVENT.eventId, 2, {"x": 2})
+    store.tables.transact(items_a)
+    with pytest.raises(Exception):  # noqa: B017,PT011 - ConditionFailed, as DynamoDB's
+        store.tables.transact(items_b)
+    assert store.get(RACE.raceId, EVENT.eventId, 2) == {"x": 1}
+
+
+# -- a runner's answers -------------------------------------------------------------------------
+GOOD: dict[str, Any] = {
+    "nickname": "  Zippy ", "story": "x" * 3000, "shirt": "M", "food": ["veg", "gf"], "member": True,
+    "club_name": "Harriers", "pace": 5.5, "finishes": 12, "first_race": "2019-04-28", "nation": "NZ",
+}  # fmt: skip
+
+
+def test_good_answers_are_kept_trimmed() -> None:
+    kept = check_answers(EVERY_KIND, GOOD)
+    assert kept["nickname"] == "Zippy" and kept["food"] == ["veg", "gf"] and kept["nation"] == "NZ"
+
+
+@pytest.mark.parametrize(
+    ("question", "value"),
+    [
+        ("nickname", "x" * 11),  # over its max length
+        ("shirt", "XL"),  # a choice not offered
+        ("food", ["veg", "meat"]),
+        ("food", ["veg", "veg"]),
+        ("member", "yes"),
+        ("pace", 2.9),  # out of bounds
+        ("pace", 15.5),
+        ("pace", True),  # a boolean is not a number
+        ("finishes", 1.5),  # not whole
+        ("first_race", "2019-02-30"),
+        ("nation", "UK"),  # not an ISO 3166 code
+        ("story", 5),
+    ],
+)
+def test_a_bad_answer_is_refused_naming_its_field(question: str, value: Any) -> None:
+    with pytest.raises(ValidationFailed) as bad:
+        check_answers(EVERY_KIND, GOOD | {question: value})
+    assert list(fields(bad)) == [f"answers.{question}"]
+
+
+def test_missing_required_answers_and_unknown_questions_are_named() -> None:
+    given = {k: v for k, v in GOOD.items() if k not in ("shirt", "club_name")} | {"shoe": "9"}
+    with pytest.raises(ValidationFailed) as bad:
+        check_answers(EVERY_KIND, given)
+    assert set(fields(bad)) == {"answers.shirt", "answers.club_name", "answers.shoe"}
+
+
+def test_a_question_shown_only_when_another_answer_matches() -> None:
+    not_member = GOOD | {"member": False, "club_name": "typed before changing my mind"}
+    assert "club_name" not in check_answers(EVERY_KIND, not_member)  # hidden: not required, not kept
+    with pytest.raises(ValidationFailed) as bad:
+        check_answers(EVERY_KIND, GOOD | {"club_name": "  "})
+    assert list(fields(bad)) == ["answers.club_name"]
+
+
+def test_the_emergency_phone_takes_phone_numbers_only() -> None:
+    asked = check_set(QuestionSetDraft(builtIns=BuiltIns(emergencyContact=True)))
+    ok = check_answers(asked, {"rc_emergency_name": "Kim", "rc_emergency_phone": "+44 20 7946 0958"})
+    assert ok["rc_emergency_phone"] == "+44 20 7946 0958"
+    with pytest.raises(ValidationFailed) as bad:
+        check_answers(asked, {"rc_emergency_name": "Kim", "rc_emergency_phone": "call me"})
+    assert list(fields(bad)) == ["answers.rc_emergency_phone"]
+
+
+def test_an_event_without_questions_takes_no_answers_and_stores_nothing() -> None:
+    service, _, _ = make()
+    assert service.check(RACE.raceId, EVENT.eventId, None) is None
+    with pytest.raises(ValidationFailed) as bad:
+        service.check(RACE.raceId, EVENT.eventId, {"shirt": "M"})
+    assert list(fields(bad)) == ["answers.shirt"]
+
+
+def test_answers_keep_the_version_they_answered_and_read_back_after_an_edit() -> None:
+    service, _, _ = make()
+    service.save(DANA, RACE, EVENT, QuestionSetDraft(questions=EVERY_KIND))
+    stored = service.check(RACE.raceId, EVENT.eventId, GOOD)
+    assert isinstance(stored, StoredAnswers) and stored.questionsVersion == 1
+    service.save(DANA, RACE, EVENT, QuestionSetDraft(questions=[q("shoe", "NUMBER", required=True)]))
+    with pytest.raises(ValidationFailed):
+        service.check(RACE.raceId, EVENT.eventId, GOOD)  # the new version asks something else
+    read = {a.questionId: a.text for a in service.readable(RACE.raceId, EVENT.eventId, stored)}
+    assert read["food"] == "veg, gf" and read["member"] == "Yes" and read["pace"] == "5.5"
+    runner = service.for_runners(RACE.raceId, EVENT.eventId)
+    assert runner.version == 2 and runner.countries == []
+
+
+# -- answers at registration ---------------------------------------------------------------------
+def _world_with_questions(questions: list[Question]) -> tuple[Any, str, str]:
+    from tests.unit.core_world import World
+
+    w = World()
+    race_id = w.race(caps=(20,))
+    race, (event,) = w.catalog.definition(race_id)
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=questions))
+    return w, race_id, event.eventId
+
+
+def _request(email: str = "ann@example.com", answers: dict[str, Any] | None = None) -> Any:
+    from racecap.logic.validation import RegistrationRequest
+
+    return RegistrationRequest.model_validate(
+        {"email": email, "firstName": "Ann", "lastName": "Lee", "dateOfBirth": "1990-01-01",
+         "paymentMethod": "pm_card_visa", "answers": answers}
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"member": True}, "answers.shirt"),
+        (GOOD | {"pace": 99}, "answers.pace"),
+        (GOOD | {"shirt": "XXL"}, "answers.shirt"),
+    ],
+)
+def test_a_bad_answer_is_a_400_naming_it_and_nothing_is_claimed_or_charged(bad: dict[str, Any], field: str) -> None:
+    w, race_id, event_id = _world_with_questions(EVERY_KIND)
+    held = w.hold_service.hold(race_id, event_id)
+    with pytest.raises(ValidationFailed) as refused:
+        w.registration.register(held.holdId, _request(answers=bad))
+    assert field in fields(refused)
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and hold.status == "HELD" and hold.attempt is None
+    assert w.payments.intents == [] and w.tables.emails == {}
+
+
+def test_answers_ride_with_the_registration_and_stay_readable_after_ten_registrations_and_an_edit() -> None:
+    w, race_id, event_id = _world_with_questions(EVERY_KIND)
+    ids = []
+    for i in range(10):
+        held = w.hold_service.hold(race_id, event_id)
+        answers = GOOD | {"finishes": i, "shirt": "SML"[i % 3]}
+        ids.append(w.registration.register(held.holdId, _request(f"r{i}@example.com", answers)).registrationId)
+    assert w.write_queued() == []
+    race, (event,) = w.catalog.definition(race_id)
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=[q("shirt", "SINGLE_CHOICE", options=opts("XL"))]))
+    for i, rid in enumerate(ids):
+        reg = w.regs.get(rid)
+        assert reg is not None and reg.questionsVersion == 1
+        stored = StoredAnswers.of(reg.answers, reg.questionsVersion)
+        assert stored is not None
+        read = {a.questionId: a.text for a in w.questions.readable(race_id, event_id, stored)}
+        assert read["shirt"] == "SML"[i % 3] and read["finishes"] == str(i) and read["pace"] == "5.5"
+
+
+def test_a_registration_for_an_event_without_questions_stores_no_answers() -> None:
+    from tests.unit.core_world import World
+
+    w = World()
+    race_id = w.race()
+    held = w.hold_service.hold(race_id, "ev0")
+    rid = w.registration.register(held.holdId, _request()).registrationId
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and hold.attempt is not None and hold.attempt.answers is None
+    assert w.write_queued() == []
+    reg = w.regs.get(rid)
+    assert reg is not None and (reg.answers, reg.questionsVersion) == (None, None)
