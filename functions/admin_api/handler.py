@@ -46,11 +46,10 @@ from racecap.models import (
     Event,
     Race,
     RaceStatsView,
-    RegistrationPage,
     WindowView,
 )
 from racecap.observability import logger, metrics, tracer
-from racecap.questions.models import QuestionSetDraft, QuestionSetView
+from racecap.questions.models import AnsweredPage, QuestionSetDraft, QuestionSetView
 from racecap.questions.wiring import questions
 from racecap.wiring import (
     audit_trail,
@@ -367,7 +366,7 @@ def list_registrations(
     status: Annotated[Literal["CONFIRMED", "CANCELLING", "CANCELLED"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 50,
     cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN)] = None,
-) -> Response[RegistrationPage]:
+) -> Response[AnsweredPage]:
     _, race, events = _owned(raceId)
     page = participants().page(race, events, q=q, event_id=eventId, status=status, limit=limit, cursor=cursor)
     return _json(200, page)

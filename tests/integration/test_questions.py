@@ -4,6 +4,8 @@ answers keep the version they answered."""
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Any
 
 import pytest
@@ -99,3 +101,15 @@ def test_ten_registrations_keep_their_answers_readable_after_the_questions_chang
         assert stored is not None and stored.questionsVersion == 1
         assert stored.answers["shirt"] == "SM"[i % 2] and stored.answers["pace"] == 4 + i / 2
         assert set(stored.answers) <= set(labels)  # every answer names a question of version 1
+
+    # The director's search and the export show them as version 1 asked them.
+    found = dana.get(f"/api/admin/races/{race_id}/registrations", params={"q": f"q3-{race_id}@example.com"}).json()
+    (row,) = found["registrations"]
+    assert row["questionsVersion"] == 1
+    assert {a["label"]: a["text"] for a in row["answers"]}["T-shirt"] == "Medium"
+    export = dana.get(f"/api/admin/races/{race_id}/registrations/export")
+    assert export.status_code == 200, export.text
+    rows = list(csv.DictReader(io.StringIO(export.text)))
+    assert len(rows) == 10
+    assert {r["Shirt size [shirt]"] for r in rows} == {"Small", "Medium"}  # the newest label, the answered words
+    assert {r["Emergency contact: phone [rc_emergency_phone]"] for r in rows} == {"'+64 9 123 4567"}

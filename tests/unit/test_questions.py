@@ -289,3 +289,123 @@ def test_a_registration_for_an_event_without_questions_stores_no_answers() -> No
     assert w.write_queued() == []
     reg = w.regs.get(rid)
     assert reg is not None and (reg.answers, reg.questionsVersion) == (None, None)
+
+
+# -- answers everywhere ----------------------------------------------------------------------------
+DIVISIONS = BuiltIns(
+    emergencyContact=True, divisions=[ChoiceOption(id="F", label="Women"), ChoiceOption(id="M", label="Men")]
+)
+CONTACT = {"rc_emergency_name": "Kim", "rc_emergency_phone": "+64 9 123 4567"}
+
+
+def _registered_world() -> tuple[Any, str, str, list[str]]:
+    """Three runners of an event with a division, a shirt and the emergency contact; then
+    the director edits the shirt question (version 2): the answers keep version 1."""
+    from racecap.logic.writer import RegistrationWriter
+
+    from tests.unit.core_world import World
+
+    w = World()
+    w.writer = RegistrationWriter(w.regs, w.emails, pace=w.pace, answers=w.questions)
+    race_id = w.race(caps=(20,))
+    race, (event,) = w.catalog.definition(race_id)
+    shirt = q(
+        "shirt",
+        "SINGLE_CHOICE",
+        label="T-shirt",
+        options=[{"id": "M", "label": "Medium"}, {"id": "L", "label": "Large"}],
+    )
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=[shirt], builtIns=DIVISIONS))
+    ids = []
+    for i, (division, size) in enumerate([("F", "M"), ("M", "L"), ("F", "L")]):
+        held = w.hold_service.hold(race_id, event.eventId)
+        answers = CONTACT | {"rc_division": division, "shirt": size, "rc_emergency_phone": f"+1 555 010 {i:04d}"}
+        ids.append(w.registration.register(held.holdId, _request(f"r{i}@example.com", answers)).registrationId)
+    assert w.write_queued() == []
+    renamed = q("shirt", "SINGLE_CHOICE", label="Shirt size", options=opts("XL"))
+    w.questions.save(
+        DANA, race, event, QuestionSetDraft(questions=[renamed, q("diet", "LONG_TEXT")], builtIns=DIVISIONS)
+    )
+    return w, race_id, event.eventId, ids
+
+
+def test_the_export_has_one_column_per_question_formula_safe_with_the_answered_versions_words() -> None:
+    import csv
+    import io
+
+    from racecap.logic.participants import Participants
+
+    w, race_id, _, _ = _registered_world()
+    race, events = w.catalog.definition(race_id)
+    lines = [line for line, _ in Participants(w.regs, w.questions).export_lines(race, events)]
+    rows = list(csv.reader(io.StringIO("".join(lines))))
+    header = rows[0]
+    answer_columns = header[header.index("amount") + 1 :]
+    assert answer_columns == [
+        "Emergency contact: name [rc_emergency_name]", "Emergency contact: phone [rc_emergency_phone]",
+        "Division [rc_division]", "Shirt size [shirt]", "Diet [diet]",
+    ]  # fmt: skip
+    first = dict(zip(header, rows[1], strict=True))
+    assert first["Division [rc_division]"] == "Women" and first["Shirt size [shirt]"] == "Medium"
+    assert first["Emergency contact: phone [rc_emergency_phone]"] == "'+1 555 010 0000"  # not a formula
+    assert first["Diet [diet]"] == ""  # asked only from version 2 on
+
+
+def test_the_directors_search_shows_each_registrations_answers_as_its_version_asked_them() -> None:
+    from racecap.logic.participants import Participants
+
+    w, race_id, _, ids = _registered_world()
+    race, events = w.catalog.definition(race_id)
+    page = Participants(w.regs, w.questions).page(race, events, q="r1@example.com")
+    (row,) = page.registrations
+    assert row.registrationId == ids[1] and row.questionsVersion == 1
+    assert [(a.label, a.text) for a in row.answers][-2:] == [("Division", "Men"), ("T-shirt", "Large")]
+
+
+def test_the_confirmation_email_lists_the_answers_escaped() -> None:
+    from racecap.logic.emails import render
+
+    w, _, _, _ = _registered_world()
+    first = next(m for m in w.emails.sent if m.to == "r0@example.com")
+    email = render(first)
+    assert "T-shirt: Medium" in email.text and "Division: Women" in email.text
+    assert "<td>Medium</td>" in email.html
+
+
+def test_the_results_upload_takes_the_category_from_the_division_answer() -> None:
+    from datetime import date
+
+    from racecap.results.sheet import Entrant, SheetRules, read_sheet
+
+    entrants = {
+        1: Entrant("Ann", "Lee", date(1990, 1, 1), division="F"),
+        2: Entrant("Bo", "Ng", date(1990, 1, 1), division="M"),
+        3: Entrant("Cy", "Ro", date(1990, 1, 1), division="Q"),
+    }
+    sheet = read_sheet(b"bib,chip_time\n1,40:00\n2,41:00\n", entrants, SheetRules(), date(2027, 5, 1))
+    assert [(r.bib, r.category) for r in sheet.runners] == [(1, "F"), (2, "M")]
+    assert sheet.errors == []
+    unknown = read_sheet(b"bib,chip_time\n3,40:00\n", entrants, SheetRules(), date(2027, 5, 1))
+    assert [line for line, _ in unknown.errors] == [2]
+    overridden = read_sheet(b"bib,chip_time,category\n3,40:00,X\n", entrants, SheetRules(), date(2027, 5, 1))
+    assert [(r.bib, r.category) for r in overridden.runners] == [(3, "X")]  # the file's word wins
+
+
+def test_the_purge_deletes_the_answers_but_the_division() -> None:
+    from datetime import UTC, datetime
+
+    from racecap.logic.retention import RetentionPurge
+
+    from tests.fakes.retention import FakeRetention
+
+    w, _, _, ids = _registered_world()
+    store = FakeRetention(w.tables, w.catalog)
+    after_retention = datetime(2028, 6, 1, tzinfo=UTC)  # the race is on 2027-05-01, kept 365 days
+    job = RetentionPurge(store, store, w.tables.transact, FakeAudit(w.tables), clock=lambda: after_retention)  # type: ignore[arg-type]
+    assert job.run(lambda: 900)["registrations"] == 3
+    kept = [StoredAnswers.of(w.regs.get(rid).answers, 1) for rid in ids]  # type: ignore[union-attr]
+    assert [k.answers if k else None for k in kept] == [
+        {"rc_division": "F"},
+        {"rc_division": "M"},
+        {"rc_division": "F"},
+    ]

@@ -238,6 +238,8 @@ class RegistrationRowData(TypedDict, total=False):
     disputeId: str
     purgedAt: str
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
+    answers: str  # the answers to the event's questions (JSON), with the version they answered
+    questionsVersion: int
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)

@@ -150,8 +150,9 @@ def emails_queue() -> SqsQueue:
 @lru_cache(maxsize=1)
 def writer() -> RegistrationWriter:
     from racecap.logic.writer import RegistrationWriter
+    from racecap.questions.wiring import questions  # the capability's root imports this one
 
-    return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace())
+    return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace(), answers=questions())
 
 
 @lru_cache(maxsize=1)
@@ -294,8 +295,9 @@ def race_admin() -> RaceAdmin:
 @lru_cache(maxsize=1)
 def participants() -> Participants:
     from racecap.logic.participants import Participants
+    from racecap.questions.wiring import questions  # the capability's root imports this one
 
-    return Participants(registrations())
+    return Participants(registrations(), questions())
 
 
 @lru_cache(maxsize=1)

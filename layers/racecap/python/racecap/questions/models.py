@@ -16,7 +16,7 @@ from annotated_types import Ge, Le, Len
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints
 from pydantic import Strict as StrictType
 
-from racecap.models import WHOLE_NUMBER, Model
+from racecap.models import WHOLE_NUMBER, Model, RegistrationPage, RegistrationRow
 
 QUESTION_ID = r"^[a-z][a-z0-9_]{0,39}$"
 OPTION_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"
@@ -153,10 +153,15 @@ class AnswerView(Model):
     text: str = Field(description="The answer as words: option labels, Yes/No, the number.")
 
 
-class RegistrationAnswers(Model):
-    registrationId: str
-    questionsVersion: int
-    answers: list[AnswerView]
+class AnsweredRow(RegistrationRow):
+    """A registration as directors see it, with its answers."""
+
+    questionsVersion: int | None = Field(default=None, description="The version of the questions it answered.")
+    answers: list[AnswerView] = Field(default_factory=list, description="In the order they were asked.")
+
+
+class AnsweredPage(RegistrationPage):
+    registrations: list[AnsweredRow]  # type: ignore[assignment]  # the rows with their answers
 
 
 __all__ = [

@@ -7,6 +7,7 @@ Every problem is reported under the field it belongs to (``questions.3.options``
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -243,3 +244,19 @@ def answer_text(q: Question, value: AnswerValue) -> str:
     if isinstance(value, float):
         return _plain(value)
     return labels.get(str(value), str(value))
+
+
+def division_of(answers: str | None) -> str | None:
+    """A registration's answer to the built-in division question, from its stored answers
+    (JSON, ``domain.Registration.answers``): the results upload's category for the runner."""
+    if not answers:
+        return None
+    value = json.loads(answers).get(DIVISION)
+    return value if isinstance(value, str) else None
+
+
+def kept_after_purge(answers: str | None) -> str | None:
+    """What the retention purge keeps of a registration's answers: the division alone (the
+    results' categories, as the age on race day is kept for age groups); None: nothing."""
+    division = division_of(answers)
+    return None if division is None else json.dumps({DIVISION: division}, separators=(",", ":"))

@@ -10,7 +10,7 @@ more, so the registration path of an event without questions costs what it did b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -145,6 +145,36 @@ class Questions:
                 )
             return None
         return StoredAnswers(questionsVersion=version, answers=rules.check_answers(questions, answers or {}))
+
+    # -- what directors read of the answers -----------------------------------------------------
+    def described(self, race_id: str, event_id: str, answers: str | None, version: int | None) -> list[AnswerView]:
+        """A registration's stored answers (``domain.Registration.answers``) as its version asked them."""
+        stored = StoredAnswers.of(answers, version)
+        return [] if stored is None else self.readable(race_id, event_id, stored)
+
+    def columns(self, race_id: str, event_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """One (id, label) per question any version of these events asked: the export's
+        answer columns, in the newest order, the label from the newest version asking it."""
+        found: dict[str, str] = {}
+        for event_id in event_ids:
+            newest = self._store.current_version(race_id, event_id)
+            for version in range(newest, 0, -1):
+                for q in self.form(race_id, event_id, version):
+                    found.setdefault(q.id, q.label)
+        return list(found.items())
+
+    def cells(
+        self, race_id: str, event_id: str, answers: str | None, version: int | None, ids: Sequence[str]
+    ) -> list[str]:
+        """A registration's answers as text under the export's columns ("" where none)."""
+        stored = StoredAnswers.of(answers, version)
+        if stored is None:
+            return [""] * len(ids)
+        asked = {q.id: q for q in self.form(race_id, event_id, stored.questionsVersion)}
+        return [
+            rules.answer_text(asked[qid], stored.answers[qid]) if qid in stored.answers and qid in asked else ""
+            for qid in ids
+        ]
 
     def readable(self, race_id: str, event_id: str, stored: StoredAnswers) -> list[AnswerView]:
         """Stored answers as the questions of the version they answered put them."""
