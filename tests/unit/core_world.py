@@ -20,7 +20,7 @@ from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
 from tests.fakes.ledger import FakeLedger
 from tests.fakes.payments import FakePaymentProvider
 from tests.fakes.questions import FakeQuestions
-from tests.fakes.races import local_cache
+from tests.fakes.races import FakeInventory, local_cache
 from tests.fakes.stores import FakeHolds, FakeQueue, FakeRegistrations, FakeTables, FakeWriterPace
 
 DIRECTOR = Director(sub="dir-1", username="dana")
@@ -40,7 +40,9 @@ class World:
         self.holds = FakeHolds(self.tables)
         self.regs = FakeRegistrations(self.tables)
         self.question_store = FakeQuestions(self.tables)
-        self.questions = Questions(self.question_store, self.tables.transact, FakeAudit(self.tables), local_cache())
+        self.questions = Questions(
+            self.question_store, self.tables.transact, FakeAudit(self.tables), local_cache(), FakeInventory(self.tables)
+        )
         self.hold_service = HoldService(self.catalog, self.holds, self.flags)  # type: ignore[arg-type]
         self.registration = RegistrationService(
             self.catalog,  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from racecap.errors import Conflict, ValidationFailed
+from racecap.errors import Conflict, OptionSoldOut, ValidationFailed
 from racecap.models import Director
 from racecap.questions.models import BuiltIns, ChoiceOption, Question, QuestionSetDraft, StoredAnswers
 from racecap.questions.rules import check_answers, check_set
@@ -409,3 +409,156 @@ def test_the_purge_deletes_the_answers_but_the_division() -> None:
         {"rc_division": "M"},
         {"rc_division": "F"},
     ]
+
+
+# -- options with stock -------------------------------------------------------------------------
+def _shirt_world(m: int = 3) -> tuple[Any, str, str]:
+    sizes = [{"id": "M", "label": "Medium", "quantity": m}, {"id": "L", "label": "Large"}]
+    return _world_with_questions([q("shirt", "SINGLE_CHOICE", required=True, options=sizes)])
+
+
+def _stock(w: Any, race_id: str, event_id: str, option: str = "M") -> tuple[int, int]:
+    from racecap.dal.keys import option_counter
+
+    usage = FakeInventoryOf(w).usage(race_id, option_counter(event_id, "shirt", option))
+    return usage.cap, usage.taken
+
+
+def FakeInventoryOf(w: Any) -> Any:
+    from tests.fakes.races import FakeInventory
+
+    return FakeInventory(w.tables)
+
+
+def test_an_option_runs_out_exactly_at_its_stock_and_a_sold_out_answer_takes_nothing() -> None:
+    w, race_id, event_id = _shirt_world(m=3)
+    for i in range(3):
+        held = w.hold_service.hold(race_id, event_id)
+        w.registration.register(held.holdId, _request(f"m{i}@example.com", {"shirt": "M"}))
+    assert _stock(w, race_id, event_id) == (3, 3)
+    held = w.hold_service.hold(race_id, event_id)
+    intents = len(w.payments.intents)
+    with pytest.raises(OptionSoldOut) as sold_out:
+        w.registration.register(held.holdId, _request("late@example.com", {"shirt": "M"}))
+    assert sold_out.value.fields == {"answers.shirt": "Medium is sold out."}
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and hold.status == "HELD" and len(w.payments.intents) == intents
+    assert ("race-1", "late@example.com") not in w.tables.emails
+    w.registration.register(held.holdId, _request("late@example.com", {"shirt": "L"}))  # unlimited: fine
+
+
+def test_an_expired_paying_holds_unit_goes_back_and_a_retry_takes_none_twice() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    w, race_id, event_id = _shirt_world(m=1)
+    held = w.hold_service.hold(race_id, event_id)
+    unpaid = _request("slow@example.com", {"shirt": "M"}).model_copy(update={"paymentMethod": None})
+    w.registration.register(held.holdId, unpaid)
+    w.registration.register(held.holdId, unpaid)  # the same attempt again (a second tab)
+    assert _stock(w, race_id, event_id) == (1, 1)
+    w.sweeper.sweep(datetime.now(UTC) + timedelta(hours=1))
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and hold.status == "EXPIRED"
+    assert _stock(w, race_id, event_id) == (1, 0)  # the shirt went back with the place
+
+
+def test_a_cancelled_registration_gives_its_option_back() -> None:
+    w, race_id, event_id = _shirt_world(m=1)
+    held = w.hold_service.hold(race_id, event_id)
+    rid = w.registration.register(held.holdId, _request("c@example.com", {"shirt": "M"})).registrationId
+    assert w.write_queued() == []
+    race, _ = w.catalog.definition(race_id)
+    w.cancellations.cancel(DANA, race, rid, "asked")
+    assert _stock(w, race_id, event_id) == (1, 0)
+
+
+def test_a_quantity_below_what_is_taken_is_refused_naming_it_and_raising_it_adds_units() -> None:
+    w, race_id, event_id = _shirt_world(m=2)
+    for i in range(2):
+        held = w.hold_service.hold(race_id, event_id)
+        w.registration.register(held.holdId, _request(f"t{i}@example.com", {"shirt": "M"}))
+    race, (event,) = w.catalog.definition(race_id)
+    fewer = [q("shirt", "SINGLE_CHOICE", options=[{"id": "M", "label": "Medium", "quantity": 1}])]
+    with pytest.raises(ValidationFailed) as refused:
+        w.questions.save(DANA, race, event, QuestionSetDraft(questions=fewer))
+    assert list(fields(refused)) == ["questions.0.options.0.quantity"]
+    more = [q("shirt", "SINGLE_CHOICE", options=[{"id": "M", "label": "Medium", "quantity": 60}])]
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=more))
+    assert _stock(w, race_id, event_id) == (60, 2)
+    assert len(FakeInventoryOf(w).usage(race_id, "ev0#OPTION#shirt#M").shards) == 3  # sharded like a cap of 60
+
+
+# -- the waiver and the guardian ---------------------------------------------------------------------
+WAIVER = "I run at my own risk. The organisers are not liable for injury."
+
+
+def _waiver_world() -> tuple[Any, str, str]:
+    from tests.unit.core_world import World
+
+    w = World()
+    race_id = w.race(caps=(20,))  # race day 2027-05-01
+    race, (event,) = w.catalog.definition(race_id)
+    w.questions.save(DANA, race, event, QuestionSetDraft(waiver={"text": WAIVER}))  # type: ignore[arg-type]
+    return w, race_id, event.eventId
+
+
+def _born(day: str, waiver: dict[str, Any] | None, email: str = "kid@example.com") -> Any:
+    from racecap.logic.validation import RegistrationRequest
+
+    body = {"email": email, "firstName": "Kit", "lastName": "Lee", "dateOfBirth": day, "paymentMethod": "pm_card_visa"}
+    return RegistrationRequest.model_validate(body | ({"waiver": waiver} if waiver is not None else {}))
+
+
+def test_the_waiver_must_be_accepted_and_the_registration_keeps_its_version_hash_and_time() -> None:
+    import hashlib
+    import json
+
+    w, race_id, event_id = _waiver_world()
+    asked = w.questions.for_runners(race_id, event_id)
+    assert asked.waiver is not None and asked.waiver.text == WAIVER and asked.adultAge == 18
+    held = w.hold_service.hold(race_id, event_id)
+    for refused in (None, {"accepted": False}):
+        with pytest.raises(ValidationFailed) as bad:
+            w.registration.register(held.holdId, _born("1990-01-01", refused))
+        assert list(fields(bad)) == ["waiver.accepted"]
+    assert w.payments.intents == [] and w.tables.emails == {}
+    rid = w.registration.register(held.holdId, _born("1990-01-01", {"accepted": True})).registrationId
+    assert w.write_queued() == []
+    reg = w.regs.get(rid)
+    assert reg is not None and reg.waiver is not None
+    record = json.loads(reg.waiver)
+    assert record["version"] == 1 and record["accepted"] is True and "guardianName" not in record
+    assert record["sha256"] == hashlib.sha256(WAIVER.encode()).hexdigest() and record["acceptedAt"]
+
+
+def test_a_runner_17_on_race_day_needs_a_guardians_name_and_acceptance() -> None:
+    import json
+
+    w, race_id, event_id = _waiver_world()
+    held = w.hold_service.hold(race_id, event_id)
+    with pytest.raises(ValidationFailed) as bad:  # 17 on 2027-05-01: turns 18 the day after
+        w.registration.register(held.holdId, _born("2009-05-02", {"accepted": True}))
+    assert set(fields(bad)) == {"waiver.guardianName", "waiver.guardianAccepted"}
+    with pytest.raises(ValidationFailed) as bad:
+        w.registration.register(held.holdId, _born("2009-05-02", {"accepted": True, "guardianName": "Pat Lee"}))
+    assert list(fields(bad)) == ["waiver.guardianAccepted"]
+    assert w.payments.intents == []
+    ok = {"accepted": True, "guardianName": "Pat Lee", "guardianAccepted": True}
+    rid = w.registration.register(held.holdId, _born("2009-05-02", ok)).registrationId
+    assert w.write_queued() == []
+    record = json.loads(w.regs.get(rid).waiver)  # type: ignore[union-attr,arg-type]
+    assert (record["guardianName"], record["guardianAccepted"]) == ("Pat Lee", True)
+
+
+def test_a_runner_17_today_and_18_on_race_day_needs_no_guardian() -> None:
+    w, race_id, event_id = _waiver_world()
+    held = w.hold_service.hold(race_id, event_id)
+    accepted = w.registration.register(held.holdId, _born("2009-05-01", {"accepted": True}))  # 18 on 2027-05-01
+    assert accepted.status == "QUEUED"
+
+
+def test_the_purge_keeps_which_waiver_was_accepted_but_not_the_guardians_name() -> None:
+    from racecap.questions.rules import waiver_after_purge
+
+    kept = waiver_after_purge('{"version":1,"sha256":"ab","acceptedAt":"2027-01-01T00:00:00Z","guardianName":"Pat"}')
+    assert kept == '{"version":1,"sha256":"ab","acceptedAt":"2027-01-01T00:00:00Z"}'

@@ -38,7 +38,7 @@ from racecap.errors import EventNotFound, ValidationFailed
 from racecap.logic.validation import EMAIL_RE, normalize_email
 from racecap.models import Event, Race
 from racecap.money import in_units
-from racecap.questions.models import AnsweredPage, AnsweredRow, AnswerView
+from racecap.questions.models import AnsweredPage, AnsweredRow, AnswerView, WaiverRecord
 
 PAGE_MAX = 500
 SEARCH_READ_BUDGET = 5_000
@@ -162,7 +162,11 @@ class Participants:
     def _page(self, race: Race, items: list[RegistrationRowData], cursor: str | None) -> AnsweredPage:
         rows = []
         for item in items:
-            row = AnsweredRow.model_validate({k: v for k, v in item.items() if v is not None and k != "answers"})
+            row = AnsweredRow.model_validate(
+                {k: v for k, v in item.items() if v is not None and k not in ("answers", "waiver")}
+            )
+            if item.get("waiver"):
+                row.waiver = WaiverRecord.model_validate_json(str(item.get("waiver")))
             if self._answers is not None and item.get("answers"):
                 row.answers = self._answers.described(
                     race.raceId, row.eventId, item.get("answers"), item.get("questionsVersion")

@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from racecap.logic.eligibility import age_on
 from racecap.models import Model
-from racecap.questions.models import Answers
+from racecap.questions.models import Answers, WaiverAcceptance
 
 # Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
 # is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
@@ -41,6 +41,8 @@ class RegistrationRequest(Model):
     # The answers to the event's registration questions (GET /api/races/{raceId}/events/{eventId}/questions),
     # by question id; checked against the questions as they stand (racecap.questions).
     answers: Answers | None = Field(default=None, max_length=60)
+    # The event's waiver accepted (and, for a runner under 18 on race day, by a parent or guardian).
+    waiver: WaiverAcceptance | None = None
 
     @field_validator("email")
     @classmethod

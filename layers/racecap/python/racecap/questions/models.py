@@ -9,6 +9,7 @@ the registration check treat every question alike.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -19,6 +20,9 @@ from pydantic import Strict as StrictType
 from racecap.models import WHOLE_NUMBER, Model, RegistrationPage, RegistrationRow
 
 QUESTION_ID = r"^[a-z][a-z0-9_]{0,39}$"
+# Under this age on race day a runner's waiver needs a parent or guardian (the site reads it
+# from the API: ``RunnerQuestions.adultAge``).
+ADULT_AGE = 18
 OPTION_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"
 BUILT_IN_PREFIX = "rc_"
 MAX_QUESTIONS = 40
@@ -47,6 +51,22 @@ class ChoiceOption(Model):
 
     id: str = Field(pattern=OPTION_ID, description="What the answer holds; keep it when relabelling.")
     label: str = Field(min_length=1, max_length=120, pattern=r"\S")
+    quantity: Annotated[int, StrictType(), Ge(0), Le(1_000_000), WHOLE_NUMBER] | None = Field(
+        default=None,
+        description="How many there are (T-shirts of this size): once taken, the option is sold out. "
+        "None: unlimited. Taken when the runner's details are sent; back when the hold expires or "
+        "the registration is cancelled.",
+    )
+
+
+@dataclass(frozen=True)
+class StockedChoice:
+    """One option with stock a runner's answers take: its counter's shards to claim from."""
+
+    question_id: str
+    option_id: str
+    label: str
+    shards: tuple[str, ...]
 
 
 class ShowWhen(Model):
@@ -92,6 +112,33 @@ class BuiltIns(Model):
     club: StrictBool = Field(default=False, description="Ask (optional) the runner's club.")
 
 
+class Waiver(Model):
+    """The race's liability waiver for this event: the runner must accept it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=20_000, pattern=r"\S", description="Plain text; shown as written.")
+
+
+class WaiverView(Waiver):
+    version: int = Field(description="The questions version it belongs to (each save is a new version).")
+    sha256: str = Field(description="SHA-256 of the text, hex: what a registration's acceptance names.")
+
+
+class WaiverAcceptance(Model):
+    """The runner's (and, under 18 on race day, a parent or guardian's) acceptance."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    accepted: StrictBool = Field(description="The runner accepts the waiver as shown.")
+    guardianName: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"\S", description="Under 18 on race day: required."
+    )
+    guardianAccepted: StrictBool | None = Field(
+        default=None, description="Under 18 on race day: the parent or guardian accepts it too (required)."
+    )
+
+
 class QuestionSetDraft(Model):
     """A new version of an event's questions: the whole set, in the order runners see it."""
 
@@ -99,6 +146,7 @@ class QuestionSetDraft(Model):
 
     questions: list[Question] = Field(default_factory=list, max_length=MAX_QUESTIONS)
     builtIns: BuiltIns = Field(default_factory=BuiltIns)
+    waiver: Waiver | None = Field(default=None, description="The waiver runners accept; none: no waiver.")
     expectedVersion: Annotated[int, StrictType(), Ge(0), WHOLE_NUMBER] | None = Field(
         default=None, description="Refuse (409) if another save came first; 0: no version yet."
     )
@@ -113,6 +161,7 @@ class QuestionSetView(Model):
     builtIns: BuiltIns
     questions: list[Question] = Field(description="The director's own questions, in order.")
     form: list[Question] = Field(description="What runners are asked: the built-ins expanded, then the questions.")
+    waiver: WaiverView | None = None
 
 
 class RunnerQuestions(Model):
@@ -124,6 +173,10 @@ class RunnerQuestions(Model):
     questions: list[Question]
     countries: list[str] = Field(
         description="ISO 3166-1 alpha-2 codes a COUNTRY question takes (empty when none is asked)."
+    )
+    waiver: WaiverView | None = Field(description="Accept it as `waiver` when given.")
+    adultAge: int = Field(
+        description="A runner younger than this on race day needs a parent or guardian's name and acceptance."
     )
 
 
@@ -153,11 +206,23 @@ class AnswerView(Model):
     text: str = Field(description="The answer as words: option labels, Yes/No, the number.")
 
 
+class WaiverRecord(Model):
+    """What a registration keeps of its waiver: which text (version and hash), when, who."""
+
+    version: int
+    sha256: str
+    acceptedAt: datetime
+    accepted: bool
+    guardianName: str | None = None
+    guardianAccepted: bool | None = None
+
+
 class AnsweredRow(RegistrationRow):
     """A registration as directors see it, with its answers."""
 
     questionsVersion: int | None = Field(default=None, description="The version of the questions it answered.")
     answers: list[AnswerView] = Field(default_factory=list, description="In the order they were asked.")
+    waiver: WaiverRecord | None = Field(default=None, description="Its waiver acceptance, when the event has one.")
 
 
 class AnsweredPage(RegistrationPage):

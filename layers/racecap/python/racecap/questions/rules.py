@@ -260,3 +260,12 @@ def kept_after_purge(answers: str | None) -> str | None:
     results' categories, as the age on race day is kept for age groups); None: nothing."""
     division = division_of(answers)
     return None if division is None else json.dumps({DIVISION: division}, separators=(",", ":"))
+
+
+def waiver_after_purge(waiver: str | None) -> str | None:
+    """What the purge keeps of a waiver's acceptance: which text was accepted and when, not
+    the guardian's name (personal data)."""
+    if not waiver:
+        return None
+    kept = {k: v for k, v in json.loads(waiver).items() if k != "guardianName"}
+    return json.dumps(kept, separators=(",", ":"))

@@ -10,17 +10,22 @@ more, so the registration path of an event without questions costs what it did b
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from racecap.cache import TieredCache
+from racecap.dal.keys import option_counter
+from racecap.dal.ports import Inventory
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.errors import Conflict, NotFound, ValidationFailed
+from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change
 from racecap.models import Director, Event, Race
 from racecap.questions import rules
 from racecap.questions.countries import COUNTRY_CODES
 from racecap.questions.models import (
+    ADULT_AGE,
     AnswerValue,
     AnswerView,
     BuiltIns,
@@ -28,9 +33,15 @@ from racecap.questions.models import (
     QuestionSetDraft,
     QuestionSetView,
     RunnerQuestions,
+    StockedChoice,
     StoredAnswers,
+    WaiverAcceptance,
+    WaiverRecord,
+    WaiverView,
 )
 from racecap.questions.store import QuestionStore
+
+STOCK_CHANGE_TRIES = 5
 
 VERSION_TTL = 86_400.0  # a version is immutable: the TTL only bounds memory
 VERSION_LOCAL_TTL = 300.0
@@ -51,11 +62,13 @@ class Questions:
         transact: Callable[[list[TransactItem]], None],
         audit: Any,  # racecap.logic.audit.AuditTrail
         cache: TieredCache,
+        inventory: Inventory | None = None,  # the options' stock counters (the caps' shards)
     ) -> None:
         self._store = store
         self._transact = transact
         self._audit = audit
         self._cache = cache
+        self._inventory = inventory
 
     # -- directors -------------------------------------------------------------------------
     def view(self, race: Race, event: Event, version: int | None = None) -> QuestionSetView:
@@ -81,15 +94,19 @@ class Questions:
                 f"The questions are at version {current}, not {draft.expectedVersion}: reload them and try again."
             )
         version = current + 1
+        stock = self._set_stock(race, event, draft)
         doc = {
             "savedAt": datetime.now(UTC).isoformat(),
             "savedBy": director.username,
             "builtIns": draft.builtIns.model_dump(mode="json"),
             "questions": [q.model_dump(mode="json", exclude_defaults=True) for q in draft.questions],
+            "stock": stock,
+            "waiver": draft.waiver.text if draft.waiver else None,
         }
         audit = self._audit.item(
             director, race.raceId, "questions.save", event.eventId,
             version=version, questions=[q.id for q in rules.form(draft)],
+            waiverSha256=_sha256(draft.waiver.text) if draft.waiver else None,
         )  # fmt: skip
         try:
             self._transact([*self._store.save_items(race.raceId, event.eventId, version, doc), audit])
@@ -97,6 +114,58 @@ class Questions:
             raise Conflict("Another save of these questions came first: reload them and try again.") from exc
         self._cache.bump(stamp_name(race.raceId, event.eventId), version)
         return _set_view(race.raceId, event.eventId, version, doc)
+
+    def _set_stock(self, race: Race, event: Event, draft: QuestionSetDraft) -> dict[str, list[str]]:
+        """Each option's stock counter sized to its quantity, as an event's cap is (same shards,
+        same plan: never below what is taken); its shards by ``<questionId>#<optionId>``.
+
+        Planned for every option first, so a quantity below what runners already took is
+        refused (400 naming it) before anything changes; each counter then moves in its own
+        transaction (a set can have more shards than one transaction takes), re-planned if a
+        runner took a unit meanwhile. Counters outlive versions: a size keeps its count
+        whatever else the director edits."""
+        wanted = [
+            (f"{options_at}.{j}.quantity", q.id, o.id, o.quantity)
+            for options_at, q in _numbered(draft)
+            for j, o in enumerate(q.options)
+            if o.quantity is not None
+        ]
+        if not wanted:
+            return {}
+        from racecap.logic.admin import shards_for  # the admin's rule for caps; only saving needs it
+
+        if self._inventory is None:
+            raise RuntimeError("Questions was built without the stock counters")
+        inventory = self._inventory
+        errors: dict[str, str] = {}
+        for where, qid, oid, quantity in wanted:
+            taken = inventory.usage(race.raceId, option_counter(event.eventId, qid, oid), consistent=True).taken
+            if quantity < taken:
+                errors[where] = f"{taken} are already taken: at least {taken}."
+        if errors:
+            raise ValidationFailed("A quantity is below what runners already took.", fields=errors)
+        shards: dict[str, list[str]] = {}
+        for where, qid, oid, quantity in wanted:
+            counter = option_counter(event.eventId, qid, oid)
+            for _ in range(STOCK_CHANGE_TRIES):
+                usage = inventory.usage(race.raceId, counter, consistent=True)
+                try:
+                    plan = plan_cap_change(usage.shards, quantity, shards_for(quantity))
+                except CapBelowPlacesTaken as exc:
+                    raise ValidationFailed(
+                        "A quantity is below what runners already took.",
+                        fields={where: f"{exc.taken} are already taken: at least {exc.taken}."},
+                    ) from exc
+                try:
+                    if plan:
+                        self._transact(inventory.cap_change_items(race.raceId, counter, plan))
+                except ConditionFailed:
+                    continue  # a runner took one meanwhile: plan again
+                shards[f"{qid}#{oid}"] = sorted({s.sk for s in usage.shards} | {c.sk for c in plan})
+                break
+            else:
+                raise Conflict("Runners kept taking that option while we saved; please retry.")
+        return shards
 
     # -- runners ---------------------------------------------------------------------------
     def current(self, race_id: str, event_id: str) -> tuple[int, list[Question]]:
@@ -131,7 +200,79 @@ class Questions:
             version=version,
             questions=questions,
             countries=list(COUNTRY_CODES) if asks_country else [],
+            waiver=self._waiver(race_id, event_id, version),
+            adultAge=ADULT_AGE,
         )
+
+    def stocked(self, race_id: str, event_id: str, answered: StoredAnswers) -> list[StockedChoice]:
+        """The options with stock these answers take, with the shards to claim them from."""
+        doc = self._stock_doc(race_id, event_id, answered.questionsVersion)
+        if not doc:
+            return []
+        asked = {q.id: q for q in self.form(race_id, event_id, answered.questionsVersion)}
+        chosen: list[StockedChoice] = []
+        for qid, value in answered.answers.items():
+            q = asked.get(qid)
+            if q is None:
+                continue
+            for oid in value if isinstance(value, list) else [value]:
+                shards = doc.get(f"{qid}#{oid}")
+                if shards:
+                    label = next((o.label for o in q.options if o.id == oid), str(oid))
+                    chosen.append(StockedChoice(qid, str(oid), label, tuple(shards)))
+        return chosen
+
+    def _stock_doc(self, race_id: str, event_id: str, version: int) -> dict[str, list[str]]:
+        return dict(self._part(race_id, event_id, version, "stock") or {})
+
+    def _waiver(self, race_id: str, event_id: str, version: int) -> WaiverView | None:
+        text = self._part(race_id, event_id, version, "waiver") if version else None
+        return None if not text else WaiverView(text=text, version=version, sha256=_sha256(text))
+
+    def _part(self, race_id: str, event_id: str, version: int, part: str) -> Any:
+        """One part of a saved version's document (immutable, so cached long)."""
+
+        def load() -> Any:
+            return (self._store.get(race_id, event_id, version) or {}).get(part)
+
+        return self._cache.get_or_load(
+            f"{stamp_name(race_id, event_id)}:v{version}:{part}", load, ttl=VERSION_TTL, local_ttl=VERSION_LOCAL_TTL
+        )
+
+    def accept_waiver(
+        self, race_id: str, event_id: str, version: int | None, given: WaiverAcceptance | None, age: int, now: datetime
+    ) -> str | None:
+        """The runner's acceptance of the event's waiver as the registration keeps it (JSON: the
+        text's version and hash, the time, the answer, and for a runner under ``ADULT_AGE`` on
+        race day the guardian's name and acceptance), or ValidationFailed naming ``waiver.…``.
+        None: the event has no waiver."""
+        waiver = self._waiver(race_id, event_id, version) if version else None
+        if waiver is None:
+            if given is not None:
+                raise ValidationFailed("This event has no waiver to accept.", fields={"waiver": "Not asked."})
+            return None
+        minor = age < ADULT_AGE
+        errors: dict[str, str] = {}
+        if given is None or not given.accepted:
+            errors["waiver.accepted"] = "Please read and accept the waiver."
+        if minor and (given is None or not given.guardianName):
+            errors["waiver.guardianName"] = f"A runner under {ADULT_AGE} on race day needs a parent or guardian's name."
+        if minor and (given is None or given.guardianAccepted is not True):
+            errors["waiver.guardianAccepted"] = (
+                f"A parent or guardian must accept the waiver for a runner under {ADULT_AGE}."
+            )
+        if errors:
+            raise ValidationFailed(next(iter(errors.values())), fields=errors)
+        assert given is not None
+        record = WaiverRecord(
+            version=waiver.version,
+            sha256=waiver.sha256,
+            acceptedAt=now,
+            accepted=True,
+            guardianName=given.guardianName if minor else None,
+            guardianAccepted=True if minor else None,
+        )
+        return record.model_dump_json(exclude_none=True)
 
     def check(self, race_id: str, event_id: str, answers: Mapping[str, AnswerValue] | None) -> StoredAnswers | None:
         """A runner's answers checked against the questions as they stand (ValidationFailed
@@ -186,6 +327,16 @@ class Questions:
         ]
 
 
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _numbered(draft: QuestionSetDraft) -> list[tuple[str, Question]]:
+    """Every question of a draft with the path of its options (what a problem is named by)."""
+    built = [("builtIns.divisions", q) for q in rules.built_in_questions(draft.builtIns) if q.options]
+    return built + [(f"questions.{i}.options", q) for i, q in enumerate(draft.questions)]
+
+
 def _form_of(doc: dict[str, Any]) -> list[Question]:
     return rules.form(
         QuestionSetDraft(
@@ -205,4 +356,7 @@ def _set_view(race_id: str, event_id: str, version: int, doc: dict[str, Any]) ->
         builtIns=BuiltIns.model_validate(doc["builtIns"]),
         questions=[Question.model_validate(q) for q in doc["questions"]],
         form=_form_of(doc),
+        waiver=WaiverView(text=doc["waiver"], version=version, sha256=_sha256(doc["waiver"]))
+        if doc.get("waiver")
+        else None,
     )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from racecap import clients
 from racecap.config import get_settings
-from racecap.wiring import audit_trail, cache, transact
+from racecap.wiring import audit_trail, cache, inventory, transact
 
 if TYPE_CHECKING:
     from racecap.questions.service import Questions
@@ -26,4 +26,4 @@ def question_store() -> DynamoQuestions:
 def questions() -> Questions:
     from racecap.questions.service import Questions
 
-    return Questions(question_store(), transact, audit_trail(), cache())
+    return Questions(question_store(), transact, audit_trail(), cache(), inventory())
