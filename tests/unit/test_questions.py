@@ -562,3 +562,10 @@ def test_the_purge_keeps_which_waiver_was_accepted_but_not_the_guardians_name() 
 
     kept = waiver_after_purge('{"version":1,"sha256":"ab","acceptedAt":"2027-01-01T00:00:00Z","guardianName":"Pat"}')
     assert kept == '{"version":1,"sha256":"ab","acceptedAt":"2027-01-01T00:00:00Z"}'
+
+
+def test_a_set_may_stock_at_most_thirty_options_so_a_save_stays_short() -> None:
+    sizes = [{"id": f"s{i}", "label": f"Size {i}", "quantity": 10} for i in range(31)]
+    with pytest.raises(ValidationFailed) as bad:
+        check_set(QuestionSetDraft(questions=[q("shirt", "SINGLE_CHOICE", options=sizes)]))
+    assert list(fields(bad)) == ["questions.0.options.30.quantity"]

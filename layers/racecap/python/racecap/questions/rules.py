@@ -28,6 +28,7 @@ from racecap.questions.models import (
 )
 
 DEFAULT_SHORT_TEXT = 200
+MAX_STOCKED_OPTIONS = 30
 # Digits with the usual separators, an optional leading +: "+44 20 7946 0958", "(555) 010-0199".
 PHONE_RE = re.compile(r"^\+?[0-9 ().-]{6,30}$")
 MIN_PHONE_DIGITS = 6
@@ -86,6 +87,13 @@ def check_set(draft: QuestionSetDraft) -> list[Question]:
             if problem:
                 errors[f"{where}.showWhen"] = problem
         seen.setdefault(q.id, q)
+    stocked = [(i, j) for i, q in enumerate(draft.questions) for j, o in enumerate(q.options) if o.quantity is not None]
+    stocked += [(-1, j) for j, o in enumerate(draft.builtIns.divisions) if o.quantity is not None]
+    if len(stocked) > MAX_STOCKED_OPTIONS:
+        # Each is a counter set in its own write when the set is saved: a bound keeps a save short.
+        i, j = stocked[MAX_STOCKED_OPTIONS]
+        where = f"questions.{i}.options.{j}.quantity" if i >= 0 else f"builtIns.divisions.{j}.quantity"
+        errors[where] = f"At most {MAX_STOCKED_OPTIONS} options may have a quantity."
     if errors:
         raise ValidationFailed("Some questions need fixing.", fields=errors)
     return form(draft)
