@@ -903,6 +903,10 @@ CACHE_BEHAVIOURS: tuple[CacheBehaviour, ...] = (
     # The opening queue's "now serving": one figure for every waiting runner, about a
     # second (its Cache-Control); no query string, no header in the key.
     CacheBehaviour("/api/races/*/queue/now-serving", "api", cached=True, max_ttl_s=1),
+    # An event's registration questions: the same for every runner, read by every hold page,
+    # about two seconds (its Cache-Control), so a burst's hold pages cost the origin nothing
+    # per runner; a director's edit shows within that.
+    CacheBehaviour("/api/races/*/events/*/questions", "api", cached=True, max_ttl_s=2),
     # Everything else under /api is per runner or live: never cached at the edge.
     CacheBehaviour("/api/*", "api", cached=False),
     # The site: fingerprinted assets forever, index.html briefly (its own headers).
