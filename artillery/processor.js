@@ -527,7 +527,16 @@ function readerDone(context, events, done) {
   return done();
 }
 
+// RACECAP_ANSWERS (JSON): the answers to the race's registration questions every runner sends
+// (tools/burst/stack.seed_questions); unset, the details are sent as before.
+const ANSWERS = process.env.RACECAP_ANSWERS ? JSON.parse(process.env.RACECAP_ANSWERS) : null;
+function withAnswers(requestParams, context, events, done) {
+  if (ANSWERS && requestParams.json) requestParams.json.answers = ANSWERS;
+  return done();
+}
+
 module.exports = {
+  withAnswers,
   // helpers the fairness scenarios' clients share (fairness.js, queue.js)
   parse,
   retryAfter,

@@ -824,7 +824,7 @@ _RESULTS_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST"], str], ...] = (
 )
 
 # The race directors' admin API: every route behind the JWT authorizer.
-_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
+_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = (
     ("GET", "/races"),
     ("POST", "/races"),
     ("GET", "/races/{raceId}"),
@@ -848,11 +848,15 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("PATCH", "/races/{raceId}/fairness"),
     ("POST", "/races/{raceId}/queue/pause"),
     ("POST", "/races/{raceId}/queue/resume"),
+    ("GET", "/races/{raceId}/events/{eventId}/questions"),
+    ("PUT", "/races/{raceId}/events/{eventId}/questions"),
+    ("GET", "/races/{raceId}/events/{eventId}/questions/{version}"),
 )
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races", "PublicApi"),
     Route("GET", "/api/races/{raceId}", "PublicApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/questions", "PublicApi"),
     Route("GET", "/api/docs", "PublicApi"),
     Route("GET", "/api/docs/{asset}", "PublicApi"),  # the docs page's script and style files
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
@@ -899,6 +903,10 @@ CACHE_BEHAVIOURS: tuple[CacheBehaviour, ...] = (
     # The opening queue's "now serving": one figure for every waiting runner, about a
     # second (its Cache-Control); no query string, no header in the key.
     CacheBehaviour("/api/races/*/queue/now-serving", "api", cached=True, max_ttl_s=1),
+    # An event's registration questions: the same for every runner, read by every hold page,
+    # about two seconds (its Cache-Control), so a burst's hold pages cost the origin nothing
+    # per runner; a director's edit shows within that.
+    CacheBehaviour("/api/races/*/events/*/questions", "api", cached=True, max_ttl_s=2),
     # Everything else under /api is per runner or live: never cached at the edge.
     CacheBehaviour("/api/*", "api", cached=False),
     # The site: fingerprinted assets forever, index.html briefly (its own headers).

@@ -44,8 +44,12 @@ export function holdPage(holdId) {
   const check = (names) => {
     const errs = validate(state, names, undefined, ageRule(ctx));
     for (const n of names) setErr(n, errs[n]);
+    if (questions && names === DETAILS) Object.assign(errs, questions.check()); // the event's own, by their rules
     return errs;
   };
+  // The event's questions (questions.js, loaded only for an event that asks any).
+  let questions = null;
+  const bodyOf = () => ({ ...registrationBody(state), ...(questions ? questions.body() : {}) });
   const field = (name, label, attrs, hint) => {
     const id = `f-${name}`;
     const err = h('p', { id: `${id}-err`, cls: 'field-error', testid: `error-${name}`, hidden: true });
@@ -223,13 +227,13 @@ export function holdPage(holdId) {
     } catch (e) {
       if (signal.aborted) return;
       status.set('');
-      problem.replaceChildren(errorBox(e.message, () => submit(state.pending || registrationBody(state))));
+      problem.replaceChildren(errorBox(e.message, () => submit(state.pending || bodyOf())));
     }
   }
 
   // The card, then the server's word: it asks the provider, never takes the page's.
   async function payNow() {
-    if (!card) return submit(registrationBody(state));
+    if (!card) return submit(bodyOf());
     lock(true);
     setCardErr('');
     problem.replaceChildren();
@@ -304,11 +308,12 @@ export function holdPage(holdId) {
   }
 
   function fail(e) {
-    const errs = (e.code === 'VALIDATION_ERROR' && e.body && e.body.fields) || {};
+    // A refused answer (a bad one, or an option sold out meanwhile) is named like a detail.
+    const errs = (/^(VALIDATION_ERROR|OPTION_SOLD_OUT)$/.test(e.code) && e.body && e.body.fields) || {};
     if (Object.keys(errs).length) {
       for (const [n, m] of Object.entries(errs)) setErr(n, String(m));
       delete state.pending;
-      step(Object.keys(errs).some((n) => DETAILS.includes(n)) ? 1 : 2);
+      step(Object.keys(errs).some((n) => DETAILS.includes(n) || n.includes('.')) ? 1 : 2); // answers.x, waiver.x
       showSummary(errs);
       if (!Object.keys(errs).some((n) => fields[n])) problem.replaceChildren(errorBox(e.message));
     } else if (e.code === 'EMAIL_ALREADY_REGISTERED') {
@@ -347,7 +352,7 @@ export function holdPage(holdId) {
       return showSummary(errs);
     }
     summary.hidden = true;
-    if (state.step === 1 || !card) return submit(state.pending || registrationBody(state));
+    if (state.step === 1 || !card) return submit(state.pending || bodyOf());
     payNow();
   });
 
@@ -357,13 +362,19 @@ export function holdPage(holdId) {
     h('div', { cls: 'timer-box' }, timer, bar), form, h('p', {}, release), ...releaseStatus.el,
   );
   step(1);
-  if (ctx.elsewhere && !state.email) {
-    resume(); // details sent on another device: the hold's intent, without them
-  } else if (state.step === 2 && !state.pending && !Object.keys(validate(state, DETAILS, undefined, ageRule(ctx))).length) {
-    submit(registrationBody(state)); // a reload on the card form: the same intent comes back
-  } else if (state.pending) {
-    problem.replaceChildren(errorBox('Your last attempt did not finish. Your details are saved.',
-      () => submit(state.pending)));
-  }
+  const start = () => {
+    if (ctx.elsewhere && !state.email) {
+      resume(); // details sent on another device: the hold's intent, without them
+    } else if (state.step === 2 && !state.pending && !Object.keys(check(DETAILS)).length) {
+      submit(bodyOf()); // a reload on the card form: the same intent comes back
+    } else if (state.pending) {
+      problem.replaceChildren(errorBox('Your last attempt did not finish. Your details are saved.',
+        () => submit(state.pending)));
+    }
+  };
+  // The questions first (the details step shows them), then whatever the page resumes. If they
+  // cannot load, the server still checks the answers and names any it refuses.
+  import('./questions.js').then((m) => m.attach(ctx, { state, save, fields, signal, setErr }))
+    .then((q) => { questions = q; }, () => {}).then(() => signal.aborted || start());
   import('./wait.js').catch(() => {}); // warm the next page
 }

@@ -12,13 +12,14 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field
 from racecap.auth import director_from_claims
 from racecap.config import get_settings
+from racecap.errors import EventNotFound
 from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
 from racecap.ledger.models import RefundRequest, RefundView
@@ -45,10 +46,11 @@ from racecap.models import (
     Event,
     Race,
     RaceStatsView,
-    RegistrationPage,
     WindowView,
 )
 from racecap.observability import logger, metrics, tracer
+from racecap.questions.models import AnsweredPage, QuestionSetDraft, QuestionSetView
+from racecap.questions.wiring import questions
 from racecap.wiring import (
     audit_trail,
     cancellations,
@@ -364,7 +366,7 @@ def list_registrations(
     status: Annotated[Literal["CONFIRMED", "CANCELLING", "CANCELLED"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 50,
     cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN)] = None,
-) -> Response[RegistrationPage]:
+) -> Response[AnsweredPage]:
     _, race, events = _owned(raceId)
     page = participants().page(race, events, q=q, event_id=eventId, status=status, limit=limit, cursor=cursor)
     return _json(200, page)
@@ -451,6 +453,66 @@ def refund_registration(
 ) -> Response[RefundView]:
     director, race, _ = _owned(raceId)
     return _json(201, ledger().refund(director, race, registrationId, body.amountCents, body.reason))
+
+
+# -- registration questions ----------------------------------------------------------------------
+def _owned_event(race_id: str, event_id: str) -> tuple[Director, Race, Event]:
+    director, race, events = _owned(race_id)
+    event = next((e for e in events if e.eventId == event_id), None)
+    if event is None:
+        raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+    return director, race, event
+
+
+NO_EVENT: dict[int, OpenAPIResponse] = {404: {"description": "RACE_NOT_FOUND (or not yours), EVENT_NOT_FOUND"}}
+
+
+@app.get(
+    "/api/admin/races/<raceId>/events/<eventId>/questions",
+    summary="The event's registration questions as runners are asked them now",
+    tags=["Admin: questions"],
+    security=SECURITY,
+    responses=NO_EVENT,
+)
+@tracer.capture_method
+def get_questions(raceId: str, eventId: str) -> Response[QuestionSetView]:
+    _, race, event = _owned_event(raceId, eventId)
+    return _json(200, questions().view(race, event))
+
+
+@app.put(
+    "/api/admin/races/<raceId>/events/<eventId>/questions",
+    summary="Save the event's questions as a new version",
+    description="Send the whole set: your questions in order and the built-ins to ask. Each save is the "
+    "next version; registrations keep the version they answered. With `expectedVersion`, a save built "
+    "on an older version is refused (409).",
+    tags=["Admin: questions"],
+    security=SECURITY,
+    responses={
+        **NO_EVENT,
+        400: {"description": "VALIDATION_ERROR with fields (e.g. questions.2.options)"},
+        409: {"description": "CONFLICT: another save came first"},
+    },
+)
+@tracer.capture_method
+def save_questions(raceId: str, eventId: str, body: Annotated[QuestionSetDraft, Body()]) -> Response[QuestionSetView]:
+    director, race, event = _owned_event(raceId, eventId)
+    return _json(200, questions().save(director, race, event, body))
+
+
+@app.get(
+    "/api/admin/races/<raceId>/events/<eventId>/questions/<version>",
+    summary="One saved version of the event's questions (what older registrations answered)",
+    tags=["Admin: questions"],
+    security=SECURITY,
+    responses={404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND or QUESTIONS_VERSION_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_questions_version(
+    raceId: str, eventId: str, version: Annotated[int, Path(ge=1, le=1_000_000)]
+) -> Response[QuestionSetView]:
+    _, race, event = _owned_event(raceId, eventId)
+    return _json(200, questions().view(race, event, version))
 
 
 @app.get(

@@ -12,10 +12,12 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.errors import NotFound
+from racecap.errors import EventNotFound, NotFound
 from racecap.http import make_resolver, unknown_route
 from racecap.models import RaceList, RaceView
 from racecap.observability import logger, metrics, tracer
+from racecap.questions.models import RunnerQuestions
+from racecap.questions.wiring import questions
 from racecap.wiring import catalog, runner_rate_limit
 
 get_settings()  # validate the environment at cold start, not mid-burst
@@ -42,6 +44,21 @@ def list_races() -> Response[RaceList]:
 @tracer.capture_method
 def get_race(raceId: str) -> Response[RaceView]:
     return Response(200, content_types.APPLICATION_JSON, catalog().get_race(raceId), headers=CACHE_SHORT)
+
+
+@app.get(
+    "/api/races/<raceId>/events/<eventId>/questions",
+    summary="What the event's registration form asks; send the answers as `answers`",
+    description="The questions as they stand now (`version`); the registration checks its answers against them.",
+    tags=["Races"],
+    responses={404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_questions(raceId: str, eventId: str) -> Response[RunnerQuestions]:
+    _, events = catalog().for_runners(raceId)
+    if not any(e.eventId == eventId for e in events):
+        raise EventNotFound(f"Race {raceId} has no event {eventId}.")
+    return Response(200, content_types.APPLICATION_JSON, questions().for_runners(raceId, eventId), headers=CACHE_SHORT)
 
 
 @app.get("/api/openapi.json", include_in_schema=False)

@@ -222,12 +222,13 @@ _BUSY: OpenAPIResponse = {
     responses={
         200: {"description": "Payment required: confirm it with `clientSecret`", "links": _CONFIRM_LINK},
         202: {"description": "Paid and queued", "links": _OUTCOME_LINK, "headers": _FIRST_CHECK},
-        400: {"description": "VALIDATION_ERROR with fields"},
+        400: {"description": "VALIDATION_ERROR with fields (a bad answer: `answers.<questionId>`)"},
         402: {"description": "PAYMENT_DECLINED (with `paymentMethod`); the place stays held"},
         409: {
             "description": "EMAIL_ALREADY_REGISTERED, CONFLICT: a payment with other details is in progress, "
             "or the same call is still being processed, or PAYMENT_REFUSED: the payment provider refused to "
-            "take this event's payment at all (nothing charged, the place stays held)",
+            "take this event's payment at all (nothing charged, the place stays held), or OPTION_SOLD_OUT: "
+            "an option the answers chose has none left (`fields` names the answer; the place stays held)",
             "headers": {"Retry-After": {"description": "While the same call is still being processed"}},
         },
         410: {"description": "HOLD_EXPIRED"},

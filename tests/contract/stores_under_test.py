@@ -19,11 +19,13 @@ from racecap.dal.registrations import DynamoRegistrations
 from racecap.dal.transactions import TransactItem, transact
 from racecap.dal.windows import DynamoWindows
 from racecap.ledger.store import DynamoLedger, LedgerStore
+from racecap.questions.store import DynamoQuestions, QuestionStore
 
 import blueprint
 from local import servers
 from local.provision import create_table_params
 from tests.fakes.ledger import FakeLedger
+from tests.fakes.questions import FakeQuestions
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
 
@@ -41,6 +43,7 @@ class StoresUnderTest:
     windows: WindowStore
     audit: AuditStore
     ledger: LedgerStore
+    questions: QuestionStore
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
@@ -57,6 +60,7 @@ def fake_stores() -> Iterator[StoresUnderTest]:
         FakeWindows(tables),
         FakeAuditStore(tables),
         FakeLedger(tables),
+        FakeQuestions(tables),
     )
 
 
@@ -84,6 +88,7 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 DynamoWindows(client, races),
                 DynamoAudit(client, blueprint.table("Audit").local_name),
                 DynamoLedger(client, regs),
+                DynamoQuestions(client, races),
             )
         finally:
             server.stop()

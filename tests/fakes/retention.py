@@ -10,6 +10,7 @@ from datetime import datetime
 from racecap.dal.transactions import TransactItem
 from racecap.domain import Registration
 from racecap.models import Event, Race
+from racecap.questions.rules import kept_after_purge, waiver_after_purge
 
 from .catalog import FakeCatalog
 from .stores import FakeTables, fake_item
@@ -52,6 +53,8 @@ class FakeRetention:
             }  # fmt: skip
             if age is not None:
                 changes["ageOnRaceDay"] = age
+            changes["answers"] = kept_after_purge(current.answers)
+            changes["waiver"] = waiver_after_purge(current.waiver)
             t.regs[rid] = current.model_copy(update=changes)
             t.emails.pop((reg.raceId, reg.email), None)
             t.holds.pop(reg.holdId, None)

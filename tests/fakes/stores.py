@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from pydantic import BaseModel
-from racecap.dal.holds import BUSY_FOR
+from racecap.dal.holds import BUSY_FOR, OptionShardFull
+from racecap.dal.keys import option_counter
 from racecap.dal.registrations import CounterMoved, DuplicateRegistration
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import (
@@ -99,6 +100,24 @@ class FakeTables:
                 self.live.discard(hold_id)
 
         return fake_item(ok, apply)
+
+    def stock_items(self, hold: Hold, attempt: Attempt | None, delta: int) -> list[TransactItem]:
+        """The attempt's stocked options taken (+1, below the cap) or given back (-1), as the
+        adapter's items on the option counters' shards (``dal.keys.option_counter``)."""
+        items = []
+        for entry in (attempt.stock or []) if attempt else []:
+            question_id, option_id, shard = entry.split("#", 2)
+            counter = (hold.raceId, option_counter(hold.eventId, question_id, option_id))
+
+            def ok(counter: tuple[str, str] = counter, shard: str = shard) -> bool:
+                cap, taken = self.shards.get(counter, {}).get(shard, [0, 0])
+                return delta < 0 or taken < cap
+
+            def apply(counter: tuple[str, str] = counter, shard: str = shard) -> None:
+                self.shards[counter][shard][1] += delta
+
+            items.append(fake_item(ok, apply))
+        return items
 
     def shard_item(self, hold: Hold, delta: int, *, guard: bool = False) -> TransactItem:
         def ok() -> bool:
@@ -181,7 +200,9 @@ class FakeHolds:
             raise
         return True
 
-    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False) -> BeginOutcome:
+    def begin_payment(
+        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+    ) -> BeginOutcome:
         t = self.tables
 
         def hold_ok(h: Hold) -> bool:
@@ -201,14 +222,24 @@ class FakeHolds:
                 hold.registrationId, hold.holdId, hold.eventId, EmailClaimPhase.CLAIMED
             )
 
+        stock = t.stock_items(hold, attempt, +1) if take_stock else []
+
+        def fresh_only(h: Hold) -> bool:  # taking stock: only from HELD (see the adapter)
+            return h.status == HoldPhase.HELD and h.expiresAt > now
+
         try:
             t.transact(
                 [
-                    t.hold_item(hold.holdId, hold_ok, status=HoldPhase.PAYING, attempt=attempt, **busy),
+                    t.hold_item(
+                        hold.holdId, fresh_only if stock else hold_ok, status=HoldPhase.PAYING, attempt=attempt, **busy
+                    ),
                     fake_item(email_ok, claim_email),
+                    *stock,
                 ]
             )
         except ConditionFailed as exc:
+            if exc.first >= 2:
+                raise OptionShardFull((attempt.stock or [])[exc.first - 2]) from exc
             return BeginOutcome.HOLD_GONE if exc.first == 0 else BeginOutcome.EMAIL_TAKEN
         return BeginOutcome.STARTED
 
@@ -223,12 +254,14 @@ class FakeHolds:
                     hold.holdId, self._paying_with(attempt), status=HoldPhase.HELD, attempt=None, busyUntil=None
                 ),
                 t.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True),
+                *t.stock_items(hold, attempt, -1),
             ]
         )
 
     def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool:
         email = self.tables.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True)
-        return self._move_place(hold, self._paying_with(attempt), HoldPhase.EXPIRED, [email])
+        stock = self.tables.stock_items(hold, attempt, -1)
+        return self._move_place(hold, self._paying_with(attempt), HoldPhase.EXPIRED, [email, *stock])
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
         t = self.tables
@@ -470,6 +503,7 @@ class FakeRegistrations:
             t.shard_item(hold, -1, guard=True),
             t.release_email_item(reg.raceId, reg.email, rid, only_claimed=False),
             fake_item(lambda: True, count),
+            *t.stock_items(hold, hold.attempt, -1),
         ]
 
 

@@ -14,10 +14,13 @@ from racecap.logic.sweeper import HoldSweeper
 from racecap.logic.validation import RegistrationRequest
 from racecap.logic.writer import RegistrationWriter
 from racecap.models import Director
+from racecap.questions.service import Questions
 
 from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
 from tests.fakes.ledger import FakeLedger
 from tests.fakes.payments import FakePaymentProvider
+from tests.fakes.questions import FakeQuestions
+from tests.fakes.races import FakeInventory, local_cache
 from tests.fakes.stores import FakeHolds, FakeQueue, FakeRegistrations, FakeTables, FakeWriterPace
 
 DIRECTOR = Director(sub="dir-1", username="dana")
@@ -36,6 +39,10 @@ class World:
         self.catalog = FakeCatalog(self.tables)
         self.holds = FakeHolds(self.tables)
         self.regs = FakeRegistrations(self.tables)
+        self.question_store = FakeQuestions(self.tables)
+        self.questions = Questions(
+            self.question_store, self.tables.transact, FakeAudit(self.tables), local_cache(), FakeInventory(self.tables)
+        )
         self.hold_service = HoldService(self.catalog, self.holds, self.flags)  # type: ignore[arg-type]
         self.registration = RegistrationService(
             self.catalog,  # type: ignore[arg-type]
@@ -44,6 +51,7 @@ class World:
             self.payments,
             self.queue,
             pace=self.pace,
+            questions=self.questions,
         )
         self.sweeper = HoldSweeper(self.holds, self.payments, self.registration, self.catalog, self.flags)  # type: ignore[arg-type]
         self.writer = RegistrationWriter(self.regs, self.emails, pace=self.pace)  # type: ignore[arg-type]

@@ -65,11 +65,12 @@ def _body_models() -> dict[str, type]:
     from racecap.fairness import queue
     from racecap.ledger import models as ledger_models
     from racecap.logic import admin, validation
+    from racecap.questions import models as question_models
     from racecap.results import models
 
     return {
         name: obj
-        for module in (admin, queue, validation, models, ledger_models)
+        for module in (admin, queue, validation, models, ledger_models, question_models)
         for name, obj in vars(module).items()
         if isinstance(obj, type) and issubclass(obj, BaseModel)
     }

@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> None:
         default=int(_env_float("STEADY_RUNNERS", 300)),
         help="a second, lighter burst in the same run, for latency below saturation (0: skip)",
     )
+    p.add_argument(
+        "--answers",
+        type=int,
+        default=int(_env_float("ANSWERS", 0)),
+        help="registration questions each runner answers (0-5; ANSWERS=5 make bench: a registration with five)",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "reports")
     p.add_argument(
         "--only-flow",

@@ -57,6 +57,7 @@ def burst_config(args: argparse.Namespace) -> BurstConfig:
         payments_budget_per_second=args.provider_rate * PAYMENTS_BUDGET_SHARE,
         out_dir=args.out,
         report=True,
+        answers=getattr(args, "answers", 0),
     )
 
 

@@ -58,6 +58,9 @@ class BurstConfig:
     payments_budget_per_second: float | None = None
     drain_timeout_s: float = 300.0
     artillery_timeout_s: float = 1800.0
+    # Registration questions each runner answers (tools/burst/stack.seed_questions): 0, as
+    # before, or up to 5 (emergency contact name and phone, a T-shirt size, yes/no, a country).
+    answers: int = 0
     out_dir: Path = ROOT / "reports"
     report: bool = True
     quiet: bool = False

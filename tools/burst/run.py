@@ -21,7 +21,16 @@ from tools.burst.artillery import ARTILLERY_CPU_S, ensure_checks, run_artillery
 from tools.burst.config import BurstConfig, BurstResult, BurstRun
 from tools.burst.provider import ProviderWindow
 from tools.burst.scenarios import scenario
-from tools.burst.stack import Clients, audit_until_clean, confirmations, drain, event_caps, seed_race, start_stack
+from tools.burst.stack import (
+    Clients,
+    audit_until_clean,
+    confirmations,
+    drain,
+    event_caps,
+    seed_questions,
+    seed_race,
+    start_stack,
+)
 from tools.burst.summary import summarize
 from tools.burst.warm import http, warm_servers, warm_up
 
@@ -85,6 +94,10 @@ def run_burst(
             f"{cfg.think_min_s:g}-{cfg.think_max_s:g}s, waiting-screen back-off x{cfg.backoff_scale:g}"
         )
         ctx = BurstRun(cfg, base, race_id, event_ids, work, say, stack, clients)
+        if cfg.answers and clients is not None and stack is not None:
+            answers = seed_questions(clients, race_id, cfg.answers, f"redis://127.0.0.1:{stack.ports.redis}/0")
+            ctx.artillery_env["RACECAP_ANSWERS"] = json.dumps(answers)
+            say(f"each runner answers {len(answers)} registration questions: {', '.join(answers)}")
         hooks = cfg.local
         if probe:
             probe("start")

@@ -97,6 +97,61 @@ def seed_race(
     return admin.create_race(director_sub(DIRECTOR), draft, open_now=open_now).raceId
 
 
+# What a runner answers, in the order the questions are added (the first n of them).
+FIVE_ANSWERS: list[tuple[str, object]] = [
+    ("rc_emergency_name", "Kim Runner"),
+    ("rc_emergency_phone", "+44 20 7946 0958"),
+    ("shirt", "M"),
+    ("member", True),
+    ("nation", "GB"),
+]
+
+
+def seed_questions(clients: Clients, race_id: str, answers: int, redis_url: str) -> dict[str, object]:
+    """Ask the race's events questions (as the admin API saves them, moving the stack's
+    cached stamp on: the warm-up has read "no questions" already) so that each runner
+    answers ``answers`` of them (1-5); returns those answers, as the runners send them."""
+    import redis
+    from racecap.cache import TieredCache
+    from racecap.dal.audit import DynamoAudit
+    from racecap.dal.transactions import transact
+    from racecap.logic.audit import AuditTrail
+    from racecap.models import Director
+    from racecap.questions.models import QuestionSetDraft
+    from racecap.questions.service import Questions
+    from racecap.questions.store import DynamoQuestions
+
+    wanted = dict(FIVE_ANSWERS[: max(1, min(answers, len(FIVE_ANSWERS)))])
+    own = {
+        "shirt": {"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "required": True,
+                  "options": [{"id": s, "label": s} for s in ("S", "M", "L")]},
+        "member": {"id": "member", "kind": "YES_NO", "label": "Member of a club?"},
+        "nation": {"id": "nation", "kind": "COUNTRY", "label": "Nationality"},
+    }  # fmt: skip
+    draft = QuestionSetDraft.model_validate(
+        {
+            "builtIns": {"emergencyContact": "rc_emergency_name" in wanted},
+            "questions": [q for qid, q in own.items() if qid in wanted],
+        }
+    )
+    races = DynamoRaceStore(clients.dynamodb, blueprint.table("Races").local_name)
+    service = Questions(
+        DynamoQuestions(clients.dynamodb, blueprint.table("Races").local_name),
+        lambda items: transact(clients.dynamodb, items),
+        AuditTrail(DynamoAudit(clients.dynamodb, blueprint.table("Audit").local_name)),
+        TieredCache(lambda: redis.Redis.from_url(redis_url)),
+        DynamoInventory(clients.dynamodb, blueprint.table("Inventory").local_name),
+    )
+    found = races.get_race(race_id)
+    assert found is not None
+    race, events = found
+    for event in events:
+        service.save(Director(sub=director_sub(DIRECTOR), username=DIRECTOR), race, event, draft)
+    if "rc_emergency_name" not in wanted:  # the phone alone is not asked without the name
+        wanted.pop("rc_emergency_phone", None)
+    return wanted
+
+
 def event_caps(cfg: BurstConfig) -> list[tuple[str, int, int]]:
     total = cfg.cap if cfg.cap is not None else scenario(cfg.scenario).places(cfg)
     caps = [(n, max(1, round(total * share)), price) for n, share, price in EVENT_SPLIT]

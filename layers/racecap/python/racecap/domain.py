@@ -55,6 +55,7 @@ class EmailClaimPhase(StrEnum):
 
 class BeginOutcome(StrEnum):
     STARTED = "STARTED"
+    OPTION_GONE = "OPTION_GONE"  # a stocked option's shard was full (``Attempt.stock``)
     HOLD_GONE = "HOLD_GONE"
     EMAIL_TAKEN = "EMAIL_TAKEN"
 
@@ -79,6 +80,17 @@ class Attempt:
     amountCents: int
     currency: str
     startedAt: str
+    # The runner's answers to the event's questions, as compact JSON ({questionId: answer}:
+    # numbers stay JSON numbers, where a DynamoDB map would refuse a float), and the version
+    # they answered. Events with questions only: absent otherwise, so those holds write what
+    # they did before.
+    answers: str | None = None
+    questionsVersion: int | None = None
+    # The options with stock the answers took (``dal.keys.stock_entry``: question, option and
+    # shard), given back with the place when the attempt ends without a registration.
+    stock: list[str] | None = None
+    # The waiver's acceptance (JSON, ``questions.models.WaiverRecord``): version, hash, time.
+    waiver: str | None = None
 
 
 class Hold(_Record):
@@ -136,6 +148,10 @@ class PaidRegistration(_Record):
     raceDate: str
     eventName: str
     paidAt: str
+    # As on the attempt: the answers (JSON) and the version of the questions they answered.
+    answers: str | None = None
+    questionsVersion: int | None = None
+    waiver: str | None = None  # as on the attempt
 
 
 class Registration(PaidRegistration):
@@ -229,6 +245,9 @@ class RegistrationRowData(TypedDict, total=False):
     disputeId: str
     purgedAt: str
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
+    answers: str  # the answers to the event's questions (JSON), with the version they answered
+    questionsVersion: int
+    waiver: str  # the waiver's acceptance (JSON)
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)

@@ -74,6 +74,12 @@ class Conflict(DomainError):
     code, status = "CONFLICT", 409
 
 
+class OptionSoldOut(Conflict):
+    """An option with stock (a T-shirt size) the runner chose has none left; nothing was taken."""
+
+    code = "OPTION_SOLD_OUT"
+
+
 class PaymentPending(DomainError):
     """The payment is not decided yet (3-D Secure, a bank still processing): ask again."""
 

@@ -122,10 +122,13 @@ def hold_service() -> HoldService:
 def registration_service() -> RegistrationService:
     from racecap.dal.queues import SqsQueue
     from racecap.logic.registration import RegistrationService
+    from racecap.questions.wiring import questions  # the capability's root imports this one
 
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
     requeue_after = timedelta(seconds=get_settings().requeue_after_s)
-    return RegistrationService(catalog(), holds(), registrations(), payments(), queue, requeue_after, writer_pace())
+    return RegistrationService(
+        catalog(), holds(), registrations(), payments(), queue, requeue_after, writer_pace(), questions()
+    )
 
 
 @lru_cache(maxsize=1)
@@ -147,8 +150,9 @@ def emails_queue() -> SqsQueue:
 @lru_cache(maxsize=1)
 def writer() -> RegistrationWriter:
     from racecap.logic.writer import RegistrationWriter
+    from racecap.questions.wiring import questions  # the capability's root imports this one
 
-    return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace())
+    return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace(), answers=questions())
 
 
 @lru_cache(maxsize=1)
@@ -291,8 +295,9 @@ def race_admin() -> RaceAdmin:
 @lru_cache(maxsize=1)
 def participants() -> Participants:
     from racecap.logic.participants import Participants
+    from racecap.questions.wiring import questions  # the capability's root imports this one
 
-    return Participants(registrations())
+    return Participants(registrations(), questions())
 
 
 @lru_cache(maxsize=1)

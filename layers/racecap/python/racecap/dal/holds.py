@@ -24,6 +24,7 @@ from racecap.dal.keys import (
     requeue_partition,
     requeue_partitions,
     shard_key,
+    stock_key,
 )
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.domain import Attempt, BeginOutcome, EmailClaimPhase, Hold, HoldPhase
@@ -34,6 +35,15 @@ TTL_AFTER_EXPIRY = timedelta(days=30)  # backstop clean-up of old hold records o
 # than the provider's bounded create call (2 + 5 s per try, 2 retries), so a duplicate cannot
 # race it; ended at once when the call fails, so only a crashed call makes a retry wait.
 BUSY_FOR = timedelta(seconds=25)
+
+
+class OptionShardFull(Exception):
+    """One stocked option's shard (``entry``: ``dal.keys.stock_entry``) had no unit left:
+    nothing was written; the caller tries its other shards, or says the option is sold out."""
+
+    def __init__(self, entry: str) -> None:
+        super().__init__(f"stock shard full: {entry}")
+        self.entry = entry
 
 
 def hold_from_item(item: dict[str, Any]) -> Hold:
@@ -176,7 +186,22 @@ class DynamoHolds:
         return True
 
     # -- paying -------------------------------------------------------------------------------
-    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False) -> BeginOutcome:
+    def _stock_items(self, hold: Hold, attempt: Attempt, delta: int) -> list[TransactItem]:
+        """Take (+1, only below the shard's cap) or give back (-1) the attempt's stocked options."""
+        return [
+            update_item(
+                self._table,
+                stock_key(hold.raceId, hold.eventId, entry),
+                "SET taken = taken + :d",
+                condition="taken < cap" if delta > 0 else None,
+                vals={":d": delta},
+            )
+            for entry in attempt.stock or ()
+        ]
+
+    def begin_payment(
+        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+    ) -> BeginOutcome:
         """Claim the email for the race and move the hold to PAYING, atomically.
 
         The same attempt may begin again (a retry after a crash or a lost response);
@@ -185,6 +210,11 @@ class DynamoHolds:
         marks the call creating it, so a duplicate arriving meanwhile is told HOLD_GONE (the
         caller answers "already being processed") instead of racing it to the provider. That
         is the call's idempotency, kept on the hold itself: no separate record to write.
+
+        The attempt's stocked options (``attempt.stock``) are taken in the same transaction,
+        each ``taken < cap`` on its shard (OPTION_GONE when one is full). Taking them, the hold
+        must still be HELD: a retry of an attempt already paying has its stock (the caller
+        passes ``take_stock=False``), so no interleaving takes one unit twice.
         """
         expression = "SET #s = :paying, attempt = :attempt"
         again = "#s = :paying AND attempt.#k = :key"
@@ -192,18 +222,23 @@ class DynamoHolds:
             ":paying": HoldPhase.PAYING,
             ":held": HoldPhase.HELD,
             ":now": now.isoformat(),
-            ":attempt": asdict(attempt),
+            # Fields an attempt leaves empty (no answers) are left out: not a byte more written.
+            ":attempt": {k: v for k, v in asdict(attempt).items() if v is not None},
             ":key": attempt.key,
         }
         if turn:
             expression += ", busyUntil = :busy"
             again += " AND (attribute_exists(intentId) OR attribute_not_exists(busyUntil) OR busyUntil <= :now)"
             vals[":busy"] = (now + BUSY_FOR).isoformat()
+        stock = self._stock_items(hold, attempt, +1) if take_stock else []
+        condition = "#s = :held AND expiresAt > :now" if stock else f"(#s = :held AND expiresAt > :now) OR ({again})"
+        if stock:
+            del vals[":key"]  # only the again branch names it (DynamoDB refuses unused values)
         try:
             transact(
                 self._db,
                 [
-                    self._update_hold(hold, expression, f"(#s = :held AND expiresAt > :now) OR ({again})", vals),
+                    self._update_hold(hold, expression, condition, vals),
                     {
                         "Put": {
                             "TableName": self._table,
@@ -221,9 +256,12 @@ class DynamoHolds:
                             "ExpressionAttributeValues": values({":rid": hold.registrationId}),
                         }
                     },
+                    *stock,
                 ],
             )
         except ConditionFailed as exc:
+            if exc.first >= 2:
+                raise OptionShardFull((attempt.stock or [])[exc.first - 2]) from exc
             return BeginOutcome.HOLD_GONE if exc.first == 0 else BeginOutcome.EMAIL_TAKEN
         return BeginOutcome.STARTED
 
@@ -244,6 +282,7 @@ class DynamoHolds:
                     },
                 ),
                 self._release_email(hold, attempt.email),
+                *self._stock_items(hold, attempt, -1),
             ],
         )
 
@@ -254,7 +293,7 @@ class DynamoHolds:
             hold,
             "#s = :paying AND attempt.#k = :key",
             vals,
-            extra=[self._release_email(hold, attempt.email)],
+            extra=[self._release_email(hold, attempt.email), *self._stock_items(hold, attempt, -1)],
         )
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:

@@ -7,6 +7,8 @@ Inventory (pk / sk):
                                             the index carries raceId and eventId only)
   EMAIL#<raceId>#<email>     / EMAIL        at most one per race: the email's claim
   CAP#<raceId>#<eventId>     / SHARD#<nnn>  the cap counter shards
+  CAP#<raceId>#<eventId>#OPTION#<questionId>#<optionId> / SHARD#<nnn>  an option's stock (a
+                                            T-shirt size), sharded and claimed like the cap
   BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
   STATS#<raceId>#<eventId>   / STATS        confirmed, revenueCents, cancelled, refundedCents
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
@@ -63,6 +65,22 @@ def shard_sk(n: int) -> str:
 
 def shard_key(race_id: str, event_id: str, shard: str) -> dict[str, Any]:
     return key(cap_pk(race_id, event_id), shard)
+
+
+def option_counter(event_id: str, question_id: str, option_id: str) -> str:
+    """The counter an option's stock is kept under, in place of an event id: the cap's shards,
+    their claim and their plan (``logic.capacity``) serve it unchanged. Ids hold no ``#``."""
+    return f"{event_id}#OPTION#{question_id}#{option_id}"
+
+
+def stock_entry(question_id: str, option_id: str, shard: str) -> str:
+    """One option's unit a payment attempt took: ``<questionId>#<optionId>#SHARD#nnn``."""
+    return f"{question_id}#{option_id}#{shard}"
+
+
+def stock_key(race_id: str, event_id: str, entry: str) -> dict[str, Any]:
+    question_id, option_id, shard = entry.split("#", 2)
+    return shard_key(race_id, option_counter(event_id, question_id, option_id), shard)
 
 
 def live_partition(hold_id: str) -> str:

@@ -50,9 +50,13 @@ class HoldStore(Protocol):
         """HELD → RELEASED, or → EXPIRED once past ``expiresAt``; the place goes back. False: moved already."""
         ...
 
-    def begin_payment(self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False) -> BeginOutcome:
+    def begin_payment(
+        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+    ) -> BeginOutcome:
         """HELD → PAYING with ``attempt`` and its email claimed; the same attempt again. With
-        ``turn``, not while another call of it is still creating the intent (then HOLD_GONE)."""
+        ``turn``, not while another call of it is still creating the intent (then HOLD_GONE).
+        With ``take_stock``, the attempt's stocked options are taken too, from HELD only
+        (``dal.holds.OptionShardFull`` when one's shard is full)."""
         ...
 
     def end_call(self, hold: Hold, attempt: Attempt) -> None:

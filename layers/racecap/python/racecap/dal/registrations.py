@@ -25,6 +25,7 @@ from racecap.dal.keys import (
     shard_key,
     stats_key,
     stats_pk,
+    stock_key,
 )
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.domain import (
@@ -295,6 +296,13 @@ class DynamoRegistrations:
                     "ExpressionAttributeValues": values({":minus": -1, ":lost": -amount, ":one": 1, ":amt": amount}),
                 }
             },
+            # The options with stock it took (a T-shirt size) go back with the place.
+            *(
+                update_item(
+                    self._inv, stock_key(race_id, event_id, entry), "SET taken = taken - :one", vals={":one": 1}
+                )
+                for entry in (hold.attempt.stock or [] if hold.attempt else [])
+            ),
         ]
 
     # -- disputes -------------------------------------------------------------------------------

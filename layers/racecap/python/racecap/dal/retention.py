@@ -19,6 +19,7 @@ from racecap.dal.keys import RACE_SK, email_key, event_bib_pk, hold_key, race_ke
 from racecap.dal.transactions import TransactItem
 from racecap.domain import Registration
 from racecap.models import Race
+from racecap.questions.rules import kept_after_purge, waiver_after_purge
 
 # Records are written whole (model_dump), so a record not yet purged carries purgedAt as a
 # NULL attribute, or none at all if it predates the field: either way, not a string.
@@ -65,12 +66,22 @@ class DynamoRetention:
         if age is not None:
             sets += ", ageOnRaceDay = :age"
             vals[":age"] = age
+        removes = "refundId, disputeId"
+        kept = kept_after_purge(reg.answers)  # answers are personal data: all but the division go
+        if kept is not None:
+            sets += ", answers = :kept"
+            vals[":kept"] = kept
+        elif reg.answers is not None:
+            removes += ", answers"
+        if reg.waiver is not None:  # kept: which text was accepted, when; gone: the guardian's name
+            sets += ", waiver = :waiver"
+            vals[":waiver"] = waiver_after_purge(reg.waiver)
         return [
             {
                 "Update": {
                     "TableName": self._regs,
                     "Key": reg_key(reg.registrationId),
-                    "UpdateExpression": f"SET {sets} REMOVE refundId, disputeId",
+                    "UpdateExpression": f"SET {sets} REMOVE {removes}",
                     "ConditionExpression": "attribute_exists(pk)",
                     "ExpressionAttributeValues": values(vals),
                 }

@@ -48,10 +48,18 @@ class _Data(Model):
         return value.upper()
 
 
+class AnswerLine(Model):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    label: str = Field(max_length=300)
+    text: str = Field(max_length=5000)
+
+
 class ConfirmationData(_Data):
     lastName: str = Field(min_length=1, max_length=200)
     bib: str = Field(min_length=1, max_length=20)
     raceDate: str = Field(min_length=1, max_length=40)
+    answers: list[AnswerLine] = Field(default_factory=list, max_length=60)  # the runner's, to check
 
 
 class RefundData(_Data):
@@ -221,9 +229,28 @@ def render_confirmation(raw: dict[str, Any]) -> RenderedEmail:
         "registrationId": d.registrationId,
     }
     subject = _one_line(f"You're registered: {d.raceName} — {d.eventName} (bib {d.bib})")
-    content = _CONFIRMATION_HTML.substitute(_escaped(values))
-    text = _CONFIRMATION_TEXT.substitute(values)
+    content = _CONFIRMATION_HTML.substitute(_escaped(values)) + _answers_html(d.answers)
+    text = _CONFIRMATION_TEXT.substitute(values) + _answers_text(d.answers)
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
+def _answers_text(answers: list[AnswerLine]) -> str:
+    if not answers:
+        return ""
+    lines = "".join(f"  {a.label}: {_one_line(a.text)}\n" for a in answers)
+    return f"\nYour answers (tell the organiser if something is wrong):\n{lines}"
+
+
+def _answers_html(answers: list[AnswerLine]) -> str:
+    if not answers:
+        return ""
+    cell = '<td style="color:#66788a;padding-right:12px">'
+    rows = "".join(f"<tr>{cell}{html.escape(a.label)}</td><td>{html.escape(a.text)}</td></tr>" for a in answers)
+    table = '<table role="presentation" style="border-collapse:collapse;width:100%;font-size:14px;line-height:1.8">'
+    return (
+        f'<h2 style="font-size:16px;margin:20px 0 8px">Your answers</h2>{table}{rows}</table>'
+        '<p style="margin:8px 0 0;font-size:13px;color:#66788a">Tell the organiser if something is wrong.</p>'
+    )
 
 
 def render_refund(raw: dict[str, Any]) -> RenderedEmail:

@@ -28,16 +28,17 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from racecap.dal.ports import RegistrationStore
 from racecap.domain import ROW_FIELDS, Registration, RegistrationPhase, RegistrationRowData
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.logic.validation import EMAIL_RE, normalize_email
-from racecap.models import Event, Race, RegistrationPage, RegistrationRow
+from racecap.models import Event, Race
 from racecap.money import in_units
+from racecap.questions.models import AnsweredPage, AnsweredRow, AnswerView, WaiverRecord
 
 PAGE_MAX = 500
 SEARCH_READ_BUDGET = 5_000
@@ -101,9 +102,22 @@ class ExportPage:
     gzipped: bool
 
 
+class AnswerReader(Protocol):
+    """The registration questions' answers as directors read them (``racecap.questions.service.Questions``)."""
+
+    def described(self, race_id: str, event_id: str, answers: str | None, version: int | None) -> list[AnswerView]: ...
+
+    def columns(self, race_id: str, event_ids: Sequence[str]) -> list[tuple[str, str]]: ...
+
+    def cells(
+        self, race_id: str, event_id: str, answers: str | None, version: int | None, ids: Sequence[str]
+    ) -> list[str]: ...
+
+
 class Participants:
-    def __init__(self, registrations: RegistrationStore) -> None:
+    def __init__(self, registrations: RegistrationStore, answers: AnswerReader | None = None) -> None:
         self._regs = registrations
+        self._answers = answers
 
     # -- the list ----------------------------------------------------------------------------
     def page(
@@ -116,17 +130,17 @@ class Participants:
         status: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
-    ) -> RegistrationPage:
+    ) -> AnsweredPage:
         chosen = _chosen(race, events, event_id)
         query = (q or "").strip()
         if query.isdigit():
             found = [self._regs.by_bib(race.raceId, e.eventId, int(query)) for e in chosen]
-            return _page([r for r in found if r and _wanted(r, status)], None)
+            return self._page(race, [r for r in found if r and _wanted(r, status)], None)
         if EMAIL_RE.match(normalize_email(query)):
             reg = self._regs.by_email(race.raceId, normalize_email(query))
             row = _row(reg) if reg is not None else None
             keep = row is not None and row["eventId"] in {e.eventId for e in chosen} and _wanted(row, status)
-            return _page([row] if row is not None and keep else [], None)
+            return self._page(race, [row] if row is not None and keep else [], None)
         words = query.lower().split()
         rows: list[RegistrationRowData] = []
         pos = decode_cursor(cursor)
@@ -143,7 +157,22 @@ class Participants:
                         break
             if len(rows) < limit and not more:
                 pos = Position(pos.event + 1, 0)
-        return _page(rows, encode_cursor(pos) if pos.event < len(chosen) else None)
+        return self._page(race, rows, encode_cursor(pos) if pos.event < len(chosen) else None)
+
+    def _page(self, race: Race, items: list[RegistrationRowData], cursor: str | None) -> AnsweredPage:
+        rows = []
+        for item in items:
+            row = AnsweredRow.model_validate(
+                {k: v for k, v in item.items() if v is not None and k not in ("answers", "waiver")}
+            )
+            if item.get("waiver"):
+                row.waiver = WaiverRecord.model_validate_json(str(item.get("waiver")))
+            if self._answers is not None and item.get("answers"):
+                row.answers = self._answers.described(
+                    race.raceId, row.eventId, item.get("answers"), item.get("questionsVersion")
+                )
+            rows.append(row)
+        return AnsweredPage(registrations=rows, nextCursor=cursor)
 
     # -- the export ------------------------------------------------------------------------------
     def export_lines(
@@ -153,8 +182,13 @@ class Participants:
         resumes right after it (None after the last one)."""
         names = {e.eventId: e.name for e in events}
         pos = decode_cursor(cursor)
+        # One column per question any event of the race asks or asked, after the fixed ones
+        # (a director's sheet reading those by position keeps working). Every page has the
+        # same columns: they come from saved versions only, never from the rows read.
+        questions = self._answers.columns(race.raceId, [e.eventId for e in events]) if self._answers else []
+        ids = [qid for qid, _ in questions]
         if cursor is None:
-            yield _csv_line(CSV_COLUMNS), encode_cursor(pos)
+            yield _csv_line((*CSV_COLUMNS, *(f"{label} [{qid}]" for qid, label in questions))), encode_cursor(pos)
         for index in range(pos.event, len(events)):
             after = pos.after_bib if index == pos.event else 0
             for item in self._regs.event_rows(race.raceId, events[index].eventId, after):
@@ -174,6 +208,13 @@ class Participants:
                     item.get("cancelledAt", ""),
                     item.get("registrationId", ""),
                     _in_units(item),
+                    *(
+                        self._answers.cells(
+                            race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids
+                        )
+                        if self._answers is not None and ids
+                        else ()
+                    ),
                 )
                 yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
@@ -250,11 +291,6 @@ def _matches(item: RegistrationRowData, words: list[str]) -> bool:
 
 def _wanted(item: RegistrationRowData, status: str | None) -> bool:
     return status is None or item.get("status") == status
-
-
-def _page(items: list[RegistrationRowData], cursor: str | None) -> RegistrationPage:
-    rows = [RegistrationRow.model_validate({k: v for k, v in item.items() if v is not None}) for item in items]
-    return RegistrationPage(registrations=rows, nextCursor=cursor)
 
 
 def _csv_line(values: tuple[Any, ...]) -> str:

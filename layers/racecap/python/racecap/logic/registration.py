@@ -33,10 +33,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Protocol, TypeVar
 
+from racecap.dal.holds import OptionShardFull
+from racecap.dal.keys import stock_entry
 from racecap.dal.payments import (
     IntentStatus,
     NewIntent,
@@ -65,19 +69,22 @@ from racecap.errors import (
     EmailAlreadyRegistered,
     HoldExpired,
     HoldNotFound,
+    OptionSoldOut,
     PaymentDeclined,
     PaymentNotStarted,
     PaymentPending,
     PaymentRefused,
     RegistrationNotFound,
+    ValidationFailed,
 )
 from racecap.logic import backlog
-from racecap.logic.eligibility import check_age
+from racecap.logic.eligibility import age_on, check_age
 from racecap.logic.holds import hold_id_for
 from racecap.logic.races import RaceDefinitions
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import Event, Race, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics
+from racecap.questions.models import StockedChoice, StoredAnswers, WaiverAcceptance
 
 T = TypeVar("T")
 
@@ -93,6 +100,18 @@ UNPAID_STATUS = {
     IntentStatus.REQUIRES_ACTION: "REQUIRES_ACTION",
     IntentStatus.PROCESSING: "PROCESSING",
 }
+
+
+class AnswerCheck(Protocol):
+    """The event's registration questions (``racecap.questions.service.Questions``)."""
+
+    def check(self, race_id: str, event_id: str, answers: Mapping[str, Any] | None) -> StoredAnswers | None: ...
+
+    def stocked(self, race_id: str, event_id: str, answered: StoredAnswers) -> list[StockedChoice]: ...
+
+    def accept_waiver(
+        self, race_id: str, event_id: str, version: int | None, given: WaiverAcceptance | None, age: int, now: datetime
+    ) -> str | None: ...
 
 
 def attempt_key(hold_id: str, email: str) -> str:
@@ -136,6 +155,9 @@ def registration_message(
         raceDate=race.raceDate,
         eventName=event.name,
         paidAt=now.isoformat(),
+        answers=attempt.answers,
+        questionsVersion=attempt.questionsVersion,
+        waiver=attempt.waiver,
     )
 
 
@@ -175,6 +197,7 @@ class RegistrationService:
         queue: MessageQueue,
         requeue_after: timedelta = REQUEUE_AFTER,
         pace: WriterPace | None = None,
+        questions: AnswerCheck | None = None,
     ) -> None:
         self._catalog = catalog
         self._holds = holds
@@ -183,6 +206,7 @@ class RegistrationService:
         self._queue = queue
         self._requeue_after = requeue_after
         self._pace = pace
+        self._questions = questions
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's details: claim the email, then the hold's intent (and, given a
@@ -199,6 +223,8 @@ class RegistrationService:
 
         race, event = self._race_event(hold)
         check_age(race, event, request.dateOfBirth)  # before anything is claimed or charged
+        answered = self._check_answers(hold, request)
+        waiver = self._accept_waiver(hold, race, request, answered, now)
         attempt = Attempt(
             key=attempt_key(hold_id, request.email),
             email=request.email,
@@ -208,8 +234,11 @@ class RegistrationService:
             amountCents=event.price_at(hold.createdAt) if hold.amountCents is None else hold.amountCents,
             currency=hold.currency or event.currency,
             startedAt=now.isoformat(),
+            answers=answered.to_json() if answered else None,
+            questionsVersion=answered.questionsVersion if answered else None,
+            waiver=waiver,
         )
-        outcome = self._holds.begin_payment(hold, attempt, now, turn=True)
+        outcome, attempt = self._begin(hold, attempt, answered, now)
         if outcome == BeginOutcome.EMAIL_TAKEN:
             metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
             raise EmailAlreadyRegistered(f"{request.email} is already registered for {race.name}.")
@@ -342,6 +371,63 @@ class RegistrationService:
         return True
 
     # -- steps ---------------------------------------------------------------------------------
+    def _begin(
+        self, hold: Hold, attempt: Attempt, answered: StoredAnswers | None, now: datetime
+    ) -> tuple[BeginOutcome, Attempt]:
+        """``begin_payment``, taking the answers' options with stock (a T-shirt size) in the
+        same transaction: a random shard of each with a unit left, the next one when it is
+        full, ``OptionSoldOut`` naming the answer when every shard is. An attempt already
+        paying (a retry, a second tab) keeps the units it took and takes none again."""
+        stocked = self._questions.stocked(hold.raceId, hold.eventId, answered) if self._questions and answered else []
+        if not stocked:
+            return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
+        previous = hold.attempt
+        if hold.status == HoldPhase.PAYING and previous is not None and previous.key == attempt.key:
+            kept = previous.stock or []
+            if sorted(e.rsplit("#", 2)[0] for e in kept) != sorted(f"{c.question_id}#{c.option_id}" for c in stocked):
+                raise Conflict("A payment for this hold is already in progress with other answers.", retry_after=2)
+            attempt = replace(attempt, stock=kept)
+            return self._holds.begin_payment(hold, attempt, now, turn=True, take_stock=False), attempt
+        full: set[str] = set()
+        while True:
+            picks = []
+            for choice in stocked:
+                left = [s for s in choice.shards if stock_entry(choice.question_id, choice.option_id, s) not in full]
+                if not left:
+                    metrics.add_metric(name="OptionSoldOut", unit="Count", value=1)
+                    raise OptionSoldOut(
+                        f"{choice.label} is sold out; please choose another.",
+                        fields={f"answers.{choice.question_id}": f"{choice.label} is sold out."},
+                    )
+                picks.append(stock_entry(choice.question_id, choice.option_id, random.choice(left)))
+            attempt = replace(attempt, stock=picks)
+            try:
+                return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
+            except OptionShardFull as exc:
+                full.add(exc.entry)  # nothing was written: try the option's other shards
+
+    def _accept_waiver(
+        self, hold: Hold, race: Race, request: RegistrationRequest, answered: StoredAnswers | None, now: datetime
+    ) -> str | None:
+        """The waiver's acceptance as kept (400 naming ``waiver.…`` when missing, or a minor's
+        guardian is); the age that decides it is on race day, as the event's age rule's."""
+        if self._questions is None:
+            if request.waiver is not None:
+                raise ValidationFailed("This event has no waiver to accept.", fields={"waiver": "Not asked."})
+            return None
+        age = age_on(request.dateOfBirth, date.fromisoformat(race.raceDate))
+        version = answered.questionsVersion if answered else None
+        return self._questions.accept_waiver(hold.raceId, hold.eventId, version, request.waiver, age, now)
+
+    def _check_answers(self, hold: Hold, request: RegistrationRequest) -> StoredAnswers | None:
+        """The answers as checked against the event's questions now (400 naming
+        ``answers.<id>`` before anything is claimed or charged); None: the event asks none."""
+        if self._questions is None:
+            if request.answers:
+                raise ValidationFailed("This event asks no questions.", fields={"answers": "Not asked."})
+            return None
+        return self._questions.check(hold.raceId, hold.eventId, request.answers)
+
     def _race_event(self, hold: Hold) -> tuple[Race, Event]:
         race, events = self._catalog.definition(hold.raceId)
         return race, next(e for e in events if e.eventId == hold.eventId)

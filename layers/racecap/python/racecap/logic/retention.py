@@ -10,8 +10,10 @@ on, the retention job (``functions/retention_purge``, hourly) deletes what is no
   carry the payment attempt: email, date of birth);
 
 and keeps what results publish and directors count: name, bib, event, status, amounts,
-times, the stats. Registration answers (custom questions) do not exist in Racecap yet;
-when they do they belong in this list. Confirmation emails sent, the audit trail and the
+times, the stats. The answers to the registration questions (emergency contacts, clubs,
+everything a runner typed: ``racecap.questions``) go too, all but the division, which places
+runners in the results' categories as the age on race day does in age groups; the holds
+that carried them are deleted above. Confirmation emails sent, the audit trail and the
 webhook log hold no runner's address; unpaid holds and their attempts expire through TTL
 30 days after they lapse, so ``MIN_RETENTION_DAYS`` is longer than that with a margin for
 TTL's own delay.

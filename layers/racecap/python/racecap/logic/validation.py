@@ -12,6 +12,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from racecap.logic.eligibility import age_on
 from racecap.models import Model
+from racecap.questions.models import Answers, WaiverAcceptance
 
 # Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
 # is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
@@ -37,6 +38,11 @@ class RegistrationRequest(Model):
     # Stripe's "finalize on the server" flow). Without it the answer carries the intent's
     # client secret and the browser confirms with Stripe.js. Never card numbers.
     paymentMethod: str | None = Field(default=None, min_length=4, max_length=200, pattern=r"^pm_[A-Za-z0-9_]+$")
+    # The answers to the event's registration questions (GET /api/races/{raceId}/events/{eventId}/questions),
+    # by question id; checked against the questions as they stand (racecap.questions).
+    answers: Answers | None = Field(default=None, max_length=60)
+    # The event's waiver accepted (and, for a runner under 18 on race day, by a parent or guardian).
+    waiver: WaiverAcceptance | None = None
 
     @field_validator("email")
     @classmethod

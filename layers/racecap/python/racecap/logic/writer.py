@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -31,7 +32,8 @@ TURN_HOLD_MS = 2000
 TURN_WAIT_S = 1.0
 
 
-def confirmation_email(reg: Registration) -> EmailMessage:
+def confirmation_email(reg: Registration, answers: Sequence[tuple[str, str]] = ()) -> EmailMessage:
+    """The confirmation; ``answers``: (question, answer as words) pairs, shown to the runner."""
     return EmailMessage(
         kind="confirmation",
         dedupKey=f"confirmation:{reg.registrationId}",
@@ -46,8 +48,15 @@ def confirmation_email(reg: Registration) -> EmailMessage:
             "amountCents": reg.amountCents,
             "currency": reg.currency,
             "raceDate": reg.raceDate,
+            **({"answers": [{"label": q, "text": a} for q, a in answers]} if answers else {}),
         },
     )
+
+
+class AnswerReader(Protocol):
+    """The answers as words (``racecap.questions.service.Questions.described``)."""
+
+    def described(self, race_id: str, event_id: str, answers: str | None, version: int | None) -> list[Any]: ...
 
 
 class Turns(Protocol):
@@ -63,7 +72,9 @@ class RegistrationWriter:
         emails: MessageQueue,
         turns: Turns | None = None,
         pace: WriterPace | None = None,
+        answers: AnswerReader | None = None,
     ) -> None:
+        self._answers = answers
         self._regs = registrations
         self._emails = emails
         self._turns = turns
@@ -128,8 +139,19 @@ class RegistrationWriter:
             metrics.add_metric(name="DuplicateDelivery", unit="Count", value=len(done))
         # Re-enqueue emails for duplicates too: the earlier delivery may have crashed
         # between its commit and its email; the sender deduplicates.
-        self._emails.send_many([confirmation_email(r) for r in [*confirmed, *done.values()]])
+        self._emails.send_many([confirmation_email(r, self._answered(r)) for r in [*confirmed, *done.values()]])
         return len(confirmed)
+
+    def _answered(self, reg: Registration) -> list[tuple[str, str]]:
+        if self._answers is None or reg.answers is None:
+            return []
+        try:
+            views = self._answers.described(reg.raceId, reg.eventId, reg.answers, reg.questionsVersion)
+        except Exception:
+            # The place is confirmed already: its email goes without the answers rather than never.
+            logger.warning("answers unavailable for the confirmation", extra={"registrationId": reg.registrationId})
+            return []
+        return [(v.label, v.text) for v in views]
 
     def _confirm_chunk(self, race_id: str, event_id: str, chunk: list[PaidRegistration]) -> list[Registration]:
         pending = list(chunk)

@@ -29,6 +29,7 @@ from racecap.logic.audit import AuditTrail
 from racecap.logic.races import RaceCatalog
 from racecap.models import Director, Event, Race
 from racecap.observability import logger
+from racecap.questions.rules import division_of
 from racecap.results.dataset import Dataset, format_ms
 from racecap.results.models import (
     EventResultsAdminView,
@@ -347,7 +348,11 @@ class ResultsProcessor:
                 born = None
             age = row.get("ageOnRaceDay")
             out[int(row["bib"])] = Entrant(
-                row.get("firstName") or "", row.get("lastName") or "", born, int(age) if age is not None else None
+                row.get("firstName") or "",
+                row.get("lastName") or "",
+                born,
+                int(age) if age is not None else None,
+                division=division_of(row.get("answers")),
             )
         return out
 

@@ -6,7 +6,8 @@ Columns (header names are case-insensitive; order is free):
     chip_time    H:MM:SS, MM:SS, optionally .s to .sss — required for finishers ranked by chip
     gun_time     the same — required for finishers ranked by gun time
     status       finished (or empty), DNF, DNS, DQ
-    category     optional, e.g. the gender division (also accepted as ``gender``)
+    category     optional, e.g. the gender division (also accepted as ``gender``); left empty
+                 (or left out), the runner's answer to the built-in division question
     split_<name> optional, any number: times at intermediate points (``split_10k``)
 
 Names and age on race day come from the registrations, never from the file. Every
@@ -51,6 +52,8 @@ class Entrant:
     date_of_birth: date | None
     # Once the race's personal data is deleted only the age on race day is left (logic.retention).
     age_on_race_day: int | None = None
+    # The runner's answer to the built-in division question (racecap.questions), if asked.
+    division: str | None = None
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,13 @@ def _runner(
     category = cell("category").upper() or None
     if category is not None and category not in known:
         problems.append(f"category {cell('category')!r} is not one of {', '.join(sorted(known))}")
+    elif category is None and entrant is not None and entrant.division:
+        category = entrant.division.upper()  # the division the runner chose at registration
+        if category not in known:
+            problems.append(
+                f"the runner's division {entrant.division!r} is not one of {', '.join(sorted(known))} "
+                "(give the category in the file, or add it to the categories)"
+            )
     if problems:
         text = "; ".join(problems)
         sheet.problem(line, text[0].upper() + text[1:] + ".")

@@ -1,0 +1,29 @@
+"""The questions capability's composition root (see ``racecap.wiring`` for the rest; as
+there, each factory imports its own parts, so a function loads only what it uses)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from racecap import clients
+from racecap.config import get_settings
+from racecap.wiring import audit_trail, cache, inventory, transact
+
+if TYPE_CHECKING:
+    from racecap.questions.service import Questions
+    from racecap.questions.store import DynamoQuestions
+
+
+@lru_cache(maxsize=1)
+def question_store() -> DynamoQuestions:
+    from racecap.questions.store import DynamoQuestions
+
+    return DynamoQuestions(clients.dynamodb(), get_settings().races_table)
+
+
+@lru_cache(maxsize=1)
+def questions() -> Questions:
+    from racecap.questions.service import Questions
+
+    return Questions(question_store(), transact, audit_trail(), cache(), inventory())
