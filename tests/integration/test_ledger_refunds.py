@@ -81,3 +81,67 @@ def test_a_refund_request_out_of_shape_is_refused_and_changes_nothing(director: 
         resp = kim.post(url, json=bad)
         assert resp.status_code == 400 and resp.json()["error"] == "VALIDATION_ERROR", (bad, resp.text)
     assert kim.post(url, json={"amountCents": 5}).status_code == 404
+
+
+def test_a_director_cancels_with_a_refund_of_an_amount_or_none_within_what_is_left(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-cancel-choice")
+    body = race_body((5,))
+    body["events"][0]["priceCents"] = 10_000  # 100 €
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    _, ann = hold_and_register(api, rid, eid, runner(f"ann.{rid[-6:].lower()}@example.com"))
+    _, bo = hold_and_register(api, rid, eid, runner(f"bo.{rid[-6:].lower()}@example.com"))
+    wait_confirmed(api, [ann, bo])
+    assert kim.post(f"/api/admin/races/{rid}/registrations/{ann}/refunds", json={"amountCents": 3000}).ok
+    reached_before, made_before = _refund_counters(stack)
+    cancel = f"/api/admin/races/{rid}/registrations/{ann}/cancel"
+
+    # Out of shape: 400, nothing changed.
+    for bad in (
+        {"refund": "AMOUNT"},
+        {"refund": "NONE", "amountCents": 500},
+        {"amountCents": 500},
+        {"refund": "SOME"},
+        {"refund": "AMOUNT", "amountCents": "500"},
+        {"refund": "AMOUNT", "amountCents": 0},
+        {"reason": "x" * 501},
+    ):
+        resp = kim.post(cancel, json=bad)
+        assert resp.status_code == 400 and resp.json()["error"] == "VALIDATION_ERROR", (bad, resp.text)
+    # More than the 70 € left: a clear 409, the registration still confirmed, no provider asked.
+    too_much = kim.post(cancel, json={"refund": "AMOUNT", "amountCents": 7001})
+    assert too_much.status_code == 409 and too_much.json()["error"] == "REFUND_TOO_LARGE", too_much.text
+    assert "70.00 EUR" in too_much.json()["message"]
+    assert backend.registrations().get(ann).status == "CONFIRMED"
+    assert _refund_counters(stack) == (reached_before, made_before)
+
+    done = kim.post(cancel, json={"refund": "AMOUNT", "amountCents": 5000, "reason": "moved to next year"})
+    assert done.status_code == 200, done.text
+    view = done.json()
+    assert (view["status"], view["refund"], view["refundedCents"], view["currency"]) == (
+        "CANCELLED", "AMOUNT", 5000, "EUR"
+    )  # fmt: skip
+    refund = standin(stack).get(f"{stack.stripe_url}/v1/refunds/{view['refundId']}").json()
+    assert refund["amount"] == 5000
+    # Nothing refunded: no provider asked, the place back all the same.
+    none = kim.post(f"/api/admin/races/{rid}/registrations/{bo}/cancel", json={"refund": "NONE"})
+    assert none.status_code == 200, none.text
+    assert (none.json()["refund"], none.json()["refundedCents"], none.json()["refundId"]) == ("NONE", 0, "")
+    assert _refund_counters(stack) == (reached_before + 1, made_before + 1)
+
+    audit = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]
+    cancels = {e["target"]: e["details"] for e in audit if e["action"] == "registration.cancel"}
+    assert (cancels[ann]["refund"], cancels[ann]["refundCents"], cancels[ann]["reason"]) == (
+        "AMOUNT", 5000, "moved to next year"
+    )  # fmt: skip
+    assert (cancels[bo]["refund"], cancels[bo]["refundCents"]) == ("NONE", 0)
+    (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
+    assert (event["confirmed"], event["cancelled"], event["placesLeft"], event["refundedCents"]) == (0, 2, 5, 8000)
+    # The refund's webhook is recorded, not taken for an outside refund: still cancelled as chosen.
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    assert backend.registrations().get(ann).cancelRefundCents == 5000

@@ -367,9 +367,11 @@ class RegistrationPage(Model):
 
 class CancellationView(Model):
     registrationId: str
-    status: Literal["CANCELLED"]
-    refundId: str
-    amountCents: int
+    status: Literal["CANCELLED"] = Field(description="The registration's new state.")
+    refund: Literal["FULL", "NONE", "AMOUNT"] = Field(description="The refund chosen when it was cancelled.")
+    refundedCents: int = Field(description="What this cancellation refunded, in the currency's smallest unit.")
+    refundId: str = Field(description="The provider's refund id ('' when nothing was refunded).")
+    amountCents: int = Field(description="What the registration paid.")
     currency: str
     cancelledAt: str
     changed: bool = Field(description="False when the registration was already cancelled (a repeat).")

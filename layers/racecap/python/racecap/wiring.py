@@ -333,9 +333,13 @@ def _race_name(race_id: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def cancellations() -> Cancellations:
+    from racecap.ledger.store import DynamoLedger
     from racecap.logic.refunds import Cancellations
 
-    return Cancellations(registrations(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog())
+    ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
+    return Cancellations(
+        registrations(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger
+    )
 
 
 # -- the email sender ---------------------------------------------------------------------------

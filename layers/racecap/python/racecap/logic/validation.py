@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from annotated_types import Gt, Le
+from pydantic import ConfigDict, Field, Strict, ValidationInfo, field_validator
 
 from racecap.logic.eligibility import age_on
-from racecap.models import Model
+from racecap.models import WHOLE_NUMBER, Model
 
 # Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
 # is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
@@ -68,4 +70,24 @@ class RegistrationRequest(Model):
 class CancelRequest(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
+    refund: Literal["FULL", "NONE", "AMOUNT"] = Field(
+        default="FULL",
+        description="FULL: all that is left of the payment after earlier refunds; NONE: nothing; "
+        "AMOUNT: `amountCents`.",
+    )
+    amountCents: Annotated[int, Strict(), Gt(0), Le(99_999_999), WHOLE_NUMBER] | None = Field(
+        default=None,
+        validate_default=True,
+        description="With `refund: AMOUNT` only (and required there), in the currency's smallest unit.",
+    )
     reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")
+
+    @field_validator("amountCents")
+    @classmethod
+    def _amount_with_amount_only(cls, v: int | None, info: ValidationInfo) -> int | None:
+        choice = info.data.get("refund")
+        if choice == "AMOUNT" and v is None:
+            raise ValueError("amountCents is required with refund AMOUNT.")
+        if choice != "AMOUNT" and v is not None:
+            raise ValueError("amountCents goes with refund AMOUNT only.")
+        return v
