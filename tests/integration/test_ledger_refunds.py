@@ -145,3 +145,47 @@ def test_a_director_cancels_with_a_refund_of_an_amount_or_none_within_what_is_le
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
     assert backend.registrations().get(ann).cancelRefundCents == 5000
+
+
+def _provider_calls(stack: LocalStack) -> dict[str, int]:
+    """The stand-in's own counts of what a registration or a cancellation would ask of it."""
+    stats = standin(stack).get(f"{stack.stripe_url}/_standin/stats").json()
+    asked = {k: v for k, v in stats["requests"].items() if k in ("POST /v1/payment_intents", "POST /v1/refunds")}
+    asked |= {k: v for k, v in stats["requests"].items() if k.startswith("POST /v1/payment_intents/pi_*")}
+    return asked | {"intents": stats["intents"], "refunds": stats["refunds"]}
+
+
+def test_a_free_entry_registers_and_is_cancelled_without_any_call_to_the_payment_provider(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-free")
+    body = race_body((3,))
+    body["events"][0]["priceCents"] = 0  # a free kids' race
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    before = _provider_calls(stack)
+
+    # The details alone register it: queued, no client secret, nothing to pay.
+    h = api.post(f"/api/races/{rid}/events/{eid}/holds")
+    assert h.status_code == 201 and h.json()["priceCents"] == 0, h.text
+    details = runner(f"kid.{rid[-6:].lower()}@example.com", token=None)
+    answer = api.post(f"/api/holds/{h.json()['holdId']}/registration", json=details)
+    assert answer.status_code == 202, answer.text
+    accepted = answer.json()
+    assert (accepted["status"], accepted["amountCents"], accepted.get("clientSecret")) == ("QUEUED", 0, None)
+    reg_id = accepted["registrationId"]
+    wait_confirmed(api, [reg_id])
+
+    cancelled = kim.post(f"/api/admin/races/{rid}/registrations/{reg_id}/cancel")
+    assert cancelled.status_code == 200, cancelled.text
+    assert (cancelled.json()["refundedCents"], cancelled.json()["refundId"]) == (0, "")
+    (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
+    assert (event["cancelled"], event["placesLeft"]) == (1, 3)
+
+    # The stand-in's own counters: no intent created, confirmed or updated, no refund.
+    assert _provider_calls(stack) == before
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    assert report.charges_succeeded == 0

@@ -199,7 +199,8 @@ class RegistrationAccepted(Model):
     registrationId: str
     status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING", "QUEUED", "CONFIRMED"] = Field(
         description="PAYMENT_REQUIRED / REQUIRES_ACTION / PROCESSING: confirm the payment in the browser "
-        "with `clientSecret` (Stripe.js), then call the hold's payment/confirm; QUEUED / CONFIRMED: paid."
+        "with `clientSecret` (Stripe.js), then call the hold's payment/confirm; QUEUED / CONFIRMED: paid "
+        "(or free: `amountCents` 0, no card step)."
     )
     clientSecret: str | None = Field(
         default=None, description="The hold's PaymentIntent client secret (Stripe.js), while unpaid."

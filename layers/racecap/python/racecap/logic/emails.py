@@ -215,7 +215,7 @@ def render_confirmation(raw: dict[str, Any]) -> RenderedEmail:
         "eventName": d.eventName,
         "bib": d.bib,
         "raceDate": format_race_date(d.raceDate),
-        "amount": format_money(d.amountCents, d.currency),
+        "amount": format_money(d.amountCents, d.currency) if d.amountCents else "Nothing (a free entry)",
         "registrationId": d.registrationId,
     }
     subject = _one_line(f"You're registered: {d.raceName} — {d.eventName} (bib {d.bib})")
