@@ -3,6 +3,8 @@ many clicks arrive at once, and a click past what is left never reaches the prov
 
 from __future__ import annotations
 
+import csv
+import io
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -189,3 +191,42 @@ def test_a_free_entry_registers_and_is_cancelled_without_any_call_to_the_payment
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
     assert report.charges_succeeded == 0
+
+
+def test_a_dashboard_partial_refund_is_recorded_and_flagged_in_the_stats_the_export_and_the_audit_trail(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-outside")
+    body = race_body((5,))
+    body["events"][0]["priceCents"] = 10_000  # 100 €
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    _, reg_id = hold_and_register(api, rid, eid, runner(f"out.{rid[-6:].lower()}@example.com"))
+    wait_confirmed(api, [reg_id])
+    assert kim.post(f"/api/admin/races/{rid}/registrations/{reg_id}/refunds", json={"amountCents": 1000}).ok
+    intent = backend.registrations().get(reg_id).chargeId
+
+    # 20 € refunded in the provider's dashboard, outside Racecap.
+    dashboard = standin(stack).post(
+        f"{stack.stripe_url}/_standin/refund", json={"payment_intent": intent, "amount": 2000}
+    )
+    assert dashboard.ok, dashboard.text
+    wait_until(lambda: backend.registrations().get(reg_id).outsideRefunds == 1, timeout=60)
+    assert backend.registrations().get(reg_id).status == "CONFIRMED"
+
+    (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
+    assert (event["grossCents"], event["refundedCents"], event["netCents"]) == (10_000, 3000, 7000)
+    assert (event["outsideRefunds"], event["currency"]) == (1, "EUR")
+    csv_text = kim.get(f"/api/admin/races/{rid}/registrations/export").text
+    header, row = list(csv.reader(io.StringIO(csv_text)))
+    got = dict(zip(header, row, strict=True))
+    assert (got["amountPaid"], got["amountRefunded"], got["ledgerState"], got["outsideRefunds"]) == (
+        "100.00", "30.00", "PARTLY_REFUNDED", "1"
+    )  # fmt: skip
+    audit = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]
+    (flag,) = [e for e in audit if e["action"] == "registration.refund.outside"]
+    assert (flag["target"], flag["details"]["amountCents"], flag["details"]["flagged"]) == (reg_id, 2000, True)
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations

@@ -239,6 +239,7 @@ class RegistrationRowData(TypedDict, total=False):
     purgedAt: str
     ledgerRefundedCents: int
     outsideRefunds: int
+    cancelRefund: str
     cancelRefundCents: int
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
 

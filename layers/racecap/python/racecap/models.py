@@ -323,8 +323,14 @@ class EventStats(Model):
     confirmed: int
     cancelled: int
     placesLeft: int
-    revenueCents: int
-    refundedCents: int
+    currency: str = Field(description="The amounts' currency; each amount is in its smallest unit (JPY: yen).")
+    revenueCents: int = Field(description="What the confirmed registrations paid.")
+    grossCents: int = Field(description="Everything taken: what the confirmed and the cancelled paid.")
+    refundedCents: int = Field(description="Every refund: cancellations', partial ones, and outside ones.")
+    netCents: int = Field(description="Gross less refunded: what the race keeps.")
+    outsideRefunds: int = Field(
+        description="Refunds made outside Racecap (the provider's dashboard), recorded in the ledger: check them."
+    )
     perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
 
 
