@@ -26,7 +26,7 @@ class FakeLedger:
         self.sums[rid] += cents
         reg = self.tables.regs.get(rid)
         if reg is not None:
-            extra = {k: getattr(reg, k) + v for k, v in more.items()}
+            extra = {k: (getattr(reg, k) or 0) + v for k, v in more.items()}
             self.tables.regs[rid] = reg.model_copy(update={"ledgerRefundedCents": self.sums[rid], **extra})
 
     def refunded_cents(self, registration_id: str) -> int:
@@ -99,3 +99,14 @@ class FakeLedger:
             self.entries[k] = self.entries[k].model_copy(
                 update={"status": RefundPhase.SUCCEEDED, "providerId": refund_id}
             )
+
+    def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
+        def forget(k: tuple[str, str]) -> TransactItem:
+            return fake_item(
+                lambda: k in self.entries,
+                lambda: self.entries.__setitem__(k, self.entries[k].model_copy(update={"providerId": ""})),
+            )
+
+        with self.tables.lock:
+            keys = [k for k, e in self.entries.items() if k[0] == registration_id and e.providerId]
+        return [forget(k) for k in keys]

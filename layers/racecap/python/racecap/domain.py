@@ -155,8 +155,10 @@ class Registration(PaidRegistration):
     cancelRefundKey: str | None = None
     # The ledger (racecap.ledger): the sum of its refunds, reserved or made, and how many of
     # them were made outside Racecap (the provider's dashboard) — flagged to the director.
-    ledgerRefundedCents: int = 0
-    outsideRefunds: int = 0
+    # None (absent) until the first: the writer writes the record whole, and two attributes
+    # more on every registration item would be bytes on the hot path's writes.
+    ledgerRefundedCents: int | None = None
+    outsideRefunds: int | None = None
     # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
     disputeId: str | None = None
     disputedAt: str | None = None
