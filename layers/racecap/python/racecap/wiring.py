@@ -249,7 +249,10 @@ def retention_purge() -> RetentionPurge:
 
     s = get_settings()
     store = DynamoRetention(clients.dynamodb(), s.races_table, s.inventory_table, s.registrations_table)
-    return RetentionPurge(store, race_store(), transact, audit_trail())
+    from racecap.ledger.store import DynamoLedger
+
+    ledger = DynamoLedger(clients.dynamodb(), s.registrations_table)
+    return RetentionPurge(store, race_store(), transact, audit_trail(), ledger)
 
 
 @lru_cache(maxsize=1)

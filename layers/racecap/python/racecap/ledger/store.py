@@ -73,6 +73,11 @@ class LedgerStore(Protocol):
         """The provider refunded it: record the refund's id."""
         ...
 
+    def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
+        """Retention: empty the provider's refund id on every entry that has one (any number
+        of items: the caller splits them into transactions)."""
+        ...
+
 
 class DynamoLedger:
     def __init__(self, client: Any, table: str) -> None:
@@ -190,3 +195,18 @@ class DynamoLedger:
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues=values({":ok": RefundPhase.SUCCEEDED.value, ":id": refund_id, ":at": at}),
         )
+
+    def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(_pk(registration_id), _REFUND + entry.key),
+                    "UpdateExpression": "SET providerId = :empty, purgedAt = :at",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeValues": values({":empty": "", ":at": at}),
+                }
+            }
+            for entry in self.refunds(registration_id)
+            if entry.providerId
+        ]

@@ -165,7 +165,7 @@ class Cancellations:
             return False
         entry = LedgerEntry(
             kind="refund",
-            key=f"outside-{reg.chargeId}-{refunded_total}",
+            key=f"outside-{refunded_total}",  # no provider id in a key: retention could not empty it
             providerId=refund_id,
             amountCents=outside,
             currency=reg.currency,
