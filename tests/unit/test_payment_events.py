@@ -216,6 +216,15 @@ def test_an_outside_refund_of_the_rest_after_ours_cancels(world, events):
     assert len(world.payments.refunds) == 2
 
 
+def test_an_outside_refund_after_a_cancellation_without_refund_is_in_the_ledger(world, events):
+    rid, paid = _registered(world)
+    world.cancellations.cancel(DIRECTOR, world.catalog.definition("race-1")[0], rid, refund="NONE")
+    world.payments.refund(intent_id=paid.id, idempotency_key="dashboard")
+    assert events.apply(_event("charge.refunded", _charge(paid, paid.amount_cents))) == "cancelled"
+    reg = world.regs.get(rid)
+    assert (reg.status, reg.ledgerRefundedCents, reg.outsideRefunds) == ("CANCELLED", paid.amount_cents, 1)
+
+
 def test_a_refund_of_a_registration_still_being_written_is_delivered_again(world, events):
     hold_id, paid = _paid_in_browser(world)
     world.registration.confirm(hold_id)  # queued, not yet written

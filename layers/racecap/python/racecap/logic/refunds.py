@@ -144,9 +144,9 @@ class Cancellations:
         reg = self._regs.get(registration_id)
         if reg is None:
             return False
+        if refunded_total is not None:  # in the ledger whatever its state (a cancelled one's too)
+            self.record_outside(reg, refunded_total)
         if reg.status == RegistrationPhase.CONFIRMED:
-            if refunded_total is not None:
-                self.record_outside(reg, refunded_total)
             self._begin(PROVIDER, reg, OUTSIDE_REASON, "NONE", None)
             logger.warning("payment refunded outside Racecap", extra={"registrationId": registration_id})
             metrics.add_metric(name="RefundedOutside", unit="Count", value=1)
@@ -182,8 +182,9 @@ class Cancellations:
             self._transact([*self._ledger.outside_items(rid, entry), counted, audit])
         except ConditionFailed:
             return False  # recorded by a repeat of the same event
-        logger.warning("payment refunded in part outside Racecap", extra={"registrationId": rid, "cents": outside})
-        metrics.add_metric(name="RefundedOutsideInPart", unit="Count", value=1)
+        if refunded_total < reg.amountCents:  # all of it: refunded_elsewhere says so as it cancels
+            logger.warning("payment refunded in part outside Racecap", extra={"registrationId": rid, "cents": outside})
+            metrics.add_metric(name="RefundedOutsideInPart", unit="Count", value=1)
         return True
 
     def _begin(

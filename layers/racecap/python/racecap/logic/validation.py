@@ -10,7 +10,9 @@ from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 
 from annotated_types import Gt, Le
-from pydantic import ConfigDict, Field, Strict, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, GetJsonSchemaHandler, Strict, ValidationInfo, field_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from racecap.logic.eligibility import age_on
 from racecap.models import WHOLE_NUMBER, Model
@@ -81,6 +83,35 @@ class CancelRequest(Model):
         description="With `refund: AMOUNT` only (and required there), in the currency's smallest unit.",
     )
     reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The document says what the validator checks: one of two shapes, so a client (or a
+        fuzzer) reads that ``amountCents`` goes with ``refund: AMOUNT`` only, and always there."""
+        schema = handler.resolve_ref_schema(handler(core))
+        props = schema.pop("properties")
+        schema.pop("additionalProperties", None)
+        amount = next(s for s in props["amountCents"]["anyOf"] if s.get("type") == "integer")
+        amount |= {"description": props["amountCents"]["description"]}
+        whole = {**props["refund"], "enum": ["FULL", "NONE"]}
+        schema["oneOf"] = [
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"refund": whole, "reason": props["reason"]},
+            },
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "refund": {"type": "string", "const": "AMOUNT", "description": props["refund"]["description"]},
+                    "amountCents": amount,
+                    "reason": props["reason"],
+                },
+                "required": ["refund", "amountCents"],
+            },
+        ]
+        return schema
 
     @field_validator("amountCents")
     @classmethod
