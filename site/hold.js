@@ -91,7 +91,9 @@ export function holdPage(holdId) {
     field('dateOfBirth', 'Date of birth', {
       autocomplete: 'bday', inputmode: 'numeric', placeholder: 'YYYY-MM-DD', required: true,
     }, `Year-month-day, for example 1990-04-23.${ctx.ageRule ? ` ${ctx.eventName} is for ${ctx.ageRule}.` : ''}`),
-    h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' }, 'Continue to payment'));
+    // A free entry has no card step: its details register it (the answer is QUEUED: finish()).
+    h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' },
+      ctx.priceCents === 0 ? 'Register' : 'Continue to payment'));
 
   const who = h('p', { testid: 'runner-summary' });
   // The provider's card form goes here (its own frame, its own origin).

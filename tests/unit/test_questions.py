@@ -340,7 +340,7 @@ def test_the_export_has_one_column_per_question_formula_safe_with_the_answered_v
     lines = [line for line, _ in Participants(w.regs, w.questions).export_lines(race, events)]
     rows = list(csv.reader(io.StringIO("".join(lines))))
     header = rows[0]
-    answer_columns = header[header.index("amount") + 1 :]
+    answer_columns = header[header.index("outsideRefunds") + 1 :]  # after the fixed columns
     assert answer_columns == [
         "Emergency contact: name [rc_emergency_name]", "Emergency contact: phone [rc_emergency_phone]",
         "Division [rc_division]", "Shirt size [shirt]", "Diet [diet]",
@@ -401,7 +401,8 @@ def test_the_purge_deletes_the_answers_but_the_division() -> None:
     w, _, _, ids = _registered_world()
     store = FakeRetention(w.tables, w.catalog)
     after_retention = datetime(2028, 6, 1, tzinfo=UTC)  # the race is on 2027-05-01, kept 365 days
-    job = RetentionPurge(store, store, w.tables.transact, FakeAudit(w.tables), clock=lambda: after_retention)  # type: ignore[arg-type]
+    audit, ledger = FakeAudit(w.tables), w.ledger_store
+    job = RetentionPurge(store, store, w.tables.transact, audit, ledger, clock=lambda: after_retention)  # type: ignore[arg-type]
     assert job.run(lambda: 900)["registrations"] == 3
     kept = [StoredAnswers.of(w.regs.get(rid).answers, 1) for rid in ids]  # type: ignore[union-attr]
     assert [k.answers if k else None for k in kept] == [
