@@ -6,6 +6,7 @@ Each test leaves ``test-artifacts/browser/<test>.png``."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,7 +16,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from playwright.sync_api import Page, expect
-from racecap.logic.admin import EventDraft, RaceDraft
+from racecap.logic.admin import EventDraft, RaceDraft, _a_year_later
 
 import blueprint
 from local import directors
@@ -396,3 +397,103 @@ def test_a_second_director_sees_none_of_the_first_directors_races(new_page, stac
     for path in ("", "/stats", "/registrations", "/audit"):
         assert api.get(f"/api/admin/races/{theirs.raceId}{path}", headers=bearer).status_code == 404, path
     assert api.patch(f"/api/admin/races/{theirs.raceId}", json={"name": "Mine now"}, headers=bearer).status_code == 404
+
+
+def test_a_races_zone_price_changes_and_age_rule_are_set_in_the_races_zone_and_the_race_is_copied(
+    new_page, stack, backend, demo_seed, snap
+) -> None:
+    # The browser runs in Los Angeles; the race is in Tokyo: its times are typed and shown in Tokyo's.
+    assert stack.directors is not None
+    today = datetime.now(UTC).date()
+    race = backend.admin().create_race(
+        stack.directors.demo_sub,
+        RaceDraft(
+            name=unique("Tokyo Bay 10K"),
+            location="",  # publishing names it as missing
+            raceDate=(today + timedelta(days=90)).isoformat(),
+            registrationOpensAt=datetime.now(UTC) + timedelta(days=1),
+            registrationClosesAt=datetime.now(UTC) + timedelta(days=30),
+            events=[EventDraft(name="Kids 1K", cap=50, priceCents=1500)],
+        ),
+    )
+    page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900}, timezone_id="America/Los_Angeles")
+    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    expect(page.get_by_label("Time zone")).to_have_value("UTC")
+
+    page.get_by_label("Time zone").fill("Asia/Tokyo")
+    page.get_by_label("Time zone").press("Tab")
+    opens = f"{today + timedelta(days=2)}T09:00"
+    page.get_by_label("Registration opens").fill(opens)
+    page.get_by_test_id("save-race").click()
+    expect(page.get_by_test_id("race-alert")).to_have_text("Saved.")
+
+    editor = page.get_by_test_id("event-row").filter(has_text="Kids 1K")
+    editor.get_by_label("Minimum age on race day").fill("4")
+    editor.get_by_label("No maximum age").uncheck()
+    editor.get_by_label("Maximum age on race day").fill("12")
+    tier1, tier2 = f"{today + timedelta(days=10)}T00:00", f"{today + timedelta(days=20)}T12:30"
+    editor.get_by_test_id("add-tier").click()
+    editor.get_by_label("Price change 1 starts").fill(tier1)
+    editor.get_by_label("Price change 1 price").fill("0.10")  # under the provider's minimum: the API's field error
+    editor.get_by_test_id("add-tier").click()
+    editor.get_by_label("Price change 2 starts").fill(tier2)
+    editor.get_by_label("Price change 2 price").fill("25.00")
+    editor.get_by_test_id("save-event").click()
+    expect(editor.get_by_label("Price change 1 price")).to_have_attribute("aria-invalid", "true")
+    expect(editor.locator("[data-field='priceTiers.0.priceCents'] .error")).to_be_visible()
+    editor.get_by_label("Price change 1 price").fill("20.00")
+    editor.get_by_test_id("save-event").click()
+    expect(editor.get_by_test_id("event-alert")).to_have_text("Saved.")
+
+    # Stored in UTC: 09:00 in Tokyo is 00:00 UTC; midnight in Tokyo is 15:00 UTC the day before.
+    stored = backend.store().get_race(race.raceId)
+    assert stored is not None
+    (kids,) = stored[1]
+    assert stored[0].timeZone == "Asia/Tokyo"
+    assert stored[0].registrationOpensAt == datetime.fromisoformat(f"{today + timedelta(days=2)}T00:00+00:00")
+    assert (kids.minAge, kids.maxAge) == (4, 12)
+    assert [(t.startsAt.isoformat(), t.priceCents) for t in kids.priceTiers] == [
+        (f"{today + timedelta(days=9)}T15:00:00+00:00", 2000),
+        (f"{today + timedelta(days=20)}T03:30:00+00:00", 2500),
+    ]
+
+    page.reload()
+    expect(page.get_by_label("Time zone")).to_have_value("Asia/Tokyo")
+    expect(page.get_by_label("Registration opens")).to_have_value(opens)
+    editor = page.get_by_test_id("event-row").filter(has_text="Kids 1K")
+    expect(editor.get_by_label("Minimum age on race day")).to_have_value("4")
+    expect(editor.get_by_label("Maximum age on race day")).to_have_value("12")
+    expect(editor.get_by_label("No maximum age")).not_to_be_checked()
+    expect(editor.get_by_label("Price change 1 starts")).to_have_value(tier1)
+    expect(editor.get_by_label("Price change 1 price")).to_have_value("20.00")
+    expect(editor.get_by_label("Price change 2 starts")).to_have_value(tier2)
+    snap(page, "zone-tiers-ages")
+
+    # Publishing an incomplete race names what is missing, on its field.
+    page.get_by_test_id("publish").click()
+    expect(page.get_by_test_id("missing")).to_contain_text("Location")
+    expect(page.get_by_label("Location")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("race-state")).to_have_text("Draft")
+    page.get_by_label("Location").fill("Odaiba")
+    page.get_by_test_id("save-race").click()
+    expect(page.get_by_test_id("race-alert")).to_have_text("Saved.")
+    page.get_by_test_id("relist").click()  # published by its link only
+    expect(page.get_by_test_id("race-listing")).to_have_text("Unlisted: open by its link only")
+
+    # Next year's edition: a new draft, its dates and price changes a year later, in Tokyo.
+    page.get_by_test_id("copy-race").click()
+    expect(page).not_to_have_url(re.compile(re.escape(race.raceId)))
+    expect(page.get_by_role("heading", name=race.name)).to_be_visible()
+    expect(page.get_by_test_id("race-state")).to_have_text("Draft")
+    expect(page.get_by_label("Time zone")).to_have_value("Asia/Tokyo")
+    expect(page.get_by_label("Race date", exact=True)).to_have_value(
+        _a_year_later(today + timedelta(days=90)).isoformat()
+    )
+    copied = page.get_by_test_id("event-row").filter(has_text="Kids 1K")
+    expect(copied.get_by_label("Maximum age on race day")).to_have_value("12")
+    expect(copied.get_by_label("Price change 1 price")).to_have_value("20.00")
+    copy_id = page.url.rsplit("#/races/", 1)[1]
+    copy = backend.store().get_race(copy_id)
+    assert copy is not None and copy[0].listing == "DRAFT"
+    shift = datetime.fromisoformat(copy[0].raceDate) - datetime.fromisoformat(stored[0].raceDate)
+    assert copy[1][0].priceTiers[0].startsAt == kids.priceTiers[0].startsAt + shift
