@@ -335,6 +335,12 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
     page.get_by_test_id("runner-open").click()
     detail = page.get_by_test_id("runner-detail")
     expect(detail.get_by_test_id("fact-status")).to_have_text("CONFIRMED")
+    # The detail comes from GET …/registrations/{id}: the entry payment is in its ledger.
+    expect(detail.get_by_test_id("ledger-entry")).to_have_count(1)
+    expect(detail.get_by_test_id("ledger-entry")).to_contain_text("Payment")
+    expect(detail.get_by_test_id("ledger-summary")).to_have_text(
+        "Charged $20.00 · refunded $0.00 · $20.00 left to refund"
+    )
     detail.get_by_test_id("cancel-registration").click()
     expect(detail.get_by_test_id("refund-amount")).to_contain_text("$20.00")
     expect(detail.get_by_test_id("confirm-cancel")).to_have_text("Cancel and refund $20.00")

@@ -115,3 +115,30 @@ def test_only_a_confirmed_registration_of_the_race_is_refunded_in_part(world):
     world.cancellations.cancel(DIRECTOR, _race(world), rid)
     with pytest.raises(Conflict, match="CANCELLED"):
         world.ledger.refund(DIRECTOR, _race(world), rid, 100)
+
+
+def test_a_registrations_detail_shows_the_runner_and_every_payment_and_refund(world):
+    rid = _confirmed(world)
+    world.ledger.refund(DIRECTOR, _race(world), rid, 500, "late start")
+    detail = world.ledger.registration(_race(world), rid)
+    assert (detail.registrationId, detail.status, detail.email, detail.amountCents) == (
+        rid, "CONFIRMED", "ann@example.com", 2500
+    )  # fmt: skip
+    assert detail.bib >= 1
+    assert [(e.kind, e.amountCents, e.reason) for e in detail.ledger.entries] == [
+        ("payment", 2500, "entry"), ("refund", 500, "late start")
+    ]  # fmt: skip
+    assert detail.ledger.entries[1].actor == DIRECTOR.sub and detail.ledger.leftCents == 2000
+    world.cancellations.cancel(DIRECTOR, _race(world), rid, "injured")
+    after = world.ledger.registration(_race(world), rid)
+    # Today the cancellation refunds outside the ledger (issue-25b moves it in): the row says so.
+    assert after.status == "CANCELLED" and after.cancelledAt is not None and after.refundId
+
+
+def test_a_registration_of_another_race_is_not_found(world):
+    rid = _confirmed(world)
+    other = _race(world).model_copy(update={"raceId": "race-2"})
+    with pytest.raises(RegistrationNotFound):
+        world.ledger.registration(other, rid)
+    with pytest.raises(RegistrationNotFound):
+        world.ledger.registration(_race(world), "reg_nope")

@@ -1,9 +1,8 @@
 // A race's runners: search (a bib, a whole email, or words of a name) and filters, a runner's
-// detail, cancel with a refund (the confirmation shows the amount), and the CSV export.
-// The cancel dialog refunds the whole amount paid today; a partial amount joins it with the
-// payments ledger (the form has room for the field).
+// detail (GET …/registrations/{id}: the registration and its payments and refunds), cancel
+// with a refund (the confirmation shows the amount), and the CSV export.
 import { announce, h, show } from './dom.js';
-import { money } from './races.js';
+import { money, showInZone } from './zone.js';
 
 const enc = encodeURIComponent;
 
@@ -43,39 +42,70 @@ export async function runnersPage(api, raceId, subnav) {
   }
 
   function row(r) {
-    const open = h('button', { type: 'button', class: 'link', 'data-testid': 'runner-open', onClick: () => openDetail(r) }, `${r.firstName} ${r.lastName}`);
+    const open = h('button', { type: 'button', class: 'link', 'data-testid': 'runner-open', onClick: () => openDetail(r.registrationId) }, `${r.firstName} ${r.lastName}`);
     return h('tr', { 'data-testid': 'runner-row', dataset: { registrationId: r.registrationId } },
       h('td', { class: 'num' }, String(r.bib)), h('th', { scope: 'row' }, open), h('td', {}, r.email), h('td', {}, r.eventName),
       h('td', { 'data-testid': 'runner-status' }, r.status), h('td', { class: 'num' }, money(r.amountCents, r.currency)));
   }
 
-  function openDetail(r) {
+  // The runner's detail, read fresh from the API each time it opens (after a refund, too).
+  async function openDetail(registrationId) {
+    let r;
+    try {
+      r = await api.get(`/races/${enc(raceId)}/registrations/${enc(registrationId)}`);
+    } catch (err) {
+      detail.replaceChildren(h('h2', { id: 'runner-heading', tabIndex: -1 }, 'Runner'), h('p', { class: 'alert', role: 'alert' }, err.message));
+      detail.hidden = false;
+      return detail.querySelector('h2').focus();
+    }
+    rows.querySelector(`[data-registration-id="${CSS.escape(r.registrationId)}"]`)?.replaceWith(row(r));
+    const when = (iso) => (iso ? showInZone(iso, race.timeZone) : '—');
+    const statement = r.ledger;
     const facts = [
       ['Bib', r.bib], ['Event', r.eventName], ['Email', r.email || '(deleted after the retention period)'],
-      ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(r.amountCents, r.currency)], ['Confirmed', new Date(r.confirmedAt).toLocaleString()],
-      ['Status', r.status], ...(r.cancelledAt ? [['Cancelled', new Date(r.cancelledAt).toLocaleString()]] : []),
-      ...(r.refundId ? [['Refund', `${money(r.amountCents, r.currency)} · ${r.refundId}`]] : []),
+      ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(r.amountCents, r.currency)], ['Confirmed', when(r.confirmedAt)],
+      ['Status', r.status], ...(r.cancelledAt ? [['Cancelled', when(r.cancelledAt)]] : []),
+      ...(r.refundId ? [['Refund', `${money(cancelRefund(r, statement), r.currency)} · ${r.refundId}`]] : []),
       ...(r.disputeId ? [['Dispute', r.disputeId]] : []),
     ];
-    const cancel = r.status === 'CONFIRMED'
-      ? h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => confirmCancel(r) }, 'Cancel and refund…')
-      : null;
+    const ledger = h('table', { 'data-testid': 'ledger' },
+      h('caption', {}, 'Payments and refunds'),
+      h('thead', {}, h('tr', {}, ...['When', 'What', 'Amount', 'Reason', 'By', 'State'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, statement.entries.map((e) => h('tr', { 'data-testid': 'ledger-entry' },
+        h('td', {}, when(e.at)), h('td', {}, e.kind === 'payment' ? 'Payment' : 'Refund'),
+        h('td', { class: 'num' }, money(e.amountCents, e.currency)), h('td', {}, e.reason || '—'),
+        h('td', {}, e.actor === 'runner' ? 'The runner' : 'A director'), h('td', {}, e.status.toLowerCase())))));
+    const confirmed = r.status === 'CONFIRMED';
     detail.replaceChildren(
       ...[
         h('h2', { id: 'runner-heading', tabIndex: -1 }, `${r.firstName} ${r.lastName}`),
         h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `fact-${k.toLowerCase().replace(/ /g, '-')}` }, String(v))])),
-        cancel, // none once cancelled (replaceChildren would print a null)
+        h('p', { 'data-testid': 'ledger-summary' },
+          `Charged ${money(statement.chargedCents, statement.currency)} · refunded ${money(statement.refundedCents, statement.currency)} · ${money(statement.leftCents, statement.currency)} left to refund`),
+        h('div', { class: 'scroll' }, ledger),
+        confirmed ? h('div', { class: 'row' },
+          h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => confirmCancel(r) }, 'Cancel and refund…'),
+        ) : null, // none once cancelled (replaceChildren would print a null)
       ].filter(Boolean),
     );
     detail.hidden = false;
     detail.querySelector('h2').focus();
   }
 
+  // What the cancellation refunded: its ledger entry (key refund-<registrationId>) where the
+  // ledger records it, else the rest of the payment after the director's earlier refunds.
+  function cancelRefund(r, statement) {
+    const own = statement.entries.find((e) => e.kind === 'refund' && e.key === `refund-${r.registrationId}`);
+    if (own) return own.amountCents;
+    const before = statement.entries.filter((e) => e.kind === 'refund' && e.status !== 'REFUSED').reduce((n, e) => n + e.amountCents, 0);
+    return r.amountCents - before;
+  }
+
   function confirmCancel(r) {
     const reason = h('input', { id: 'cancel-reason', maxLength: 500 });
     const error = h('p', { class: 'alert', role: 'alert', hidden: true, 'data-testid': 'cancel-alert' });
     const go = h('button', { type: 'submit', class: 'primary danger', 'data-testid': 'confirm-cancel' }, `Cancel and refund ${money(r.amountCents, r.currency)}`);
-    const back = h('button', { type: 'button', onClick: () => openDetail(r) }, 'Keep the registration');
+    const back = h('button', { type: 'button', onClick: () => openDetail(r.registrationId) }, 'Keep the registration');
     const form = h('form', { 'data-testid': 'cancel-form' },
       h('p', { 'data-testid': 'refund-amount' }, `${r.firstName} ${r.lastName} is refunded ${money(r.amountCents, r.currency)} to the card they paid with, and their place goes back on sale.`),
       h('div', { class: 'field' }, h('label', { htmlFor: 'cancel-reason' }, 'Reason (kept in the audit trail)'), reason),
@@ -85,9 +115,7 @@ export async function runnersPage(api, raceId, subnav) {
       go.disabled = true;
       try {
         const done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/cancel`, { reason: reason.value.trim() });
-        const updated = { ...r, status: done.status, cancelledAt: done.cancelledAt, refundId: done.refundId, amountCents: done.amountCents };
-        rows.querySelector(`[data-registration-id="${CSS.escape(r.registrationId)}"]`)?.replaceWith(row(updated));
-        openDetail(updated);
+        await openDetail(r.registrationId);
         announce(`Cancelled; ${money(done.amountCents, done.currency)} refunded.`);
       } catch (err) {
         error.textContent = err.message;
@@ -154,7 +182,7 @@ export async function auditPage(api, raceId, subnav) {
     const page = await api.get(`/races/${enc(raceId)}/audit${cursor ? `?cursor=${enc(cursor)}` : ''}`);
     for (const e of page.entries) {
       list.append(h('tr', { 'data-testid': 'audit-entry' },
-        h('td', {}, new Date(e.at).toLocaleString()), h('td', {}, e.actor.email || e.actor.username || e.actor.sub),
+        h('td', {}, showInZone(e.at, race.timeZone)), h('td', {}, e.actor.email || e.actor.username || e.actor.sub),
         h('td', { 'data-testid': 'audit-action' }, e.action), h('td', {}, e.target),
         h('td', { class: 'details' }, JSON.stringify(e.details))));
     }

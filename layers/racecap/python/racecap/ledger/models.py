@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from racecap.models import JsonInt, Model
+from racecap.models import JsonInt, Model, RegistrationRow
 
 
 class RefundPhase(StrEnum):
@@ -48,3 +48,12 @@ class RefundView(Model):
     registrationId: str
     refund: LedgerEntry
     statement: Statement
+
+
+class RegistrationDetail(RegistrationRow):
+    """One runner's registration for the director: the list's row and its money."""
+
+    ledger: Statement = Field(
+        description="What was charged and refunded: the entry payment, then every refund with its amount, "
+        "reason, who asked for it and when (no provider secret)."
+    )

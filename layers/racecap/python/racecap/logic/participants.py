@@ -241,6 +241,11 @@ def _row(reg: Registration) -> RegistrationRowData:
     return cast(RegistrationRowData, reg.model_dump(mode="json", include=set(ROW_FIELDS), exclude_none=True))
 
 
+def registration_row(reg: Registration) -> RegistrationRow:
+    """One registration as the list shows it (the runner's detail starts from the same row)."""
+    return RegistrationRow.model_validate(_row(reg))
+
+
 def _matches(item: RegistrationRowData, words: list[str]) -> bool:
     if not words:
         return True
