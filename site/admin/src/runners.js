@@ -2,7 +2,7 @@
 // detail (GET …/registrations/{id}: the registration and its payments and refunds), cancel
 // with a refund (the confirmation shows the amount), and the CSV export.
 import { announce, h, show } from './dom.js';
-import { money, showInZone } from './zone.js';
+import { minorFrom, money, showInZone } from './zone.js';
 
 const enc = encodeURIComponent;
 
@@ -84,7 +84,8 @@ export async function runnersPage(api, raceId, subnav) {
           `Charged ${money(statement.chargedCents, statement.currency)} · refunded ${money(statement.refundedCents, statement.currency)} · ${money(statement.leftCents, statement.currency)} left to refund`),
         h('div', { class: 'scroll' }, ledger),
         confirmed ? h('div', { class: 'row' },
-          h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => confirmCancel(r) }, 'Cancel and refund…'),
+          h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => moneyForm({ r, kind: 'cancel' }) }, 'Cancel the registration…'),
+          statement.leftCents > 0 ? h('button', { type: 'button', 'data-testid': 'refund-part', onClick: () => moneyForm({ r, kind: 'refund' }) }, 'Refund part of the payment…') : null,
         ) : null, // none once cancelled (replaceChildren would print a null)
       ].filter(Boolean),
     );
@@ -101,30 +102,121 @@ export async function runnersPage(api, raceId, subnav) {
     return r.amountCents - before;
   }
 
-  function confirmCancel(r) {
-    const reason = h('input', { id: 'cancel-reason', maxLength: 500 });
-    const error = h('p', { class: 'alert', role: 'alert', hidden: true, 'data-testid': 'cancel-alert' });
-    const go = h('button', { type: 'submit', class: 'primary danger', 'data-testid': 'confirm-cancel' }, `Cancel and refund ${money(r.amountCents, r.currency)}`);
-    const back = h('button', { type: 'button', onClick: () => openDetail(r.registrationId) }, 'Keep the registration');
-    const form = h('form', { 'data-testid': 'cancel-form' },
-      h('p', { 'data-testid': 'refund-amount' }, `${r.firstName} ${r.lastName} is refunded ${money(r.amountCents, r.currency)} to the card they paid with, and their place goes back on sale.`),
-      h('div', { class: 'field' }, h('label', { htmlFor: 'cancel-reason' }, 'Reason (kept in the audit trail)'), reason),
-      error, h('div', { class: 'row' }, go, back));
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      go.disabled = true;
-      try {
-        const done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/cancel`, { reason: reason.value.trim() });
-        await openDetail(r.registrationId);
-        announce(`Cancelled; ${money(done.amountCents, done.currency)} refunded.`);
-      } catch (err) {
-        error.textContent = err.message;
-        error.hidden = false;
-        go.disabled = false;
-      }
+  // -- money back: cancel with a refund (full, none or an amount), or refund part ----------
+  // Two steps each: what and why, then a confirmation that states the amount before anything
+  // is sent. The cancel body is issue 25's contract: {refund: FULL|NONE|AMOUNT, amountCents
+  // (AMOUNT only), reason}. FULL is what the call did before that body existed, so the console
+  // sends it by leaving `refund` out: the same request works on either side of that change.
+  function moneyForm({ r, kind }) {
+    const statement = r.ledger;
+    const c = statement.currency;
+    const left = statement.leftCents;
+    const cancel = kind === 'cancel';
+    const who = `${r.firstName} ${r.lastName}`;
+    const heading = h('h2', { id: 'runner-heading', tabIndex: -1 }, cancel ? `Cancel ${who}'s registration?` : `Refund part of ${who}'s payment`);
+    const error = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'cancel-alert' });
+    const choices = cancel
+      ? [['FULL', `Refund what is left of the payment (${money(left, c)})`], ['AMOUNT', 'Refund an amount'], ['NONE', 'No refund']]
+      : [];
+    const radios = choices.map(([value, label], i) => {
+      const input = h('input', { type: 'radio', name: 'refund', id: `refund-${value}`, value, checked: i === 0 });
+      return h('div', { class: 'field check' }, input, h('label', { htmlFor: input.id }, label));
     });
-    detail.replaceChildren(h('h2', { id: 'runner-heading', tabIndex: -1 }, `Cancel ${r.firstName} ${r.lastName}'s registration?`), form);
-    detail.querySelector('h2').focus();
+    const amountId = 'refund-amountCents';
+    const amount = h('input', { id: amountId, name: 'amountCents', inputMode: 'decimal', 'aria-describedby': `${amountId}-hint ${amountId}-error` });
+    const amountError = h('p', { id: `${amountId}-error`, class: 'error', hidden: true });
+    const amountWrap = h('div', { class: 'field', dataset: { field: 'amountCents' } },
+      h('label', { htmlFor: amountId }, `Amount to refund (${c})`),
+      h('p', { id: `${amountId}-hint`, class: 'hint' }, `Up to ${money(left, c)}, what is left of the ${money(statement.chargedCents, c)} paid.`),
+      amount, amountError);
+    const reason = h('input', { id: 'cancel-reason', name: 'reason', maxLength: 500 });
+    const chosen = () => (cancel ? radios.map((w) => w.querySelector('input')).find((x) => x.checked).value : 'AMOUNT');
+    const sync = () => {
+      amountWrap.hidden = chosen() !== 'AMOUNT';
+    };
+    for (const w of radios) w.querySelector('input').addEventListener('change', sync);
+    sync();
+    const review = h('button', { type: 'submit', class: 'primary', 'data-testid': 'review-refund' }, 'Review');
+    const back = h('button', { type: 'button', onClick: () => openDetail(r.registrationId) }, cancel ? 'Keep the registration' : 'Back');
+    const form = h('form', { noValidate: true, 'data-testid': cancel ? 'cancel-form' : 'refund-form' },
+      error,
+      cancel ? h('fieldset', { class: 'sub' }, h('legend', {}, 'Refund'), ...radios) : null,
+      amountWrap,
+      h('div', { class: 'field' }, h('label', { htmlFor: 'cancel-reason' }, 'Reason (kept in the audit trail)'), reason),
+      h('div', { class: 'row' }, review, back));
+
+    function fieldError(message) {
+      amountError.textContent = message || '';
+      amountError.hidden = !message;
+      amount.setAttribute('aria-invalid', message ? 'true' : 'false');
+    }
+
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      error.hidden = true;
+      fieldError('');
+      const choice = chosen();
+      let cents = choice === 'FULL' ? left : choice === 'NONE' ? 0 : minorFrom(amount.value, c);
+      if (choice === 'AMOUNT') {
+        if (Number.isNaN(cents) || cents <= 0) {
+          fieldError(`Give an amount in ${c}, e.g. ${money(Math.min(left, 10 ** 3), c).replace(/[^0-9.,]/g, '')}.`);
+          return amount.focus();
+        }
+        if (cents > left) {
+          fieldError(`At most ${money(left, c)} is left to refund.`);
+          return amount.focus();
+        }
+      }
+      confirmStep(choice, cents, reason.value.trim());
+    });
+
+    // The confirmation: the amount, stated, and one button that does exactly that.
+    function confirmStep(choice, cents, why) {
+      const sentence = cancel
+        ? (choice === 'NONE'
+          ? `${who}'s registration is cancelled with no refund, and their place goes back on sale.`
+          : `${who}'s registration is cancelled and ${money(cents, c)} is refunded to the card they paid with; their place goes back on sale.`)
+        : `${who} is refunded ${money(cents, c)} to the card they paid with and stays registered.`;
+      const label = cancel ? (choice === 'NONE' ? 'Cancel without a refund' : `Cancel and refund ${money(cents, c)}`) : `Refund ${money(cents, c)}`;
+      const go = h('button', { type: 'button', class: 'primary danger', 'data-testid': 'confirm-cancel' }, label);
+      const change = h('button', { type: 'button', 'data-testid': 'change-refund', onClick: () => {
+        detail.replaceChildren(heading, form);
+        review.focus();
+      } }, 'Change');
+      const alert = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'confirm-alert' });
+      go.addEventListener('click', async () => {
+        go.disabled = change.disabled = true;
+        alert.hidden = true;
+        try {
+          let done;
+          if (cancel) {
+            const body = { reason: why, ...(choice === 'FULL' ? {} : { refund: choice }), ...(choice === 'AMOUNT' ? { amountCents: cents } : {}) };
+            done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/cancel`, body);
+          } else {
+            done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/refunds`, { amountCents: cents, reason: why });
+          }
+          await openDetail(r.registrationId);
+          const refunded = cancel ? (done.refundedCents ?? (choice === 'NONE' ? 0 : cents)) : done.refund.amountCents;
+          announce(cancel ? `Cancelled; ${money(refunded, c)} refunded.` : `${money(refunded, c)} refunded.`);
+        } catch (err) {
+          alert.textContent = [err.message, ...Object.values(err.fields || {})].join(' ');
+          alert.hidden = false;
+          go.disabled = change.disabled = false;
+          alert.focus();
+        }
+      });
+      detail.replaceChildren(...[
+        h('h2', { id: 'runner-heading', tabIndex: -1 }, cancel ? `Confirm: cancel ${who}'s registration` : `Confirm the refund to ${who}`),
+        h('p', { 'data-testid': 'refund-amount' }, sentence),
+        why ? h('p', {}, `Reason: ${why}`) : null,
+        alert,
+        h('div', { class: 'row' }, go, change),
+      ].filter(Boolean)); // replaceChildren would print a null
+      detail.querySelector('h2').focus();
+    }
+
+    detail.replaceChildren(heading, form);
+    heading.focus();
   }
 
   async function download() {
