@@ -311,9 +311,11 @@ def get_fairness(raceId: str) -> Response[FairnessView]:
 @app.patch(
     "/api/admin/races/<raceId>/fairness",
     summary="Switch the opening queue on or off; set the admission rate, hold limits, proof-of-work difficulty",
+    description="Send `expectedVersion` (the view's `version`): settings changed meanwhile answer 409 CONFLICT "
+    "with the current version, and nothing changes.",
     tags=["Admin: fairness"],
     security=SECURITY,
-    responses=NOT_YOURS,
+    responses={**NOT_YOURS, 409: {"description": "CONFLICT: the settings changed since expectedVersion"}},
 )
 @tracer.capture_method
 def edit_fairness(raceId: str, body: Annotated[FairnessPatch, Body()]) -> Response[FairnessView]:

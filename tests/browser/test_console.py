@@ -523,3 +523,42 @@ def test_a_races_zone_price_changes_and_age_rule_are_set_in_the_races_zone_and_t
     assert copy is not None and copy[0].listing == "DRAFT"
     shift = datetime.fromisoformat(copy[0].raceDate) - datetime.fromisoformat(stored[0].raceDate)
     assert copy[1][0].priceTiers[0].startsAt == kids.priceTiers[0].startsAt + shift
+
+
+def test_two_tabs_edit_the_fairness_settings_and_the_second_save_keeps_what_was_typed(
+    new_page, stack, backend, demo_seed
+) -> None:
+    assert stack.directors is not None
+    now = datetime.now(UTC)
+    race = backend.admin().create_race(
+        stack.directors.demo_sub,
+        RaceDraft(
+            name=unique("Fair Tabs 5K"),
+            raceDate=(now + timedelta(days=90)).date().isoformat(),
+            registrationOpensAt=now + timedelta(days=1),
+            registrationClosesAt=now + timedelta(days=30),
+            events=[EventDraft(name="5K", cap=50, priceCents=3000)],
+        ),
+    )
+    first = signed_in(new_page, demo_seed)
+    second = signed_in(new_page, demo_seed, viewport={"width": 768, "height": 1024})
+    for page in (first, second):
+        page.goto(f"{CONSOLE}#/races/{race.raceId}")
+        expect(page.get_by_test_id("queue-figures")).to_contain_text("Queue off")
+
+    first.get_by_label("Runners admitted per minute").fill("120")
+    first.get_by_test_id("save-fairness").click()
+    expect(first.get_by_test_id("fairness-alert")).to_have_text("Fairness settings saved.")
+
+    second.get_by_label("Places one device may hold at once").fill("3")
+    second.get_by_test_id("save-fairness").click()
+    alert = second.get_by_test_id("fairness-alert")
+    expect(alert).to_contain_text("changed meanwhile")
+    expect(alert).to_contain_text("runners admitted per minute")
+    expect(second.get_by_label("Places one device may hold at once")).to_have_value("3")  # what was typed is kept
+    expect(second.get_by_label("Runners admitted per minute")).to_have_value("120")  # the other tab's change shows
+    second.get_by_test_id("save-fairness").click()
+    expect(alert).to_have_text("Fairness settings saved.")
+    first.reload()  # both changes are stored
+    expect(first.get_by_label("Runners admitted per minute")).to_have_value("120")
+    expect(first.get_by_label("Places one device may hold at once")).to_have_value("3")
