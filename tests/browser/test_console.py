@@ -562,3 +562,63 @@ def test_two_tabs_edit_the_fairness_settings_and_the_second_save_keeps_what_was_
     first.reload()  # both changes are stored
     expect(first.get_by_label("Runners admitted per minute")).to_have_value("120")
     expect(first.get_by_label("Places one device may hold at once")).to_have_value("3")
+
+
+def test_a_results_csv_uploads_with_progress_shows_row_errors_and_publishes(
+    new_page, stack, backend, api, demo_seed, tmp_path
+) -> None:
+    from tests.integration.results import registration_item, seed_registrations
+
+    assert stack.directors is not None
+    now = datetime.now(UTC)
+    race = backend.admin().create_race(
+        stack.directors.demo_sub,
+        RaceDraft(
+            name=unique("Results 5K"),
+            location="Riverside",
+            listing="UNLISTED",  # published: its results page is public
+            raceDate=(now + timedelta(days=20)).date().isoformat(),
+            registrationOpensAt=now - timedelta(days=1),
+            registrationClosesAt=now + timedelta(days=10),
+            events=[EventDraft(name="5K", cap=50, priceCents=1500)],
+        ),
+    )
+    (event,) = api.get(f"/api/races/{race.raceId}").json()["events"]
+    names = [("Ida", "Fast"), ("Joe", "Steady"), ("Kim", "Finish")]
+    seed_registrations(
+        backend,
+        (
+            registration_item(race.raceId, event["eventId"], b, f, last, "1990-01-01")
+            for b, (f, last) in enumerate(names, 1)
+        ),
+    )
+    bad = tmp_path / "bad.csv"
+    bad.write_text("bib,chip_time,gun_time,status,category\n1,0:20:00,0:20:05,,F\n99,0:21:00,0:21:09,,M\n")
+    good = tmp_path / "results.csv"
+    good.write_text(
+        "bib,chip_time,gun_time,status,category\n"
+        + "".join(f"{b},0:2{b}:00,0:2{b}:05,,{'FMF'[b - 1]}\n" for b in range(1, 4))
+        + "\n" * 20_000  # padding, so the upload takes a moment and reports progress
+    )
+
+    page = signed_in(new_page, demo_seed, viewport={"width": 768, "height": 1024})
+    page.goto(f"{CONSOLE}#/races/{race.raceId}/results")
+    panel = page.get_by_test_id("results-event")
+    expect(panel.get_by_test_id("results-state")).to_have_text("No results yet.")
+    page.get_by_label("Results file (CSV)").set_input_files(str(bad))
+    panel.get_by_test_id("results-upload").click()
+    expect(panel.get_by_test_id("upload-status")).to_contain_text("Rejected", timeout=60_000)
+    expect(panel.get_by_test_id("row-errors")).to_contain_text("Line 3")
+
+    page.get_by_label("Results file (CSV)").set_input_files(str(good))
+    panel.get_by_test_id("results-upload").click()
+    progress = panel.get_by_test_id("upload-progress")
+    expect(progress).to_be_visible()
+    expect(progress).to_have_attribute("value", "100")
+    expect(panel.get_by_test_id("upload-status")).to_contain_text("Ready", timeout=60_000)
+    expect(panel.get_by_test_id("results-state")).to_contain_text("3 runners · not published")
+    panel.get_by_test_id("results-publish").click()
+    expect(panel.get_by_test_id("results-state")).to_contain_text("published")
+    expect(panel.get_by_test_id("results-state")).not_to_contain_text("not published")
+    pointer = api.get(f"/api/races/{race.raceId}/results").json()
+    assert pointer["events"][0]["published"] is True

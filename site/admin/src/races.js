@@ -234,7 +234,7 @@ export function newRacePage(api) {
 }
 
 // -- one race ---------------------------------------------------------------------------------
-// The race's own pages. Results, questions, codes, teams, refund policy and the waitlist join
+// The race's own pages. Questions, codes, teams, refund policy and the waitlist join
 // this list with their issues.
 export function subnav(raceId, current) {
   const base = `#/races/${encodeURIComponent(raceId)}`;
@@ -242,6 +242,7 @@ export function subnav(raceId, current) {
     ['settings', base, 'Settings and events'],
     ['live', `${base}/live`, 'Live'],
     ['runners', `${base}/runners`, 'Runners'],
+    ['results', `${base}/results`, 'Results'],
     ['audit', `${base}/audit`, 'Audit trail'],
   ];
   return h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},
