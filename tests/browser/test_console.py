@@ -22,7 +22,7 @@ import blueprint
 from local import directors
 from local.stack import LocalStack
 from tests.browser.conftest import CHROMIUM
-from tests.browser.steps import contrast_failures, horizontal_overflow, unique
+from tests.browser.steps import contrast_failures, horizontal_overflow, tab_to, unique, unlabelled_controls
 from tools.smoke_director import TOTP_STEP_S, DirectorSecret, _totp, totp_code
 
 pytestmark = [
@@ -622,3 +622,82 @@ def test_a_results_csv_uploads_with_progress_shows_row_errors_and_publishes(
     expect(panel.get_by_test_id("results-state")).not_to_contain_text("not published")
     pointer = api.get(f"/api/races/{race.raceId}/results").json()
     assert pointer["events"][0]["published"] is True
+
+
+def _accessible(page: Page, what: str) -> None:
+    assert contrast_failures(page) == [], what
+    assert unlabelled_controls(page) == [], what
+    assert horizontal_overflow(page) == 0, what
+
+
+@pytest.mark.parametrize("width", [1280, 768])
+def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
+    new_page, stack, backend, api, demo_seed, snap, width
+) -> None:
+    from tests.integration.flows import hold_and_register, runner, wait_confirmed
+
+    assert stack.directors is not None
+    now = datetime.now(UTC)
+    race = backend.admin().create_race(
+        stack.directors.demo_sub,
+        RaceDraft(
+            name=unique("Keys 10K"),
+            location="Quayside",
+            listing="LISTED",
+            raceDate=(now + timedelta(days=90)).date().isoformat(),
+            registrationOpensAt=now - timedelta(minutes=1),
+            registrationClosesAt=now + timedelta(days=30),
+            events=[EventDraft(name="10K", cap=20, priceCents=3000, minAge=16, maxAge=80)],
+        ),
+        open_now=True,
+    )
+    event_id = api.get(f"/api/races/{race.raceId}").json()["events"][0]["eventId"]
+    wait_confirmed(api, [hold_and_register(api, race.raceId, event_id, runner() | {"lastName": "Keys"})[1]])
+
+    page = signed_in(new_page, demo_seed, viewport={"width": width, "height": 900})
+    _accessible(page, "races")
+    # The race list → the race, by Tab and Enter; each page's heading takes focus.
+    link = page.get_by_role("link", name=race.name)
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if link.evaluate("(el) => el === document.activeElement"):
+            break
+    expect(link).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
+    expect(page.get_by_test_id("event-row")).to_have_count(1)
+    _accessible(page, "race")
+    for tab, heading in (("runners", "Runners"), ("results", "Results"), ("audit", "Audit trail")):
+        page.goto(f"{CONSOLE}#/races/{race.raceId}")  # the first time, already there
+        expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
+        tab_to(page, f"tab-{tab}")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", level=1)).to_contain_text(heading)
+        expect(page.get_by_role("heading", level=1)).to_be_focused()
+        if tab == "runners":
+            expect(page.get_by_test_id("runner-row")).to_have_count(1)
+        _accessible(page, tab)
+        if tab == "runners":
+            # The runner's detail and the cancel dialog, by keyboard: focus goes to each heading.
+            tab_to(page, "runner-open")
+            page.keyboard.press("Enter")
+            expect(page.locator("#runner-heading")).to_be_focused()
+            expect(page.get_by_test_id("ledger-entry")).to_have_count(1)
+            _accessible(page, "runner detail")
+            tab_to(page, "cancel-registration")
+            page.keyboard.press("Enter")
+            expect(page.locator("#runner-heading")).to_be_focused()
+            tab_to(page, "review-refund")
+            page.keyboard.press("Enter")
+            expect(page.get_by_test_id("confirm-cancel")).to_have_text("Cancel and refund $30.00")
+            _accessible(page, "cancel confirmation")
+            snap(page, f"cancel-{width}")
+
+    # Back on the race: an event's price change added with the keyboard alone.
+    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
+    tab_to(page, "add-tier")
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Price change 1 starts")).to_be_focused()
+    _accessible(page, "race with a price change row")
+    snap(page, f"race-{width}")
