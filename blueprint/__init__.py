@@ -841,6 +841,7 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = 
     ("GET", "/races/{raceId}/stats"),
     ("GET", "/races/{raceId}/registrations"),
     ("GET", "/races/{raceId}/registrations/export"),
+    ("GET", "/races/{raceId}/registrations/{registrationId}"),
     ("POST", "/races/{raceId}/registrations/{registrationId}/cancel"),
     ("POST", "/races/{raceId}/registrations/{registrationId}/refunds"),
     ("GET", "/races/{raceId}/audit"),

@@ -22,7 +22,7 @@ from racecap.config import get_settings
 from racecap.errors import EventNotFound
 from racecap.fairness.queue import FairnessPatch, FairnessView
 from racecap.http import NO_STORE, make_resolver
-from racecap.ledger.models import RefundRequest, RefundView
+from racecap.ledger.models import RefundRequest, RefundView, RegistrationDetail
 from racecap.ledger.wiring import ledger
 from racecap.logic.admin import (
     MAX_EVENTS,
@@ -313,9 +313,11 @@ def get_fairness(raceId: str) -> Response[FairnessView]:
 @app.patch(
     "/api/admin/races/<raceId>/fairness",
     summary="Switch the opening queue on or off; set the admission rate, hold limits, proof-of-work difficulty",
+    description="Send `expectedVersion` (the view's `version`): settings changed meanwhile answer 409 CONFLICT "
+    "with the current version, and nothing changes.",
     tags=["Admin: fairness"],
     security=SECURITY,
-    responses=NOT_YOURS,
+    responses={**NOT_YOURS, 409: {"description": "CONFLICT: the settings changed since expectedVersion"}},
 )
 @tracer.capture_method
 def edit_fairness(raceId: str, body: Annotated[FairnessPatch, Body()]) -> Response[FairnessView]:
@@ -408,6 +410,22 @@ def export_registrations(
     response = Response(200, "text/csv; charset=utf-8", body, headers=headers)
     response.base64_encoded = page.gzipped  # already encoded: validation sees plain ASCII text
     return response
+
+
+# After the export's route: Powertools tries routes in order, and "export" is no registration id.
+@app.get(
+    "/api/admin/races/<raceId>/registrations/<registrationId>",
+    summary="One registration: the runner, its state and bib, and its payments and refunds",
+    description="`ledger` lists the entry payment and every refund (amount, reason, who, when), oldest first, "
+    "with what is left to refund.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={404: {"description": "RACE_NOT_FOUND (no such race, or not yours) or REGISTRATION_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_registration(raceId: str, registrationId: str) -> Response[RegistrationDetail]:
+    _, race, _ = _owned(raceId)
+    return _json(200, ledger().registration(race, registrationId))
 
 
 @app.post(

@@ -223,3 +223,33 @@ CONTRAST_JS = """() => {
 
 def contrast_failures(page: Page) -> list[str]:
     return list(page.evaluate(CONTRAST_JS))
+
+
+# Every visible form control with no accessible name: no <label>, aria-label or
+# aria-labelledby (inputs, selects, text areas), or no text or aria-label (buttons).
+UNLABELLED_JS = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('input, select, textarea, button')) {
+    if (el.type === 'hidden' || !el.getClientRects().length || el.closest('[hidden]')) continue;
+    const named = el.getAttribute('aria-label')?.trim() || el.getAttribute('aria-labelledby') ||
+      (el.tagName === 'BUTTON' ? el.textContent.trim() : [...(el.labels || [])].some((l) => l.textContent.trim()));
+    if (!named) out.push(`${el.tagName.toLowerCase()}#${el.id || ''}[name=${el.name || ''}]`);
+  }
+  return out;
+}"""
+
+
+def unlabelled_controls(page: Page) -> list[str]:
+    return list(page.evaluate(UNLABELLED_JS))
+
+
+def tab_to(page: Page, testid: str, limit: int = 80) -> None:
+    """Presses Tab until the element with ``testid`` has focus (as a keyboard user walks the
+    page), and checks the focus is visible there."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if focused_testid(page) == testid:
+            outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+            assert outline != "none", f"{testid} has focus without a visible outline"
+            return
+    raise AssertionError(f"{limit} presses of Tab never reached {testid} (last: {focused_testid(page)})")

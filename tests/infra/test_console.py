@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from racecap_cdk import constants as c
 
 import blueprint
@@ -70,12 +71,20 @@ def test_the_console_behaviour_sends_the_blueprints_console_policy(synth: Synth)
 
 
 def test_the_upload_host_in_the_csp_is_the_one_botocore_presigns() -> None:
-    # The CSP names https://<bucket>.s3.amazonaws.com: the host a Lambda's S3 client signs.
+    # The CSP names https://<bucket>.s3.amazonaws.com: the host a Lambda's S3 client signs
+    # (in SigV4, as racecap.clients configures it).
     for region in ("us-east-1", "eu-west-1"):
-        s3 = boto3.client("s3", region_name=region, aws_access_key_id="x", aws_secret_access_key="y")
+        s3 = boto3.client(
+            "s3",
+            region_name=region,
+            aws_access_key_id="x",
+            aws_secret_access_key="y",
+            config=Config(signature_version="s3v4"),
+        )
         url = s3.generate_presigned_url("put_object", Params={"Bucket": "b-1", "Key": "k"}, ExpiresIn=60)
         origin = url.split("/k?", 1)[0]
         assert origin == blueprint.ConsoleOrigins.aws(region, "b-1").uploads
+        assert f"%2F{region}%2Fs3%2Faws4_request" in url
 
 
 def test_the_console_config_names_the_pool_its_client_and_cognitos_endpoint(view: TemplateView) -> None:

@@ -366,3 +366,23 @@ def test_now_serving_is_one_shared_figure_cached_about_a_second_at_the_edge(api:
         time.sleep(0.05)
     # ~3 s of polls every 50 ms: about one origin request a second, the rest from the edge.
     assert hits > misses and misses <= 6, (hits, misses)
+
+
+def test_a_fairness_edit_of_a_version_changed_meanwhile_is_refused_and_changes_nothing(kim: Any) -> None:
+    race_id = queued_race(kim, holdLimit=2)
+    url = f"/api/admin/races/{race_id}/fairness"
+    seen = kim.get(url).json()["version"]
+    # Another tab (or director) saves first, against the same version: it wins.
+    first = kim.patch(url, json={"expectedVersion": seen, "holdLimit": 3})
+    assert first.status_code == 200, why(first)
+    assert first.json()["version"] == seen + 1
+    # The second save names the version it edited: 409, the current version stated, nothing changed.
+    second = kim.patch(url, json={"expectedVersion": seen, "holdLimit": 5, "admissionRatePerMinute": 900})
+    assert second.status_code == 409, why(second)
+    assert second.json()["error"] == "CONFLICT" and f"at version {seen + 1}, not {seen}" in second.json()["message"]
+    after = kim.get(url).json()
+    assert (after["holdLimit"], after["admissionRatePerMinute"], after["version"]) == (3, 600, seen + 1)
+    # A pause is a change too; without expectedVersion a save still applies (the old clients' way).
+    assert kim.post(f"/api/admin/races/{race_id}/queue/pause").json()["version"] == seen + 2
+    assert kim.patch(url, json={"expectedVersion": seen + 1, "holdLimit": 4}).status_code == 409
+    assert kim.patch(url, json={"holdLimit": 4}).json()["holdLimit"] == 4

@@ -193,3 +193,32 @@ def test_a_cancellation_whose_provider_did_not_answer_resumes_with_its_amount(wo
     view = world.cancellations.cancel(DIRECTOR, _race(world), rid)  # the retry: the first call's choice
     assert (view.refund, view.refundedCents) == ("AMOUNT", 700)
     assert [r.amount_cents for r in world.payments.refunds] == [700]
+
+
+def test_a_registrations_detail_shows_the_runner_and_every_payment_and_refund(world):
+    rid = _confirmed(world)
+    world.ledger.refund(DIRECTOR, _race(world), rid, 500, "late start")
+    detail = world.ledger.registration(_race(world), rid)
+    assert (detail.registrationId, detail.status, detail.email, detail.amountCents) == (
+        rid, "CONFIRMED", "ann@example.com", 2500
+    )  # fmt: skip
+    assert detail.bib >= 1
+    assert [(e.kind, e.amountCents, e.reason) for e in detail.ledger.entries] == [
+        ("payment", 2500, "entry"), ("refund", 500, "late start")
+    ]  # fmt: skip
+    assert detail.ledger.entries[1].actor == DIRECTOR.sub and detail.ledger.leftCents == 2000
+    world.cancellations.cancel(DIRECTOR, _race(world), rid, "injured")
+    after = world.ledger.registration(_race(world), rid)
+    # The cancellation's refund is in the ledger too: all that was left.
+    assert after.status == "CANCELLED" and after.cancelledAt is not None and after.refundId
+    assert [(e.kind, e.amountCents) for e in after.ledger.entries][1:] == [("refund", 500), ("refund", 2000)]
+    assert after.ledger.leftCents == 0
+
+
+def test_a_registration_of_another_race_is_not_found(world):
+    rid = _confirmed(world)
+    other = _race(world).model_copy(update={"raceId": "race-2"})
+    with pytest.raises(RegistrationNotFound):
+        world.ledger.registration(other, rid)
+    with pytest.raises(RegistrationNotFound):
+        world.ledger.registration(_race(world), "reg_nope")

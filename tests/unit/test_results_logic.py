@@ -6,7 +6,9 @@ from __future__ import annotations
 import random
 import time
 from datetime import UTC, date, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from racecap.results.dataset import Dataset, fold, format_ms
 from racecap.results.ranking import Runner, age_group, rank
 from racecap.results.service import CUT_OFF, PROCESSING_GIVES_UP_AFTER, upload_view
@@ -211,3 +213,24 @@ def test_the_cut_off_comes_after_the_processor_s_timeout() -> None:
     # Sooner, a check still running could be reported cut off, then install a version anyway.
     timeout = blueprint.function("ResultsProcessor").timeout_s
     assert PROCESSING_GIVES_UP_AFTER.total_seconds() >= timeout + 30
+
+
+def test_the_upload_url_is_sigv4_with_the_content_type_signed_not_in_its_query(
+    placeholder_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SigV2 presign puts `content-type=` in the query; the browser's CORS preflight (OPTIONS,
+    # no Content-Type header) then carries it, and moto's S3 refused the preflight with 403
+    # SignatureDoesNotMatch before reading the bucket's CORS rule: the console's upload failed.
+    from racecap import clients
+    from racecap.results.store import S3Files
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    clients.aws.cache_clear()
+    try:
+        url = S3Files(clients.aws("s3"), "uploads-b").upload_url("uploads/r/e/u.csv", "text/csv", 600)
+    finally:
+        clients.aws.cache_clear()
+    query = parse_qs(urlsplit(url).query)
+    assert query["X-Amz-Algorithm"] == ["AWS4-HMAC-SHA256"]
+    assert "content-type" in query["X-Amz-SignedHeaders"][0].split(";")  # the PUT must send it, as signed
+    assert "content-type" not in {k.lower() for k in query} and "Signature" not in query

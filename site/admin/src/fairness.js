@@ -38,17 +38,22 @@ export async function fairnessSection(api, raceId) {
     e.preventDefault();
     save.disabled = true;
     box.hidden = true;
-    const changes = { queueEnabled: queueOn.checked };
+    const changes = typed();
     for (const n of numbers) {
       n.error.hidden = true;
       n.control.setAttribute('aria-invalid', 'false');
-      if (Number(n.control.value) !== view[n.name]) changes[n.name] = Number(n.control.value);
     }
     try {
-      view = await api.patch(`/races/${enc(raceId)}/fairness`, changes);
+      // The version these settings were read at: a change meanwhile (another tab or director,
+      // a pause, the opening's draw) answers 409 rather than being overwritten.
+      view = await api.patch(`/races/${enc(raceId)}/fairness`, { expectedVersion: view.version, ...changes });
       render();
+      box.className = 'note';
+      box.textContent = 'Fairness settings saved.';
+      box.hidden = false;
       announce('Fairness settings saved.');
     } catch (err) {
+      if (err.status === 409 && err.code === 'CONFLICT') return changedMeanwhile(changes).catch((e) => fail(e.message));
       for (const n of numbers) {
         const message = err.fields?.[n.name];
         if (message) {
@@ -57,12 +62,40 @@ export async function fairnessSection(api, raceId) {
           n.control.setAttribute('aria-invalid', 'true');
         }
       }
-      box.textContent = err.message;
-      box.hidden = false;
+      fail(err.message);
     } finally {
       save.disabled = false;
     }
   });
+
+  function fail(message) {
+    box.className = 'alert';
+    box.textContent = message;
+    box.hidden = false;
+  }
+
+  // What the director changed from the version shown.
+  function typed() {
+    const out = {};
+    if (queueOn.checked !== view.queueEnabled) out.queueEnabled = queueOn.checked;
+    for (const n of numbers) if (Number(n.control.value) !== view[n.name]) out[n.name] = Number(n.control.value);
+    return out;
+  }
+
+  // A 409: show the latest settings, keep what was typed over them, and edit on top of the
+  // latest version, so saving again applies the typed changes to it.
+  async function changedMeanwhile(kept) {
+    const latest = await api.get(`/races/${enc(raceId)}/fairness`);
+    const labels = { queueEnabled: 'the opening queue', paused: 'pausing', ...Object.fromEntries(NUMBERS.map(([k, l]) => [k, l.toLowerCase()])) };
+    const theirs = Object.keys(labels).filter((k) => latest[k] !== view[k]).map((k) => labels[k]);
+    view = latest;
+    if (!('queueEnabled' in kept)) queueOn.checked = view.queueEnabled;
+    for (const n of numbers) if (!(n.name in kept)) n.control.value = view[n.name];
+    render();
+    fail(`These settings were changed meanwhile (now version ${view.version})${theirs.length ? `: ${theirs.join(', ')} changed` : ''}. ` +
+      'What you typed is kept; check it, then save again to apply it over the latest version.');
+    box.focus();
+  }
   for (const [button, action] of [[pause, 'pause'], [resume, 'resume']]) {
     button.addEventListener('click', async () => {
       try {
@@ -70,8 +103,7 @@ export async function fairnessSection(api, raceId) {
         render();
         announce(action === 'pause' ? 'Admission paused.' : 'Admission resumed.');
       } catch (err) {
-        box.textContent = err.message;
-        box.hidden = false;
+        fail(err.message);
       }
     });
   }

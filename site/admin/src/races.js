@@ -4,9 +4,14 @@
 // (another tab, another director of the account) answers 409 and the form keeps what was typed.
 import { announce, h, show } from './dom.js';
 import { fairnessSection } from './fairness.js';
+import { browserZone, fromZoneInput, inputFromMinor, knownZone, minorFrom, money, offsetLabel, toZoneInput, zoneNames } from './zone.js';
+
+export { money } from './zone.js';
 
 const STATE_LABEL = { NOT_YET_OPEN: ['scheduled', 'Scheduled'], OPEN: ['open', 'Open'], CLOSED: ['closed', 'Closed'] };
-const CURRENCIES = ['USD', 'EUR', 'GBP', 'CAD', 'AUD'];
+// The API's currencies (racecap.logic.admin.Currency); JPY is a zero-decimal currency.
+const CURRENCIES = ['USD', 'EUR', 'GBP', 'CAD', 'AUD', 'NZD', 'CHF', 'SEK', 'NOK', 'DKK', 'JPY'];
+const LISTING_LABEL = { DRAFT: 'Draft: closed to runners', UNLISTED: 'Unlisted: open by its link only', LISTED: 'Listed: on the race list' };
 
 // draft, scheduled, open, sold out (open with no place left in any event), closed.
 export function stateOf(race, events = race.events) {
@@ -15,25 +20,18 @@ export function stateOf(race, events = race.events) {
   return STATE_LABEL[race.status] || ['', race.status];
 }
 
-export function money(cents, currency) {
-  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(cents / 100);
+// An amount the director typed, in the smallest unit; a wrong one is sent as it is (a string or
+// 0) so that the API's own field error names the field.
+function amountFrom(value, currency) {
+  const minor = minorFrom(value, currency);
+  return Number.isNaN(minor) ? 0 : minor;
 }
 
-function localInput(iso) {
-  // <input type=datetime-local> shows the director's local time.
-  const d = new Date(iso);
-  const pad = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
-function isoFromLocal(value) {
-  const d = new Date(value);
-  return Number.isNaN(d.getTime()) ? value : d.toISOString();
-}
-
-function centsFrom(value) {
-  const n = Number(String(value).replace(/[^0-9.]/g, ''));
-  return Number.isFinite(n) && String(value).trim() !== '' ? Math.round(n * 100) : NaN;
+// The zone picker's names, once per page (a datalist: typing filters ~400 IANA names).
+function zoneList() {
+  let list = document.getElementById('zone-names');
+  if (!list) list = h('datalist', { id: 'zone-names' }, zoneNames().map((z) => h('option', { value: z })));
+  return list;
 }
 
 // -- a form bound to the API's field names (name="events.0.cap" ↔ fields["events.0.cap"]) ----
@@ -41,7 +39,8 @@ function input(name, label, attrs = {}, hint) {
   const id = `f-${name.replace(/\./g, '-')}`;
   const control = attrs.options
     ? h('select', { id, name }, attrs.options.map((o) => h('option', { value: o, selected: o === attrs.value }, o)))
-    : h(attrs.multiline ? 'textarea' : 'input', { id, name, ...attrs, options: undefined, multiline: undefined });
+    : h(attrs.multiline ? 'textarea' : 'input', { id, name, ...attrs, options: undefined, multiline: undefined, list: undefined });
+  if (attrs.list) control.setAttribute('list', attrs.list); // input.list is read-only as a property
   const error = h('p', { id: `${id}-error`, class: 'error', hidden: true });
   control.setAttribute('aria-describedby', `${hint ? `${id}-hint ` : ''}${id}-error`);
   return h('div', { class: 'field', dataset: { field: name } }, h('label', { htmlFor: id }, label), hint ? h('p', { id: `${id}-hint`, class: 'hint' }, hint) : null, control, error);
@@ -86,32 +85,67 @@ async function submitting(button, fn) {
   }
 }
 
+const zoneHint = (zone) => `In the race's time zone, ${zone} (${knownZone(zone) ? offsetLabel(zone) : 'not a zone'}).`;
+
 function raceFields(race = {}) {
   const now = new Date();
+  const zone = race.timeZone || browserZone();
   const opens = race.registrationOpensAt || new Date(now.getTime() + 86400000).toISOString();
   const closes = race.registrationClosesAt || new Date(now.getTime() + 30 * 86400000).toISOString();
   return [
     input('name', 'Race name', { value: race.name || '', required: true, maxLength: 150 }),
     input('location', 'Location', { value: race.location || '', maxLength: 150 }),
+    input('timeZone', 'Time zone', { value: zone, list: 'zone-names', required: true, maxLength: 64, autocomplete: 'off', spellcheck: false },
+      "An IANA name such as Europe/Paris or America/Denver. The race date, the registration window and price changes are in this zone, whatever your computer's zone."),
+    zoneList(),
     input('raceDate', 'Race date', { type: 'date', value: race.raceDate || new Date(now.getTime() + 60 * 86400000).toISOString().slice(0, 10), required: true }),
     input('description', 'Description', { value: race.description || '', multiline: true, rows: 3, maxLength: 5000 }),
     input('currency', 'Currency', { options: CURRENCIES, value: race.currency || 'USD' }),
-    input('registrationOpensAt', 'Registration opens', { type: 'datetime-local', value: localInput(opens), required: true }, 'Your local time.'),
-    input('registrationClosesAt', 'Registration closes', { type: 'datetime-local', value: localInput(closes), required: true }, 'Your local time; by the race date.'),
+    input('registrationOpensAt', 'Registration opens', { type: 'datetime-local', value: toZoneInput(opens, knownZone(zone) ? zone : 'UTC'), required: true }, zoneHint(zone)),
+    input('registrationClosesAt', 'Registration closes', { type: 'datetime-local', value: toZoneInput(closes, knownZone(zone) ? zone : 'UTC'), required: true }, `${zoneHint(zone)} By the race date.`),
     input('holdMinutes', 'Minutes a place is held while a runner registers', { type: 'number', min: 1, max: 60, value: race.holdMinutes ?? 10 }),
   ];
 }
 
+const TIME_FIELDS = ['registrationOpensAt', 'registrationClosesAt'];
+
+// The zone the form's wall-clock times are in: the one typed, once it is a zone.
+function formZone(form) {
+  const typed = form.elements.timeZone.value.trim();
+  return knownZone(typed) ? typed : form.dataset.zone || 'UTC';
+}
+
+// A new zone keeps the instants (as the API does on a zone change): the wall-clock fields
+// are re-shown in it, and their hints name it.
+function followZone(form) {
+  form.dataset.zone = formZone(form);
+  form.elements.timeZone.addEventListener('change', () => {
+    const before = form.dataset.zone;
+    const after = formZone(form);
+    if (after === before) return;
+    for (const k of TIME_FIELDS) {
+      const el = form.elements[k];
+      if (el.value) el.value = toZoneInput(fromZoneInput(el.value, before), after);
+      const hint = form.querySelector(`#${el.id}-hint`);
+      if (hint) hint.textContent = `${zoneHint(after)}${k === 'registrationClosesAt' ? ' By the race date.' : ''}`;
+    }
+    form.dataset.zone = after;
+    form.dispatchEvent(new CustomEvent('zonechange', { detail: { before, after } }));
+  });
+}
+
 function readRace(form) {
   const v = (n) => form.elements[n].value;
+  const zone = formZone(form);
   return {
     name: v('name').trim(),
     location: v('location').trim(),
+    timeZone: v('timeZone').trim(),
     raceDate: v('raceDate'),
     description: v('description'),
     currency: v('currency'),
-    registrationOpensAt: isoFromLocal(v('registrationOpensAt')),
-    registrationClosesAt: isoFromLocal(v('registrationClosesAt')),
+    registrationOpensAt: fromZoneInput(v('registrationOpensAt'), zone),
+    registrationClosesAt: fromZoneInput(v('registrationClosesAt'), zone),
     holdMinutes: Number(v('holdMinutes')),
   };
 }
@@ -121,17 +155,18 @@ function eventRow(i, event = {}) {
     h('legend', {}, `Event ${i + 1}`),
     input(`events.${i}.name`, 'Event name', { value: event.name || '', required: true, maxLength: 100 }),
     input(`events.${i}.cap`, 'Places (cap)', { type: 'number', min: 1, value: event.cap ?? '' }),
-    input(`events.${i}.priceCents`, 'Price', { inputMode: 'decimal', value: event.priceCents ? (event.priceCents / 100).toFixed(2) : '' }, 'In the race currency, e.g. 45.00'),
+    input(`events.${i}.priceCents`, 'Price', { inputMode: 'decimal', value: '' }, 'In the race currency, e.g. 45.00'),
   );
 }
 
 function readEvents(form) {
   const out = [];
+  const currency = form.elements.currency.value;
   for (let i = 0; form.elements[`events.${i}.name`]; i++) {
     out.push({
       name: form.elements[`events.${i}.name`].value.trim(),
       cap: Number(form.elements[`events.${i}.cap`].value) || 0,
-      priceCents: centsFrom(form.elements[`events.${i}.priceCents`].value) || 0,
+      priceCents: amountFrom(form.elements[`events.${i}.priceCents`].value, currency),
     });
   }
   return out;
@@ -177,6 +212,7 @@ export function newRacePage(api) {
   } }, 'Add another event');
   const save = h('button', { type: 'submit', class: 'primary', 'data-testid': 'create-race' }, 'Create race (as a draft)');
   const form = h('form', { noValidate: true, 'data-testid': 'race-form' }, box, ...raceFields(), h('h2', {}, 'Events'), events, add, h('div', { class: 'actions' }, save));
+  followZone(form);
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     submitting(save, async () => {
@@ -198,7 +234,7 @@ export function newRacePage(api) {
 }
 
 // -- one race ---------------------------------------------------------------------------------
-// The race's own pages. Results, questions, codes, teams, refund policy and the waitlist join
+// The race's own pages. Questions, codes, teams, refund policy and the waitlist join
 // this list with their issues.
 export function subnav(raceId, current) {
   const base = `#/races/${encodeURIComponent(raceId)}`;
@@ -206,6 +242,7 @@ export function subnav(raceId, current) {
     ['settings', base, 'Settings and events'],
     ['live', `${base}/live`, 'Live'],
     ['runners', `${base}/runners`, 'Runners'],
+    ['results', `${base}/results`, 'Results'],
     ['audit', `${base}/audit`, 'Audit trail'],
   ];
   return h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},
@@ -213,7 +250,8 @@ export function subnav(raceId, current) {
 }
 
 export async function racePage(api, raceId) {
-  let race = await api.get(`/races/${encodeURIComponent(raceId)}`);
+  const path = `/races/${encodeURIComponent(raceId)}`;
+  let race = await api.get(path);
   const box = alertBox('race-alert');
   const status = h('p', { role: 'status', 'data-testid': 'race-status' });
   const title = h('h1', {}, race.name);
@@ -222,9 +260,11 @@ export async function racePage(api, raceId) {
     const [cls, label] = stateOf(race);
     status.replaceChildren(
       'State: ', h('span', { class: `state ${cls}`, 'data-testid': 'race-state' }, label),
-      ` · registration ${race.registrationState.toLowerCase()} · version ${race.version}`,
+      ` · `, h('span', { 'data-testid': 'race-listing' }, LISTING_LABEL[race.listing] || race.listing),
+      ` · registration ${race.registrationState.toLowerCase()} · times in ${race.timeZone} · version ${race.version}`,
     );
-    publish.textContent = race.published ? 'Back to draft' : 'Publish';
+    publish.textContent = race.published ? 'Back to draft' : 'Publish (listed)';
+    relist.textContent = { DRAFT: 'Publish unlisted (by link only)', LISTED: 'Make unlisted', UNLISTED: 'List on the race list' }[race.listing];
   }
 
   // The fields the director changed since the version the form shows (times compared as instants).
@@ -234,28 +274,45 @@ export async function racePage(api, raceId) {
     return Object.fromEntries(Object.entries(typed).filter(([k, v]) => !same(k, v)));
   }
 
+  // Show `from` in the form (except the fields in `keep`); its times in the zone the form then has.
   function fill(from, keep = {}) {
-    for (const k of Object.keys(readRace(form))) {
-      if (!(k in keep)) form.elements[k].value = (k.endsWith('At') ? localInput(from[k]) : from[k]) ?? '';
+    const keys = Object.keys(readRace(form));
+    for (const k of keys) {
+      if (!(k in keep) && !TIME_FIELDS.includes(k)) form.elements[k].value = from[k] ?? '';
     }
+    const zone = formZone(form);
+    for (const k of TIME_FIELDS) {
+      if (k in keep) form.elements[k].value = toZoneInput(keep[k], zone);
+      else form.elements[k].value = toZoneInput(from[k], zone);
+      const hint = form.querySelector(`#${form.elements[k].id}-hint`);
+      if (hint) hint.textContent = `${zoneHint(zone)}${k === 'registrationClosesAt' ? ' By the race date.' : ''}`;
+    }
+    form.dataset.zone = zone;
   }
 
   // A 409 on a save: keep what the director typed, show the latest version of every other
   // field, and edit on top of that version, so saving again applies the typed changes over it.
   async function changedMeanwhile(typed) {
-    const latest = await api.get(`/races/${encodeURIComponent(raceId)}`);
+    const latest = await api.get(path);
     const theirs = Object.keys(readRace(form)).filter((k) => JSON.stringify(latest[k]) !== JSON.stringify(race[k]));
-    race = latest;
+    setRace(latest);
     fill(latest, typed);
-    title.textContent = latest.name;
-    summary();
     say(box, `This race was changed meanwhile (now version ${latest.version})${theirs.length ? `: ${theirs.join(', ')} changed` : ''}. ` +
       'What you typed is kept; check it, then save again to apply it over the latest version.');
     box.focus();
   }
 
+  function setRace(r) {
+    const zoneMoved = r.timeZone !== race.timeZone;
+    race = r;
+    title.textContent = race.name;
+    summary();
+    if (zoneMoved) renderEvents(); // the events' price changes are shown in the race's zone
+  }
+
   const save = h('button', { type: 'submit', class: 'primary', 'data-testid': 'save-race' }, 'Save changes');
   const form = h('form', { noValidate: true, 'data-testid': 'race-form' }, ...raceFields(race), h('div', { class: 'actions' }, save));
+  followZone(form);
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     submitting(save, async () => {
@@ -263,113 +320,232 @@ export async function racePage(api, raceId) {
       showFieldErrors(form, null);
       const changes = dirty();
       try {
-        race = await api.patch(`/races/${encodeURIComponent(raceId)}`, { expectedVersion: race.version, ...changes });
-        fill(race);
-        title.textContent = race.name;
-        summary();
+        const saved = await api.patch(path, { expectedVersion: race.version, ...changes });
+        setRace(saved);
+        fill(saved);
         say(box, 'Saved.', 'note');
         announce('Saved.');
       } catch (err) {
-        if (err.status === 409) return changedMeanwhile(changes);
+        if (err.status === 409 && err.code === 'CONFLICT') return changedMeanwhile(changes);
         const first = showFieldErrors(form, err.fields);
         say(box, [err.message, ...unplaced(form, err.fields)].join(' '));
-        first?.focus();
+        (first || box).focus();
       }
     });
   });
 
-  const publish = h('button', { type: 'button', 'data-testid': 'publish', onClick: () => submitting(publish, async () => {
+  // Publishing checks the race is complete: 409 RACE_INCOMPLETE names what is missing, by field.
+  async function relistTo(listing) {
     say(box, '');
+    showFieldErrors(form, null);
     try {
-      // Publishing checks the race is complete (409 RACE_INCOMPLETE names what is missing).
-      const action = race.published ? 'unpublish' : 'publish';
-      race = await api.post(`/races/${encodeURIComponent(raceId)}/${action}`, { expectedVersion: race.version });
-      summary();
-      announce(race.published ? 'Published: runners can see the race.' : 'Back to a draft: closed to runners.');
+      const action = listing === 'DRAFT' ? 'unpublish' : 'publish';
+      const body = { expectedVersion: race.version, ...(listing === 'DRAFT' ? {} : { listing }) };
+      setRace(await api.post(`${path}/${action}`, body));
+      announce({ DRAFT: 'Back to a draft: closed to runners.', UNLISTED: 'Published: open to runners by its link only.', LISTED: 'Published: runners can see the race on the race list.' }[race.listing]);
     } catch (err) {
       if (err.code === 'RACE_INCOMPLETE') {
         const first = showFieldErrors(form, err.fields);
-        say(box, err.message);
-        return (first || box).focus?.();
+        say(box, '');
+        box.replaceChildren(
+          h('p', {}, 'The race is not ready for runners yet:'),
+          h('ul', { 'data-testid': 'missing' }, Object.entries(err.fields || {}).map(([k, v]) => h('li', {}, `${labelOf(k)}: ${v}`))),
+        );
+        box.hidden = false;
+        return (first || box).focus();
       }
       if (err.status === 409 && err.code === 'CONFLICT' && /version/.test(err.message)) return changedMeanwhile(dirty());
       say(box, err.message);
+      box.focus();
     }
-  }) });
+  }
+  function labelOf(field) {
+    const label = form.querySelector(`[data-field="${CSS.escape(field)}"] label`);
+    if (label) return label.textContent;
+    const ev = /^events\.(\d+)\./.exec(field);
+    return ev ? race.events[Number(ev[1])]?.name || field : field === 'events' ? 'Events' : field;
+  }
+  const publish = h('button', { type: 'button', class: 'primary', 'data-testid': 'publish', onClick: () => submitting(publish, () => relistTo(race.published ? 'DRAFT' : 'LISTED')) });
+  const relist = h('button', { type: 'button', 'data-testid': 'relist', onClick: () => submitting(relist, () => relistTo(race.listing === 'UNLISTED' ? 'LISTED' : 'UNLISTED')) });
 
   const windowButtons = [['schedule', 'Schedule the window'], ['open', 'Open registration now'], ['close', 'Close registration']].map(([action, label]) =>
     h('button', { type: 'button', 'data-testid': `window-${action}`, onClick: (e) => submitting(e.currentTarget, async () => {
       say(box, '');
       try {
-        const w = await api.post(`/races/${encodeURIComponent(raceId)}/window/${action}`);
-        race = await api.get(`/races/${encodeURIComponent(raceId)}`);
-        summary();
+        const w = await api.post(`${path}/window/${action}`);
+        setRace(await api.get(path));
         announce(`Registration is ${w.registrationState.toLowerCase()}.`);
       } catch (err) {
         say(box, err.message);
       }
     }) }, label));
 
-  const events = h('tbody', {}, race.events.map((ev) => eventEditRow(api, raceId, ev, () => race, (r) => { race = r; summary(); }, box)));
-  const addEvent = newEventForm(api, raceId, () => race, (r) => {
+  const events = h('div', { 'data-testid': 'events' });
+  function renderEvents() {
+    events.replaceChildren(...race.events.map((ev) => eventEditor(api, path, ev, () => race, setRace)));
+  }
+  const addEvent = newEventForm(api, path, () => race, (r) => {
     race = r;
     summary();
-    events.replaceChildren(...race.events.map((ev) => eventEditRow(api, raceId, ev, () => race, (x) => { race = x; summary(); }, box)));
+    renderEvents();
   });
 
   summary();
+  renderEvents();
   show(
     h('p', {}, h('a', { href: '#/races' }, '← Your races')),
     title,
     status,
     box,
-    h('div', { class: 'row' }, publish, ...windowButtons),
+    h('div', { class: 'row' }, publish, relist, ...windowButtons),
     subnav(raceId, 'settings'),
     h('h2', {}, 'Settings'),
     form,
     h('h2', {}, 'Events'),
-    h('div', { class: 'scroll' }, h('table', { 'data-testid': 'events' },
-      h('thead', {}, h('tr', {}, ...['Event', 'Places (cap)', 'Price', 'Taken', ''].map((t) => h('th', { scope: 'col' }, t)))),
-      events)),
+    events,
     h('h3', {}, 'Add an event'),
     addEvent,
+    copySection(api, path, race),
     await fairnessSection(api, raceId),
   );
 }
 
-function eventEditRow(api, raceId, ev, current, updated, box) {
-  const id = (k) => `ev-${ev.eventId}-${k}`;
-  const name = h('input', { id: id('name'), value: ev.name, 'aria-label': `Name of ${ev.name}` });
-  const cap = h('input', { id: id('cap'), type: 'number', min: 1, value: ev.cap, 'aria-label': `Places of ${ev.name}` });
-  const price = h('input', { id: id('price'), inputMode: 'decimal', value: (ev.priceCents / 100).toFixed(2), 'aria-label': `Price of ${ev.name}` });
-  const error = h('p', { class: 'error', hidden: true });
-  const save = h('button', { type: 'button', 'data-testid': 'save-event', onClick: () => submitting(save, async () => {
-    error.hidden = true;
-    const race = current();
-    const asked = { name: name.value.trim(), cap: Number(cap.value), priceCents: centsFrom(price.value) };
-    const changes = Object.fromEntries(Object.entries(asked).filter(([k, v]) => v !== ev[k]));
-    try {
-      const r = await api.patch(`/races/${encodeURIComponent(raceId)}/events/${encodeURIComponent(ev.eventId)}`, { expectedVersion: race.version, ...changes });
-      Object.assign(ev, r.events.find((e) => e.eventId === ev.eventId));
-      updated(r);
-      announce(`${ev.name} saved.`);
-    } catch (err) {
-      if (err.status === 409) {
-        updated(await api.get(`/races/${encodeURIComponent(raceId)}`));
-        error.textContent = 'The race was changed meanwhile; what you typed is kept: save again to apply it.';
-      } else {
-        error.textContent = Object.values(err.fields || {}).join(' ') || err.message;
-      }
-      error.hidden = false;
+// -- one event: its place count, price, price changes by date and age rule ---------------------
+let editors = 0;
+
+function eventEditor(api, path, ev, current, updated) {
+  const n = ++editors;
+  const zone = () => current().timeZone;
+  const currency = () => current().currency;
+  const box = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'event-alert' });
+  function field(key, label, attrs = {}, hint) {
+    const id = `ev${n}-${key.replace(/\./g, '-')}`;
+    const control = h('input', { id, ...attrs });
+    const error = h('p', { id: `${id}-error`, class: 'error', hidden: true });
+    control.setAttribute('aria-describedby', `${hint ? `${id}-hint ` : ''}${id}-error`);
+    const wrap = h('div', { class: 'field', dataset: { field: key } }, h('label', { htmlFor: id }, label), hint ? h('p', { id: `${id}-hint`, class: 'hint' }, hint) : null, control, error);
+    wrap.control = control;
+    return wrap;
+  }
+  const legend = h('legend', {}, ev.name);
+  const name = field('name', 'Event name', { maxLength: 100, required: true });
+  const cap = field('cap', 'Places (cap)', { type: 'number', min: 1 });
+  const price = field('priceCents', 'Price', { inputMode: 'decimal' }, 'In the race currency; the price until the first price change below.');
+  const minAge = field('minAge', 'Minimum age on race day', { type: 'number', min: 0, max: 120 });
+  const maxAge = field('maxAge', 'Maximum age on race day', { type: 'number', min: 0, max: 120 });
+  const noMax = h('input', { id: `ev${n}-noMaxAge`, type: 'checkbox' });
+  const noMaxWrap = h('div', { class: 'field check', dataset: { field: 'noMaxAge' } }, noMax, h('label', { htmlFor: noMax.id }, 'No maximum age'), h('p', { class: 'error', hidden: true }));
+  noMax.addEventListener('change', () => {
+    maxAge.control.disabled = noMax.checked;
+    if (noMax.checked) maxAge.control.value = '';
+  });
+  const taken = h('p', { 'data-testid': 'event-taken' });
+  const tiers = h('div', { class: 'tiers', 'data-testid': 'tiers' });
+  const tierHint = h('p', { class: 'hint' });
+
+  // Tier rows are rebuilt from what is typed on every add or remove, so numbering and labels
+  // stay in order ("Price change 2 starts") and nothing typed is lost.
+  function tierRows(values) {
+    tiers.replaceChildren(...values.map((t, i) => {
+      const starts = field(`priceTiers.${i}.startsAt`, `Price change ${i + 1} starts`, { type: 'datetime-local', value: t.startsAt });
+      const amount = field(`priceTiers.${i}.priceCents`, `Price change ${i + 1} price`, { inputMode: 'decimal', value: t.price });
+      const remove = h('button', { type: 'button', 'data-testid': 'remove-tier', 'aria-label': `Remove price change ${i + 1}`, onClick: () => {
+        const now = typedTiers();
+        now.splice(i, 1);
+        tierRows(now);
+        (tiers.querySelector('input') || addTier).focus();
+      } }, 'Remove');
+      return h('div', { class: 'tier', 'data-testid': 'tier-row' }, starts, amount, remove);
+    }));
+    tierHint.textContent = values.length ? `Times in ${zone()}.` : 'No price changes: the price above holds throughout.';
+  }
+  function typedTiers() {
+    return [...tiers.querySelectorAll('[data-testid="tier-row"]')].map((row) => {
+      const [s, p] = row.querySelectorAll('input');
+      return { startsAt: s.value, price: p.value };
+    });
+  }
+  const addTier = h('button', { type: 'button', 'data-testid': 'add-tier', onClick: () => {
+    const now = typedTiers();
+    now.push({ startsAt: '', price: '' });
+    tierRows(now);
+    tiers.lastElementChild.querySelector('input').focus();
+  } }, 'Add a price change');
+
+  function load(e) {
+    ev = e;
+    legend.textContent = e.name;
+    name.control.value = e.name;
+    cap.control.value = e.cap;
+    price.control.value = inputFromMinor(e.priceCents, currency());
+    minAge.control.value = e.minAge;
+    noMax.checked = e.maxAge === null || e.maxAge === undefined;
+    maxAge.control.value = noMax.checked ? '' : e.maxAge;
+    maxAge.control.disabled = noMax.checked;
+    taken.textContent = `Taken: ${e.taken} of ${e.cap} · price now ${money(e.priceNow ?? e.priceCents, currency())}`;
+    tierRows(e.priceTiers.map((t) => ({ startsAt: toZoneInput(t.startsAt, zone()), price: inputFromMinor(t.priceCents, currency()) })));
+  }
+
+  function asked() {
+    const c = currency();
+    const out = {
+      name: name.control.value.trim(),
+      cap: Number(cap.control.value),
+      priceCents: amountFrom(price.control.value, c),
+      minAge: Number(minAge.control.value),
+    };
+    if (noMax.checked) {
+      if (ev.maxAge !== null && ev.maxAge !== undefined) out.noMaxAge = true;
+    } else {
+      out.maxAge = maxAge.control.value.trim() === '' ? null : Number(maxAge.control.value);
     }
-  }) }, 'Save');
-  return h('tr', { 'data-testid': 'event-row' },
-    h('td', {}, name), h('td', {}, cap), h('td', {}, price),
-    h('td', { class: 'num', 'data-testid': 'event-taken' }, `${ev.taken} of ${ev.cap}`),
-    h('td', {}, save, error));
+    const typed = typedTiers().map((t) => ({ startsAt: t.startsAt ? fromZoneInput(t.startsAt, zone()) : '', priceCents: amountFrom(t.price, c) }));
+    const same = typed.length === ev.priceTiers.length &&
+      typed.every((t, i) => t.priceCents === ev.priceTiers[i].priceCents && new Date(t.startsAt).getTime() === new Date(ev.priceTiers[i].startsAt).getTime());
+    if (!same) out.priceTiers = typed;
+    return Object.fromEntries(Object.entries(out).filter(([k, v]) => k === 'noMaxAge' || k === 'priceTiers' || v !== ev[k]));
+  }
+
+  const save = h('button', { type: 'submit', 'data-testid': 'save-event' }, 'Save this event');
+  const el = h('form', { noValidate: true, class: 'event-editor', 'data-testid': 'event-row', dataset: { eventId: ev.eventId } },
+    h('fieldset', { class: 'event' }, legend, box, taken,
+      h('div', { class: 'grid' }, name, cap, price),
+      h('fieldset', { class: 'sub' }, h('legend', {}, 'Age rule, on race day'), h('div', { class: 'grid' }, minAge, maxAge), noMaxWrap),
+      h('fieldset', { class: 'sub' }, h('legend', {}, 'Price changes by date'), tierHint, tiers, addTier),
+      h('div', { class: 'actions' }, save)));
+  el.addEventListener('submit', (e) => {
+    e.preventDefault();
+    submitting(save, async () => {
+      say(box, '');
+      showFieldErrors(el, null);
+      const changes = asked();
+      if ('maxAge' in changes && changes.maxAge === null) {
+        showFieldErrors(el, { maxAge: 'Give a maximum age, or tick "No maximum age".' });
+        return maxAge.control.focus();
+      }
+      try {
+        const r = await api.patch(`${path}/events/${encodeURIComponent(ev.eventId)}`, { expectedVersion: current().version, ...changes });
+        load(r.events.find((x) => x.eventId === ev.eventId));
+        updated(r);
+        say(box, 'Saved.', 'note');
+        announce(`${ev.name} saved.`);
+      } catch (err) {
+        if (err.status === 409 && err.code === 'CONFLICT') {
+          updated(await api.get(path));
+          say(box, 'The race was changed meanwhile; what you typed is kept: save again to apply it.');
+          return box.focus();
+        }
+        const first = showFieldErrors(el, err.fields);
+        say(box, [err.message, ...unplaced(el, err.fields)].join(' '));
+        (first || box).focus();
+      }
+    });
+  });
+  load(ev);
+  return el;
 }
 
-function newEventForm(api, raceId, current, updated) {
+function newEventForm(api, path, current, updated) {
   const box = alertBox('event-alert');
   const save = h('button', { type: 'submit', 'data-testid': 'add-event' }, 'Add event');
   const fields = [
@@ -381,6 +557,10 @@ function newEventForm(api, raceId, current, updated) {
     const control = f.querySelector('input');
     control.id = `new-event-${control.name}`;
     f.querySelector('label').htmlFor = control.id;
+    f.querySelector('.error').id = `${control.id}-error`;
+    const hint = f.querySelector('.hint');
+    if (hint) hint.id = `${control.id}-hint`;
+    control.setAttribute('aria-describedby', `${hint ? `${control.id}-hint ` : ''}${control.id}-error`);
   }
   const form = h('form', { noValidate: true, 'data-testid': 'event-form' }, box, ...fields, save);
   form.addEventListener('submit', (e) => {
@@ -390,7 +570,7 @@ function newEventForm(api, raceId, current, updated) {
       showFieldErrors(form, null);
       const v = (n) => form.elements[n].value;
       try {
-        const r = await api.post(`/races/${encodeURIComponent(raceId)}/events`, { name: v('name').trim(), cap: Number(v('cap')) || 0, priceCents: centsFrom(v('priceCents')) || 0 });
+        const r = await api.post(`${path}/events`, { name: v('name').trim(), cap: Number(v('cap')) || 0, priceCents: amountFrom(v('priceCents'), current().currency) });
         form.reset();
         updated(r);
         announce('Event added.');
@@ -400,6 +580,46 @@ function newEventForm(api, raceId, current, updated) {
       }
     });
   });
-  void current;
   return form;
+}
+
+// -- next year's edition --------------------------------------------------------------------------
+function copySection(api, path, race) {
+  const box = alertBox('copy-alert');
+  const date = input('raceDate', "The new edition's race date", { type: 'date' },
+    'Leave empty for next year\'s edition: the same day a year later. The registration window and price changes move with it.');
+  const name = input('name', 'Name of the copy', { maxLength: 150, placeholder: race.name }, 'Leave empty to keep the name.');
+  for (const f of [date, name]) {
+    const control = f.querySelector('input');
+    control.id = `copy-${control.name}`;
+    f.querySelector('label').htmlFor = control.id;
+    f.querySelector('.error').id = `${control.id}-error`;
+    f.querySelector('.hint').id = `${control.id}-hint`;
+    control.setAttribute('aria-describedby', `${control.id}-hint ${control.id}-error`);
+  }
+  const go = h('button', { type: 'submit', 'data-testid': 'copy-race' }, 'Copy as a new draft');
+  const form = h('form', { noValidate: true, 'data-testid': 'copy-form' }, box, date, name, go);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    submitting(go, async () => {
+      say(box, '');
+      showFieldErrors(form, null);
+      const body = {};
+      if (form.elements.raceDate.value) body.raceDate = form.elements.raceDate.value;
+      if (form.elements.name.value.trim()) body.name = form.elements.name.value.trim();
+      try {
+        const copy = await api.post(`${path}/copy`, body);
+        announce(`Copied: ${copy.name}, ${copy.raceDate}, a draft.`);
+        location.hash = `#/races/${encodeURIComponent(copy.raceId)}`;
+      } catch (err) {
+        const first = showFieldErrors(form, err.fields);
+        say(box, [err.message, ...unplaced(form, err.fields)].join(' '));
+        (first || box).focus();
+      }
+    });
+  });
+  return h('section', { 'aria-labelledby': 'copy-heading' },
+    h('h2', { id: 'copy-heading' }, 'Copy this race'),
+    h('p', {}, 'A new draft with these settings, events, places, prices and age rules; no runners come along.'),
+    form);
 }

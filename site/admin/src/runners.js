@@ -1,9 +1,8 @@
 // A race's runners: search (a bib, a whole email, or words of a name) and filters, a runner's
-// detail, cancel with a refund (the confirmation shows the amount), and the CSV export.
-// The cancel dialog refunds the whole amount paid today; a partial amount joins it with the
-// payments ledger (the form has room for the field).
+// detail (GET …/registrations/{id}: the registration and its payments and refunds), cancel
+// with a refund (the confirmation shows the amount), and the CSV export.
 import { announce, h, show } from './dom.js';
-import { money } from './races.js';
+import { minorFrom, money, showInZone } from './zone.js';
 
 const enc = encodeURIComponent;
 
@@ -43,60 +42,181 @@ export async function runnersPage(api, raceId, subnav) {
   }
 
   function row(r) {
-    const open = h('button', { type: 'button', class: 'link', 'data-testid': 'runner-open', onClick: () => openDetail(r) }, `${r.firstName} ${r.lastName}`);
+    const open = h('button', { type: 'button', class: 'link', 'data-testid': 'runner-open', onClick: () => openDetail(r.registrationId) }, `${r.firstName} ${r.lastName}`);
     return h('tr', { 'data-testid': 'runner-row', dataset: { registrationId: r.registrationId } },
       h('td', { class: 'num' }, String(r.bib)), h('th', { scope: 'row' }, open), h('td', {}, r.email), h('td', {}, r.eventName),
       h('td', { 'data-testid': 'runner-status' }, r.status), h('td', { class: 'num' }, money(r.amountCents, r.currency)));
   }
 
-  function openDetail(r) {
+  // The runner's detail, read fresh from the API each time it opens (after a refund, too).
+  async function openDetail(registrationId) {
+    let r;
+    try {
+      r = await api.get(`/races/${enc(raceId)}/registrations/${enc(registrationId)}`);
+    } catch (err) {
+      detail.replaceChildren(h('h2', { id: 'runner-heading', tabIndex: -1 }, 'Runner'), h('p', { class: 'alert', role: 'alert' }, err.message));
+      detail.hidden = false;
+      return detail.querySelector('h2').focus();
+    }
+    rows.querySelector(`[data-registration-id="${CSS.escape(r.registrationId)}"]`)?.replaceWith(row(r));
+    const when = (iso) => (iso ? showInZone(iso, race.timeZone) : '—');
+    const statement = r.ledger;
     const facts = [
       ['Bib', r.bib], ['Event', r.eventName], ['Email', r.email || '(deleted after the retention period)'],
-      ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(r.amountCents, r.currency)], ['Confirmed', new Date(r.confirmedAt).toLocaleString()],
-      ['Status', r.status], ...(r.cancelledAt ? [['Cancelled', new Date(r.cancelledAt).toLocaleString()]] : []),
-      ...(r.refundId ? [['Refund', `${money(r.amountCents, r.currency)} · ${r.refundId}`]] : []),
+      ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(r.amountCents, r.currency)], ['Confirmed', when(r.confirmedAt)],
+      ['Status', r.status], ...(r.cancelledAt ? [['Cancelled', when(r.cancelledAt)]] : []),
+      ...(r.refundId ? [['Refund', `${money(cancelRefund(r, statement), r.currency)} · ${r.refundId}`]] : []),
       ...(r.disputeId ? [['Dispute', r.disputeId]] : []),
     ];
-    const cancel = r.status === 'CONFIRMED'
-      ? h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => confirmCancel(r) }, 'Cancel and refund…')
-      : null;
+    const ledger = h('table', { 'data-testid': 'ledger' },
+      h('caption', {}, 'Payments and refunds'),
+      h('thead', {}, h('tr', {}, ...['When', 'What', 'Amount', 'Reason', 'By', 'State'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, statement.entries.map((e) => h('tr', { 'data-testid': 'ledger-entry' },
+        h('td', {}, when(e.at)), h('td', {}, e.kind === 'payment' ? 'Payment' : 'Refund'),
+        h('td', { class: 'num' }, money(e.amountCents, e.currency)), h('td', {}, e.reason || '—'),
+        h('td', {}, e.actor === 'runner' ? 'The runner' : 'A director'), h('td', {}, e.status.toLowerCase())))));
+    const confirmed = r.status === 'CONFIRMED';
     detail.replaceChildren(
       ...[
         h('h2', { id: 'runner-heading', tabIndex: -1 }, `${r.firstName} ${r.lastName}`),
         h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `fact-${k.toLowerCase().replace(/ /g, '-')}` }, String(v))])),
-        cancel, // none once cancelled (replaceChildren would print a null)
+        h('p', { 'data-testid': 'ledger-summary' },
+          `Charged ${money(statement.chargedCents, statement.currency)} · refunded ${money(statement.refundedCents, statement.currency)} · ${money(statement.leftCents, statement.currency)} left to refund`),
+        h('div', { class: 'scroll' }, ledger),
+        confirmed ? h('div', { class: 'row' },
+          h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => moneyForm({ r, kind: 'cancel' }) }, 'Cancel the registration…'),
+          statement.leftCents > 0 ? h('button', { type: 'button', 'data-testid': 'refund-part', onClick: () => moneyForm({ r, kind: 'refund' }) }, 'Refund part of the payment…') : null,
+        ) : null, // none once cancelled (replaceChildren would print a null)
       ].filter(Boolean),
     );
     detail.hidden = false;
     detail.querySelector('h2').focus();
   }
 
-  function confirmCancel(r) {
-    const reason = h('input', { id: 'cancel-reason', maxLength: 500 });
-    const error = h('p', { class: 'alert', role: 'alert', hidden: true, 'data-testid': 'cancel-alert' });
-    const go = h('button', { type: 'submit', class: 'primary danger', 'data-testid': 'confirm-cancel' }, `Cancel and refund ${money(r.amountCents, r.currency)}`);
-    const back = h('button', { type: 'button', onClick: () => openDetail(r) }, 'Keep the registration');
-    const form = h('form', { 'data-testid': 'cancel-form' },
-      h('p', { 'data-testid': 'refund-amount' }, `${r.firstName} ${r.lastName} is refunded ${money(r.amountCents, r.currency)} to the card they paid with, and their place goes back on sale.`),
-      h('div', { class: 'field' }, h('label', { htmlFor: 'cancel-reason' }, 'Reason (kept in the audit trail)'), reason),
-      error, h('div', { class: 'row' }, go, back));
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      go.disabled = true;
-      try {
-        const done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/cancel`, { reason: reason.value.trim() });
-        const updated = { ...r, status: done.status, cancelledAt: done.cancelledAt, refundId: done.refundId, amountCents: done.amountCents };
-        rows.querySelector(`[data-registration-id="${CSS.escape(r.registrationId)}"]`)?.replaceWith(row(updated));
-        openDetail(updated);
-        announce(`Cancelled; ${money(done.amountCents, done.currency)} refunded.`);
-      } catch (err) {
-        error.textContent = err.message;
-        error.hidden = false;
-        go.disabled = false;
-      }
+  // What the cancellation refunded: its ledger entry (key refund-<registrationId>) where the
+  // ledger records it, else the rest of the payment after the director's earlier refunds.
+  function cancelRefund(r, statement) {
+    const own = statement.entries.find((e) => e.kind === 'refund' && e.key === `refund-${r.registrationId}`);
+    if (own) return own.amountCents;
+    const before = statement.entries.filter((e) => e.kind === 'refund' && e.status !== 'REFUSED').reduce((n, e) => n + e.amountCents, 0);
+    return r.amountCents - before;
+  }
+
+  // -- money back: cancel with a refund (full, none or an amount), or refund part ----------
+  // Two steps each: what and why, then a confirmation that states the amount before anything
+  // is sent. The cancel body is issue 25's contract: {refund: FULL|NONE|AMOUNT, amountCents
+  // (AMOUNT only), reason}. FULL is what the call did before that body existed, so the console
+  // sends it by leaving `refund` out: the same request works on either side of that change.
+  function moneyForm({ r, kind }) {
+    const statement = r.ledger;
+    const c = statement.currency;
+    const left = statement.leftCents;
+    const cancel = kind === 'cancel';
+    const who = `${r.firstName} ${r.lastName}`;
+    const heading = h('h2', { id: 'runner-heading', tabIndex: -1 }, cancel ? `Cancel ${who}'s registration?` : `Refund part of ${who}'s payment`);
+    const error = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'cancel-alert' });
+    const choices = cancel
+      ? [['FULL', `Refund what is left of the payment (${money(left, c)})`], ['AMOUNT', 'Refund an amount'], ['NONE', 'No refund']]
+      : [];
+    const radios = choices.map(([value, label], i) => {
+      const input = h('input', { type: 'radio', name: 'refund', id: `refund-${value}`, value, checked: i === 0 });
+      return h('div', { class: 'field check' }, input, h('label', { htmlFor: input.id }, label));
     });
-    detail.replaceChildren(h('h2', { id: 'runner-heading', tabIndex: -1 }, `Cancel ${r.firstName} ${r.lastName}'s registration?`), form);
-    detail.querySelector('h2').focus();
+    const amountId = 'refund-amountCents';
+    const amount = h('input', { id: amountId, name: 'amountCents', inputMode: 'decimal', 'aria-describedby': `${amountId}-hint ${amountId}-error` });
+    const amountError = h('p', { id: `${amountId}-error`, class: 'error', hidden: true });
+    const amountWrap = h('div', { class: 'field', dataset: { field: 'amountCents' } },
+      h('label', { htmlFor: amountId }, `Amount to refund (${c})`),
+      h('p', { id: `${amountId}-hint`, class: 'hint' }, `Up to ${money(left, c)}, what is left of the ${money(statement.chargedCents, c)} paid.`),
+      amount, amountError);
+    const reason = h('input', { id: 'cancel-reason', name: 'reason', maxLength: 500 });
+    const chosen = () => (cancel ? radios.map((w) => w.querySelector('input')).find((x) => x.checked).value : 'AMOUNT');
+    const sync = () => {
+      amountWrap.hidden = chosen() !== 'AMOUNT';
+    };
+    for (const w of radios) w.querySelector('input').addEventListener('change', sync);
+    sync();
+    const review = h('button', { type: 'submit', class: 'primary', 'data-testid': 'review-refund' }, 'Review');
+    const back = h('button', { type: 'button', onClick: () => openDetail(r.registrationId) }, cancel ? 'Keep the registration' : 'Back');
+    const form = h('form', { noValidate: true, 'data-testid': cancel ? 'cancel-form' : 'refund-form' },
+      error,
+      cancel ? h('fieldset', { class: 'sub' }, h('legend', {}, 'Refund'), ...radios) : null,
+      amountWrap,
+      h('div', { class: 'field' }, h('label', { htmlFor: 'cancel-reason' }, 'Reason (kept in the audit trail)'), reason),
+      h('div', { class: 'row' }, review, back));
+
+    function fieldError(message) {
+      amountError.textContent = message || '';
+      amountError.hidden = !message;
+      amount.setAttribute('aria-invalid', message ? 'true' : 'false');
+    }
+
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      error.hidden = true;
+      fieldError('');
+      const choice = chosen();
+      let cents = choice === 'FULL' ? left : choice === 'NONE' ? 0 : minorFrom(amount.value, c);
+      if (choice === 'AMOUNT') {
+        if (Number.isNaN(cents) || cents <= 0) {
+          fieldError(`Give an amount in ${c}, e.g. ${money(Math.min(left, 10 ** 3), c).replace(/[^0-9.,]/g, '')}.`);
+          return amount.focus();
+        }
+        if (cents > left) {
+          fieldError(`At most ${money(left, c)} is left to refund.`);
+          return amount.focus();
+        }
+      }
+      confirmStep(choice, cents, reason.value.trim());
+    });
+
+    // The confirmation: the amount, stated, and one button that does exactly that.
+    function confirmStep(choice, cents, why) {
+      const sentence = cancel
+        ? (choice === 'NONE'
+          ? `${who}'s registration is cancelled with no refund, and their place goes back on sale.`
+          : `${who}'s registration is cancelled and ${money(cents, c)} is refunded to the card they paid with; their place goes back on sale.`)
+        : `${who} is refunded ${money(cents, c)} to the card they paid with and stays registered.`;
+      const label = cancel ? (choice === 'NONE' ? 'Cancel without a refund' : `Cancel and refund ${money(cents, c)}`) : `Refund ${money(cents, c)}`;
+      const go = h('button', { type: 'button', class: 'primary danger', 'data-testid': 'confirm-cancel' }, label);
+      const change = h('button', { type: 'button', 'data-testid': 'change-refund', onClick: () => {
+        detail.replaceChildren(heading, form);
+        review.focus();
+      } }, 'Change');
+      const alert = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'confirm-alert' });
+      go.addEventListener('click', async () => {
+        go.disabled = change.disabled = true;
+        alert.hidden = true;
+        try {
+          let done;
+          if (cancel) {
+            const body = { reason: why, ...(choice === 'FULL' ? {} : { refund: choice }), ...(choice === 'AMOUNT' ? { amountCents: cents } : {}) };
+            done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/cancel`, body);
+          } else {
+            done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/refunds`, { amountCents: cents, reason: why });
+          }
+          await openDetail(r.registrationId);
+          const refunded = cancel ? (done.refundedCents ?? (choice === 'NONE' ? 0 : cents)) : done.refund.amountCents;
+          announce(cancel ? `Cancelled; ${money(refunded, c)} refunded.` : `${money(refunded, c)} refunded.`);
+        } catch (err) {
+          alert.textContent = [err.message, ...Object.values(err.fields || {})].join(' ');
+          alert.hidden = false;
+          go.disabled = change.disabled = false;
+          alert.focus();
+        }
+      });
+      detail.replaceChildren(...[
+        h('h2', { id: 'runner-heading', tabIndex: -1 }, cancel ? `Confirm: cancel ${who}'s registration` : `Confirm the refund to ${who}`),
+        h('p', { 'data-testid': 'refund-amount' }, sentence),
+        why ? h('p', {}, `Reason: ${why}`) : null,
+        alert,
+        h('div', { class: 'row' }, go, change),
+      ].filter(Boolean)); // replaceChildren would print a null
+      detail.querySelector('h2').focus();
+    }
+
+    detail.replaceChildren(heading, form);
+    heading.focus();
   }
 
   async function download() {
@@ -154,7 +274,7 @@ export async function auditPage(api, raceId, subnav) {
     const page = await api.get(`/races/${enc(raceId)}/audit${cursor ? `?cursor=${enc(cursor)}` : ''}`);
     for (const e of page.entries) {
       list.append(h('tr', { 'data-testid': 'audit-entry' },
-        h('td', {}, new Date(e.at).toLocaleString()), h('td', {}, e.actor.email || e.actor.username || e.actor.sub),
+        h('td', {}, showInZone(e.at, race.timeZone)), h('td', {}, e.actor.email || e.actor.username || e.actor.sub),
         h('td', { 'data-testid': 'audit-action' }, e.action), h('td', {}, e.target),
         h('td', { class: 'details' }, JSON.stringify(e.details))));
     }

@@ -64,9 +64,16 @@ _BOTO_CONFIG: dict[str, Any] = {
 # commits each send.
 # SES: no SDK retries. A retried send would bypass the shared rate limiter (botocore retries
 # TooManyRequestsException by itself); racecap.logic.notify retries, taking a slot each time.
+# S3: presigned URLs (the console's results uploads) in SigV4, as S3 wants everywhere (SigV2
+# only works in the oldest regions). botocore's default presigns in SigV2, which puts the
+# Content-Type in the query (…&content-type=text%2Fcsv); the browser's CORS preflight carries
+# that query without the header, and moto's S3 refuses it (403 SignatureDoesNotMatch) before
+# it looks at the CORS rule. In SigV4 the Content-Type is a signed header instead, and the PUT
+# must still send it. The host stays <bucket>.s3.amazonaws.com (the console's CSP names it).
 _SERVICE_CONFIG = {
     "sqs": {**_BOTO_CONFIG, "retries": {"total_max_attempts": 4, "mode": "standard"}, "read_timeout": 5},
     "sesv2": {**_BOTO_CONFIG, "retries": {"total_max_attempts": 1, "mode": "standard"}, "read_timeout": 5},
+    "s3": {**_BOTO_CONFIG, "signature_version": "s3v4"},
 }
 
 

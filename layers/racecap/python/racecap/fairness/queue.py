@@ -83,6 +83,11 @@ class FairnessSettings(Model):
 class FairnessPatch(Model):
     model_config = ConfigDict(extra="forbid")
 
+    expectedVersion: Annotated[int, Strict(), Ge(0), WHOLE_NUMBER] | None = Field(
+        default=None,
+        description="The settings' version you edited (FairnessView.version); a Conflict if they changed "
+        "meanwhile (another director, a pause or resume, the opening's draw).",
+    )
     # Strict per field, as in the race's own settings: `true` is not a hold limit.
     queueEnabled: StrictBool | None = None
     admissionRatePerMinute: Annotated[int, Strict(), Ge(1), Le(MAX_RATE_PER_MIN), WHOLE_NUMBER] | None = None
@@ -103,6 +108,7 @@ class QueueStats(Model):
 
 class FairnessView(FairnessSettings):
     raceId: str
+    version: int = Field(description="Bumped by every change of the settings; send it back as expectedVersion.")
     queue: QueueStats
 
 
@@ -444,14 +450,16 @@ class OpeningQueue:
     # -- the race director -----------------------------------------------------------------------
     # Every change is audited in its own transaction (who, what, when), as other admin changes are.
     def configure(self, race_id: str, patch: FairnessPatch, director: Director | None = None) -> FairnessView:
-        given = patch.model_dump(exclude_none=True)
+        given = patch.model_dump(exclude_none=True, exclude={"expectedVersion"})
         changes = {
             {"queueEnabled": "enabled", "admissionRatePerMinute": "ratePerMin", "powDifficulty": "difficulty"}.get(
                 k, k
             ): v
             for k, v in given.items()
         }
-        return self._change(race_id, lambda st, now: changes, director, "fairness.update", given)
+        return self._change(
+            race_id, lambda st, now: changes, director, "fairness.update", given, expected=patch.expectedVersion
+        )
 
     def pause(self, race_id: str, director: Director | None = None) -> FairnessView:
         return self._change(
@@ -472,10 +480,18 @@ class OpeningQueue:
         director: Director | None,
         action: str,
         details: dict[str, Any],
+        expected: int | None = None,
     ) -> FairnessView:
         self._catalog.definition(race_id)  # 404 for an unknown race
         for _ in range(5):
             current = self._store.state(race_id) or {}
+            # Checked on every try: a change that lands between the read and the conditional
+            # save below makes the loop read again, and then this refuses it.
+            if expected is not None and expected != int(current.get("version", 0)):
+                raise Conflict(
+                    f"The fairness settings are at version {int(current.get('version', 0))}, not {expected}: "
+                    "they were changed meanwhile; reload them and retry."
+                )
             now = self._clock()
             changes = dict(compute(current, now))
             if not current:
@@ -502,7 +518,12 @@ class OpeningQueue:
     def view(self, race_id: str) -> FairnessView:
         self._cache.delete(f"queue:{race_id}:state")
         state = self.state(race_id)
-        return FairnessView(raceId=race_id, **self.settings(race_id, state).model_dump(), queue=self.stats(state))
+        return FairnessView(
+            raceId=race_id,
+            **self.settings(race_id, state).model_dump(),
+            version=int(state.get("version", 0)),
+            queue=self.stats(state),
+        )
 
     def stats(self, state: dict[str, Any]) -> QueueStats:
         now = self._clock()

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from racecap.models import JsonInt, Model
+from racecap.models import JsonInt, Model, RegistrationRow
 
 
 class RefundPhase(StrEnum):
@@ -74,3 +74,12 @@ def ledger_state(row: Mapping[str, Any]) -> LedgerState:
     if refunded <= 0:
         return "PAID"
     return "REFUNDED" if refunded >= charged else "PARTLY_REFUNDED"
+
+
+class RegistrationDetail(RegistrationRow):
+    """One runner's registration for the director: the list's row and its money."""
+
+    ledger: Statement = Field(
+        description="What was charged and refunded: the entry payment, then every refund with its amount, "
+        "reason, who asked for it and when (no provider secret)."
+    )

@@ -27,9 +27,10 @@ from racecap.dal.ports import RegistrationStore
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import Registration, RegistrationPhase
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
-from racecap.ledger.models import LedgerEntry, RefundPhase, RefundView, Statement
+from racecap.ledger.models import LedgerEntry, RefundPhase, RefundView, RegistrationDetail, Statement
 from racecap.ledger.store import LedgerStore
 from racecap.logic.audit import AuditTrail
+from racecap.logic.participants import registration_row
 from racecap.models import Director, Race
 from racecap.money import in_units
 from racecap.observability import logger, metrics
@@ -83,13 +84,23 @@ class Ledger:
             entries=[payment_entry(reg), *refunds],
         )
 
+    def registration(self, race: Race, registration_id: str) -> RegistrationDetail:
+        """One registration of ``race`` with its statement; another race's is not found (404)."""
+        reg = self._owned(race, registration_id)
+        row = registration_row(reg)
+        return RegistrationDetail(**row.model_dump(), ledger=self.statement(reg))
+
+    def _owned(self, race: Race, registration_id: str) -> Registration:
+        reg = self._regs.get(registration_id)
+        if reg is None or reg.raceId != race.raceId:
+            raise RegistrationNotFound(f"No registration {registration_id} in race {race.raceId}.")
+        return reg
+
     # -- a director's refund of an amount (the registration stays confirmed) -----------------
     def refund(
         self, director: Director, race: Race, registration_id: str, amount_cents: int, reason: str = ""
     ) -> RefundView:
-        reg = self._regs.get(registration_id)
-        if reg is None or reg.raceId != race.raceId:
-            raise RegistrationNotFound(f"No registration {registration_id} in race {race.raceId}.")
+        reg = self._owned(race, registration_id)
         if reg.status != RegistrationPhase.CONFIRMED:
             raise Conflict(f"Registration {registration_id} is {reg.status}: only a confirmed one is refunded in part.")
         if reg.amountCents == 0:

@@ -37,7 +37,7 @@ from racecap.domain import ROW_FIELDS, Registration, RegistrationPhase, Registra
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.ledger.models import ledger_state, refunded_of
 from racecap.logic.validation import EMAIL_RE, normalize_email
-from racecap.models import Event, Race
+from racecap.models import Event, Race, RegistrationRow
 from racecap.money import in_units
 from racecap.questions.models import AnsweredPage, AnsweredRow, AnswerView, WaiverRecord
 
@@ -294,6 +294,11 @@ def _chosen(race: Race, events: list[Event], event_id: str | None) -> list[Event
 
 def _row(reg: Registration) -> RegistrationRowData:
     return cast(RegistrationRowData, reg.model_dump(mode="json", include=set(ROW_FIELDS), exclude_none=True))
+
+
+def registration_row(reg: Registration) -> RegistrationRow:
+    """One registration as the list shows it (the runner's detail starts from the same row)."""
+    return RegistrationRow.model_validate(_row(reg))
 
 
 def _matches(item: RegistrationRowData, words: list[str]) -> bool:
