@@ -848,6 +848,9 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH"], str], ...] = (
     ("PATCH", "/races/{raceId}/fairness"),
     ("POST", "/races/{raceId}/queue/pause"),
     ("POST", "/races/{raceId}/queue/resume"),
+    ("GET", "/races/{raceId}/codes"),
+    ("POST", "/races/{raceId}/codes"),
+    ("POST", "/races/{raceId}/codes/bulk"),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -859,6 +862,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/holds/{holdId}", "RegistrationApi"),
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/payment", "RegistrationApi"),
+    Route("PUT", "/api/holds/{holdId}/code", "RegistrationApi"),
+    Route("DELETE", "/api/holds/{holdId}/code", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/payment/confirm", "RegistrationApi"),
     # Stripe's webhook deliveries (signed; no per-address rate limit: Stripe sends from few addresses).

@@ -113,6 +113,18 @@ class Hold(_Record):
     # whatever the director changes meanwhile. None on holds taken before prices rode on the hold.
     amountCents: int | None = None
     currency: str | None = None
+    # A discount code the runner applied (racecap.codes): one use taken on ``codeShard`` of
+    # its counter, given back if the hold expires or is released unpaid. ``amountCents`` is
+    # then the discounted price (what is charged) and ``listCents`` the price before it.
+    code: str | None = None
+    codeShard: str | None = None
+    listCents: int | None = None
+
+    @property
+    def discountCents(self) -> int:
+        return (
+            (self.listCents - self.amountCents) if self.code and self.listCents and self.amountCents is not None else 0
+        )
 
     def expired(self, now: datetime) -> bool:
         return self.expiresAt <= now
@@ -136,6 +148,10 @@ class PaidRegistration(_Record):
     raceDate: str
     eventName: str
     paidAt: str
+    # The discount code it was held with (racecap.codes) and what it took off the price:
+    # ``amountCents`` is what was charged. Absent without a code (no bytes on the item).
+    code: str | None = None
+    discountCents: int | None = None
 
 
 class Registration(PaidRegistration):
@@ -229,6 +245,8 @@ class RegistrationRowData(TypedDict, total=False):
     disputeId: str
     purgedAt: str
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
+    code: str
+    discountCents: int
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)

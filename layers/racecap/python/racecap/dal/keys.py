@@ -7,6 +7,7 @@ Inventory (pk / sk):
                                             the index carries raceId and eventId only)
   EMAIL#<raceId>#<email>     / EMAIL        at most one per race: the email's claim
   CAP#<raceId>#<eventId>     / SHARD#<nnn>  the cap counter shards
+  CODE#<raceId>#<CODE>       / SHARD#<nnn>  a discount code's use counter shards
   BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
   STATS#<raceId>#<eventId>   / STATS        confirmed, revenueCents, cancelled, refundedCents
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
@@ -16,6 +17,7 @@ Races:
   RACE#<raceId>              / RACE         the race; gsi1 = OWNER#<ownerId> / <createdAt>#<raceId>
   RACE#<raceId>              / EVENT#<eventId>  one event of the race
   RACE#<raceId>              / WINDOW       the execution running its registration window
+  RACE#<raceId>              / CODE#<CODE>  a discount code's terms (racecap.codes)
   LISTING                    / <raceDate>#<raceId>  published races, for the public list
   LISTING-VERSION            / LISTING-VERSION      moves on with every listing change
 Audit:
@@ -63,6 +65,14 @@ def shard_sk(n: int) -> str:
 
 def shard_key(race_id: str, event_id: str, shard: str) -> dict[str, Any]:
     return key(cap_pk(race_id, event_id), shard)
+
+
+def code_pk(race_id: str, code: str) -> str:
+    return f"CODE#{race_id}#{code}"
+
+
+def code_shard_key(race_id: str, code: str, shard: str) -> dict[str, Any]:
+    return key(code_pk(race_id, code), shard)
 
 
 def live_partition(hold_id: str) -> str:

@@ -64,6 +64,8 @@ CSV_COLUMNS = (
     "registrationId",
     # Added last, so the columns a director's sheet already reads by position stay put.
     "amount",  # amountCents in the currency's own units (25.00 USD; 2500 JPY, a zero-decimal currency)
+    "code",  # the discount code the place was held with (racecap.codes), if any
+    "discount",  # what it took off, in the currency's own units; amount is what was paid
 )
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -174,13 +176,15 @@ class Participants:
                     item.get("cancelledAt", ""),
                     item.get("registrationId", ""),
                     _in_units(item),
+                    item.get("code", ""),
+                    _in_units(item, "discountCents"),
                 )
                 yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
 
 
-def _in_units(item: Mapping[str, Any]) -> str:
-    amount, currency = item.get("amountCents"), item.get("currency")
+def _in_units(item: Mapping[str, Any], field: str = "amountCents") -> str:
+    amount, currency = item.get(field), item.get("currency")
     if amount in (None, "") or not currency:
         return ""
     return str(in_units(int(amount), str(currency)))
