@@ -14,7 +14,7 @@ import pytest
 from racecap.dal.dynamo import from_item, to_item, values
 
 from .admin import iso
-from .flows import concurrently, hold, intents_for, register, runner
+from .flows import concurrently, hold, intents_for, register, runner, wait_for_audit
 
 pytestmark = pytest.mark.integration
 
@@ -93,6 +93,14 @@ def test_a_burst_racing_a_50_use_code_gets_exactly_50_uses_and_a_released_one_go
     # Once the details are sent, the code is fixed with the payment.
     late = api.delete(f"/api/holds/{winners[2]}/code")
     assert (late.status_code, late.json()["error"]) == (409, "CODE_TOO_LATE")
+    # What a director checks afterwards: the audit counts the code's uses against its limit
+    # and the registrations carrying it (the rest are holds not paid yet).
+    report = wait_for_audit(stack, backend, rid)
+    assert report.code_uses["RADIO50"] == {"taken": USES - 1, "registrations": 1, "limit": USES}
+    export = dana.get(f"/api/admin/races/{rid}/registrations/export").text.splitlines()
+    header, (row,) = export[0].split(","), export[1:]
+    assert row.split(",")[header.index("code")] == "RADIO50"
+    assert row.split(",")[header.index("discount")] == "6.00"
 
 
 def test_an_expired_unpaid_hold_gives_its_code_use_back(director: Any, api: Any, backend: Any) -> None:
