@@ -21,7 +21,16 @@ from tools.burst.artillery import ARTILLERY_CPU_S, ensure_checks, run_artillery
 from tools.burst.config import BurstConfig, BurstResult, BurstRun
 from tools.burst.provider import ProviderWindow
 from tools.burst.scenarios import scenario
-from tools.burst.stack import Clients, audit_until_clean, confirmations, drain, event_caps, seed_race, start_stack
+from tools.burst.stack import (
+    Clients,
+    audit_until_clean,
+    confirmations,
+    drain,
+    event_caps,
+    seed_code,
+    seed_race,
+    start_stack,
+)
 from tools.burst.summary import summarize
 from tools.burst.warm import http, warm_servers, warm_up
 
@@ -66,6 +75,9 @@ def run_burst(
             race_id = seed_race(clients, caps, open_now=sc.seeded_open)
             base = stack.url
             say(f"seeded race {race_id}: " + ", ".join(f"{n} cap {c}" for n, c, _ in caps))
+            if cfg.code_share > 0:
+                uses = seed_code(clients, race_id, cfg)
+                say(f"discount code {cfg.code}: 20 % off, {uses} uses, tried by {cfg.code_share:.0%} of runners")
         else:
             if not cfg.race_id:
                 raise SystemExit("TARGET needs RACE_ID (a race open for registration on that stage)")
