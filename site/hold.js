@@ -32,6 +32,13 @@ export function holdPage(holdId) {
   const state = store.get(`form:${holdId}`) || { ...store.get('carry'), step: 1 };
   const save = () => store.set(`form:${holdId}`, state);
   const fields = {};
+  // The discount code's field, loaded when a runner says they have one (most do not: the
+  // page's weight stays the same for them), or at once for a hold that already carries one.
+  const codeEl = h('div', {}, !ctx.code && h('button', {
+    type: 'button', cls: 'link', testid: 'have-code', onclick: () => addCode(1),
+  }, 'Discount code?'));
+  const addCode = (f) => import('./code.js').then((m) => m.codeBox(codeEl, holdId, ctx, showPrice, signal, f));
+  if (ctx.code) addCode();
 
   const setErr = (name, msg) => {
     const f = fields[name];
@@ -87,9 +94,14 @@ export function holdPage(holdId) {
     field('dateOfBirth', 'Date of birth', {
       autocomplete: 'bday', inputmode: 'numeric', placeholder: 'YYYY-MM-DD', required: true,
     }, `Year-month-day, for example 1990-04-23.${ctx.ageRule ? ` ${ctx.eventName} is for ${ctx.ageRule}.` : ''}`),
+    codeEl,
     h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' }, 'Continue to payment'));
 
   const who = h('p', { testid: 'runner-summary' });
+  const holdSummary = h('p', { testid: 'hold-summary' });
+  const showPrice = () => setText(holdSummary, [ctx.eventName, ctx.raceName,
+    ctx.priceCents != null && money(ctx.priceCents, ctx.currency)].filter(Boolean).join(' · '));
+  showPrice();
   // The provider's card form goes here (its own frame, its own origin).
   const cardHost = h('div', { cls: 'card-form', testid: 'card-form' });
   const cardErr = h('p', { cls: 'field-error', role: 'alert', testid: 'error-card', hidden: true });
@@ -352,8 +364,7 @@ export function holdPage(holdId) {
   });
 
   body.append(
-    h('p', { testid: 'hold-summary' }, [ctx.eventName, ctx.raceName].filter(Boolean).join(' · '),
-      ctx.priceCents != null ? ` · ${money(ctx.priceCents, ctx.currency)}` : ''),
+    holdSummary,
     h('div', { cls: 'timer-box' }, timer, bar), form, h('p', {}, release), ...releaseStatus.el,
   );
   step(1);
