@@ -6,7 +6,6 @@ import {
   BUSY, DETAILS, POLL_S, backLink, duration, enc, errorBox, every, go, h, money, page, pollScale, retitle, say,
   setText, statusLines, store, toMs,
 } from './ui.js';
-import { mountCardForm } from './pay.js';
 import { normaliseDate, registrationBody, validate } from './validate.js';
 
 const LOCAL = ['localhost', '127.0.0.1', '[::1]'].includes(location.hostname);
@@ -95,7 +94,9 @@ export function holdPage(holdId) {
       autocomplete: 'bday', inputmode: 'numeric', placeholder: 'YYYY-MM-DD', required: true,
     }, `Year-month-day, for example 1990-04-23.${ctx.ageRule ? ` ${ctx.eventName} is for ${ctx.ageRule}.` : ''}`),
     codeEl,
-    h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' }, 'Continue to payment'));
+    // A free entry has no card step: its details register it (the answer is QUEUED: finish()).
+    h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' },
+      ctx.priceCents === 0 ? 'Register' : 'Continue to payment'));
 
   const who = h('p', { testid: 'runner-summary' });
   const holdSummary = h('p', { testid: 'hold-summary' });
@@ -228,7 +229,7 @@ export function holdPage(holdId) {
     status.set('Loading the secure card form…');
     try {
       if (card) card.destroy();
-      card = await mountCardForm(cardHost, data);
+      card = await (await import('./pay.js')).mountCardForm(cardHost, data);
       status.set('');
       const frame = cardHost.querySelector('iframe');
       if (frame) frame.focus();
@@ -376,5 +377,8 @@ export function holdPage(holdId) {
     problem.replaceChildren(errorBox('Your last attempt did not finish. Your details are saved.',
       () => submit(state.pending)));
   }
-  import('./wait.js').catch(() => {}); // warm the next page
+  // Warm what comes next: the card form's module (loaded on demand, so the page the runner
+  // first sees is lighter) and the waiting screen.
+  import('./pay.js').catch(() => {});
+  import('./wait.js').catch(() => {});
 }

@@ -13,8 +13,10 @@ The non-negotiables, per race:
 * one registration per email per race;
 * bibs per event are 1..N: no gaps, no duplicates;
 * every succeeded payment (from the provider's own records) belongs to one confirmed
-  registration, or was refunded in full (Σ refunds ≤ the charge, in cents); every dispute
-  is flagged on its registration;
+  registration, or to one the director cancelled keeping part of it (the provider refunded
+  exactly what the ledger says), or was refunded in full (Σ refunds ≤ the charge, in
+  cents); every confirmed paid registration has its entry payment, a free one has none;
+  every dispute is flagged on its registration;
 * emails sent equal registrations confirmed (once the email queue has drained);
 * nothing in any dead-letter queue.
 """
@@ -157,7 +159,7 @@ def audit(
     )
     events = [i for i in items if i["sk"].startswith("EVENT#")]
     regs: list[dict[str, Any]] = []
-    all_event_regs: list[dict[str, Any]] = []
+    every_reg: dict[str, dict[str, Any]] = {}
     for event in events:
         eid = event["eventId"]
         shards = list(
@@ -180,9 +182,9 @@ def audit(
                 ExpressionAttributeValues=values({":pk": f"EVENT#{race_id}#{eid}"}),
             )
         )
-        all_event_regs += event_regs
         confirmed = [r for r in event_regs if r.get("status") == "CONFIRMED"]
         regs += confirmed
+        every_reg |= {r["registrationId"]: r for r in event_regs}
         report.events[eid] = {"cap": cap, "taken": taken, "confirmed": len(confirmed)}
         if cap != int(event["cap"]):
             report.violations.append(f"event {eid}: shard caps sum to {cap}, event cap is {event['cap']}")
@@ -199,7 +201,7 @@ def audit(
             report.violations.append(f"event {eid}: bibs are not 1..{len(bibs)} (duplicates {dupes[:5]})")
     report.confirmed = len(regs)
     codes = [i for i in items if i["sk"].startswith("CODE#")]
-    _audit_codes(dynamodb, inventory, race_id, codes, all_event_regs, report)
+    _audit_codes(dynamodb, inventory, race_id, codes, list(every_reg.values()), report)
 
     # A race past its retention period has no emails left (racecap.logic.retention).
     per_email = Counter(r["email"] for r in regs if r.get("email"))
@@ -227,8 +229,17 @@ def audit(
         kept = [i for i in paid if refunded[i["id"]] < int(i["amount"])]
         if len(kept) > 1:
             report.violations.append(f"registration {rid} was charged {len(kept)} times")
-        if kept and rid not in confirmed_ids:
+        if kept and rid not in confirmed_ids and not _kept_by_choice(every_reg.get(rid), kept[0], refunded):
             report.violations.append(f"registration {rid} was charged but is not confirmed")
+    # The other way round: a confirmed registration that paid has its payment; a free one none.
+    by_id = {i["id"]: i for i in succeeded}
+    for r in regs:
+        rid, charge = r["registrationId"], str(r.get("chargeId", ""))
+        if int(r.get("amountCents", 0)) == 0:
+            if charge or per_registration.get(rid):
+                report.violations.append(f"free registration {rid} has a payment")
+        elif not r.get("purgedAt") and (charge not in by_id or int(by_id[charge]["amount"]) != int(r["amountCents"])):
+            report.violations.append(f"registration {rid} has no entry payment of {r['amountCents']}")
     # Every dispute of this race's payments is flagged on its registration.
     ours = {i["id"]: str(i["metadata"].get("registrationId", "")) for i in succeeded}
     disputes = [e["data"]["object"] for e in provider.events("charge.dispute.created")]
@@ -296,6 +307,14 @@ def _audit_codes(
     for r in registrations:
         if r.get("code") and (int(r.get("discountCents") or 0) < 0 or int(r["amountCents"]) < 0):
             report.violations.append(f"registration {r['registrationId']}: a negative amount or discount")
+
+
+def _kept_by_choice(reg: Mapping[str, Any] | None, intent: Mapping[str, Any], refunded: Counter[str]) -> bool:
+    """A payment kept in part by a cancelled registration is the director's choice (refund NONE
+    or an AMOUNT) when the provider refunded exactly what the registration's ledger recorded."""
+    if reg is None or reg.get("status") != "CANCELLED" or reg.get("chargeId") != intent["id"]:
+        return False
+    return reg.get("cancelRefund") is not None and int(reg.get("ledgerRefundedCents", 0)) == refunded[intent["id"]]
 
 
 def audit_until_clean(

@@ -412,13 +412,17 @@ def export_registrations(
 
 @app.post(
     "/api/admin/races/<raceId>/registrations/<registrationId>/cancel",
-    summary="Cancel a registration and refund it",
-    description="The place goes back to the pool and the runner gets a refund email. Repeating the call "
-    "is harmless: one refund, one email (`changed: false`).",
+    summary="Cancel a registration, with a refund: all that is left, none, or an amount",
+    description="The place goes back to the pool and the runner gets an email. No body (or `{}`) refunds "
+    "all that is left of the payment after earlier refunds; `refund: NONE` refunds nothing; `refund: AMOUNT` "
+    "refunds `amountCents`, within what is left (more is 409 REFUND_TOO_LARGE and changes nothing). "
+    "The answer says what was refunded. Repeating the call is harmless: one refund, one email "
+    "(`changed: false`), with the choice made by the first call.",
     tags=["Admin: participants"],
     security=SECURITY,
     responses={
         **NOT_YOURS,
+        409: {"description": "REFUND_TOO_LARGE (more than is left), or the registration cannot be cancelled"},
         429: {"description": "The payment provider is not answering; retry (the cancellation is pending)"},
         502: {"description": "REFUND_FAILED: the provider refused; nothing changed"},
     },
@@ -428,8 +432,9 @@ def cancel_registration(
     raceId: str, registrationId: str, body: Annotated[CancelRequest | None, Body()] = None
 ) -> Response[CancellationView]:
     director, race, _ = _owned(raceId)
-    reason = body.reason if body else ""
-    return _json(200, cancellations().cancel(director, race, registrationId, reason))
+    body = body or CancelRequest()
+    view = cancellations().cancel(director, race, registrationId, body.reason, body.refund, body.amountCents)
+    return _json(200, view)
 
 
 @app.post(

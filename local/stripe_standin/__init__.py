@@ -5,9 +5,10 @@
 The official ``stripe`` SDK is pointed at it through its API base (``base_addresses``), so
 the adapter that runs on AWS against api.stripe.com runs here unchanged. What it speaks:
 
-- ``/v1/payment_intents``: create, retrieve, confirm, cancel, list, search (``metadata['k']:'v'``
-  and ``status:'…'`` clauses joined by AND); ``/v1/refunds`` create/retrieve; ``/v1/events``
-  list (``types[]``, ``type``, ``created[gte|gt|lte|lt]``, ``starting_after``) and retrieve.
+- ``/v1/payment_intents``: create, retrieve, update (amount, description, metadata), confirm,
+  cancel, list, search (``metadata['k']:'v'`` and ``status:'…'`` clauses joined by AND);
+  ``/v1/refunds`` create/retrieve; ``/v1/events`` list (``types[]``, ``type``,
+  ``created[gte|gt|lte|lt]``, ``starting_after``) and retrieve.
   Form-encoded bodies with Stripe's bracket notation, ``Authorization: Bearer <key>``.
 - Stripe's idempotency: a POST's ``Idempotency-Key`` replays the first answer (header
   ``Idempotent-Replayed: true``); the same key with other parameters or another endpoint is

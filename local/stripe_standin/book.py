@@ -60,6 +60,10 @@ TEST_PAYMENT_METHODS: dict[str, str] = {
 
 CANCELABLE = ("requires_payment_method", "requires_confirmation", "requires_action")
 CONFIRMABLE = ("requires_payment_method", "requires_confirmation")
+# Stripe: "You may only update the amount of a PaymentIntent with one of the following
+# statuses: requires_payment_method, requires_confirmation, requires_action."
+AMOUNT_UPDATABLE = ("requires_payment_method", "requires_confirmation", "requires_action")
+UPDATABLE_PARAMS = frozenset({"amount", "description", "metadata"})
 REFUND_REASONS = ("duplicate", "fraudulent", "requested_by_customer")
 
 
@@ -379,6 +383,39 @@ class Book:
                 "payment_method": {k: v for k, v in pm.items() if not k.startswith("_")},
             }
             self._emit("payment_intent.payment_failed", intent)
+            return _copy(intent)
+
+    def update_intent(self, pi_id: str, p: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        """Stripe's update (``POST /v1/payment_intents/:id``), the parameters Racecap may send:
+        ``amount`` (only while the intent can still be paid, and chargeable: the minimums),
+        ``description`` and ``metadata`` (merged; an empty value deletes its key)."""
+        unknown = sorted(set(p) - UPDATABLE_PARAMS)
+        if unknown:
+            raise invalid(f"Received unknown parameter: {unknown[0]}", param=unknown[0])
+        with self._lock:
+            intent = self._live_intent(pi_id)
+            if "amount" in p:
+                amount = _as_int(p["amount"], "amount")
+                if intent["status"] not in AMOUNT_UPDATABLE:
+                    raise ApiError(
+                        400,
+                        "invalid_request_error",
+                        f"This PaymentIntent's amount could not be updated because it has a status of "
+                        f"{intent['status']}. You may only update the amount of a PaymentIntent with one of the "
+                        "following statuses: requires_payment_method, requires_confirmation, requires_action.",
+                        code="payment_intent_unexpected_state",
+                        payment_intent=_copy(intent),
+                    )
+                _chargeable(amount, intent["currency"])
+                intent["amount"] = amount
+                if intent["status"] == "requires_action":
+                    # The authentication was for the old amount: the payment is confirmed again.
+                    intent.update(status="requires_confirmation", next_action=None)
+            if "description" in p:
+                intent["description"] = p["description"] or None
+            if "metadata" in p:
+                merged = {**intent["metadata"], **_metadata(p["metadata"])}
+                intent["metadata"] = {k: v for k, v in merged.items() if v != ""}
             return _copy(intent)
 
     def cancel_intent(self, pi_id: str, p: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:

@@ -427,6 +427,8 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 return book.confirm_intent(m.group(1), p, request)
             if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9_]+)/cancel", path):
                 return book.cancel_intent(m.group(1), p, request)
+            if m := re.fullmatch(r"/v1/payment_intents/(pi_[A-Za-z0-9_]+)", path):
+                return book.update_intent(m.group(1), p, request)
             if path == "/v1/refunds":
                 return book.refund(p, request)
             raise invalid(f"Unrecognized request URL (POST: {path}).", status=404)

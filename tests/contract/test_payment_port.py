@@ -202,6 +202,28 @@ def test_an_intent_confirmed_later_can_be_declined_then_paid(payment_port, hold_
     assert p.retrieve_intent(intent.id).status == IntentStatus.SUCCEEDED
 
 
+def test_an_unpaid_intents_amount_is_updated_in_place_and_then_charged(payment_port, hold_id):
+    p = payment_port.provider
+    intent = _create(payment_port, hold_id)
+    updated = p.update_intent_amount(intent.id, 2000, idempotency_key=f"discount-{hold_id}")
+    assert (updated.id, updated.amount_cents, updated.status) == (intent.id, 2000, IntentStatus.REQUIRES_PAYMENT_METHOD)
+    assert p.update_intent_amount(intent.id, 2000, idempotency_key=f"discount-{hold_id}").amount_cents == 2000
+    with pytest.raises(PaymentRejected) as small:
+        p.update_intent_amount(intent.id, 49, idempotency_key=f"tiny-{hold_id}")
+    assert small.value.code == "amount_too_small"
+    assert p.retrieve_intent(intent.id).amount_cents == 2000  # the refusal changed nothing
+    paid = p.confirm_intent(intent.id, payment_method=payment_port.cards["ok"], idempotency_key=f"c-{hold_id}")
+    assert (paid.status, paid.amount_cents) == (IntentStatus.SUCCEEDED, 2000)
+
+
+def test_a_paid_intents_amount_cannot_be_updated(payment_port, hold_id):
+    paid = _pay(payment_port, hold_id)
+    with pytest.raises(PaymentRejected) as exc:
+        payment_port.provider.update_intent_amount(paid.id, 1000, idempotency_key=f"late-{hold_id}")
+    assert exc.value.code == "payment_intent_unexpected_state"
+    assert payment_port.provider.retrieve_intent(paid.id).amount_cents == 2500
+
+
 def test_an_unpaid_intent_cancels_for_good(payment_port, hold_id):
     intent = _create(payment_port, hold_id)
     canceled = payment_port.provider.cancel_intent(intent.id, idempotency_key=f"cancel-{hold_id}")

@@ -13,7 +13,9 @@ from racecap.models import Director, Event, Race
 from tests.fakes.stores import FakeTables, fake_item
 
 
-def open_race(race_id: str = "race-1", *, caps: tuple[int, ...] = (2,), **over: Any) -> tuple[Race, list[Event]]:
+def open_race(
+    race_id: str = "race-1", *, caps: tuple[int, ...] = (2,), price_cents: int = 2500, **over: Any
+) -> tuple[Race, list[Event]]:
     now = datetime.now(UTC)
     fields: dict[str, Any] = {
         "raceId": race_id,
@@ -26,7 +28,7 @@ def open_race(race_id: str = "race-1", *, caps: tuple[int, ...] = (2,), **over: 
     }
     race = Race(**(fields | over))
     events = [
-        Event(raceId=race_id, eventId=f"ev{i}", name=f"{10 * (i + 1)}K", cap=cap, priceCents=2500, shards=1)
+        Event(raceId=race_id, eventId=f"ev{i}", name=f"{10 * (i + 1)}K", cap=cap, priceCents=price_cents, shards=1)
         for i, cap in enumerate(caps)
     ]
     return race, events

@@ -14,8 +14,20 @@ from tests.fakes.stores import FakeTables, fake_item
 class FakeLedger:
     def __init__(self, tables: FakeTables) -> None:
         self.tables = tables
-        self.sums: Counter[str] = Counter()  # registration id -> its refunds' sum (ledgerRefundedCents)
         self.entries: dict[tuple[str, str], LedgerEntry] = {}
+
+    @property
+    def sums(self) -> Counter[str]:
+        """Registration id -> its refunds' sum (ledgerRefundedCents), kept with the tables: the
+        cancellation reserves in it through the registration store's item."""
+        return self.tables.ledger_sums
+
+    def _add(self, rid: str, cents: int, **more: int) -> None:
+        self.sums[rid] += cents
+        reg = self.tables.regs.get(rid)
+        if reg is not None:
+            extra = {k: (getattr(reg, k) or 0) + v for k, v in more.items()}
+            self.tables.regs[rid] = reg.model_copy(update={"ledgerRefundedCents": self.sums[rid], **extra})
 
     def refunded_cents(self, registration_id: str) -> int:
         with self.tables.lock:
@@ -43,12 +55,9 @@ class FakeLedger:
             )
 
         def add() -> None:
-            self.sums[rid] += entry.amountCents
+            self._add(rid, entry.amountCents)
 
-        def put() -> None:
-            self.entries[(rid, entry.key)] = entry
-
-        return [fake_item(within, add), fake_item(lambda: (rid, entry.key) not in self.entries, put)]
+        return [fake_item(within, add), self._put_new(rid, entry)]
 
     def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
         k = (registration_id, entry.key)
@@ -61,9 +70,28 @@ class FakeLedger:
             self.entries[k] = self.entries[k].model_copy(update={"status": RefundPhase.REFUSED})
 
         def give_back() -> None:
-            self.sums[registration_id] -= entry.amountCents
+            self._add(registration_id, -entry.amountCents)
 
         return [fake_item(pending, refuse), fake_item(lambda: registration_id in self.tables.regs, give_back)]
+
+    def _put_new(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
+        k = (registration_id, entry.key)
+        return fake_item(lambda: k not in self.entries, lambda: self.entries.__setitem__(k, entry))
+
+    def entry_item(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
+        return self._put_new(registration_id, entry)
+
+    def refuse_item(self, registration_id: str, entry: LedgerEntry, at: str) -> TransactItem:
+        return self.release_items(registration_id, entry, at)[0]
+
+    def outside_items(self, registration_id: str, entry: LedgerEntry) -> list[TransactItem]:
+        return [
+            fake_item(
+                lambda: registration_id in self.tables.regs,
+                lambda: self._add(registration_id, entry.amountCents, outsideRefunds=1),
+            ),
+            self._put_new(registration_id, entry),
+        ]
 
     def settle(self, registration_id: str, refund_key: str, refund_id: str, at: str) -> None:
         with self.tables.lock:
@@ -71,3 +99,14 @@ class FakeLedger:
             self.entries[k] = self.entries[k].model_copy(
                 update={"status": RefundPhase.SUCCEEDED, "providerId": refund_id}
             )
+
+    def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
+        def forget(k: tuple[str, str]) -> TransactItem:
+            return fake_item(
+                lambda: k in self.entries,
+                lambda: self.entries.__setitem__(k, self.entries[k].model_copy(update={"providerId": ""})),
+            )
+
+        with self.tables.lock:
+            keys = [k for k, e in self.entries.items() if k[0] == registration_id and e.providerId]
+        return [forget(k) for k in keys]

@@ -67,6 +67,12 @@ class FakeIntent:
     refunded_cents: int = 0
 
 
+# Stripe updates the amount of an intent that can still be paid, and no other.
+AMOUNT_UPDATABLE = frozenset(
+    {IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION, IntentStatus.REQUIRES_ACTION}
+)
+
+
 class FakePaymentProvider:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
@@ -178,6 +184,25 @@ class FakePaymentProvider:
             return intent
 
         return self._keyed(idempotency_key, ("cancel", intent_id), work)  # type: ignore[return-value]
+
+    def update_intent_amount(self, intent_id: str, amount_cents: int, *, idempotency_key: str) -> PaymentIntent:
+        def work() -> PaymentIntent:
+            current = self._get(intent_id)
+            if current.status not in AMOUNT_UPDATABLE:
+                raise PaymentRejected("payment_intent_unexpected_state", f"intent is {current.status}", 400)
+            problem = charge_problem(amount_cents, current.currency)
+            if problem is not None:
+                code = "amount_too_large" if amount_cents > MAXIMUM_CHARGE else "amount_too_small"
+                raise PaymentRejected(code, problem, 400)
+            status = current.status
+            if status == IntentStatus.REQUIRES_ACTION:  # authenticated for the old amount
+                status = IntentStatus.REQUIRES_CONFIRMATION
+            intent = replace(current, amount_cents=amount_cents, status=status)
+            with self._lock:
+                self._intents[intent_id].intent = intent
+            return intent
+
+        return self._keyed(idempotency_key, ("update", intent_id, amount_cents), work)  # type: ignore[return-value]
 
     def find_intents(self, *, hold_id: str) -> list[PaymentIntent]:
         self._enter("find")

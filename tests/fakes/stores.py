@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 from racecap.dal.holds import BUSY_FOR
-from racecap.dal.registrations import CounterMoved, DuplicateRegistration
+from racecap.dal.registrations import STATS_FIELDS, CounterMoved, DuplicateRegistration
 from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.domain import (
     ROW_FIELDS,
@@ -66,6 +66,7 @@ class FakeTables:
     minutes: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     audit: list[dict[str, Any]] = field(default_factory=list)
     client_holds: Counter[str] = field(default_factory=Counter)  # per-client hold-limit counters
+    ledger_sums: Counter[str] = field(default_factory=Counter)  # registration id -> ledgerRefundedCents
     lock: threading.RLock = field(default_factory=threading.RLock)
     transactions: int = 0
 
@@ -403,7 +404,7 @@ class FakeRegistrations:
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
         with self.tables.lock:
             counts = self.tables.stats[(race_id, event_id)]
-            return {k: counts[k] for k in ("confirmed", "revenueCents", "cancelled", "refundedCents")}
+            return {k: counts[k] for k in STATS_FIELDS}
 
     def per_minute(self, race_id: str, event_id: str, since: str) -> dict[str, int]:
         with self.tables.lock:
@@ -427,31 +428,79 @@ class FakeRegistrations:
             )
             return True
 
-    def begin_cancel_item(self, registration_id: str, now: str, by: str) -> TransactItem:
-        return self._reg_item(
-            registration_id,
-            RegistrationPhase.CONFIRMED,
-            status=RegistrationPhase.CANCELLING,
-            cancelRequestedAt=now,
-            cancelledBy=by,
-        )
+    def begin_cancel_item(
+        self,
+        registration_id: str,
+        now: str,
+        by: str,
+        *,
+        choice: str | None = None,
+        refund_cents: int = 0,
+        refund_key: str | None = None,
+        charged: int = 0,
+    ) -> TransactItem:
+        t, rid = self.tables, registration_id
 
-    def undo_cancel_item(self, registration_id: str) -> TransactItem:
-        return self._reg_item(
-            registration_id,
-            RegistrationPhase.CANCELLING,
-            status=RegistrationPhase.CONFIRMED,
-            cancelRequestedAt=None,
-            cancelledBy=None,
-        )
+        def ok() -> bool:
+            reg = t.regs.get(rid)
+            if reg is None or reg.status != RegistrationPhase.CONFIRMED:
+                return False
+            return not refund_cents or (reg.amountCents == charged and t.ledger_sums[rid] <= charged - refund_cents)
 
-    def finish_cancel_items(self, reg: Registration, hold: Hold, refund_id: str, now: str) -> list[TransactItem]:
+        def apply() -> None:
+            changes: dict[str, Any] = {
+                "status": RegistrationPhase.CANCELLING,
+                "cancelRequestedAt": now,
+                "cancelledBy": by,
+            }
+            if choice is not None:
+                changes |= {"cancelRefund": choice, "cancelRefundCents": refund_cents}
+            if refund_key is not None:
+                changes["cancelRefundKey"] = refund_key
+            t.ledger_sums[rid] += refund_cents
+            t.regs[rid] = t.regs[rid].model_copy(update=changes | {"ledgerRefundedCents": t.ledger_sums[rid]})
+
+        return fake_item(ok, apply)
+
+    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem:
+        t, rid = self.tables, registration_id
+
+        def apply() -> None:
+            t.ledger_sums[rid] -= release_cents
+            t.regs[rid] = t.regs[rid].model_copy(
+                update={
+                    "status": RegistrationPhase.CONFIRMED,
+                    "cancelRequestedAt": None,
+                    "cancelledBy": None,
+                    "cancelRefund": None,
+                    "cancelRefundCents": None,
+                    "cancelRefundKey": None,
+                    "ledgerRefundedCents": t.ledger_sums[rid],
+                }
+            )
+
+        return fake_item(lambda: rid in t.regs and t.regs[rid].status == RegistrationPhase.CANCELLING, apply)
+
+    def refunds_counted_item(self, race_id: str, event_id: str, cents: int, *, outside: bool = False) -> TransactItem:
+        def count() -> None:
+            self.tables.stats[(race_id, event_id)].update(refundedCents=cents, outsideRefunds=int(outside))
+
+        return fake_item(lambda: True, count)
+
+    def finish_cancel_items(
+        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+    ) -> list[TransactItem]:
         t = self.tables
         rid = reg.registrationId
+        refunded = reg.amountCents if refunded_cents is None else refunded_cents
 
         def count() -> None:
             t.stats[(reg.raceId, reg.eventId)].update(
-                confirmed=-1, revenueCents=-reg.amountCents, cancelled=1, refundedCents=reg.amountCents
+                confirmed=-1,
+                revenueCents=-reg.amountCents,
+                cancelled=1,
+                refundedCents=refunded,
+                cancelledCents=reg.amountCents,
             )
 
         return [

@@ -3,6 +3,8 @@ many clicks arrive at once, and a click past what is left never reaches the prov
 
 from __future__ import annotations
 
+import csv
+import io
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -81,3 +83,150 @@ def test_a_refund_request_out_of_shape_is_refused_and_changes_nothing(director: 
         resp = kim.post(url, json=bad)
         assert resp.status_code == 400 and resp.json()["error"] == "VALIDATION_ERROR", (bad, resp.text)
     assert kim.post(url, json={"amountCents": 5}).status_code == 404
+
+
+def test_a_director_cancels_with_a_refund_of_an_amount_or_none_within_what_is_left(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-cancel-choice")
+    body = race_body((5,))
+    body["events"][0]["priceCents"] = 10_000  # 100 €
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    _, ann = hold_and_register(api, rid, eid, runner(f"ann.{rid[-6:].lower()}@example.com"))
+    _, bo = hold_and_register(api, rid, eid, runner(f"bo.{rid[-6:].lower()}@example.com"))
+    wait_confirmed(api, [ann, bo])
+    assert kim.post(f"/api/admin/races/{rid}/registrations/{ann}/refunds", json={"amountCents": 3000}).ok
+    reached_before, made_before = _refund_counters(stack)
+    cancel = f"/api/admin/races/{rid}/registrations/{ann}/cancel"
+
+    # Out of shape: 400, nothing changed.
+    for bad in (
+        {"refund": "AMOUNT"},
+        {"refund": "NONE", "amountCents": 500},
+        {"amountCents": 500},
+        {"refund": "SOME"},
+        {"refund": "AMOUNT", "amountCents": "500"},
+        {"refund": "AMOUNT", "amountCents": 0},
+        {"reason": "x" * 501},
+    ):
+        resp = kim.post(cancel, json=bad)
+        assert resp.status_code == 400 and resp.json()["error"] == "VALIDATION_ERROR", (bad, resp.text)
+    # More than the 70 € left: a clear 409, the registration still confirmed, no provider asked.
+    too_much = kim.post(cancel, json={"refund": "AMOUNT", "amountCents": 7001})
+    assert too_much.status_code == 409 and too_much.json()["error"] == "REFUND_TOO_LARGE", too_much.text
+    assert "70.00 EUR" in too_much.json()["message"]
+    assert backend.registrations().get(ann).status == "CONFIRMED"
+    assert _refund_counters(stack) == (reached_before, made_before)
+
+    done = kim.post(cancel, json={"refund": "AMOUNT", "amountCents": 5000, "reason": "moved to next year"})
+    assert done.status_code == 200, done.text
+    view = done.json()
+    assert (view["status"], view["refund"], view["refundedCents"], view["currency"]) == (
+        "CANCELLED", "AMOUNT", 5000, "EUR"
+    )  # fmt: skip
+    refund = standin(stack).get(f"{stack.stripe_url}/v1/refunds/{view['refundId']}").json()
+    assert refund["amount"] == 5000
+    # Nothing refunded: no provider asked, the place back all the same.
+    none = kim.post(f"/api/admin/races/{rid}/registrations/{bo}/cancel", json={"refund": "NONE"})
+    assert none.status_code == 200, none.text
+    assert (none.json()["refund"], none.json()["refundedCents"], none.json()["refundId"]) == ("NONE", 0, "")
+    assert _refund_counters(stack) == (reached_before + 1, made_before + 1)
+
+    audit = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]
+    cancels = {e["target"]: e["details"] for e in audit if e["action"] == "registration.cancel"}
+    assert (cancels[ann]["refund"], cancels[ann]["refundCents"], cancels[ann]["reason"]) == (
+        "AMOUNT", 5000, "moved to next year"
+    )  # fmt: skip
+    assert (cancels[bo]["refund"], cancels[bo]["refundCents"]) == ("NONE", 0)
+    (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
+    assert (event["confirmed"], event["cancelled"], event["placesLeft"], event["refundedCents"]) == (0, 2, 5, 8000)
+    # The refund's webhook is recorded, not taken for an outside refund: still cancelled as chosen.
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    assert backend.registrations().get(ann).cancelRefundCents == 5000
+
+
+def _provider_calls(stack: LocalStack) -> dict[str, int]:
+    """The stand-in's own counts of what a registration or a cancellation would ask of it."""
+    stats = standin(stack).get(f"{stack.stripe_url}/_standin/stats").json()
+    asked = {k: v for k, v in stats["requests"].items() if k in ("POST /v1/payment_intents", "POST /v1/refunds")}
+    asked |= {k: v for k, v in stats["requests"].items() if k.startswith("POST /v1/payment_intents/pi_*")}
+    return asked | {"intents": stats["intents"], "refunds": stats["refunds"]}
+
+
+def test_a_free_entry_registers_and_is_cancelled_without_any_call_to_the_payment_provider(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-free")
+    body = race_body((3,))
+    body["events"][0]["priceCents"] = 0  # a free kids' race
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    before = _provider_calls(stack)
+
+    # The details alone register it: queued, no client secret, nothing to pay.
+    h = api.post(f"/api/races/{rid}/events/{eid}/holds")
+    assert h.status_code == 201 and h.json()["priceCents"] == 0, h.text
+    details = runner(f"kid.{rid[-6:].lower()}@example.com", token=None)
+    answer = api.post(f"/api/holds/{h.json()['holdId']}/registration", json=details)
+    assert answer.status_code == 202, answer.text
+    accepted = answer.json()
+    assert (accepted["status"], accepted["amountCents"], accepted.get("clientSecret")) == ("QUEUED", 0, None)
+    reg_id = accepted["registrationId"]
+    wait_confirmed(api, [reg_id])
+
+    cancelled = kim.post(f"/api/admin/races/{rid}/registrations/{reg_id}/cancel")
+    assert cancelled.status_code == 200, cancelled.text
+    assert (cancelled.json()["refundedCents"], cancelled.json()["refundId"]) == (0, "")
+    (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
+    assert (event["cancelled"], event["placesLeft"]) == (1, 3)
+
+    # The stand-in's own counters: no intent created, confirmed or updated, no refund.
+    assert _provider_calls(stack) == before
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    assert report.charges_succeeded == 0
+
+
+def test_a_dashboard_partial_refund_is_recorded_and_flagged_in_the_stats_the_export_and_the_audit_trail(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-outside")
+    body = race_body((5,))
+    body["events"][0]["priceCents"] = 10_000  # 100 €
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    _, reg_id = hold_and_register(api, rid, eid, runner(f"out.{rid[-6:].lower()}@example.com"))
+    wait_confirmed(api, [reg_id])
+    assert kim.post(f"/api/admin/races/{rid}/registrations/{reg_id}/refunds", json={"amountCents": 1000}).ok
+    intent = backend.registrations().get(reg_id).chargeId
+
+    # 20 € refunded in the provider's dashboard, outside Racecap.
+    dashboard = standin(stack).post(
+        f"{stack.stripe_url}/_standin/refund", json={"payment_intent": intent, "amount": 2000}
+    )
+    assert dashboard.ok, dashboard.text
+    wait_until(lambda: backend.registrations().get(reg_id).outsideRefunds == 1, timeout=60)
+    assert backend.registrations().get(reg_id).status == "CONFIRMED"
+
+    (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
+    assert (event["grossCents"], event["refundedCents"], event["netCents"]) == (10_000, 3000, 7000)
+    assert (event["outsideRefunds"], event["currency"]) == (1, "EUR")
+    csv_text = kim.get(f"/api/admin/races/{rid}/registrations/export").text
+    header, row = list(csv.reader(io.StringIO(csv_text)))
+    got = dict(zip(header, row, strict=True))
+    assert (got["amountPaid"], got["amountRefunded"], got["ledgerState"], got["outsideRefunds"]) == (
+        "100.00", "30.00", "PARTLY_REFUNDED", "1"
+    )  # fmt: skip
+    audit = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]
+    (flag,) = [e for e in audit if e["action"] == "registration.refund.outside"]
+    assert (flag["target"], flag["details"]["amountCents"], flag["details"]["flagged"]) == (reg_id, 2000, True)
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations

@@ -47,6 +47,7 @@ class World:
         )
         self.sweeper = HoldSweeper(self.holds, self.payments, self.registration, self.catalog, self.flags)  # type: ignore[arg-type]
         self.writer = RegistrationWriter(self.regs, self.emails, pace=self.pace)  # type: ignore[arg-type]
+        self.ledger_store = FakeLedger(self.tables)
         self.cancellations = Cancellations(
             self.regs,
             self.holds,
@@ -55,8 +56,8 @@ class World:
             self.tables.transact,
             FakeAudit(self.tables),
             self.catalog,  # type: ignore[arg-type]
+            self.ledger_store,
         )
-        self.ledger_store = FakeLedger(self.tables)
         self.ledger = Ledger(self.ledger_store, self.regs, self.payments, self.tables.transact, FakeAudit(self.tables))
 
     def race(self, race_id: str = "race-1", caps: tuple[int, ...] = (2,), **over: object) -> str:

@@ -130,8 +130,29 @@ def test_live_figures_add_up_per_event_and_in_total(w):
         "placesLeft": 8,
         "revenueCents": 5000,
         "refundedCents": 0,
+        "grossCents": 5000,
+        "netCents": 5000,
+        "outsideRefunds": 0,
     }
     assert (view.status, view.minutes, view.asOf) == ("OPEN", 3, w.clock.now)
+
+
+def test_the_money_is_gross_refunded_and_net_with_the_outside_refunds_flagged(w):
+    race = w.create(10, open_now=True)
+    (ev,) = w.catalog.definition(race.raceId)[1]
+    holds = take(w, race.raceId, ev.eventId, 3)
+    for n, hold in enumerate(holds):
+        register(w, hold, f"ann{n}@example.com")
+    # One cancelled keeping 15.00 (a 10.00 refund), one refunded 3.00 in the provider's dashboard.
+    cancelled = holds[0].registrationId
+    w.tables.transact([w.regs.begin_cancel_item(cancelled, "2027-01-01T00:00:00", "dir-1", choice="AMOUNT")])
+    reg = w.regs.get(cancelled)
+    assert reg is not None
+    w.tables.transact(w.regs.finish_cancel_items(reg, holds[0], "re_1", "2027-01-01T00:00:01", 1000))
+    w.tables.transact([w.regs.refunds_counted_item(race.raceId, ev.eventId, 300, outside=True)])
+    (event,) = w.stats.stats(w.race(race.raceId), [ev]).events
+    assert (event.grossCents, event.refundedCents, event.netCents) == (7500, 1300, 6200)
+    assert (event.revenueCents, event.outsideRefunds, event.currency) == (5000, 1, "USD")
 
 
 def test_figures_read_at_different_instants_never_show_a_negative_queue(w, monkeypatch):

@@ -11,6 +11,7 @@ from racecap.domain import RegistrationPhase
 from racecap.errors import Busy, Conflict, DomainError, RefundFailed, RegistrationNotFound
 from racecap.ledger.models import RefundPhase
 from racecap.ledger.service import RefundTooLarge
+from racecap.logic.emails import render_refund
 
 from tests.unit.core_world import DIRECTOR, World, request
 
@@ -52,7 +53,7 @@ def test_partial_refunds_each_their_own_key_until_nothing_is_left(world):
     assert len({v.refund.key for v in views}) == 3 and len({v.refund.providerId for v in views}) == 3
     assert views[-1].statement.leftCents == 250
     assert [r.amount_cents for r in world.payments.refunds] == [750, 750, 750]
-    with pytest.raises(RefundTooLarge, match="250"):
+    with pytest.raises(RefundTooLarge, match=r"2\.50 USD"):
         world.ledger.refund(DIRECTOR, _race(world), rid, 750)
     assert len(world.payments.refunds) == 3  # the refused click reached no provider
     assert world.regs.get(rid).status == RegistrationPhase.CONFIRMED
@@ -115,3 +116,80 @@ def test_only_a_confirmed_registration_of_the_race_is_refunded_in_part(world):
     world.cancellations.cancel(DIRECTOR, _race(world), rid)
     with pytest.raises(Conflict, match="CANCELLED"):
         world.ledger.refund(DIRECTOR, _race(world), rid, 100)
+
+
+# -- the director's cancellation with a refund choice ----------------------------------------------
+def test_a_cancellation_refunds_all_that_is_left_after_earlier_refunds_by_default(world):
+    rid = _confirmed(world)
+    world.ledger.refund(DIRECTOR, _race(world), rid, 1000, "late start")
+    view = world.cancellations.cancel(DIRECTOR, _race(world), rid, "injured")
+    assert (view.status, view.refund, view.refundedCents, view.currency) == ("CANCELLED", "FULL", 1500, "USD")
+    assert [r.amount_cents for r in world.payments.refunds] == [1000, 1500]
+    statement = world.ledger.statement(world.regs.get(rid))
+    assert (statement.refundedCents, statement.leftCents) == (2500, 0)
+    assert {e.status for e in statement.entries if e.kind == "refund"} == {RefundPhase.SUCCEEDED}
+    cancel = next(a for a in world.tables.audit if a["action"] == "registration.cancel")
+    assert (cancel["refund"], cancel["refundCents"], cancel["reason"]) == ("FULL", 1500, "injured")
+    stats = world.regs.stats("race-1", "ev0")
+    assert (stats["refundedCents"], stats["cancelledCents"], stats["revenueCents"]) == (2500, 2500, 0)
+
+
+def test_a_cancellation_without_refund_asks_no_provider_and_gives_the_place_back(world):
+    rid = _confirmed(world)
+    view = world.cancellations.cancel(DIRECTOR, _race(world), rid, "no-show rule", refund="NONE")
+    assert (view.status, view.refund, view.refundedCents, view.refundId) == ("CANCELLED", "NONE", 0, "")
+    assert world.payments.refunds == [] and world.ledger_store.refunds(rid) == []
+    assert world.tables.taken("race-1", "ev0") == 0
+    assert world.regs.stats("race-1", "ev0")["refundedCents"] == 0
+    # The runner is told it was cancelled, and that nothing was refunded (not "0.00 refunded").
+    (email,) = [m for m in world.emails.sent if m.kind == "refund"]
+    rendered = render_refund(email.data)
+    assert "No payment was refunded" in rendered.text and "$" not in rendered.subject
+    # A repeat, whatever its body, answers the first call's choice and refunds nothing.
+    again = world.cancellations.cancel(DIRECTOR, _race(world), rid, refund="FULL")
+    assert (again.changed, again.refund, again.refundedCents) == (False, "NONE", 0)
+    assert world.payments.refunds == []
+
+
+def test_a_cancellation_refunds_an_amount_within_what_is_left_or_changes_nothing(world):
+    rid = _confirmed(world)
+    world.ledger.refund(DIRECTOR, _race(world), rid, 2000)
+    audit_before = len(world.tables.audit)
+    with pytest.raises(RefundTooLarge, match=r"5\.00 USD"):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid, refund="AMOUNT", amount_cents=501)
+    reg = world.regs.get(rid)
+    assert (reg.status, reg.cancelRefund, world.ledger_store.refunded_cents(rid)) == ("CONFIRMED", None, 2000)
+    assert len(world.tables.audit) == audit_before and len(world.payments.refunds) == 1
+    view = world.cancellations.cancel(DIRECTOR, _race(world), rid, refund="AMOUNT", amount_cents=300)
+    assert (view.refund, view.refundedCents, view.refundId != "") == ("AMOUNT", 300, True)
+    assert [r.amount_cents for r in world.payments.refunds] == [2000, 300]
+
+
+def test_a_refused_cancellation_refund_releases_its_reservation(world, monkeypatch):
+    rid = _confirmed(world)
+
+    def refuse(**kwargs):
+        raise PaymentRejected("charge_disputed", "disputed", 400)
+
+    real = world.payments.refund
+    monkeypatch.setattr(world.payments, "refund", refuse)
+    with pytest.raises(RefundFailed):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid, refund="AMOUNT", amount_cents=1000)
+    reg = world.regs.get(rid)
+    assert (reg.status, reg.cancelRefundKey, world.ledger_store.refunded_cents(rid)) == ("CONFIRMED", None, 0)
+    assert [e.status for e in world.ledger_store.refunds(rid)] == [RefundPhase.REFUSED]
+    monkeypatch.setattr(world.payments, "refund", real)
+    assert world.cancellations.cancel(DIRECTOR, _race(world), rid).refundedCents == 2500  # a new key, all of it
+
+
+def test_a_cancellation_whose_provider_did_not_answer_resumes_with_its_amount(world):
+    rid = _confirmed(world)
+    world.payments.fail_next = 1
+    with pytest.raises(Busy):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid, refund="AMOUNT", amount_cents=700)
+    assert world.ledger_store.refunded_cents(rid) == 700  # reserved meanwhile
+    with pytest.raises(Conflict, match="CANCELLING"):
+        world.ledger.refund(DIRECTOR, _race(world), rid, 1)
+    view = world.cancellations.cancel(DIRECTOR, _race(world), rid)  # the retry: the first call's choice
+    assert (view.refund, view.refundedCents) == ("AMOUNT", 700)
+    assert [r.amount_cents for r in world.payments.refunds] == [700]

@@ -133,3 +133,34 @@ def test_the_export_resumes_after_a_cursor_without_the_header_and_can_include_ca
         ("Di", "CONFIRMED"),
     ]
     assert rows[0][10] == "2027-01-01T00:00:00"
+
+
+def _money(rows: list[list[str]]) -> dict[str, tuple[str, ...]]:
+    header = rows[0]
+    cols = ("amountPaid", "amountRefunded", "ledgerState", "outsideRefunds")
+    return {row[2]: tuple(row[header.index(c)] for c in cols) for row in rows[1:]}
+
+
+def test_the_export_gives_what_was_paid_and_refunded_and_the_ledgers_state(w, race):
+    cy = next(reg for reg in w.tables.regs.values() if reg.firstName == "Cy")
+    # Cy's payment refunded 5.00 in part outside Racecap (the provider's dashboard): flagged.
+    w.tables.regs[cy.registrationId] = cy.model_copy(update={"ledgerRefundedCents": 500, "outsideRefunds": 1})
+    money = _money(_export(w, race, include_cancelled=True))
+    assert money["Ann"] == ("25.00", "0.00", "PAID", "0")
+    assert money["Cy"] == ("25.00", "5.00", "PARTLY_REFUNDED", "1")
+    assert money["Bo"] == ("25.00", "25.00", "REFUNDED", "0")  # cancelled before the refund choice: in full
+
+
+def test_the_export_of_a_free_entry_and_of_a_zero_decimal_refund(w):
+    race = w.create(5, open_now=True, currency="JPY", events=[EventDraft(name="5K", cap=5, priceCents=2500)])
+    (event,) = w.catalog.definition(race.raceId)[1]
+    ken, yui = take(w, race.raceId, event.eventId, 2)
+    register(w, ken, "ken@example.com", "Ken", "Sato", amount=2500, currency="JPY")
+    register(w, yui, "yui@example.com", "Yui", "Mori", amount=0, currency="JPY")
+    w.tables.regs[ken.registrationId] = w.tables.regs[ken.registrationId].model_copy(
+        update={"ledgerRefundedCents": 700}
+    )
+    page = build_export_page(w.participants.export_lines(race, [event]), gzip=False)
+    money = _money(list(csv.reader(io.StringIO(str(page.body)))))
+    assert money["Ken"] == ("2500", "700", "PARTLY_REFUNDED", "0")  # whole yen
+    assert money["Yui"] == ("0", "0", "FREE", "0")

@@ -192,8 +192,16 @@ def test_an_outside_partial_refund_is_flagged_and_leaves_the_runner_registered(w
     rid, paid = _registered(world)
     world.payments.refund(intent_id=paid.id, idempotency_key="dashboard", amount_cents=500)
     assert events.apply(_event("charge.refunded", _charge(paid, 500))) == "flagged"
-    assert world.regs.get(rid).status == RegistrationPhase.CONFIRMED
-    assert world.tables.audit == [] and len(world.payments.refunds) == 1
+    reg = world.regs.get(rid)
+    assert reg.status == RegistrationPhase.CONFIRMED and len(world.payments.refunds) == 1
+    # In the ledger, flagged on the registration (the export), the stats and the audit trail.
+    assert (reg.ledgerRefundedCents, reg.outsideRefunds) == (500, 1)
+    assert [(e.amountCents, e.actor) for e in world.ledger_store.refunds(rid)] == [(500, "payment-provider")]
+    assert world.regs.stats("race-1", reg.eventId)["outsideRefunds"] == 1
+    assert [(a["action"], a["amountCents"]) for a in world.tables.audit] == [("registration.refund.outside", 500)]
+    # The same refund told again (another delivery, another event id) is recorded once.
+    assert events.apply(_event("charge.refunded", _charge(paid, 500))) == "recorded"
+    assert world.regs.get(rid).outsideRefunds == 1 and len(world.tables.audit) == 1
 
 
 def test_an_outside_refund_of_the_rest_after_ours_cancels(world, events):
@@ -201,7 +209,20 @@ def test_an_outside_refund_of_the_rest_after_ours_cancels(world, events):
     world.ledger.refund(DIRECTOR, world.catalog.definition("race-1")[0], rid, 1000)
     world.payments.refund(intent_id=paid.id, idempotency_key="dashboard")
     assert events.apply(_event("charge.refunded", _charge(paid, paid.amount_cents))) == "cancelled"
-    assert world.regs.get(rid).status == RegistrationPhase.CANCELLED
+    reg = world.regs.get(rid)
+    assert reg.status == RegistrationPhase.CANCELLED
+    # The rest, refunded outside, is in the ledger; the cancellation itself refunded nothing.
+    assert (reg.ledgerRefundedCents, reg.outsideRefunds, reg.cancelRefund) == (paid.amount_cents, 1, "NONE")
+    assert len(world.payments.refunds) == 2
+
+
+def test_an_outside_refund_after_a_cancellation_without_refund_is_in_the_ledger(world, events):
+    rid, paid = _registered(world)
+    world.cancellations.cancel(DIRECTOR, world.catalog.definition("race-1")[0], rid, refund="NONE")
+    world.payments.refund(intent_id=paid.id, idempotency_key="dashboard")
+    assert events.apply(_event("charge.refunded", _charge(paid, paid.amount_cents))) == "cancelled"
+    reg = world.regs.get(rid)
+    assert (reg.status, reg.ledgerRefundedCents, reg.outsideRefunds) == ("CANCELLED", paid.amount_cents, 1)
 
 
 def test_a_refund_of_a_registration_still_being_written_is_delivered_again(world, events):

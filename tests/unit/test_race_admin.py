@@ -319,6 +319,16 @@ def test_a_price_under_the_providers_minimum_is_refused_naming_the_field_and_not
     assert w.admin.update_event(DANA, race.raceId, event_id, EventPatch(priceCents=50)).events[0].priceCents == 50
 
 
+def test_a_free_entry_price_0_is_accepted_but_1_is_not(w):
+    race = w.create(5)
+    event_id = _event_id(w, race.raceId)
+    assert w.admin.update_event(DANA, race.raceId, event_id, EventPatch(priceCents=0)).events[0].priceCents == 0
+    with pytest.raises(ValidationFailed):
+        w.admin.update_event(DANA, race.raceId, event_id, EventPatch(priceCents=1))
+    added = w.admin.add_event(DANA, race.raceId, EventDraft(name="Kids 1K", cap=5, priceCents=0))
+    assert sorted(e.priceCents for e in added.events) == [0, 0]
+
+
 @pytest.mark.parametrize(
     ("currency", "refused", "accepted"),
     [("GBP", 29, 30), ("EUR", 49, 50), ("JPY", 49, 50), ("SEK", 299, 300), ("DKK", 249, 250)],

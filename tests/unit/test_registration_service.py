@@ -19,6 +19,7 @@ from racecap.errors import (
     PaymentPending,
     PaymentRefused,
     RegistrationNotFound,
+    TooManyHolds,
 )
 from racecap.logic.backlog import paper_wait_s
 
@@ -389,3 +390,47 @@ def test_a_queued_registrations_wait_follows_the_writers_backlog_and_the_paper_w
     assert world.registration.status(rid)[1] == 10  # the estimate lost: the paper's first step
     world.write_queued()
     assert world.registration.status(rid) == (world.registration.status(rid)[0], None)  # confirmed: no wait
+
+
+# -- free entries (price 0) -----------------------------------------------------------------------
+def test_a_free_entry_is_queued_from_its_details_and_cancelled_without_any_provider_call():
+    from tests.unit.core_world import DIRECTOR
+
+    w = World()
+    w.race("race-free", caps=(2,), price_cents=0)
+    hold_id = w.hold_service.hold("race-free", "ev0").holdId
+    accepted = w.registration.register(hold_id, request(card=None))
+    assert (accepted.status, accepted.amountCents, accepted.clientSecret) == ("QUEUED", 0, None)
+    assert w.write_queued() == []
+    reg = w.regs.get(accepted.registrationId)
+    assert (reg.status, reg.amountCents, reg.chargeId) == ("CONFIRMED", 0, "")
+    # A repeat of the details (a second tab) answers the same, still without the provider.
+    assert w.registration.register(hold_id, request(card=None)).status in ("QUEUED", "CONFIRMED")
+    assert w.registration.payment_step(hold_id).status == "CONFIRMED"
+
+    race = w.catalog.definition("race-free")[0]
+    view = w.cancellations.cancel(DIRECTOR, race, accepted.registrationId)
+    assert (view.status, view.refundedCents, view.refundId) == ("CANCELLED", 0, "")
+    assert w.tables.taken("race-free", "ev0") == 0
+    assert w.payments.calls == []  # no intent, no card step, no refund: the provider never asked
+
+
+def test_a_free_entry_counts_against_the_clients_hold_limit():
+    w = World()
+    w.race("race-free", caps=(5,), price_cents=0)
+    w.hold_service.hold("race-free", "ev0", limits={"device#d1": 1})
+    with pytest.raises(TooManyHolds):
+        w.hold_service.hold("race-free", "ev0", limits={"device#d1": 1})
+
+
+def test_a_free_entry_whose_details_call_stopped_is_abandoned_at_expiry_without_the_provider(monkeypatch):
+    w = World()
+    w.race("race-free", caps=(2,), price_cents=0)
+    hold_id = w.hold_service.hold("race-free", "ev0").holdId
+    monkeypatch.setattr(w.registration, "_register_free", lambda *a: (_ for _ in ()).throw(RuntimeError("crash")))
+    with pytest.raises(RuntimeError):
+        w.registration.register(hold_id, request(card=None))
+    assert w.holds.get(hold_id).status == HoldPhase.PAYING
+    later = datetime.now(UTC) + timedelta(hours=2)
+    w.sweeper.sweep(later)
+    assert w.holds.get(hold_id).status != HoldPhase.PAYING and w.payments.calls == []

@@ -29,7 +29,9 @@ def _world(retention_days: int = 60, runners: int = 3) -> World:
 def _job(w: World, on: date) -> tuple[RetentionPurge, FakeRetention]:
     store = FakeRetention(w.tables, w.catalog)
     at = datetime(on.year, on.month, on.day, 3, 0, tzinfo=UTC)
-    return RetentionPurge(store, store, w.tables.transact, FakeAudit(w.tables), clock=lambda: at), store  # type: ignore[arg-type]
+    audit, ledger = FakeAudit(w.tables), w.ledger_store
+    job = RetentionPurge(store, store, w.tables.transact, audit, ledger, clock=lambda: at)  # type: ignore[arg-type]
+    return job, store
 
 
 def _race(w: World):  # type: ignore[no-untyped-def]
@@ -120,3 +122,17 @@ def test_a_purged_registrations_payment_seen_again_is_not_refunded_as_an_orphan(
     other = replace(w2.payments.retrieve_intent(reg2.chargeId), id="pi_second")
     assert w2.registration.payment_succeeded(other) == "orphan"
     assert w2.registration.payment_succeeded(w2.payments.retrieve_intent(reg2.chargeId)) == "already"
+
+
+def test_a_purge_empties_the_provider_ids_on_the_ledgers_refunds_too():
+    w = _world()
+    first, second, _ = sorted(w.tables.regs)
+    w.ledger.refund(DIRECTOR, _race(w), first, 500, "late start")
+    w.ledger.refund(DIRECTOR, _race(w), first, 700)
+    w.cancellations.cancel(DIRECTOR, _race(w), second, refund="AMOUNT", amount_cents=1000)
+    assert sum(1 for e in w.ledger_store.entries.values() if e.providerId.startswith("re_")) == 3
+    job, _ = _job(w, RACE_DAY + timedelta(days=61))
+    job.run(lambda: 900)
+    entries = list(w.ledger_store.entries.values())
+    assert len(entries) == 3 and {e.providerId for e in entries} == {""}
+    assert [e.amountCents for e in w.ledger_store.refunds(first)] == [500, 700]  # the amounts stay

@@ -164,6 +164,17 @@ class Registration(PaidRegistration):
     cancelledBy: str | None = None
     cancelledAt: str | None = None
     refundId: str | None = None
+    # The director's refund choice when cancelling (FULL, NONE, AMOUNT), what it refunds and its
+    # ledger key; None on a cancellation begun before the choice existed (it refunded in full).
+    cancelRefund: str | None = None
+    cancelRefundCents: int | None = None
+    cancelRefundKey: str | None = None
+    # The ledger (racecap.ledger): the sum of its refunds, reserved or made, and how many of
+    # them were made outside Racecap (the provider's dashboard) — flagged to the director.
+    # None (absent) until the first: the writer writes the record whole, and two attributes
+    # more on every registration item would be bytes on the hot path's writes.
+    ledgerRefundedCents: int | None = None
+    outsideRefunds: int | None = None
     # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
     disputeId: str | None = None
     disputedAt: str | None = None
@@ -244,6 +255,10 @@ class RegistrationRowData(TypedDict, total=False):
     refundId: str
     disputeId: str
     purgedAt: str
+    ledgerRefundedCents: int
+    outsideRefunds: int
+    cancelRefund: str
+    cancelRefundCents: int
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
     code: str
     discountCents: int

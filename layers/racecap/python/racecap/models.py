@@ -201,7 +201,8 @@ class RegistrationAccepted(Model):
     registrationId: str
     status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING", "QUEUED", "CONFIRMED"] = Field(
         description="PAYMENT_REQUIRED / REQUIRES_ACTION / PROCESSING: confirm the payment in the browser "
-        "with `clientSecret` (Stripe.js), then call the hold's payment/confirm; QUEUED / CONFIRMED: paid."
+        "with `clientSecret` (Stripe.js), then call the hold's payment/confirm; QUEUED / CONFIRMED: paid "
+        "(or free: `amountCents` 0, no card step)."
     )
     clientSecret: str | None = Field(
         default=None, description="The hold's PaymentIntent client secret (Stripe.js), while unpaid."
@@ -324,8 +325,14 @@ class EventStats(Model):
     confirmed: int
     cancelled: int
     placesLeft: int
-    revenueCents: int
-    refundedCents: int
+    currency: str = Field(description="The amounts' currency; each amount is in its smallest unit (JPY: yen).")
+    revenueCents: int = Field(description="What the confirmed registrations paid.")
+    grossCents: int = Field(description="Everything taken: what the confirmed and the cancelled paid.")
+    refundedCents: int = Field(description="Every refund: cancellations', partial ones, and outside ones.")
+    netCents: int = Field(description="Gross less refunded: what the race keeps.")
+    outsideRefunds: int = Field(
+        description="Refunds made outside Racecap (the provider's dashboard), recorded in the ledger: check them."
+    )
     perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
 
 
@@ -371,9 +378,11 @@ class RegistrationPage(Model):
 
 class CancellationView(Model):
     registrationId: str
-    status: Literal["CANCELLED"]
-    refundId: str
-    amountCents: int
+    status: Literal["CANCELLED"] = Field(description="The registration's new state.")
+    refund: Literal["FULL", "NONE", "AMOUNT"] = Field(description="The refund chosen when it was cancelled.")
+    refundedCents: int = Field(description="What this cancellation refunded, in the currency's smallest unit.")
+    refundId: str = Field(description="The provider's refund id ('' when nothing was refunded).")
+    amountCents: int = Field(description="What the registration paid.")
     currency: str
     cancelledAt: str
     changed: bool = Field(description="False when the registration was already cancelled (a repeat).")

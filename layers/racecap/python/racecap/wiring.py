@@ -249,7 +249,10 @@ def retention_purge() -> RetentionPurge:
 
     s = get_settings()
     store = DynamoRetention(clients.dynamodb(), s.races_table, s.inventory_table, s.registrations_table)
-    return RetentionPurge(store, race_store(), transact, audit_trail())
+    from racecap.ledger.store import DynamoLedger
+
+    ledger = DynamoLedger(clients.dynamodb(), s.registrations_table)
+    return RetentionPurge(store, race_store(), transact, audit_trail(), ledger)
 
 
 @lru_cache(maxsize=1)
@@ -333,9 +336,13 @@ def _race_name(race_id: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def cancellations() -> Cancellations:
+    from racecap.ledger.store import DynamoLedger
     from racecap.logic.refunds import Cancellations
 
-    return Cancellations(registrations(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog())
+    ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
+    return Cancellations(
+        registrations(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger
+    )
 
 
 # -- the email sender ---------------------------------------------------------------------------

@@ -67,6 +67,7 @@ class LimitedPaymentProvider:
     retrieve_intent = _through_limiter(PaymentProvider.retrieve_intent)
     confirm_intent = _through_limiter(PaymentProvider.confirm_intent)
     cancel_intent = _through_limiter(PaymentProvider.cancel_intent)
+    update_intent_amount = _through_limiter(PaymentProvider.update_intent_amount)
     find_intents = _through_limiter(PaymentProvider.find_intents)
     refund = _through_limiter(PaymentProvider.refund)
 

@@ -95,6 +95,14 @@ class PaymentProvider(Protocol):
         """Raises ``IntentNotCancelable(intent)`` when it already succeeded (or is processing)."""
         ...
 
+    def update_intent_amount(self, intent_id: str, amount_cents: int, *, idempotency_key: str) -> PaymentIntent:
+        """Change what an unpaid intent will charge (a discount applied before the runner pays):
+        the same intent, never a new one under the same key. Only while it can still be paid
+        (requires_payment_method, requires_confirmation, requires_action; from the last it
+        must be confirmed again); otherwise ``PaymentRejected("payment_intent_unexpected_state")``,
+        and ``PaymentRejected("amount_too_small")`` under the currency's minimum."""
+        ...
+
     def find_intents(self, *, hold_id: str) -> list[PaymentIntent]:
         """Crash recovery: the intents whose metadata names this hold."""
         ...

@@ -117,11 +117,27 @@ class RegistrationStore(Protocol):
 
     def per_minute(self, race_id: str, event_id: str, since: str) -> dict[str, int]: ...
 
-    def begin_cancel_item(self, registration_id: str, now: str, by: str) -> TransactItem: ...
+    def begin_cancel_item(
+        self,
+        registration_id: str,
+        now: str,
+        by: str,
+        *,
+        choice: str | None = None,
+        refund_cents: int = 0,
+        refund_key: str | None = None,
+        charged: int = 0,
+    ) -> TransactItem: ...
 
-    def undo_cancel_item(self, registration_id: str) -> TransactItem: ...
+    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
 
-    def finish_cancel_items(self, reg: Registration, hold: Hold, refund_id: str, now: str) -> list[TransactItem]: ...
+    def finish_cancel_items(
+        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+    ) -> list[TransactItem]: ...
+
+    def refunds_counted_item(
+        self, race_id: str, event_id: str, cents: int, *, outside: bool = False
+    ) -> TransactItem: ...
 
     def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool: ...
 

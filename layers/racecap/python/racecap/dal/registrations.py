@@ -37,6 +37,13 @@ from racecap.domain import (
     RegistrationRowData,
 )
 
+# The ledger's sum of a registration's refunds, reserved or made (racecap.ledger.store owns it;
+# the cancellation reserves its refund in the same update that begins it).
+LEDGER_SUM = "ledgerRefundedCents"
+# An event's money and counts (``STATS#`` item): revenue is what the confirmed registrations
+# paid, cancelledCents what the cancelled ones had paid, refundedCents every refund.
+STATS_FIELDS = ("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds")
+
 MAX_PER_TRANSACTION = 48  # 2 items per registration + counter + stats + minute stays under 100
 
 
@@ -202,7 +209,7 @@ class DynamoRegistrations:
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
         resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)
         item = from_item(resp["Item"]) if "Item" in resp else {}
-        return {k: int(item.get(k, 0)) for k in ("confirmed", "revenueCents", "cancelled", "refundedCents")}
+        return {k: int(item.get(k, 0)) for k in STATS_FIELDS}
 
     def per_minute(self, race_id: str, event_id: str, since: str) -> dict[str, int]:
         """Confirmations per minute from ``since`` (``YYYY-MM-DDTHH:MM``) on."""
@@ -222,36 +229,81 @@ class DynamoRegistrations:
         """An Update of a registration's or a hold's item, ``#s`` naming its status."""
         return update_item(table, key, expression, condition=condition, names={"#s": "status"}, vals=vals)
 
-    def begin_cancel_item(self, registration_id: str, now: str, by: str) -> TransactItem:
-        """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves."""
-        return self._update_status(
-            self._regs,
-            reg_key(registration_id),
-            "SET #s = :cancelling, cancelRequestedAt = :now, cancelledBy = :by",
-            "#s = :confirmed",
-            {
-                ":cancelling": RegistrationPhase.CANCELLING,
-                ":confirmed": RegistrationPhase.CONFIRMED,
-                ":now": now,
-                ":by": by,
-            },
-        )
+    def begin_cancel_item(
+        self,
+        registration_id: str,
+        now: str,
+        by: str,
+        *,
+        choice: str | None = None,
+        refund_cents: int = 0,
+        refund_key: str | None = None,
+        charged: int = 0,
+    ) -> TransactItem:
+        """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves.
+        With a refund ``choice``, the refund's amount is reserved in the ledger's sum in the
+        same update (one write on the item: a transaction may not touch it twice), only while
+        the sum stays within ``charged`` — the ledger's reservation (racecap.ledger.store)."""
+        sets = "SET #s = :cancelling, cancelRequestedAt = :now, cancelledBy = :by"
+        condition = "#s = :confirmed"
+        vals: dict[str, Any] = {
+            ":cancelling": RegistrationPhase.CANCELLING,
+            ":confirmed": RegistrationPhase.CONFIRMED,
+            ":now": now,
+            ":by": by,
+        }
+        if choice is not None:
+            sets += ", cancelRefund = :choice, cancelRefundCents = :cents"
+            vals |= {":choice": choice, ":cents": refund_cents}
+        if refund_key is not None:
+            sets += ", cancelRefundKey = :key"
+            vals[":key"] = refund_key
+        if refund_cents:
+            sets += f" ADD {LEDGER_SUM} :cents"
+            condition += (
+                f" AND amountCents = :charged AND (attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)"
+            )
+            vals |= {":charged": charged, ":room": charged - refund_cents}
+        return self._update_status(self._regs, reg_key(registration_id), sets, condition, vals)
 
-    def undo_cancel_item(self, registration_id: str) -> TransactItem:
-        return self._update_status(
-            self._regs,
-            reg_key(registration_id),
-            "SET #s = :confirmed REMOVE cancelRequestedAt, cancelledBy",
-            "#s = :cancelling",
-            {":cancelling": RegistrationPhase.CANCELLING, ":confirmed": RegistrationPhase.CONFIRMED},
+    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem:
+        """CANCELLING → CONFIRMED (the provider refused the refund), giving back the amount the
+        cancellation had reserved in the ledger's sum."""
+        expression = (
+            "SET #s = :confirmed "
+            "REMOVE cancelRequestedAt, cancelledBy, cancelRefund, cancelRefundCents, cancelRefundKey"
         )
+        vals: dict[str, Any] = {":cancelling": RegistrationPhase.CANCELLING, ":confirmed": RegistrationPhase.CONFIRMED}
+        if release_cents:
+            expression += f" ADD {LEDGER_SUM} :minus"
+            vals[":minus"] = -release_cents
+        return self._update_status(self._regs, reg_key(registration_id), expression, "#s = :cancelling", vals)
 
-    def finish_cancel_items(self, reg: Registration, hold: Hold, refund_id: str, now: str) -> list[TransactItem]:
-        """Refunded: the registration is CANCELLED, its place goes back to its shard, its
-        email may register again, and the counters move — all or nothing, exactly once
-        (the registration's CANCELLING state is the condition)."""
+    def refunds_counted_item(self, race_id: str, event_id: str, cents: int, *, outside: bool = False) -> TransactItem:
+        """The event's counters see a refund of ``cents`` (negative: one given back) that leaves
+        the registration as it is: a partial refund, ours or one made outside Racecap."""
+        expression = "ADD refundedCents :amt" + (", outsideRefunds :one" if outside else "")
+        return {
+            "Update": {
+                "TableName": self._inv,
+                "Key": stats_key(race_id, event_id),
+                "UpdateExpression": expression,
+                "ExpressionAttributeValues": values({":amt": cents} | ({":one": 1} if outside else {})),
+            }
+        }
+
+    def finish_cancel_items(
+        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+    ) -> list[TransactItem]:
+        """Refunded (``refunded_cents`` by this cancellation; None: the whole charge, as a
+        cancellation begun before the refund choice did): the registration is CANCELLED, its
+        place goes back to its shard, its email may register again, and the counters move —
+        all or nothing, exactly once (the registration's CANCELLING state is the condition).
+        ``cancelledCents`` keeps what the cancelled registrations had paid, so the gross stays
+        what was taken: revenue (the confirmed ones') + cancelled."""
         rid, race_id, event_id = reg.registrationId, reg.raceId, reg.eventId
         amount = reg.amountCents
+        refunded = amount if refunded_cents is None else refunded_cents
         return [
             self._update_status(
                 self._regs,
@@ -291,8 +343,11 @@ class DynamoRegistrations:
                 "Update": {
                     "TableName": self._inv,
                     "Key": stats_key(race_id, event_id),
-                    "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, refundedCents :amt",
-                    "ExpressionAttributeValues": values({":minus": -1, ":lost": -amount, ":one": 1, ":amt": amount}),
+                    "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
+                    "refundedCents :amt, cancelledCents :paid",
+                    "ExpressionAttributeValues": values(
+                        {":minus": -1, ":lost": -amount, ":one": 1, ":amt": refunded, ":paid": amount}
+                    ),
                 }
             },
         ]

@@ -209,6 +209,12 @@ class StripePaymentProvider:
         result = self._call(attempt)
         return result if isinstance(result, PaymentIntent) else _intent(result)
 
+    def update_intent_amount(self, intent_id: str, amount_cents: int, *, idempotency_key: str) -> PaymentIntent:
+        # The client's form of ``stripe.PaymentIntent.modify``: POST /v1/payment_intents/:id.
+        params: Any = {"amount": amount_cents}
+        options: Any = {"idempotency_key": idempotency_key}
+        return _intent(self._call(lambda c: c.v1.payment_intents.update(intent_id, params=params, options=options)))
+
     def find_intents(self, *, hold_id: str) -> list[PaymentIntent]:
         # Stripe's search is eventually consistent (a new intent may take a moment to show):
         # callers use it for crash recovery long after the fact, never as the only record.

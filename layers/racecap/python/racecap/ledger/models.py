@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -48,3 +49,28 @@ class RefundView(Model):
     registrationId: str
     refund: LedgerEntry
     statement: Statement
+
+
+LedgerState = Literal["FREE", "PAID", "PARTLY_REFUNDED", "REFUNDED", "REFUND_PENDING"]
+
+
+def refunded_of(row: Mapping[str, Any]) -> int:
+    """What a registration's refunds add up to, from its row (no read of the ledger's entries):
+    the ledger's sum, or the whole charge for one cancelled before the ledger and the refund
+    choice existed (it was refunded in full, and nothing recorded a sum)."""
+    if row.get("status") == "CANCELLED" and not row.get("cancelRefund"):
+        return int(row.get("amountCents") or 0)
+    return int(row.get("ledgerRefundedCents") or 0)
+
+
+def ledger_state(row: Mapping[str, Any]) -> LedgerState:
+    """The ledger's last state for a registration row: what a director's sheet sorts by."""
+    charged = int(row.get("amountCents") or 0)
+    if charged == 0:
+        return "FREE"
+    if row.get("status") == "CANCELLING" and int(row.get("cancelRefundCents") or 0):
+        return "REFUND_PENDING"  # the cancellation's refund is reserved, the provider not yet heard
+    refunded = refunded_of(row)
+    if refunded <= 0:
+        return "PAID"
+    return "REFUNDED" if refunded >= charged else "PARTLY_REFUNDED"

@@ -31,6 +31,7 @@ from racecap.ledger.models import LedgerEntry, RefundPhase, RefundView, Statemen
 from racecap.ledger.store import LedgerStore
 from racecap.logic.audit import AuditTrail
 from racecap.models import Director, Race
+from racecap.money import in_units
 from racecap.observability import logger, metrics
 
 
@@ -91,6 +92,8 @@ class Ledger:
             raise RegistrationNotFound(f"No registration {registration_id} in race {race.raceId}.")
         if reg.status != RegistrationPhase.CONFIRMED:
             raise Conflict(f"Registration {registration_id} is {reg.status}: only a confirmed one is refunded in part.")
+        if reg.amountCents == 0:
+            raise RefundTooLarge("A free entry: there is no payment to refund.")
         if reg.purgedAt or not reg.chargeId:
             raise Conflict(
                 "The registration's payment data was deleted (retention): refund in the provider's dashboard."
@@ -121,7 +124,7 @@ class Ledger:
         left = reg.amountCents - self._store.refunded_cents(rid)
         amount = left if amount_cents is None else amount_cents
         if amount <= 0 or amount > left:
-            raise RefundTooLarge(_too_large(amount, left, reg.currency))
+            raise RefundTooLarge(too_large(amount, left, reg.currency))
         entry = LedgerEntry(
             kind="refund",
             key=refund_key,
@@ -137,15 +140,16 @@ class Ledger:
             director, reg.raceId, "registration.refund", rid, amountCents=amount, currency=reg.currency, key=refund_key,
             **({"reason": reason} if reason else {}),
         )  # fmt: skip
+        counted = self._regs.refunds_counted_item(reg.raceId, reg.eventId, amount)
         try:
-            self._transact([*self._store.reserve_items(reg, entry), audit])
+            self._transact([*self._store.reserve_items(reg, entry), counted, audit])
         except ConditionFailed as exc:
             again = self._store.refund(rid, refund_key)
             if again is not None:
                 return again  # the same action, recorded by a concurrent call: resume it
             if 0 in exc.indexes:
                 now_left = reg.amountCents - self._store.refunded_cents(rid)
-                raise RefundTooLarge(_too_large(amount, now_left, reg.currency)) from exc
+                raise RefundTooLarge(too_large(amount, now_left, reg.currency)) from exc
             raise
         return entry
 
@@ -162,8 +166,9 @@ class Ledger:
             ) from exc
         except PaymentRejected as exc:
             now = datetime.now(UTC).isoformat()
+            given_back = self._regs.refunds_counted_item(reg.raceId, reg.eventId, -entry.amountCents)
             try:
-                self._transact(self._store.release_items(rid, entry, now))
+                self._transact([*self._store.release_items(rid, entry, now), given_back])
             except ConditionFailed:
                 pass  # released by a concurrent call of the same action
             raise RefundFailed(f"The payment provider refused the refund ({exc.code}); nothing was refunded.") from exc
@@ -174,7 +179,11 @@ class Ledger:
         return entry.model_copy(update={"providerId": refund.id, "status": RefundPhase.SUCCEEDED})
 
 
-def _too_large(amount: int, left: int, currency: str) -> str:
+def too_large(amount: int, left: int, currency: str) -> str:
     if left <= 0:
         return "Nothing is left to refund: the whole payment was refunded."
-    return f"Refund of {amount} is more than is left of the payment ({left} {currency.upper()}, in its smallest unit)."
+    code = currency.upper()
+    return (
+        f"A refund of {in_units(amount, code)} {code} is more than is left of the payment "
+        f"({in_units(left, code)} {code}); nothing was refunded."
+    )

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from racecap.dal.dynamo import from_item, query_raw, to_item, values
 from racecap.dal.keys import key
+from racecap.dal.registrations import LEDGER_SUM
 from racecap.dal.transactions import TransactItem
 from racecap.domain import Registration
 from racecap.ledger.models import LedgerEntry, RefundPhase
@@ -49,12 +50,32 @@ class LedgerStore(Protocol):
         recorded before)."""
         ...
 
+    def entry_item(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
+        """Put the entry only if its key is new (the cancellation's refund: its amount is
+        reserved by the update that begins the cancellation, ``RegistrationStore.begin_cancel_item``)."""
+        ...
+
     def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
         """The provider refused: take the amount off the sum and mark the entry REFUSED, once."""
         ...
 
+    def refuse_item(self, registration_id: str, entry: LedgerEntry, at: str) -> TransactItem:
+        """Mark a PENDING entry REFUSED (the first of ``release_items``)."""
+        ...
+
+    def outside_items(self, registration_id: str, entry: LedgerEntry) -> list[TransactItem]:
+        """A refund made outside Racecap (the provider's dashboard), already made: add it to the
+        sum (no room to check: the money has left) and count it on the registration, flagged,
+        and put its entry only if its key is new (item 1: a repeat of the same webhook)."""
+        ...
+
     def settle(self, registration_id: str, refund_key: str, refund_id: str, at: str) -> None:
         """The provider refunded it: record the refund's id."""
+        ...
+
+    def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
+        """Retention: empty the provider's refund id on every entry that has one (any number
+        of items: the caller splits them into transactions)."""
         ...
 
 
@@ -68,9 +89,9 @@ class DynamoLedger:
             TableName=self.table,
             Key=key(_pk(registration_id), _REG_SK),
             ConsistentRead=True,
-            ProjectionExpression="ledgerRefundedCents",
+            ProjectionExpression=LEDGER_SUM,
         )
-        return int(from_item(resp.get("Item", {})).get("ledgerRefundedCents", 0))
+        return int(from_item(resp.get("Item", {})).get(LEDGER_SUM, 0))
 
     def refunds(self, registration_id: str) -> list[LedgerEntry]:
         items = query_raw(
@@ -91,15 +112,14 @@ class DynamoLedger:
 
     def reserve_items(self, reg: Registration, entry: LedgerEntry) -> list[TransactItem]:
         rid = reg.registrationId
-        doc = entry.model_dump(mode="json") | {"pk": _pk(rid), "sk": _REFUND + entry.key, "registrationId": rid}
         return [
             {
                 "Update": {
                     "TableName": self.table,
                     "Key": key(_pk(rid), _REG_SK),
-                    "UpdateExpression": "ADD ledgerRefundedCents :amt",
+                    "UpdateExpression": f"ADD {LEDGER_SUM} :amt",
                     "ConditionExpression": "amountCents = :charged AND #s = :confirmed AND "
-                    "(attribute_not_exists(ledgerRefundedCents) OR ledgerRefundedCents <= :room)",
+                    f"(attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": values(
                         {":amt": entry.amountCents, ":charged": reg.amountCents}
@@ -108,34 +128,58 @@ class DynamoLedger:
                     ),
                 }
             },
-            {
-                "Put": {
-                    "TableName": self.table,
-                    "Item": to_item(doc),
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            },
+            self._put_new(rid, entry),
         ]
 
-    def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
+    def _put_new(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
+        doc = entry.model_dump(mode="json") | {
+            "pk": _pk(registration_id),
+            "sk": _REFUND + entry.key,
+            "registrationId": registration_id,
+        }
+        return {
+            "Put": {"TableName": self.table, "Item": to_item(doc), "ConditionExpression": "attribute_not_exists(pk)"}
+        }
+
+    def entry_item(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
+        return self._put_new(registration_id, entry)
+
+    def outside_items(self, registration_id: str, entry: LedgerEntry) -> list[TransactItem]:
         return [
             {
                 "Update": {
                     "TableName": self.table,
-                    "Key": key(_pk(registration_id), _REFUND + entry.key),
-                    "UpdateExpression": "SET #s = :refused, settledAt = :at",
-                    "ConditionExpression": "#s = :pending",
-                    "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": values(
-                        {":refused": RefundPhase.REFUSED.value, ":pending": RefundPhase.PENDING.value, ":at": at}
-                    ),
+                    "Key": key(_pk(registration_id), _REG_SK),
+                    "UpdateExpression": f"ADD {LEDGER_SUM} :amt, outsideRefunds :one",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeValues": values({":amt": entry.amountCents, ":one": 1}),
                 }
             },
+            self._put_new(registration_id, entry),
+        ]
+
+    def refuse_item(self, registration_id: str, entry: LedgerEntry, at: str) -> TransactItem:
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(_pk(registration_id), _REFUND + entry.key),
+                "UpdateExpression": "SET #s = :refused, settledAt = :at",
+                "ConditionExpression": "#s = :pending",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": values(
+                    {":refused": RefundPhase.REFUSED.value, ":pending": RefundPhase.PENDING.value, ":at": at}
+                ),
+            }
+        }
+
+    def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
+        return [
+            self.refuse_item(registration_id, entry, at),
             {
                 "Update": {
                     "TableName": self.table,
                     "Key": key(_pk(registration_id), _REG_SK),
-                    "UpdateExpression": "ADD ledgerRefundedCents :minus",
+                    "UpdateExpression": f"ADD {LEDGER_SUM} :minus",
                     "ConditionExpression": "attribute_exists(pk)",
                     "ExpressionAttributeValues": values({":minus": -entry.amountCents}),
                 }
@@ -151,3 +195,18 @@ class DynamoLedger:
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues=values({":ok": RefundPhase.SUCCEEDED.value, ":id": refund_id, ":at": at}),
         )
+
+    def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(_pk(registration_id), _REFUND + entry.key),
+                    "UpdateExpression": "SET providerId = :empty, purgedAt = :at",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeValues": values({":empty": "", ":at": at}),
+                }
+            }
+            for entry in self.refunds(registration_id)
+            if entry.providerId
+        ]

@@ -69,8 +69,9 @@ MAX_EVENTS = 50  # one transaction creates a race with all its events (100 items
 CAP_CHANGE_TRIES = 5  # holds landing on a shard mid-change make it re-plan
 PRICE_DESCRIPTION = (
     "In the currency's smallest unit as the payment provider counts it (cents; yen for JPY, a zero-decimal "
-    "currency), and at least the provider's minimum charge for the race's currency (50 for USD and EUR, 30 for "
-    "GBP, 50 for JPY...): a lower price is refused (400 naming priceCents)."
+    "currency): 0 for a free entry (no payment, no card step), else at least the provider's minimum charge for "
+    "the race's currency (50 for USD and EUR, 30 for GBP, 50 for JPY...): a price between is refused (400 naming "
+    "priceCents)."
 )
 NULL_MESSAGE = "Leave out a field to keep it; null is not a value."
 
@@ -117,7 +118,7 @@ class PriceTierDraft(Model):
     startsAt: datetime = Field(
         description="When this price starts: ISO 8601; without an offset, the race's local time."
     )
-    priceCents: JsonInt = Field(gt=0, le=10_000_000, description=PRICE_DESCRIPTION)
+    priceCents: JsonInt = Field(ge=0, le=10_000_000, description=PRICE_DESCRIPTION)
 
     @field_validator("startsAt", mode="before")
     @classmethod
@@ -136,7 +137,7 @@ class EventDraft(Model):
 
     name: str = Field(min_length=1, max_length=100, pattern=SOME_TEXT)
     cap: JsonInt = Field(gt=0, le=1_000_000)
-    priceCents: JsonInt = Field(gt=0, le=10_000_000, description=PRICE_DESCRIPTION)
+    priceCents: JsonInt = Field(ge=0, le=10_000_000, description=PRICE_DESCRIPTION)
     minAge: JsonInt = Field(
         default=DEFAULT_MIN_AGE, ge=0, le=MAX_AGE, description="The youngest a runner may be on race day."
     )
@@ -294,7 +295,7 @@ class EventPatch(Model):
     cap: Annotated[int, Strict(), Gt(0), Le(1_000_000), WHOLE_NUMBER] | None = Field(
         default=None, description="May go down only to the places taken."
     )
-    priceCents: Annotated[int, Strict(), Gt(0), Le(10_000_000), WHOLE_NUMBER] | None = Field(
+    priceCents: Annotated[int, Strict(), Ge(0), Le(10_000_000), WHOLE_NUMBER] | None = Field(
         default=None, description=PRICE_DESCRIPTION
     )
     minAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
@@ -546,8 +547,9 @@ class RaceAdmin:
                 raise Conflict(
                     f"{taken} places are taken at {race.currency} prices; the currency can no longer change."
                 )
-            if events:  # the cheapest event is the one a dearer minimum would refuse
-                _check_prices(changes["currency"], {"currency": min(e.priceCents for e in events)})
+            paid = [e.priceCents for e in events if e.priceCents]  # a free event has no minimum
+            if paid:  # the cheapest paid event is the one a dearer minimum would refuse
+                _check_prices(changes["currency"], {"currency": min(paid)})
             also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
         also.append(
             self._audit.item(
@@ -790,7 +792,10 @@ def _check_prices(currency: str, prices: dict[str, int]) -> None:
     checked when the director sets it, because a runner would otherwise meet the refusal
     only after holding a place. (A schema cannot say it: the minimum depends on the race's
     currency.)"""
-    problems = {name: p for name, price in prices.items() if (p := charge_problem(price, currency)) is not None}
+    # 0 is a free entry: nothing is charged, so no minimum applies.
+    problems = {
+        name: p for name, price in prices.items() if price and (p := charge_problem(price, currency)) is not None
+    }
     if problems:
         raise ValidationFailed(f"A price cannot be charged in {currency}.", fields=problems)
 

@@ -183,8 +183,7 @@ _CONFIRMATION_HTML = Template(
 _REFUND_TEXT = Template(
     """Hi $firstName,
 
-Your registration for $raceName — $eventName has been cancelled and $amount
-has been refunded to your original payment method. It can take a few days to appear.
+Your registration for $raceName — $eventName has been cancelled$refunded
 
   Registration:  $registrationId
 
@@ -195,8 +194,7 @@ Racecap
 _REFUND_HTML = Template(
     """<h1 style="font-size:22px;margin:0 0 12px">Your refund is on its way</h1>
 <p style="margin:0 0 16px">Hi $firstName, your registration for <strong>$raceName</strong> — $eventName
-has been cancelled and <strong>$amount</strong> has been refunded to your original payment method.
-It can take a few days to appear.</p>
+has been cancelled$refundedHtml</p>
 <p style="margin:0;font-size:14px;color:#66788a">Registration $registrationId</p>"""
 )
 
@@ -217,7 +215,7 @@ def render_confirmation(raw: dict[str, Any]) -> RenderedEmail:
         "eventName": d.eventName,
         "bib": d.bib,
         "raceDate": format_race_date(d.raceDate),
-        "amount": format_money(d.amountCents, d.currency),
+        "amount": format_money(d.amountCents, d.currency) if d.amountCents else "Nothing (a free entry)",
         "registrationId": d.registrationId,
     }
     subject = _one_line(f"You're registered: {d.raceName} — {d.eventName} (bib {d.bib})")
@@ -235,9 +233,17 @@ def render_refund(raw: dict[str, Any]) -> RenderedEmail:
         "amount": format_money(d.amountCents, d.currency),
         "registrationId": d.registrationId,
     }
-    subject = _one_line(f"Refund for {d.raceName} — {d.eventName}: {values['amount']}")
-    content = _REFUND_HTML.substitute(_escaped(values))
-    text = _REFUND_TEXT.substitute(values)
+    # The director may cancel with no refund (or the entry was free): say so, not "0.00 refunded".
+    if d.amountCents:
+        tail = " and {} has been refunded to your original payment method.\nIt can take a few days to appear."
+        subject = _one_line(f"Refund for {d.raceName} — {d.eventName}: {values['amount']}")
+    else:
+        tail = "{}. No payment was refunded."
+        subject = _one_line(f"Cancelled: {d.raceName} — {d.eventName}")
+    escaped = _escaped(values)
+    refunded_html = tail.format(f"<strong>{escaped['amount']}</strong>" if d.amountCents else "")
+    content = _REFUND_HTML.substitute(escaped | {"refundedHtml": refunded_html})
+    text = _REFUND_TEXT.substitute(values | {"refunded": tail.format(values["amount"] if d.amountCents else "")})
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
 
 

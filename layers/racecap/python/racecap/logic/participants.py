@@ -35,6 +35,7 @@ from typing import Any, cast
 from racecap.dal.ports import RegistrationStore
 from racecap.domain import ROW_FIELDS, Registration, RegistrationPhase, RegistrationRowData
 from racecap.errors import EventNotFound, ValidationFailed
+from racecap.ledger.models import ledger_state, refunded_of
 from racecap.logic.validation import EMAIL_RE, normalize_email
 from racecap.models import Event, Race, RegistrationPage, RegistrationRow
 from racecap.money import in_units
@@ -64,8 +65,15 @@ CSV_COLUMNS = (
     "registrationId",
     # Added last, so the columns a director's sheet already reads by position stay put.
     "amount",  # amountCents in the currency's own units (25.00 USD; 2500 JPY, a zero-decimal currency)
+    # The ledger (issue 25), in the currency's own units too: what was paid (0 for a free
+    # entry), what was refunded in all (ours and outside), the ledger's last state, and how
+    # many refunds were made outside Racecap (the provider's dashboard; flagged: > 0).
+    "amountPaid",
+    "amountRefunded",
+    "ledgerState",
+    "outsideRefunds",
     "code",  # the discount code the place was held with (racecap.codes), if any
-    "discount",  # what it took off, in the currency's own units; amount is what was paid
+    "discount",  # what it took off, in the currency's own units; amountPaid is what was paid
 )
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -176,18 +184,24 @@ class Participants:
                     item.get("cancelledAt", ""),
                     item.get("registrationId", ""),
                     _in_units(item),
+                    _in_units(item),
+                    _in_units(item, refunded_of(item)),
+                    ledger_state(item),
+                    item.get("outsideRefunds", 0),
                     item.get("code", ""),
-                    _in_units(item, "discountCents"),
+                    _in_units(item, item.get("discountCents")) if item.get("discountCents") else "",
                 )
                 yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
 
 
-def _in_units(item: Mapping[str, Any], field: str = "amountCents") -> str:
-    amount, currency = item.get(field), item.get("currency")
-    if amount in (None, "") or not currency:
+def _in_units(item: Mapping[str, Any], amount: int | None = None) -> str:
+    """``amount`` (the row's amountCents when None) in the row's currency's own units."""
+    value = item.get("amountCents") if amount is None else amount
+    currency = item.get("currency")
+    if value in (None, "") or not currency:
         return ""
-    return str(in_units(int(amount), str(currency)))
+    return str(in_units(int(value), str(currency)))
 
 
 def build_export_page(

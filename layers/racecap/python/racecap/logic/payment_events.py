@@ -8,11 +8,12 @@ Each event is applied by the state it describes, never by its order or count:
   the intent (once), with an email saying why;
 * ``payment_intent.payment_failed`` → nothing to change: the runner is still on the form with
   the place held and may try another card on the same intent; counted;
-* ``charge.refunded`` → a refund of the whole charge made outside Racecap cancels the
-  registration and returns the place, audited as such (``Cancellations.refunded_elsewhere``);
-  Racecap's own refunds (the ledger's sum covers what the charge says was refunded) change
-  nothing; a partial refund made outside leaves the registration confirmed and is flagged
-  (a warning and the ``RefundedOutsideInPart`` metric);
+* ``charge.refunded`` → a refund of the whole charge made outside Racecap goes in the ledger
+  and cancels the registration (nothing more to refund) and returns the place, audited as
+  such (``Cancellations.refunded_elsewhere``); Racecap's own refunds (the ledger's sum covers
+  what the charge says was refunded) change nothing; a partial refund made outside goes in
+  the ledger and leaves the registration confirmed, flagged to the director in the stats
+  (``outsideRefunds``), the export and the audit trail (``Cancellations.record_outside``);
 * ``charge.dispute.created`` → the registration is flagged; the director sees it.
 
 An event is answered 2xx only once its effect is durable; when it cannot be applied yet (the
@@ -85,6 +86,13 @@ class NotYet(Busy):
 
 def unmatched_refund_key(intent_id: str) -> str:
     return f"unmatched-refund-{intent_id}"
+
+
+def _latest_refund(charge: Mapping[str, Any]) -> str:
+    """The charge's newest refund id, when the event carries its refunds (API versions before
+    2022-11-15 did; later ones leave the list out: '')."""
+    data = (charge.get("refunds") or {}).get("data") or []
+    return str(data[0].get("id", "")) if data else ""
 
 
 def intent_from(obj: Mapping[str, Any]) -> PaymentIntent:
@@ -257,11 +265,11 @@ class PaymentEvents:
         if refunded and refunded <= self._ledger.refunded_cents(rid):
             return "recorded"
         if refunded and not charge.get("refunded") and refunded < int(charge.get("amount", 0)):
-            # Part of it refunded in the dashboard: the runner keeps the place; the director is told.
-            logger.warning("payment refunded in part outside Racecap", extra={"registrationId": rid})
-            metrics.add_metric(name="RefundedOutsideInPart", unit="Count", value=1)
+            # Part of it refunded in the dashboard: in the ledger, flagged to the director (the
+            # stats, the export, the audit trail); the runner keeps the place.
+            self._cancellations.record_outside(reg, refunded, _latest_refund(charge))
             return "flagged"
-        self._cancellations.refunded_elsewhere(rid)
+        self._cancellations.refunded_elsewhere(rid, refunded)
         return "cancelled"
 
     def _disputed(self, dispute: Mapping[str, Any]) -> str:

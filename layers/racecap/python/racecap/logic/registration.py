@@ -218,6 +218,8 @@ class RegistrationService:
         if outcome == BeginOutcome.HOLD_GONE:
             return self._explain_hold_gone(hold_id, attempt)
         hold = hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt})
+        if attempt.amountCents == 0:
+            return self._register_free(hold, attempt, race, event, now)
 
         try:
             intent = self._hold_intent(hold, attempt, race, event)
@@ -231,6 +233,18 @@ class RegistrationService:
         # A decline is news only to the call that confirmed; re-sending the details (a second
         # tab, a reload after a declined card) gets the client secret to try another card.
         return self._settle(hold, attempt, intent, race, event, now, report_decline=confirming)
+
+    def _register_free(
+        self, hold: Hold, attempt: Attempt, race: Race, event: Event, now: datetime
+    ) -> RegistrationAccepted:
+        """A free entry (price 0): nothing to pay, so no intent and no card step — queued as soon
+        as the details are valid and the email is claimed, with no payment id. The hold limits
+        and the opening queue were passed when the place was taken, as for a paid entry."""
+        self.enqueue_paid(hold, attempt, "", race, event, now)
+        metrics.add_metric(name="FreeRegistrationQueued", unit="Count", value=1)
+        return RegistrationAccepted(
+            registrationId=hold.registrationId, status="QUEUED", amountCents=0, currency=attempt.currency
+        )
 
     def confirm(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's browser says it confirmed the intent: the server asks the provider."""

@@ -4,8 +4,9 @@ A director sets ``retentionDays`` per race (default 365). From ``raceDate + rete
 on, the retention job (``functions/retention_purge``, hourly) deletes what is not public:
 
 * from every registration: the email, the date of birth and the payment references (the
-  provider's payment, refund and dispute ids); the age on race day is kept instead of the
-  date of birth, so results can still place runners in age groups;
+  provider's payment, refund and dispute ids, and the refund ids on its ledger's entries);
+  the age on race day is kept instead of the date of birth, so results can still place
+  runners in age groups;
 * every email's claim on the race (its key is the email) and the runners' holds (which
   carry the payment attempt: email, date of birth);
 
@@ -16,11 +17,13 @@ webhook log hold no runner's address; unpaid holds and their attempts expire thr
 30 days after they lapse, so ``MIN_RETENTION_DAYS`` is longer than that with a margin for
 TTL's own delay.
 
-Each registration is purged in one transaction (its item, its email claim, its hold), so
-the job can stop anywhere and resume: a registration already purged carries ``purgedAt``
-and is skipped. A race is marked purged (with an audit entry) only once every registration
-of every event is done. The payment provider keeps its own records under its own
-retention rules; Racecap only forgets its references to them.
+Each registration is purged in one transaction (its item, its email claim, its hold), after
+its ledger's refund ids (their own transactions: a registration may have many refunds;
+emptying an id twice changes nothing), so the job can stop anywhere and resume: a
+registration already purged carries ``purgedAt`` and is skipped. A race is marked purged
+(with an audit entry) only once every registration of every event is done. The payment
+provider keeps its own records under its own retention rules; Racecap only forgets its
+references to them.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any, Protocol
 from racecap.dal.ports import RaceStore
 from racecap.dal.transactions import TransactItem
 from racecap.domain import Registration
+from racecap.ledger.store import LedgerStore
 from racecap.models import Director, Race
 from racecap.observability import logger, metrics
 
@@ -41,6 +45,7 @@ MIN_RETENTION_DAYS = 45
 MAX_RETENTION_DAYS = 3650
 # Stop this long before the function's deadline; the next hourly run goes on from there.
 TIME_MARGIN_S = 20.0
+LEDGER_ITEMS_PER_TRANSACTION = 90  # DynamoDB's limit is 100 items per transaction
 # Who the audit trail names for the job's deletion.
 RETENTION_JOB = Director(sub="racecap:retention", username="Racecap retention job")
 
@@ -79,8 +84,10 @@ class RetentionPurge:
         races: RaceStore,
         transact: Callable[[list[TransactItem]], None],
         audit: Any,  # racecap.logic.audit.AuditTrail
+        ledger: LedgerStore,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        self._ledger = ledger
         self._store = store
         self._races = races
         self._transact = transact
@@ -102,6 +109,13 @@ class RetentionPurge:
             counts["races"] += 1
         return dict(counts)
 
+    def _forget_ledger_ids(self, reg: Registration, at: str) -> None:
+        if not reg.ledgerRefundedCents:
+            return  # no refund made: no entry carries a provider id (a refused or pending one has none)
+        items = self._ledger.forget_provider_ids_items(reg.registrationId, at)
+        for start in range(0, len(items), LEDGER_ITEMS_PER_TRANSACTION):
+            self._transact(items[start : start + LEDGER_ITEMS_PER_TRANSACTION])
+
     def _purge(self, race: Race, now: datetime, time_left_s: Callable[[], float], counts: Counter[str]) -> bool:
         found = self._races.get_race(race.raceId)
         if found is None:
@@ -116,6 +130,7 @@ class RetentionPurge:
                     logger.info("retention purge paused", extra={"raceId": race.raceId, "purged": done})
                     counts["registrations"] += done
                     return False
+                self._forget_ledger_ids(reg, at)
                 self._transact(self._store.purge_items(reg, age_on_race_day(reg, race_day), at))
                 done += 1
         counts["registrations"] += done

@@ -1,8 +1,10 @@
 """Live figures per event for a race's director: places, money, and registrations per minute.
 
 * cap, taken and places left come from the cap shards (read consistently);
-* confirmed, cancelled, revenue and refunds from the counters the writer and the
-  cancellations keep (``STATS#`` items), and the per-minute series from the writer's
+* confirmed, cancelled and the money from the counters the writer, the cancellations and
+  the ledger keep: revenue (the confirmed registrations'), gross (revenue + what the
+  cancelled ones paid), refunded (every refund), net (gross - refunded), and the refunds
+  made outside Racecap, flagged (``STATS#`` items), and the per-minute series from the writer's
   per-minute counters — nothing here counts rows;
 * held (runners in the form or paying) from the sweeper's index of live holds; queued
   (paid, on the queue) is what remains of the places taken.
@@ -59,6 +61,9 @@ class RaceStats:
             counters = self._regs.stats(race.raceId, e.eventId)
             per_minute = self._regs.per_minute(race.raceId, e.eventId, first)
             held = min(held_by_event.get(e.eventId, 0), usage.taken)
+            # Revenue is the confirmed registrations'; a cancelled one's payment stays in the gross.
+            gross = counters["revenueCents"] + counters.get("cancelledCents", 0)
+            refunded = counters["refundedCents"]
             out.append(
                 EventStats(
                     eventId=e.eventId,
@@ -70,14 +75,21 @@ class RaceStats:
                     confirmed=counters["confirmed"],
                     cancelled=counters["cancelled"],
                     placesLeft=usage.left,
+                    currency=e.currency,
                     revenueCents=counters["revenueCents"],
-                    refundedCents=counters["refundedCents"],
+                    grossCents=gross,
+                    refundedCents=refunded,
+                    netCents=gross - refunded,
+                    outsideRefunds=counters.get("outsideRefunds", 0),
                     perMinute=[MinuteCount(minute=m, confirmed=per_minute.get(m, 0)) for m in window],
                 )
             )
         totals = {
             k: sum(getattr(s, k) for s in out)
-            for k in ("cap", "held", "queued", "confirmed", "cancelled", "placesLeft", "revenueCents", "refundedCents")
+            for k in (
+                *("cap", "held", "queued", "confirmed", "cancelled", "placesLeft"),
+                *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
+            )
         }
         return RaceStatsView(
             raceId=race.raceId, status=race_status(race, now), asOf=now, minutes=minutes, totals=totals, events=out

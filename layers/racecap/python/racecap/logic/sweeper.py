@@ -71,6 +71,10 @@ class HoldSweeper:
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return None
         attempt = hold.attempt
+        if attempt.amountCents == 0:
+            # A free entry has no intent to ask about: its details call stopped before queueing
+            # it and no retry came (a retry would have queued it). No provider call.
+            return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
         intents = self._hold_intents(hold)
         paid = next((i for i in intents if i.status == IntentStatus.SUCCEEDED), None)
         three_ds = any(i.status == IntentStatus.REQUIRES_ACTION for i in intents)

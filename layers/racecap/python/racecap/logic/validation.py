@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from annotated_types import Gt, Le
+from pydantic import ConfigDict, Field, GetJsonSchemaHandler, Strict, ValidationInfo, field_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from racecap.logic.eligibility import age_on
-from racecap.models import Model
+from racecap.models import WHOLE_NUMBER, Model
 
 # Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
 # is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
@@ -68,4 +72,53 @@ class RegistrationRequest(Model):
 class CancelRequest(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
+    refund: Literal["FULL", "NONE", "AMOUNT"] = Field(
+        default="FULL",
+        description="FULL: all that is left of the payment after earlier refunds; NONE: nothing; "
+        "AMOUNT: `amountCents`.",
+    )
+    amountCents: Annotated[int, Strict(), Gt(0), Le(99_999_999), WHOLE_NUMBER] | None = Field(
+        default=None,
+        validate_default=True,
+        description="With `refund: AMOUNT` only (and required there), in the currency's smallest unit.",
+    )
     reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The document says what the validator checks: one of two shapes, so a client (or a
+        fuzzer) reads that ``amountCents`` goes with ``refund: AMOUNT`` only, and always there."""
+        schema = handler.resolve_ref_schema(handler(core))
+        props = schema.pop("properties")
+        schema.pop("additionalProperties", None)
+        amount = next(s for s in props["amountCents"]["anyOf"] if s.get("type") == "integer")
+        amount |= {"description": props["amountCents"]["description"]}
+        whole = {**props["refund"], "enum": ["FULL", "NONE"]}
+        schema["oneOf"] = [
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"refund": whole, "reason": props["reason"]},
+            },
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "refund": {"type": "string", "const": "AMOUNT", "description": props["refund"]["description"]},
+                    "amountCents": amount,
+                    "reason": props["reason"],
+                },
+                "required": ["refund", "amountCents"],
+            },
+        ]
+        return schema
+
+    @field_validator("amountCents")
+    @classmethod
+    def _amount_with_amount_only(cls, v: int | None, info: ValidationInfo) -> int | None:
+        choice = info.data.get("refund")
+        if choice == "AMOUNT" and v is None:
+            raise ValueError("amountCents is required with refund AMOUNT.")
+        if choice != "AMOUNT" and v is not None:
+            raise ValueError("amountCents goes with refund AMOUNT only.")
+        return v
