@@ -167,7 +167,9 @@ def test_each_refusal_is_a_clear_error_and_changes_nothing(director: Any, api: A
     assert api.put("/api/holds/hold_nope/code", json={"code": "LATER"}).json()["error"] == "HOLD_NOT_FOUND"
 
 
-def test_directors_make_codes_one_or_a_sponsors_batch_and_only_for_their_races(director: Any, api: Any) -> None:
+def test_directors_make_codes_one_or_a_sponsors_batch_and_only_for_their_races(
+    director: Any, api: Any, stack: Any
+) -> None:
     ann, bob = director("ann-codes"), director("bob-codes")
     _, rid, (eid,) = _race(ann)
     _code(ann, rid, code="club-10", kind="AMOUNT", amountCents=1000, maxUses=10)
@@ -201,5 +203,9 @@ def test_directors_make_codes_one_or_a_sponsors_batch_and_only_for_their_races(d
     first, second = (hold(api, rid, eid).json()["holdId"] for _ in range(2))
     assert api.put(f"/api/holds/{first}/code", json={"code": codes[0].lower()}).json()["priceCents"] == 0
     assert api.put(f"/api/holds/{second}/code", json={"code": codes[0]}).json()["error"] == "CODE_USED_UP"
+    # A code that takes the whole price makes a free entry: queued at once, no PaymentIntent.
+    free = register(api, first, runner(token=None))
+    assert (free.status_code, free.json()["status"]) == (202, "QUEUED"), free.text
+    assert intents_for(stack, hold_id=first) == []
     trail = [e["action"] for e in ann.get(f"/api/admin/races/{rid}/audit").json()["entries"]]
     assert {"code.create", "code.bulk"} <= set(trail)
