@@ -36,6 +36,9 @@
 //   RACECAP_PAGE_REFRESHES     race-page burst: refreshes per reader (5)
 //   RACECAP_OUTCOMES           a JSONL file: one line per milestone and one per runner,
 //                              read by tools/burst for its progress line and report
+//   RACECAP_CODE               a discount code (e.g. posted on social media at the opening)
+//   RACECAP_CODE_SHARE         the share of runners who have it and apply it once they hold
+//                              a place (0): a code used up is no reason to leave, they pay in full
 //
 // Counters it emits (all start at 0, so `ensure` conditions can name them):
 //   racecap.runners.{arrived,held,unplaced,registered,confirmed,not_confirmed}
@@ -65,6 +68,8 @@ const CFG = {
   payRetry: num('RACECAP_PAY_RETRY_S', 1),
   refreshes: num('RACECAP_PAGE_REFRESHES', 5),
   maxRetries: num('RACECAP_MAX_RETRIES', 3),
+  code: process.env.RACECAP_CODE || '',
+  codeShare: num('RACECAP_CODE_SHARE', 0),
   retryScale: num('RACECAP_RETRY_SCALE', num('RACECAP_BACKOFF_SCALE', 1)),
   // A 429 with Retry-After is the API saying "your place is kept, ask again then": a runner
   // keeps asking (the site does), so its budget is larger than for 5xx answers.
@@ -81,6 +86,7 @@ const CARD_CYCLE = new Map([
 ]);
 let arrivals = 0;
 const PAY_COUNTERS = ['declined', 'three_ds', 'provider_429', 'busy_429'];
+const CODE_COUNTERS = ['tried', 'applied', 'used_up'];
 
 const COUNTERS = ['arrived', 'held', 'unplaced', 'registered', 'confirmed', 'not_confirmed'];
 const FIRST = ['Ada', 'Grace', 'Alan', 'Katherine', 'Edsger', 'Barbara', 'Donald', 'Frances', 'Ken', 'Radia'];
@@ -167,6 +173,7 @@ function newRunner(context, events, done) {
   for (const c of COUNTERS) events.emit('counter', `racecap.runners.${c}`, 0);
   for (const c of ['racecap.server_errors', 'racecap.retry_later', 'racecap.retries', 'racecap.polls']) events.emit('counter', c, 0);
   for (const c of PAY_COUNTERS) events.emit('counter', `racecap.payments.${c}`, 0);
+  for (const c of CODE_COUNTERS) events.emit('counter', `racecap.codes.${c}`, 0);
   const id = crypto.randomUUID();
   const v = context.vars;
   v.runnerId = id;
@@ -182,6 +189,8 @@ function newRunner(context, events, done) {
   v.firstCard = v.card;
   arrivals += 1;
   v.tries = 0;
+  // Typed as a runner would: the case they heard it in (codes are compared in capitals).
+  v.code = CFG.code && Math.random() < CFG.codeShare ? CFG.code.toLowerCase() : '';
   v.t0 = Date.now();
   events.emit('counter', 'racecap.runners.arrived', 1);
   record({ e: 'arrive', t: v.t0 });
@@ -243,6 +252,39 @@ function afterHold(req, res, context, events, done) {
     v.outcome = 'unplaced';
     v.outcomeCode = body.error || `HTTP_${res.statusCode}`;
   }
+  return done();
+}
+
+// The code field on the hold page: applied once the place is held, before the details.
+function afterCode(req, res, context, events, done) {
+  const body = parse(res);
+  countAnswer('code', res, body, events);
+  const v = context.vars;
+  v.tries += 1;
+  if (res.statusCode === 200) {
+    v.code = '';
+    v.again = false;
+    events.emit('counter', 'racecap.codes.applied', 1);
+  } else if (retryable(res) && v.tries <= CFG.maxBusyRetries) {
+    v.again = true;
+    v.wait = retryAfter(res, 1);
+    events.emit('counter', 'racecap.retries', 1);
+  } else {
+    // Used up (or any refusal): the runner carries on at the full price.
+    if (body.error === 'CODE_USED_UP') events.emit('counter', 'racecap.codes.used_up', 1);
+    v.code = '';
+    v.again = false;
+  }
+  return done();
+}
+
+function hasCode(vars) {
+  return Boolean(vars.holdId) && Boolean(vars.code);
+}
+
+function startCode(context, events, done) {
+  context.vars.tries = 0;
+  if (hasCode(context.vars)) events.emit('counter', 'racecap.codes.tried', 1);
   return done();
 }
 
@@ -546,6 +588,9 @@ module.exports = {
   newRunner,
   pickEvent,
   afterHold,
+  startCode,
+  afterCode,
+  hasCode,
   think,
   afterRegister,
   payAtProvider,

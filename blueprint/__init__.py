@@ -852,6 +852,9 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = 
     ("GET", "/races/{raceId}/events/{eventId}/questions"),
     ("PUT", "/races/{raceId}/events/{eventId}/questions"),
     ("GET", "/races/{raceId}/events/{eventId}/questions/{version}"),
+    ("GET", "/races/{raceId}/codes"),
+    ("POST", "/races/{raceId}/codes"),
+    ("POST", "/races/{raceId}/codes/bulk"),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -864,6 +867,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/holds/{holdId}", "RegistrationApi"),
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/payment", "RegistrationApi"),
+    Route("PUT", "/api/holds/{holdId}/code", "RegistrationApi"),
+    Route("DELETE", "/api/holds/{holdId}/code", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/registration", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/payment/confirm", "RegistrationApi"),
     # Stripe's webhook deliveries (signed; no per-address rate limit: Stripe sends from few addresses).

@@ -6,7 +6,6 @@ import {
   BUSY, DETAILS, POLL_S, backLink, duration, enc, errorBox, every, go, h, money, page, pollScale, retitle, say,
   setText, statusLines, store, toMs,
 } from './ui.js';
-import { mountCardForm } from './pay.js';
 import { normaliseDate, registrationBody, validate } from './validate.js';
 
 const LOCAL = ['localhost', '127.0.0.1', '[::1]'].includes(location.hostname);
@@ -32,6 +31,13 @@ export function holdPage(holdId) {
   const state = store.get(`form:${holdId}`) || { ...store.get('carry'), step: 1 };
   const save = () => store.set(`form:${holdId}`, state);
   const fields = {};
+  // The discount code's field, loaded when a runner says they have one (most do not: the
+  // page's weight stays the same for them), or at once for a hold that already carries one.
+  const codeEl = h('div', {}, !ctx.code && h('button', {
+    type: 'button', cls: 'link', testid: 'have-code', onclick: () => addCode(1),
+  }, 'Discount code?'));
+  const addCode = (f) => import('./code.js').then((m) => m.codeBox(codeEl, holdId, ctx, showPrice, signal, f));
+  if (ctx.code) addCode();
 
   const setErr = (name, msg) => {
     const f = fields[name];
@@ -91,11 +97,16 @@ export function holdPage(holdId) {
     field('dateOfBirth', 'Date of birth', {
       autocomplete: 'bday', inputmode: 'numeric', placeholder: 'YYYY-MM-DD', required: true,
     }, `Year-month-day, for example 1990-04-23.${ctx.ageRule ? ` ${ctx.eventName} is for ${ctx.ageRule}.` : ''}`),
+    codeEl,
     // A free entry has no card step: its details register it (the answer is QUEUED: finish()).
     h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' },
       ctx.priceCents === 0 ? 'Register' : 'Continue to payment'));
 
   const who = h('p', { testid: 'runner-summary' });
+  const holdSummary = h('p', { testid: 'hold-summary' });
+  const showPrice = () => setText(holdSummary, [ctx.eventName, ctx.raceName,
+    ctx.priceCents != null && money(ctx.priceCents, ctx.currency)].filter(Boolean).join(' · '));
+  showPrice();
   // The provider's card form goes here (its own frame, its own origin).
   const cardHost = h('div', { cls: 'card-form', testid: 'card-form' });
   const cardErr = h('p', { cls: 'field-error', role: 'alert', testid: 'error-card', hidden: true });
@@ -222,7 +233,7 @@ export function holdPage(holdId) {
     status.set('Loading the secure card form…');
     try {
       if (card) card.destroy();
-      card = await mountCardForm(cardHost, data);
+      card = await (await import('./pay.js')).mountCardForm(cardHost, data);
       status.set('');
       const frame = cardHost.querySelector('iframe');
       if (frame) frame.focus();
@@ -359,8 +370,7 @@ export function holdPage(holdId) {
   });
 
   body.append(
-    h('p', { testid: 'hold-summary' }, [ctx.eventName, ctx.raceName].filter(Boolean).join(' · '),
-      ctx.priceCents != null ? ` · ${money(ctx.priceCents, ctx.currency)}` : ''),
+    holdSummary,
     h('div', { cls: 'timer-box' }, timer, bar), form, h('p', {}, release), ...releaseStatus.el,
   );
   step(1);
@@ -378,5 +388,8 @@ export function holdPage(holdId) {
   // cannot load, the server still checks the answers and names any it refuses.
   import('./questions.js').then((m) => m.attach(ctx, { state, save, fields, signal, setErr }))
     .then((q) => { questions = q; }, () => {}).then(() => signal.aborted || start());
-  import('./wait.js').catch(() => {}); // warm the next page
+  // Warm what comes next: the card form's module (loaded on demand, so the page the runner
+  // first sees is lighter) and the waiting screen.
+  import('./pay.js').catch(() => {});
+  import('./wait.js').catch(() => {});
 }

@@ -61,6 +61,7 @@ class AuditReport:
     emails_sent: int = 0
     dlq_messages: int = 0
     violations: list[str] = field(default_factory=list)
+    code_uses: dict[str, dict[str, Any]] = field(default_factory=dict)  # per discount code
 
     @property
     def ok(self) -> bool:
@@ -74,6 +75,9 @@ class AuditReport:
             f"  confirmed {self.confirmed}, successful charges {self.charges_succeeded} "
             f"(refunded {self.refunds}), emails {self.emails_sent}, DLQ {self.dlq_messages}"
         )
+        for code, u in self.code_uses.items():
+            limit = u["limit"] or "no limit"
+            lines.append(f"  code {code}: uses {u['taken']} of {limit}, on {u['registrations']} registrations")
         lines += [f"  ✗ {v}" for v in self.violations]
         return "\n".join(lines)
 
@@ -196,6 +200,8 @@ def audit(
             dupes = [b for b, n in Counter(bibs).items() if n > 1]
             report.violations.append(f"event {eid}: bibs are not 1..{len(bibs)} (duplicates {dupes[:5]})")
     report.confirmed = len(regs)
+    codes = [i for i in items if i["sk"].startswith("CODE#")]
+    _audit_codes(dynamodb, inventory, race_id, codes, list(every_reg.values()), report)
 
     # A race past its retention period has no emails left (racecap.logic.retention).
     per_email = Counter(r["email"] for r in regs if r.get("email"))
@@ -261,6 +267,46 @@ def audit(
     if report.dlq_messages:
         report.violations.append(f"{report.dlq_messages} messages in dead-letter queues")
     return report
+
+
+def _audit_codes(
+    dynamodb: Any,
+    inventory: str,
+    race_id: str,
+    codes: list[dict[str, Any]],
+    registrations: list[dict[str, Any]],
+    report: AuditReport,
+) -> None:
+    """A discount code is used at most its limit: its shards never over their caps, and the
+    registrations carrying it (a paid one keeps its use, cancelled or not) never more than the
+    uses taken (the rest are holds not yet paid). A registration's discount is what its code
+    takes off: what it paid plus the discount is a whole price, never negative."""
+    carrying = Counter(str(r["code"]) for r in registrations if r.get("code"))
+    for code_item in codes:
+        code = str(code_item["code"])
+        shards = list(
+            query_all(
+                dynamodb,
+                TableName=inventory,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues=values({":pk": f"CODE#{race_id}#{code}"}),
+                ConsistentRead=True,
+            )
+        )
+        taken = sum(int(s["taken"]) for s in shards)
+        report.code_uses[code] = {"taken": taken, "registrations": carrying[code], "limit": code_item.get("maxUses")}
+        if any(int(s["taken"]) > int(s["cap"]) or int(s["taken"]) < 0 for s in shards):
+            report.violations.append(f"code {code}: a shard is over its cap or negative")
+        limit = code_item.get("maxUses")
+        if limit is not None and taken > int(limit):
+            report.violations.append(f"code {code}: {taken} uses > its limit {limit}")
+        if carrying[code] > taken:
+            report.violations.append(f"code {code}: {carrying[code]} registrations carry it, {taken} uses taken")
+    unknown = set(carrying) - {str(c["code"]) for c in codes}
+    report.violations += [f"registrations carry code {c}, which the race does not have" for c in sorted(unknown)]
+    for r in registrations:
+        if r.get("code") and (int(r.get("discountCents") or 0) < 0 or int(r["amountCents"]) < 0):
+            report.violations.append(f"registration {r['registrationId']}: a negative amount or discount")
 
 
 def _kept_by_choice(reg: Mapping[str, Any] | None, intent: Mapping[str, Any], refunded: Counter[str]) -> bool:

@@ -18,6 +18,8 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field
 from racecap.auth import director_from_claims
+from racecap.codes.models import BulkCodesRequest, CodeDraft, CodeList, CodeView
+from racecap.codes.wiring import codes_admin
 from racecap.config import get_settings
 from racecap.errors import EventNotFound
 from racecap.fairness.queue import FairnessPatch, FairnessView
@@ -536,6 +538,48 @@ def get_questions_version(
 ) -> Response[QuestionSetView]:
     _, race, event = _owned_event(raceId, eventId)
     return _json(200, questions().view(race, event, version))
+
+
+@app.get(
+    "/api/admin/races/<raceId>/codes",
+    summary="The race's discount codes, with the uses taken",
+    tags=["Admin: codes"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def list_codes(raceId: str) -> Response[CodeList]:
+    return _json(200, codes_admin().list(_director(), raceId))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/codes",
+    summary="Make a discount code",
+    description="A percentage or an amount off the held price, for the race or listed events, valid from/to "
+    "(times without an offset are the race's), with a maximum number of uses enforced under bursts. "
+    "Codes are compared in capitals.",
+    tags=["Admin: codes"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 409: {"description": "CODE_EXISTS: the race has that code"}},
+)
+@tracer.capture_method
+def create_code(raceId: str, body: Annotated[CodeDraft, Body()]) -> Response[CodeView]:
+    return _json(201, codes_admin().create(_director(), raceId, body))
+
+
+@app.post(
+    "/api/admin/races/<raceId>/codes/bulk",
+    summary="Make N single-use codes (a sponsor's batch), answered as CSV",
+    tags=["Admin: codes"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 201: {"description": "CSV", "content": {"text/csv": {"schema": {"type": "string"}}}}},
+)
+@tracer.capture_method
+def bulk_codes(raceId: str, body: Annotated[BulkCodesRequest, Body()]) -> Response[str]:
+    codes = codes_admin().bulk(_director(), raceId, body)
+    csv = "code\r\n" + "".join(f"{c}\r\n" for c in codes)  # letters, digits and '-': nothing to quote
+    headers = {**NO_STORE, "Content-Disposition": f'attachment; filename="{raceId}-{body.prefix}-codes.csv"'}
+    return Response(201, "text/csv; charset=utf-8", csv, headers=headers)
 
 
 @app.get(

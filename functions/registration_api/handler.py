@@ -8,6 +8,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from racecap.codes.models import ApplyCode
+from racecap.codes.wiring import discounts
 from racecap.config import get_settings
 from racecap.fairness.identity import (
     HOLDS_SECURITY,
@@ -184,6 +186,46 @@ def get_hold(holdId: str) -> Response[HoldView]:
 def release_hold(holdId: str) -> Response[None]:
     hold_service().release(holdId)
     return Response(204, headers=NO_STORE)
+
+
+@app.put(
+    "/api/holds/<holdId>/code",
+    summary="Apply a discount code to a held place",
+    description="Before the runner's details are sent. One code per place: a second replaces the first. "
+    "The code's use is taken now, atomically with the hold, and given back if the hold expires or is "
+    "released unpaid. The answer is the hold with its new price.",
+    tags=["Registration"],
+    responses={
+        400: {"description": "CODE_INVALID: the discounted price is below what the payment provider can charge"},
+        404: {"description": "HOLD_NOT_FOUND, or CODE_UNKNOWN: no such code for this race"},
+        409: {
+            "description": "CODE_NOT_YET_VALID, CODE_EXPIRED, CODE_USED_UP, CODE_NOT_FOR_EVENT, or CODE_TOO_LATE "
+            "(the details were sent: the place is being paid for)"
+        },
+        410: {"description": "HOLD_EXPIRED"},
+    },
+)
+@tracer.capture_method
+def apply_code(holdId: str, body: Annotated[ApplyCode, Body()]) -> Response[HoldView]:
+    discounts().apply(holdId, body.code)
+    return Response(200, content_types.APPLICATION_JSON, hold_service().view(holdId), headers=NO_STORE)
+
+
+@app.delete(
+    "/api/holds/<holdId>/code",
+    summary="Remove the discount code from a held place",
+    description="Its use is given back and the place costs its held price again. Harmless without a code.",
+    tags=["Registration"],
+    responses={
+        404: {"description": "HOLD_NOT_FOUND"},
+        409: {"description": "CODE_TOO_LATE: the details were sent"},
+        410: {"description": "HOLD_EXPIRED"},
+    },
+)
+@tracer.capture_method
+def remove_code(holdId: str) -> Response[HoldView]:
+    discounts().remove(holdId)
+    return Response(200, content_types.APPLICATION_JSON, hold_service().view(holdId), headers=NO_STORE)
 
 
 _CONFIRM_LINK = {

@@ -25,6 +25,7 @@ FIELDS = {
     "firstName": "First name",
     "lastName": "Last name",
     "dateOfBirth": "Date of birth",
+    "code": "Discount code (optional)",
 }
 
 

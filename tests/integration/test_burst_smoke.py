@@ -93,13 +93,23 @@ def test_given_a_small_opening_burst_when_artillery_runs_it_then_every_runner_wi
         artillery_command()
     except RuntimeError as exc:
         pytest.fail(str(exc))
-    cfg = _config(tmp_path)
+    # Half of the runners have the discount code posted at the opening; it has 5 uses.
+    cfg = _config(tmp_path, code_share=0.5, code_uses=5)
 
     result = run_burst(cfg, stack=stack, work=tmp_path / "work")
 
     s = result.summary
     # The warm-up's runner (the initial registration test) is confirmed too.
     _assert_every_runner_paid_once_and_the_audit_is_clean(result, warmed=1)
+    # The code ran out at exactly its uses; those who missed it paid in full and are in.
+    codes = s["codes"]
+    assert codes["applied"] == min(codes["tried"], 5) and codes["used_up"] == codes["tried"] - codes["applied"], codes
+    assert result.audit is not None
+    assert result.audit["code_uses"]["BURST20"] == {
+        "taken": codes["applied"],
+        "registrations": codes["applied"],
+        "limit": 5,
+    }
     # The paper's figure, by its definition: registrations / (first request -> last completion).
     span = s["last_completion"] - s["first_request"]
     assert s["first_to_last_s"] == pytest.approx(span)

@@ -62,6 +62,7 @@ def test_the_document_lists_every_routed_operation_and_no_other() -> None:
 
 def _body_models() -> dict[str, type]:
     from pydantic import BaseModel
+    from racecap.codes import models as code_models
     from racecap.fairness import queue
     from racecap.ledger import models as ledger_models
     from racecap.logic import admin, validation
@@ -70,7 +71,7 @@ def _body_models() -> dict[str, type]:
 
     return {
         name: obj
-        for module in (admin, queue, validation, models, ledger_models, question_models)
+        for module in (admin, queue, validation, models, ledger_models, question_models, code_models)
         for name, obj in vars(module).items()
         if isinstance(obj, type) and issubclass(obj, BaseModel)
     }

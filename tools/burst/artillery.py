@@ -122,6 +122,8 @@ def run_artillery(
             "RACECAP_BACKOFF_SCALE": str(cfg.backoff_scale),
             "RACECAP_CONFIRM_TIMEOUT_S": str(cfg.confirm_timeout_s),
             "RACECAP_OUTCOMES": str(outcomes),
+            "RACECAP_CODE": cfg.code,
+            "RACECAP_CODE_SHARE": f"{cfg.code_share:g}",
         }
     )
     if sc.think_s is not None:

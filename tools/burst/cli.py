@@ -55,6 +55,7 @@ def print_figures(summary: dict[str, Any]) -> None:
                 "   (RunSignUp, 45 web servers: 440,510)",
                 f"  peak confirmations per second       {summary['peak_confirmations_per_s']}",
                 *_payment_lines(summary.get("payments"), summary.get("provider")),
+                *_code_lines(summary.get("codes"), summary.get("audit")),
                 *latency,
                 "",
             ]
@@ -82,6 +83,19 @@ def _payment_lines(p: dict[str, Any] | None, provider: dict[str, Any] | None) ->
         f"  payments: declined {p['declines']} (then paid with a good card: {p['declined_then_confirmed']}), "
         f"3-D Secure approved {p['three_ds_approved']}",
         f"  429s waited out: provider's own {p['provider_429']}, API's with Retry-After {p['api_429_retry_after']}",
+    ]
+
+
+def _code_lines(codes: dict[str, int] | None, audit: dict[str, Any] | None) -> list[str]:
+    if not codes or not codes.get("tried"):
+        return []
+    uses = ", ".join(
+        f"{c} {u['taken']} uses of {u['limit']} on {u['registrations']} registrations"
+        for c, u in ((audit or {}).get("code_uses") or {}).items()
+    )
+    return [
+        f"  discount code: tried by {codes['tried']}, applied {codes['applied']}, used up for {codes['used_up']}"
+        + (f" (audit: {uses})" if uses else "")
     ]
 
 
@@ -160,6 +174,19 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
     p.add_argument(
         "--p99-limit", type=int, default=int(_env_float("P99_LIMIT_MS", P99_LIMIT_MS)), help="ms (default 1000)"
     )
+    p.add_argument(
+        "--code-share",
+        type=float,
+        default=_env_float("CODE_SHARE", 0.2),
+        help="share of runners applying a discount code once they hold a place (0.2; 0: none)",
+    )
+    p.add_argument(
+        "--code-uses",
+        type=int,
+        default=int(os.environ["CODE_USES"]) if os.environ.get("CODE_USES") else None,
+        help="the code's use limit (default: half of the runners who try it, so it runs out)",
+    )
+    p.add_argument("--code", default=os.environ.get("CODE") or d.code, help="the code (on a stage: an existing one)")
     p.add_argument("--out", type=Path, default=d.out_dir)
     a = p.parse_args(argv)
     return BurstConfig(
@@ -181,6 +208,9 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         p99_limit_ms=a.p99_limit,
         provider_rate_per_second=a.provider_rate,
         out_dir=a.out,
+        code_share=a.code_share,
+        code_uses=a.code_uses,
+        code=a.code,
         options={k.lower(): int(os.environ[k]) for k in SCENARIO_OPTIONS if os.environ.get(k)},
     )
 

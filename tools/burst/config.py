@@ -64,6 +64,12 @@ class BurstConfig:
     out_dir: Path = ROOT / "reports"
     report: bool = True
     quiet: bool = False
+    # A discount code posted at the opening: this share of runners apply it once they hold a
+    # place, racing for ``code_uses`` uses (default: a tenth of them get it); 0 for none.
+    # Locally the burst makes the code (``BURST20``, 20 % off); on a stage, name one (CODE).
+    code_share: float = 0.0
+    code_uses: int | None = None
+    code: str = "BURST20"
     # Knobs one scenario reads (e.g. bots: BOT_TOKENS, ADDRESS_CEILING); each documents its own.
     options: dict[str, int] = field(default_factory=dict)
 

@@ -27,6 +27,7 @@ from tools.burst.stack import (
     confirmations,
     drain,
     event_caps,
+    seed_code,
     seed_questions,
     seed_race,
     start_stack,
@@ -75,6 +76,9 @@ def run_burst(
             race_id = seed_race(clients, caps, open_now=sc.seeded_open)
             base = stack.url
             say(f"seeded race {race_id}: " + ", ".join(f"{n} cap {c}" for n, c, _ in caps))
+            if cfg.code_share > 0:
+                uses = seed_code(clients, race_id, cfg)
+                say(f"discount code {cfg.code}: 20 % off, {uses} uses, tried by {cfg.code_share:.0%} of runners")
         else:
             if not cfg.race_id:
                 raise SystemExit("TARGET needs RACE_ID (a race open for registration on that stage)")

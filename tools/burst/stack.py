@@ -152,6 +152,33 @@ def seed_questions(clients: Clients, race_id: str, answers: int, redis_url: str)
     return wanted
 
 
+def seed_code(clients: Clients, race_id: str, cfg: BurstConfig) -> int:
+    """The burst's discount code on its race, straight through the codes store (as
+    ``seed_race`` makes the race): 20 % off, its uses half of the runners expected to try
+    it unless ``code_uses`` says, so it runs out mid-burst. Returns its use limit."""
+    from racecap.codes.models import CodeTerms
+    from racecap.codes.service import shard_caps
+    from racecap.codes.store import DynamoCodes, StoredCode
+    from racecap.dal.audit import DynamoAudit
+    from racecap.logic.audit import AuditTrail
+    from racecap.models import Director
+
+    uses = cfg.code_uses or max(1, round(cfg.runners * cfg.code_share / 2))
+    store = DynamoCodes(clients.dynamodb, blueprint.table("Races").local_name, blueprint.table("Inventory").local_name)
+    code = StoredCode(
+        raceId=race_id,
+        code=cfg.code.upper(),
+        terms=CodeTerms(kind="PERCENT", percent=20, note="the burst's code"),
+        maxUses=uses,
+        shards=shard_caps(uses),
+        createdAt=datetime.now(UTC),
+    )
+    audit = AuditTrail(DynamoAudit(clients.dynamodb, blueprint.table("Audit").local_name))
+    director = Director(sub=director_sub(DIRECTOR), username=DIRECTOR)
+    store.create([code], audit.item(director, race_id, "code.create", code.code, maxUses=uses))
+    return uses
+
+
 def event_caps(cfg: BurstConfig) -> list[tuple[str, int, int]]:
     total = cfg.cap if cfg.cap is not None else scenario(cfg.scenario).places(cfg)
     caps = [(n, max(1, round(total * share)), price) for n, share, price in EVENT_SPLIT]

@@ -148,6 +148,7 @@ def summarize(
         "errors": errors,
         "vusers_failed": int(counters.get("vusers.failed", 0)),
         "payments": _payments(runners, counters),
+        "codes": {k: int(counters.get(f"racecap.codes.{k}", 0)) for k in ("tried", "applied", "used_up")},
         "event_caps": [{"name": n, "cap": c} for n, c, _ in (event_caps_ or [])],
     }
 

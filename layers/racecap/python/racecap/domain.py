@@ -125,6 +125,18 @@ class Hold(_Record):
     # whatever the director changes meanwhile. None on holds taken before prices rode on the hold.
     amountCents: int | None = None
     currency: str | None = None
+    # A discount code the runner applied (racecap.codes): one use taken on ``codeShard`` of
+    # its counter, given back if the hold expires or is released unpaid. ``amountCents`` is
+    # then the discounted price (what is charged) and ``listCents`` the price before it.
+    code: str | None = None
+    codeShard: str | None = None
+    listCents: int | None = None
+
+    @property
+    def discountCents(self) -> int:
+        return (
+            (self.listCents - self.amountCents) if self.code and self.listCents and self.amountCents is not None else 0
+        )
 
     def expired(self, now: datetime) -> bool:
         return self.expiresAt <= now
@@ -152,6 +164,10 @@ class PaidRegistration(_Record):
     answers: str | None = None
     questionsVersion: int | None = None
     waiver: str | None = None  # as on the attempt
+    # The discount code it was held with (racecap.codes) and what it took off the price:
+    # ``amountCents`` is what was charged. Absent without a code (no bytes on the item).
+    code: str | None = None
+    discountCents: int | None = None
 
 
 class Registration(PaidRegistration):
@@ -263,6 +279,8 @@ class RegistrationRowData(TypedDict, total=False):
     answers: str  # the answers to the event's questions (JSON), with the version they answered
     questionsVersion: int
     waiver: str  # the waiver's acceptance (JSON)
+    code: str
+    discountCents: int
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)

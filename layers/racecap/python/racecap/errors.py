@@ -135,3 +135,37 @@ class RefundFailed(DomainError):
     """The payment provider refused the refund; nothing changed on our side."""
 
     code, status = "REFUND_FAILED", 502
+
+
+class CodeError(DomainError):
+    """A discount code a runner cannot use (racecap.codes); the subclass's code says why."""
+
+    code, status = "CODE_INVALID", 400
+
+
+class CodeUnknown(CodeError):
+    code, status = "CODE_UNKNOWN", 404
+
+
+class CodeNotYetValid(CodeError):
+    code, status = "CODE_NOT_YET_VALID", 409
+
+
+class CodeExpired(CodeError):
+    code, status = "CODE_EXPIRED", 409
+
+
+class CodeUsedUp(CodeError):
+    code, status = "CODE_USED_UP", 409
+
+
+class CodeNotForEvent(CodeError):
+    code, status = "CODE_NOT_FOR_EVENT", 409
+
+
+class CodeTooLate(CodeError):
+    code, status = "CODE_TOO_LATE", 409
+
+
+class CodeTaken(Conflict):
+    code = "CODE_EXISTS"

@@ -187,8 +187,10 @@ class HoldView(Model):
     timeZone: str
     eventId: str
     eventName: str
-    priceCents: int = Field(description="What the place costs: the price when it was held.")
+    priceCents: int = Field(description="What the place costs: the price when it was held, less a code's discount.")
     currency: str
+    code: str | None = Field(default=None, description="The discount code applied (PUT /api/holds/{holdId}/code).")
+    listPriceCents: int | None = Field(default=None, description="With a code: the price before its discount.")
     minAge: int
     maxAge: int | None
     ageRule: str
@@ -363,6 +365,8 @@ class RegistrationRow(Model):
         default=None,
         description="Set once the race's retention period ended: email and dateOfBirth are then empty.",
     )
+    code: str | None = Field(default=None, description="The discount code the place was held with.")
+    discountCents: int | None = Field(default=None, description="What the code took off; amountCents is what was paid.")
 
 
 class RegistrationPage(Model):

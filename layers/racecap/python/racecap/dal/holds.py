@@ -15,6 +15,7 @@ from typing import Any
 
 from racecap.dal.dynamo import from_item, get_all, is_conditional_failure, query_all, to_item, values
 from racecap.dal.keys import (
+    code_shard_key,
     email_key,
     email_pk,
     hold_key,
@@ -164,11 +165,23 @@ class DynamoHolds:
     def _transition_and_return_place(
         self, hold: Hold, condition: str, vals: dict[str, Any], extra: list[TransactItem] | None = None
     ) -> bool:
+        # The code's use goes back with the place. The hold must still carry the code it was
+        # read with: one applied or removed meanwhile fails this, and the caller reads again.
+        if hold.code:
+            condition += " AND code = :code"
+            vals = {**vals, ":code": hold.code}
+        else:
+            condition += " AND attribute_not_exists(code)"
         try:
             transact(
                 self._db,
                 [
                     self._update_hold(hold, "SET #s = :new REMOVE gsi1pk, gsi1sk", condition, vals),
+                    *(
+                        [self.code_give_back(hold.raceId, hold.code, hold.codeShard)]
+                        if hold.code and hold.codeShard
+                        else []
+                    ),
                     update_item(
                         self._table,
                         shard_key(hold.raceId, hold.eventId, hold.shard),
@@ -184,6 +197,51 @@ class DynamoHolds:
                 return False  # someone else moved the hold first
             raise
         return True
+
+    # -- discount codes ---------------------------------------------------------------------
+    def code_take(self, race_id: str, code: str, shard: str) -> TransactItem:
+        """One use of ``code`` on ``shard``, only while that shard has one left."""
+        return update_item(
+            self._table,
+            code_shard_key(race_id, code, shard),
+            "SET taken = taken + :one",
+            condition="taken < cap",
+            vals={":one": 1},
+        )
+
+    def code_give_back(self, race_id: str, code: str, shard: str) -> TransactItem:
+        return update_item(
+            self._table,
+            code_shard_key(race_id, code, shard),
+            "SET taken = taken - :one",
+            condition="taken >= :one",
+            vals={":one": 1},
+        )
+
+    def change_code(
+        self, hold: Hold, code: str | None, shard: str | None, amount: int, list_cents: int, now: datetime
+    ) -> None:
+        """Put ``code`` (None: no code) on a HELD hold at ``amount``, taking its use on
+        ``shard`` and giving back the use of the code the hold was read with, in one
+        transaction. ``ConditionFailed``: index 0, the hold moved on (paying, expired, or its
+        code changed meanwhile); index 1 with a new code, that shard has no use left."""
+        condition = "#s = :held AND expiresAt > :now AND " + (
+            "code = :old" if hold.code else "attribute_not_exists(code)"
+        )
+        vals: dict[str, Any] = {":held": HoldPhase.HELD, ":now": now.isoformat(), ":amount": amount}
+        if hold.code:
+            vals[":old"] = hold.code
+        if code is None:
+            expression = "SET amountCents = :amount REMOVE code, codeShard, listCents"
+        else:
+            expression = "SET amountCents = :amount, code = :code, codeShard = :shard, listCents = :list"
+            vals.update({":code": code, ":shard": shard, ":list": list_cents})
+        items = [self._update_hold(hold, expression, condition, vals)]
+        if code is not None and shard is not None:
+            items.append(self.code_take(hold.raceId, code, shard))
+        if hold.code and hold.codeShard:
+            items.append(self.code_give_back(hold.raceId, hold.code, hold.codeShard))
+        transact(self._db, items)
 
     # -- paying -------------------------------------------------------------------------------
     def _stock_items(self, hold: Hold, attempt: Attempt, delta: int) -> list[TransactItem]:
@@ -226,12 +284,18 @@ class DynamoHolds:
             ":attempt": {k: v for k, v in asdict(attempt).items() if v is not None},
             ":key": attempt.key,
         }
+        # From HELD only with the discount code the caller read (its price is the attempt's):
+        # a code applied or removed meanwhile from another tab fails this, never charging the
+        # price from before it.
+        held = "#s = :held AND expiresAt > :now AND " + ("code = :code" if hold.code else "attribute_not_exists(code)")
+        if hold.code:
+            vals[":code"] = hold.code
         if turn:
             expression += ", busyUntil = :busy"
             again += " AND (attribute_exists(intentId) OR attribute_not_exists(busyUntil) OR busyUntil <= :now)"
             vals[":busy"] = (now + BUSY_FOR).isoformat()
         stock = self._stock_items(hold, attempt, +1) if take_stock else []
-        condition = "#s = :held AND expiresAt > :now" if stock else f"(#s = :held AND expiresAt > :now) OR ({again})"
+        condition = held if stock else f"({held}) OR ({again})"
         if stock:
             del vals[":key"]  # only the again branch names it (DynamoDB refuses unused values)
         try:

@@ -9,6 +9,9 @@ Inventory (pk / sk):
   CAP#<raceId>#<eventId>     / SHARD#<nnn>  the cap counter shards
   CAP#<raceId>#<eventId>#OPTION#<questionId>#<optionId> / SHARD#<nnn>  an option's stock (a
                                             T-shirt size), sharded and claimed like the cap
+
+
+  CODE#<raceId>#<CODE>       / SHARD#<nnn>  a discount code's use counter shards
   BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
   STATS#<raceId>#<eventId>   / STATS        confirmed, revenueCents, cancelled, refundedCents
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
@@ -18,6 +21,7 @@ Races:
   RACE#<raceId>              / RACE         the race; gsi1 = OWNER#<ownerId> / <createdAt>#<raceId>
   RACE#<raceId>              / EVENT#<eventId>  one event of the race
   RACE#<raceId>              / WINDOW       the execution running its registration window
+  RACE#<raceId>              / CODE#<CODE>  a discount code's terms (racecap.codes)
   LISTING                    / <raceDate>#<raceId>  published races, for the public list
   LISTING-VERSION            / LISTING-VERSION      moves on with every listing change
 Audit:
@@ -81,6 +85,14 @@ def stock_entry(question_id: str, option_id: str, shard: str) -> str:
 def stock_key(race_id: str, event_id: str, entry: str) -> dict[str, Any]:
     question_id, option_id, shard = entry.split("#", 2)
     return shard_key(race_id, option_counter(event_id, question_id, option_id), shard)
+
+
+def code_pk(race_id: str, code: str) -> str:
+    return f"CODE#{race_id}#{code}"
+
+
+def code_shard_key(race_id: str, code: str, shard: str) -> dict[str, Any]:
+    return key(code_pk(race_id, code), shard)
 
 
 def live_partition(hold_id: str) -> str:

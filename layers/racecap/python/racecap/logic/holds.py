@@ -123,6 +123,8 @@ class HoldService:
             eventName=event.name,
             priceCents=_held_price(hold, event),
             currency=hold.attempt.currency if hold.attempt else (hold.currency or event.currency),
+            code=hold.code,
+            listPriceCents=hold.listCents if hold.code else None,
             minAge=event.minAge,
             maxAge=event.maxAge,
             ageRule=rule_text(event.minAge, event.maxAge),

@@ -73,6 +73,8 @@ CSV_COLUMNS = (
     "amountRefunded",
     "ledgerState",
     "outsideRefunds",
+    "code",  # the discount code the place was held with (racecap.codes), if any
+    "discount",  # what it took off, in the currency's own units; amountPaid is what was paid
 )
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -220,6 +222,8 @@ class Participants:
                     _in_units(item, refunded_of(item)),
                     ledger_state(item),
                     item.get("outsideRefunds", 0),
+                    item.get("code", ""),
+                    _in_units(item, item.get("discountCents")) if item.get("discountCents") else "",
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids

@@ -158,6 +158,8 @@ def registration_message(
         answers=attempt.answers,
         questionsVersion=attempt.questionsVersion,
         waiver=attempt.waiver,
+        code=hold.code,
+        discountCents=hold.discountCents or None,
     )
 
 
@@ -559,6 +561,9 @@ class RegistrationService:
                 # A double click or a retry while the first call still creates the intent.
                 raise Conflict("This registration is already being processed.", retry_after=2)
             raise Conflict("A payment for this hold is already in progress with other details.", retry_after=2)
+        if hold is not None and hold.status == HoldPhase.HELD and not hold.expired(datetime.now(UTC)):
+            # Still held: a discount code was applied or removed between reading and paying.
+            raise Conflict("Your price changed meanwhile (a discount code); please send your details again.")
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
     # -- the waiting screen -----------------------------------------------------------------

@@ -1,0 +1,38 @@
+"""The codes capability's composition root (see ``racecap.wiring``: each factory imports its
+own parts, so a function loads only what it uses)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from racecap import clients
+from racecap.config import get_settings
+from racecap.wiring import audit_trail, catalog, holds
+
+if TYPE_CHECKING:
+    from racecap.codes.service import CodesAdmin, Discounts
+    from racecap.codes.store import DynamoCodes
+
+
+@lru_cache(maxsize=1)
+def code_store() -> DynamoCodes:
+    from racecap.codes.store import DynamoCodes
+
+    s = get_settings()
+    return DynamoCodes(clients.dynamodb(), s.races_table, s.inventory_table)
+
+
+@lru_cache(maxsize=1)
+def discounts() -> Discounts:
+    from racecap.codes.service import Discounts
+
+    return Discounts(code_store(), holds(), catalog())
+
+
+@lru_cache(maxsize=1)
+def codes_admin() -> CodesAdmin:
+    from racecap.codes.service import CodesAdmin
+    from racecap.wiring import race_admin
+
+    return CodesAdmin(code_store(), race_admin(), audit_trail())

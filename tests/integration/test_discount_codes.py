@@ -1,0 +1,211 @@
+"""Discount codes on the real stack: a code's uses are a cap, raced like one; its use goes back
+with an unpaid hold; the runner is charged the discounted price; every refusal is a clear error."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from racecap.dal.dynamo import from_item, to_item, values
+
+from .admin import iso
+from .flows import concurrently, hold, intents_for, register, runner, wait_for_audit
+
+pytestmark = pytest.mark.integration
+
+RUNNERS = 500
+USES = 50
+
+
+def _race(director: Any, caps: tuple[int, ...] = (10,), price: int = 3000) -> tuple[Any, str, list[str]]:
+    from .admin import race_body
+
+    body = race_body(caps)
+    for e in body["events"]:
+        e["priceCents"] = price
+    race = director.post("/api/admin/races", json=body).json()
+    director.open_now(race["raceId"])
+    return race, race["raceId"], [e["eventId"] for e in race["events"]]
+
+
+def _code(director: Any, race_id: str, **body: Any) -> dict[str, Any]:
+    resp = director.post(f"/api/admin/races/{race_id}/codes", json=body)
+    assert resp.status_code == 201, resp.text
+    return dict(resp.json())
+
+
+def _uses_in_dynamodb(backend: Any, race_id: str, code: str) -> tuple[int, int]:
+    """(taken, cap) summed over the code's shards, read straight from the table."""
+    items = backend.dynamodb.query(
+        TableName=backend.table("Inventory"),
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues=values({":pk": f"CODE#{race_id}#{code}"}),
+        ConsistentRead=True,
+    )["Items"]
+    rows = [from_item(i) for i in items]
+    assert all(int(r["taken"]) <= int(r["cap"]) for r in rows)
+    return sum(int(r["taken"]) for r in rows), sum(int(r["cap"]) for r in rows)
+
+
+def test_a_burst_racing_a_50_use_code_gets_exactly_50_uses_and_a_released_one_goes_back(
+    director: Any, api: Any, backend: Any, stack: Any
+) -> None:
+    dana = director("dana-codes")
+    _, rid, (eid,) = _race(dana, (RUNNERS + 10,))
+    _code(dana, rid, code="Radio50", kind="PERCENT", percent=20, maxUses=USES)
+    holds = concurrently(lambda _: hold(api, rid, eid).json()["holdId"], list(range(RUNNERS)), workers=32)
+
+    # Every runner types the code they heard on the radio, in whatever case.
+    answers = concurrently(lambda h: api.put(f"/api/holds/{h}/code", json={"code": "radio50"}), holds, workers=48)
+
+    by_status = Counter(a.status_code for a in answers)
+    assert by_status == {200: USES, 409: RUNNERS - USES}, by_status
+    assert {a.json()["error"] for a in answers if a.status_code == 409} == {"CODE_USED_UP"}
+    winners = [h for h, a in zip(holds, answers, strict=True) if a.status_code == 200]
+    assert {
+        (a.json()["priceCents"], a.json()["listPriceCents"], a.json()["code"]) for a in answers if a.status_code == 200
+    } == {(2400, 3000, "RADIO50")}
+    assert _uses_in_dynamodb(backend, rid, "RADIO50") == (USES, USES)
+    (listed,) = dana.get(f"/api/admin/races/{rid}/codes").json()["codes"]
+    assert (listed["code"], listed["uses"], listed["maxUses"]) == ("RADIO50", USES, USES)
+
+    # A winner gives the place back: the use returns, and one more runner gets the code.
+    assert api.delete(f"/api/holds/{winners[0]}").status_code == 204
+    assert _uses_in_dynamodb(backend, rid, "RADIO50") == (USES - 1, USES)
+    loser = next(h for h, a in zip(holds, answers, strict=True) if a.status_code == 409)
+    again = api.put(f"/api/holds/{loser}/code", json={"code": "RADIO50"})
+    assert again.status_code == 200, again.text
+    # Removing a code gives its use back too, and the price is the held one again.
+    removed = api.delete(f"/api/holds/{winners[1]}/code")
+    assert (removed.status_code, removed.json()["priceCents"], removed.json()["code"]) == (200, 3000, None)
+    assert _uses_in_dynamodb(backend, rid, "RADIO50")[0] == USES - 1
+
+    # A winner pays the discounted price: the PaymentIntent's amount, read at the provider.
+    paid = register(api, winners[2], runner())
+    assert paid.status_code == 202, paid.text
+    (intent,) = intents_for(stack, hold_id=winners[2])
+    assert (intent["amount"], intent["status"]) == (2400, "succeeded")
+    # Once the details are sent, the code is fixed with the payment.
+    late = api.delete(f"/api/holds/{winners[2]}/code")
+    assert (late.status_code, late.json()["error"]) == (409, "CODE_TOO_LATE")
+    # What a director checks afterwards: the audit counts the code's uses against its limit
+    # and the registrations carrying it (the rest are holds not paid yet).
+    report = wait_for_audit(stack, backend, rid)
+    assert report.code_uses["RADIO50"] == {"taken": USES - 1, "registrations": 1, "limit": USES}
+    export = dana.get(f"/api/admin/races/{rid}/registrations/export").text.splitlines()
+    header, (row,) = export[0].split(","), export[1:]
+    assert row.split(",")[header.index("code")] == "RADIO50"
+    assert row.split(",")[header.index("discount")] == "6.00"
+
+
+def test_an_expired_unpaid_hold_gives_its_code_use_back(director: Any, api: Any, backend: Any) -> None:
+    kim = director("kim-codes")
+    _, rid, (eid,) = _race(kim)
+    _code(kim, rid, code="ONCE", kind="AMOUNT", amountCents=500, maxUses=1)
+    first = hold(api, rid, eid).json()["holdId"]
+    assert api.put(f"/api/holds/{first}/code", json={"code": "once"}).status_code == 200
+    second = hold(api, rid, eid).json()["holdId"]
+    assert api.put(f"/api/holds/{second}/code", json={"code": "ONCE"}).json()["error"] == "CODE_USED_UP"
+
+    past = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
+    backend.dynamodb.update_item(  # time travel: the first hold ran out a moment ago
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"HOLD#{first}", "sk": "HOLD"}),
+        UpdateExpression="SET expiresAt = :t, gsi1sk = :t",
+        ExpressionAttributeValues=values({":t": past}),
+    )
+    deadline = time.monotonic() + 30  # the sweeper runs every few seconds in tests
+    while _uses_in_dynamodb(backend, rid, "ONCE")[0] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _uses_in_dynamodb(backend, rid, "ONCE") == (0, 1)
+    answer = api.put(f"/api/holds/{second}/code", json={"code": "ONCE"})
+    assert (answer.status_code, answer.json()["priceCents"]) == (200, 2500)
+
+
+def test_each_refusal_is_a_clear_error_and_changes_nothing(director: Any, api: Any, backend: Any) -> None:
+    lee = director("lee-codes")
+    _, rid, (e1, e2) = _race(lee, (10, 10))
+    now = datetime.now(UTC)
+    _code(lee, rid, code="LATER", kind="PERCENT", percent=10, validFrom=iso(now + timedelta(days=1)))
+    _code(
+        lee,
+        rid,
+        code="GONE",
+        kind="PERCENT",
+        percent=10,
+        validTo=iso(now - timedelta(minutes=1)),
+        validFrom=iso(now - timedelta(days=1)),
+    )
+    _code(lee, rid, code="FIRSTONLY", kind="PERCENT", percent=10, eventIds=[e1])
+    _code(lee, rid, code="TOOMUCH", kind="AMOUNT", amountCents=2990)  # would leave 0.10 EUR
+    h = hold(api, rid, e2).json()["holdId"]
+
+    for typed, status, error in [
+        ("NOSUCH", 404, "CODE_UNKNOWN"),
+        ("later", 409, "CODE_NOT_YET_VALID"),
+        ("gone", 409, "CODE_EXPIRED"),
+        ("firstonly", 409, "CODE_NOT_FOR_EVENT"),
+        ("toomuch", 400, "CODE_INVALID"),
+    ]:
+        resp = api.put(f"/api/holds/{h}/code", json={"code": typed})
+        assert (resp.status_code, resp.json()["error"]) == (status, error), (typed, resp.text)
+        assert resp.json()["fields"]["code"]
+    view = api.get(f"/api/holds/{h}").json()
+    assert (view["priceCents"], view["code"]) == (3000, None)
+    assert {c["code"]: c["uses"] for c in lee.get(f"/api/admin/races/{rid}/codes").json()["codes"]} == {
+        "FIRSTONLY": 0,
+        "GONE": 0,
+        "LATER": 0,
+        "TOOMUCH": 0,
+    }
+    assert api.put(f"/api/holds/{h}/code", json={"code": ""}).status_code == 400
+    assert api.put("/api/holds/hold_nope/code", json={"code": "LATER"}).json()["error"] == "HOLD_NOT_FOUND"
+
+
+def test_directors_make_codes_one_or_a_sponsors_batch_and_only_for_their_races(
+    director: Any, api: Any, stack: Any
+) -> None:
+    ann, bob = director("ann-codes"), director("bob-codes")
+    _, rid, (eid,) = _race(ann)
+    _code(ann, rid, code="club-10", kind="AMOUNT", amountCents=1000, maxUses=10)
+    dup = ann.post(f"/api/admin/races/{rid}/codes", json={"code": "CLUB-10", "kind": "PERCENT", "percent": 5})
+    assert (dup.status_code, dup.json()["error"]) == (409, "CODE_EXISTS")
+    for bad in (
+        {"code": "X", "kind": "PERCENT", "percent": 5},  # too short
+        {"code": "HALF", "kind": "PERCENT", "percent": 150},
+        {"code": "HALF", "kind": "PERCENT", "amountCents": 100},  # the kind's amount missing
+        {"code": "HALF", "kind": "PERCENT", "percent": True},
+        {"code": "HALF", "kind": "PERCENT", "percent": 5, "eventIds": ["evt_nope"]},
+    ):
+        resp = ann.post(f"/api/admin/races/{rid}/codes", json=bad)
+        assert resp.status_code == 400, (bad, resp.text)
+    assert bob.get(f"/api/admin/races/{rid}/codes").status_code == 404
+    assert (
+        bob.post(f"/api/admin/races/{rid}/codes", json={"code": "BOBS", "kind": "PERCENT", "percent": 5}).status_code
+        == 404
+    )
+
+    batch = ann.post(
+        f"/api/admin/races/{rid}/codes/bulk", json={"count": 5, "prefix": "acme", "kind": "PERCENT", "percent": 100}
+    )
+    assert batch.status_code == 201, batch.text
+    assert batch.headers["Content-Type"].startswith("text/csv")
+    codes = [row["code"] for row in csv.DictReader(io.StringIO(batch.text))]
+    assert len(set(codes)) == 5 and all(c.startswith("ACME-") for c in codes)
+    listed = {c["code"]: c for c in ann.get(f"/api/admin/races/{rid}/codes").json()["codes"]}
+    assert {listed[c]["maxUses"] for c in codes} == {1}
+    # Single use: a second runner with the same sponsor code is refused.
+    first, second = (hold(api, rid, eid).json()["holdId"] for _ in range(2))
+    assert api.put(f"/api/holds/{first}/code", json={"code": codes[0].lower()}).json()["priceCents"] == 0
+    assert api.put(f"/api/holds/{second}/code", json={"code": codes[0]}).json()["error"] == "CODE_USED_UP"
+    # A code that takes the whole price makes a free entry: queued at once, no PaymentIntent.
+    free = register(api, first, runner(token=None))
+    assert (free.status_code, free.json()["status"]) == (202, "QUEUED"), free.text
+    assert intents_for(stack, hold_id=first) == []
+    trail = [e["action"] for e in ann.get(f"/api/admin/races/{rid}/audit").json()["entries"]]
+    assert {"code.create", "code.bulk"} <= set(trail)
