@@ -23,7 +23,8 @@ ADMIN_ROUTES = [r for r in blueprint.ROUTES if r.auth == "director"]
 
 
 def _url(route: blueprint.Route, race_id: str = "race_x", event_id: str = "evt_x") -> str:
-    return route.path.replace("{raceId}", race_id).replace("{eventId}", event_id).replace("{registrationId}", "reg_x")
+    path = route.path.replace("{raceId}", race_id).replace("{eventId}", event_id).replace("{registrationId}", "reg_x")
+    return path.replace("{version}", "1")  # a question set's version: a well-formed one
 
 
 def _call(api: requests.Session, route: blueprint.Route, token: str | None, **ids: str) -> requests.Response:
@@ -92,6 +93,9 @@ def test_a_director_sees_and_changes_only_their_own_races(director: Any, api: re
         "PATCH /api/admin/races/{raceId}": {"name": "Bob's now"},
         "PATCH /api/admin/races/{raceId}/events/{eventId}": {"cap": 1},
         "POST /api/admin/races/{raceId}/registrations/{registrationId}/refunds": {"amountCents": 100, "reason": "x"},
+        "PUT /api/admin/races/{raceId}/events/{eventId}/questions": {"questions": []},
+        "POST /api/admin/races/{raceId}/codes": {"code": "BOBS", "kind": "PERCENT", "percent": 5},
+        "POST /api/admin/races/{raceId}/codes/bulk": {"count": 1, "prefix": "BOB", "kind": "PERCENT", "percent": 5},
     }
     for route in ADMIN_ROUTES:
         if "{raceId}" not in route.path:

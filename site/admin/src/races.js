@@ -20,11 +20,11 @@ export function stateOf(race, events = race.events) {
   return STATE_LABEL[race.status] || ['', race.status];
 }
 
-// An amount the director typed, in the smallest unit; a wrong one is sent as it is (a string or
-// 0) so that the API's own field error names the field.
+// An amount the director typed, in the smallest unit; a wrong or empty one is sent as the text
+// typed, so that the API's own field error names the field (not as 0: 0 is a free entry).
 function amountFrom(value, currency) {
   const minor = minorFrom(value, currency);
-  return Number.isNaN(minor) ? 0 : minor;
+  return Number.isNaN(minor) ? value : minor;
 }
 
 // The zone picker's names, once per page (a datalist: typing filters ~400 IANA names).

@@ -93,10 +93,12 @@ export async function runnersPage(api, raceId, subnav) {
     detail.querySelector('h2').focus();
   }
 
-  // What the cancellation refunded: its ledger entry (key refund-<registrationId>) where the
-  // ledger records it, else the rest of the payment after the director's earlier refunds.
+  // What the cancellation refunded: its ledger entry (key refund-<registrationId>-c<8 hex>, or
+  // refund-<registrationId> for one from before the refund choice), else the rest of the
+  // payment after the director's earlier refunds (a part refund's key has 12 hex).
   function cancelRefund(r, statement) {
-    const own = statement.entries.find((e) => e.kind === 'refund' && e.key === `refund-${r.registrationId}`);
+    const key = new RegExp(`^refund-${r.registrationId.replace(/[^\w-]/g, '')}(-c[0-9a-f]{8})?$`);
+    const own = statement.entries.find((e) => e.kind === 'refund' && key.test(e.key));
     if (own) return own.amountCents;
     const before = statement.entries.filter((e) => e.kind === 'refund' && e.status !== 'REFUSED').reduce((n, e) => n + e.amountCents, 0);
     return r.amountCents - before;

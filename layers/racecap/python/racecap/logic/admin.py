@@ -642,6 +642,11 @@ class RaceAdmin:
         """Next year's edition: the race's settings and events (places, prices, age rules), its
         dates moved together to the new race date; a new draft, with no registrations."""
         race, events = self.owned(director, race_id)
+        # As in a patch: a field left out takes its default; sent as null it is refused (the
+        # document shows no null), not read as "left out".
+        nulls = [k for k, v in request.model_dump(exclude_unset=True).items() if v is None]
+        if nulls:
+            raise ValidationFailed(NULL_MESSAGE, fields=dict.fromkeys(nulls, "May not be null."))
         old_day = date.fromisoformat(race.raceDate)
         new_day = date.fromisoformat(request.raceDate) if request.raceDate else _a_year_later(old_day)
         if new_day < datetime.now(UTC).date():
