@@ -201,6 +201,11 @@ function pickEvent(req, res, context, events, done) {
   const body = parse(res);
   countAnswer('race', res, body, events);
   const v = context.vars;
+  // A race page answered 429/503 with Retry-After (a throttled read under faults): the runner
+  // reloads when it says, as a person would (the flows that loop on pageRetrying).
+  v.pageTries = (v.pageTries || 0) + 1;
+  v.pageAgain = retryable(res) && v.pageTries <= CFG.maxBusyRetries;
+  if (v.pageAgain) v.wait = retryAfter(res, 1);
   if (res.statusCode !== 200) return done();
   if (CFG.eventId) {
     v.eventId = CFG.eventId;
@@ -538,6 +543,13 @@ function mustConfirm(vars) {
 function hasRegistration(vars) {
   return Boolean(vars.registrationId) && !vars.outcome;
 }
+function pageRetrying(context, next) {
+  return next(Boolean(context.vars.pageAgain));
+}
+function pageBackoff(context, events, done) {
+  const v = context.vars;
+  return v.pageAgain ? sleep(v.wait * CFG.retryScale, done) : done();
+}
 function retrying(context, next) {
   return next(Boolean(context.vars.again));
 }
@@ -604,6 +616,8 @@ module.exports = {
   hasHold,
   hasRegistration,
   retrying,
+  pageRetrying,
+  pageBackoff,
   stillWaiting,
   newReader,
   afterRead,
