@@ -43,6 +43,7 @@ from local.runtime import install_layer_path
 install_layer_path()
 
 from racecap.dal.dynamo import from_item, query_all, values  # noqa: E402
+from racecap.dal.keys import cap_pk, code_pk  # noqa: E402
 
 from tools.stage import DeliveredConfirmations, discover, stage_secret_key  # noqa: E402
 
@@ -162,15 +163,7 @@ def audit(
     every_reg: dict[str, dict[str, Any]] = {}
     for event in events:
         eid = event["eventId"]
-        shards = list(
-            query_all(
-                dynamodb,
-                TableName=inventory,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues=values({":pk": f"CAP#{race_id}#{eid}"}),
-                ConsistentRead=True,
-            )
-        )
+        shards = _shards(dynamodb, inventory, cap_pk(race_id, eid))
         cap = sum(int(s["cap"]) for s in shards)
         taken = sum(int(s["taken"]) for s in shards)
         event_regs = list(
@@ -190,7 +183,7 @@ def audit(
             report.violations.append(f"event {eid}: shard caps sum to {cap}, event cap is {event['cap']}")
         if len(confirmed) > cap:
             report.violations.append(f"event {eid}: {len(confirmed)} confirmed > cap {cap}")
-        if taken > cap or any(int(s["taken"]) > int(s["cap"]) or int(s["taken"]) < 0 for s in shards):
+        if taken > cap or _shard_out_of_bounds(shards):
             report.violations.append(f"event {eid}: a shard is over its cap or negative")
         if len(confirmed) > taken:
             report.violations.append(f"event {eid}: {len(confirmed)} confirmed but only {taken} places taken")
@@ -269,6 +262,23 @@ def audit(
     return report
 
 
+def _shards(dynamodb: Any, inventory: str, pk: str) -> list[dict[str, Any]]:
+    """A sharded counter's shards (an event's cap, a code's uses), read strongly consistent."""
+    return list(
+        query_all(
+            dynamodb,
+            TableName=inventory,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues=values({":pk": pk}),
+            ConsistentRead=True,
+        )
+    )
+
+
+def _shard_out_of_bounds(shards: list[dict[str, Any]]) -> bool:
+    return any(int(s["taken"]) > int(s["cap"]) or int(s["taken"]) < 0 for s in shards)
+
+
 def _audit_codes(
     dynamodb: Any,
     inventory: str,
@@ -284,18 +294,10 @@ def _audit_codes(
     carrying = Counter(str(r["code"]) for r in registrations if r.get("code"))
     for code_item in codes:
         code = str(code_item["code"])
-        shards = list(
-            query_all(
-                dynamodb,
-                TableName=inventory,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues=values({":pk": f"CODE#{race_id}#{code}"}),
-                ConsistentRead=True,
-            )
-        )
+        shards = _shards(dynamodb, inventory, code_pk(race_id, code))
         taken = sum(int(s["taken"]) for s in shards)
         report.code_uses[code] = {"taken": taken, "registrations": carrying[code], "limit": code_item.get("maxUses")}
-        if any(int(s["taken"]) > int(s["cap"]) or int(s["taken"]) < 0 for s in shards):
+        if _shard_out_of_bounds(shards):
             report.violations.append(f"code {code}: a shard is over its cap or negative")
         limit = code_item.get("maxUses")
         if limit is not None and taken > int(limit):
