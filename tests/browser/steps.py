@@ -12,6 +12,7 @@ from typing import Any
 
 import requests
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from racecap.dal.dynamo import to_item, values
 from racecap.logic.admin import EventDraft, RaceDraft
 
@@ -250,7 +251,17 @@ def tab_to(page: Page, testid: str, limit: int = 80) -> None:
     for _ in range(limit):
         page.keyboard.press("Tab")
         if focused_testid(page) == testid:
-            outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
-            assert outline != "none", f"{testid} has focus without a visible outline"
+            # Polled briefly, not read once: a page that re-renders around the focused control
+            # (the console's tabs after a route's data arrives) restyles it a frame later.
+            try:
+                page.wait_for_function(
+                    "(id) => document.activeElement?.dataset.testid === id"
+                    " && getComputedStyle(document.activeElement).outlineStyle !== 'none'",
+                    arg=testid,
+                    timeout=2000,
+                )
+            except PlaywrightTimeoutError:
+                outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+                raise AssertionError(f"{testid} has focus without a visible outline ({outline})") from None
             return
     raise AssertionError(f"{limit} presses of Tab never reached {testid} (last: {focused_testid(page)})")
