@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from racecap import clients
 from racecap.config import get_settings
-from racecap.wiring import audit_trail, catalog, holds
+from racecap.wiring import audit_trail, catalog, holds, payments
 
 if TYPE_CHECKING:
     from racecap.codes.service import CodesAdmin, Discounts
@@ -27,7 +27,7 @@ def code_store() -> DynamoCodes:
 def discounts() -> Discounts:
     from racecap.codes.service import Discounts
 
-    return Discounts(code_store(), holds(), catalog())
+    return Discounts(code_store(), holds(), catalog(), payments())
 
 
 @lru_cache(maxsize=1)
