@@ -134,9 +134,7 @@ def test_codes_switched_back_and_forth_each_change_the_amount_under_their_own_ke
     assert _pay(world, hold_id).amountCents == 2000
 
 
-def test_paid_meanwhile_the_code_is_refused_with_409_and_its_use_given_back(
-    world: World, discounts: Discounts
-) -> None:
+def test_paid_meanwhile_the_code_is_refused_with_409_and_its_use_given_back(world: World, discounts: Discounts) -> None:
     hold_id = _paying(world)
     (intent,) = _intents(world, hold_id)
     world.payments.confirm_intent(intent.id, payment_method="pm_card_visa", idempotency_key="pay")
@@ -219,9 +217,7 @@ def test_an_unpaid_hold_expiring_with_a_change_under_way_gives_every_use_back(
     assert intent.status == IntentStatus.CANCELED
 
 
-def test_a_code_making_a_paying_place_free_is_refused_and_changes_nothing(
-    world: World, discounts: Discounts
-) -> None:
+def test_a_code_making_a_paying_place_free_is_refused_and_changes_nothing(world: World, discounts: Discounts) -> None:
     hold_id = _paying(world)
     with pytest.raises(CodeTooLate) as refused:
         discounts.apply(hold_id, "FREE")
