@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from racecap.codes.models import CodeTerms
-from racecap.codes.service import Discounts, shard_caps
+from racecap.codes.service import Discounts, code_uses, shard_caps
 from racecap.codes.store import StoredCode
 from racecap.dal.payments import IntentStatus
 from racecap.domain import HoldPhase, PaidRegistration
@@ -235,3 +235,17 @@ def test_a_discounted_price_under_the_providers_minimum_is_refused_on_the_card_s
     assert refused.value.status == 400 and "less than the payment provider can charge" in refused.value.message
     (intent,) = _intents(world, hold_id)
     assert intent.amount_cents == PRICE and world.tables.code_uses("race-1", "TINY") == 0
+
+
+def test_the_directors_stats_list_each_codes_uses_against_its_limit(
+    world: World, codes: FakeCodes, discounts: Discounts
+) -> None:
+    discounts.apply(world.hold_service.hold("race-1", "ev0").holdId, "TWENTY")
+    discounts.apply(_paying(world), "FIVE")
+    assert [(u.code, u.used, u.limit) for u in code_uses(codes, "race-1")] == [
+        ("FIVE", 1, None),
+        ("FREE", 0, None),
+        ("TINY", 0, None),
+        ("TWENTY", 1, 5),
+    ]
+    assert code_uses(codes, "race-without-codes") == []

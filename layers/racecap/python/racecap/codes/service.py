@@ -59,6 +59,7 @@ from racecap.errors import (
     ValidationFailed,
 )
 from racecap.logic.registration import provider_call
+from racecap.models import CodeUses
 from racecap.money import charge_problem, decimals, in_units
 from racecap.observability import logger, metrics
 
@@ -347,6 +348,14 @@ class Discounts:
         _race, events = self._catalog.definition(hold.raceId)
         event = next(e for e in events if e.eventId == hold.eventId)
         return event.price_at(hold.createdAt), event.currency
+
+
+def code_uses(store: CodeStore, race_id: str) -> list[CodeUses]:
+    """Uses against limits, per code of the race (one query and one batch read of the shards)."""
+    codes = store.of_race(race_id)
+    uses = store.uses(codes) if codes else {}
+    ordered = sorted(codes, key=lambda c: c.code)
+    return [CodeUses(code=c.code, used=uses.get(c.code, 0), limit=c.maxUses) for c in ordered]
 
 
 def _random_part() -> str:
