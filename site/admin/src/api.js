@@ -40,5 +40,6 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
     post: (path, body = {}) => request('POST', path, body),
     patch: (path, body) => request('PATCH', path, body),
     download: (path) => request('GET', path, undefined, { raw: true }),
+    postForFile: (path, body) => request('POST', path, body, { raw: true }),
   };
 }
