@@ -222,12 +222,17 @@ def audit(
         kept = [i for i in paid if refunded[i["id"]] < int(i["amount"])]
         if len(kept) > 1:
             report.violations.append(f"registration {rid} was charged {len(kept)} times")
-        if kept and rid not in confirmed_ids and not _kept_by_choice(every_reg.get(rid), kept[0], refunded):
+        reg = every_reg.get(rid)
+        team = bool((reg or {}).get("teamMembers"))  # a team's payment: checked whole in _audit_teams
+        if kept and rid not in confirmed_ids and not team and not _kept_by_choice(reg, kept[0], refunded):
             report.violations.append(f"registration {rid} was charged but is not confirmed")
     # The other way round: a confirmed registration that paid has its payment; a free one none.
     by_id = {i["id"]: i for i in succeeded}
+    _audit_teams(every_reg, by_id, refunded, report)
     for r in regs:
         rid, charge = r["registrationId"], str(r.get("chargeId", ""))
+        if r.get("teamMembers"):
+            continue  # a team member's share of the team's one payment: _audit_teams
         if int(r.get("amountCents", 0)) == 0:
             if charge or per_registration.get(rid):
                 report.violations.append(f"free registration {rid} has a payment")
@@ -309,6 +314,35 @@ def _audit_codes(
     for r in registrations:
         if r.get("code") and (int(r.get("discountCents") or 0) < 0 or int(r["amountCents"]) < 0):
             report.violations.append(f"registration {r['registrationId']}: a negative amount or discount")
+
+
+def _audit_teams(
+    every_reg: Mapping[str, Mapping[str, Any]],
+    by_id: Mapping[str, Mapping[str, Any]],
+    refunded: Counter[str],
+    report: AuditReport,
+) -> None:
+    """Each team complete or absent: every member its registration (confirmed or cancelled
+    since), and the team's one payment exactly the sum of its members' shares."""
+    teams: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in every_reg.values():
+        if r.get("teamMembers"):
+            teams[str(r["holdId"])].append(r)
+    for hold_id, members in teams.items():
+        expected = set(members[0]["teamMembers"])
+        present = {str(m["registrationId"]) for m in members}
+        if present != expected:
+            report.violations.append(f"team {hold_id}: {len(present)} of its {len(expected)} registrations")
+        total = sum(int(m.get("amountCents") or 0) for m in members)
+        charge = str(members[0].get("chargeId") or "")
+        if any(str(m.get("chargeId") or "") != charge for m in members):
+            report.violations.append(f"team {hold_id}: members name different payments")
+        elif total and not members[0].get("purgedAt"):
+            paid = by_id.get(charge)
+            if paid is None or int(paid["amount"]) != total:
+                report.violations.append(f"team {hold_id}: its payment is not the {total} its members' shares make")
+        elif not total and charge:
+            report.violations.append(f"free team {hold_id} has a payment")
 
 
 def _kept_by_choice(reg: Mapping[str, Any] | None, intent: Mapping[str, Any], refunded: Counter[str]) -> bool:
