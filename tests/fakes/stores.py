@@ -386,7 +386,11 @@ class FakeHolds:
     def live_counts(self, race_id: str) -> dict[str, int]:
         with self.tables.lock:
             live = [self.tables.holds[h] for h in self.tables.live]
-        return dict(Counter(h.eventId for h in live if h.raceId == race_id and h.status != HoldPhase.QUEUED))
+        counts: Counter[str] = Counter()
+        for h in live:
+            if h.raceId == race_id and h.status != HoldPhase.QUEUED:
+                counts[h.eventId] += h.places
+        return dict(counts)
 
 
 class FakeRegistrations:

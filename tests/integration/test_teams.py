@@ -137,3 +137,10 @@ def test_a_team_of_four_pays_once_and_is_four_registrations_and_one_members_canc
     assert [(r.status, r.outsideRefunds) for r in others] == [("CONFIRMED", None)] * 3
     (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
     assert (event["cancelled"], event["refundedCents"]) == (1, 2500)
+    # The director's sheet: each member a row with the team's name and their share paid.
+    export = kim.get(f"/api/admin/races/{rid}/registrations/export").text.splitlines()
+    header = export[0].split(",")
+    rows = [dict(zip(header, line.split(","), strict=False)) for line in export[1:]]
+    team_rows = [r for r in rows if r["team"]]
+    assert sorted(r["email"] for r in team_rows) == sorted(m["email"] for i, m in enumerate(members) if i != 1)
+    assert {(r["team"], r["amountPaid"]) for r in team_rows} == {("Harbour Harriers", "25.00")}

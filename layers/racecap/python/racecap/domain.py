@@ -344,6 +344,7 @@ class RegistrationRowData(TypedDict, total=False):
     waiver: str  # the waiver's acceptance (JSON)
     code: str
     discountCents: int
+    teamName: str
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)

@@ -380,6 +380,7 @@ class RegistrationRow(Model):
     )
     code: str | None = Field(default=None, description="The discount code the place was held with.")
     discountCents: int | None = Field(default=None, description="What the code took off; amountCents is what was paid.")
+    teamName: str | None = Field(default=None, description="A team entry's team; amountCents is this member's share.")
 
 
 class RegistrationPage(Model):

@@ -651,8 +651,9 @@ class DynamoHolds:
                 KeyConditionExpression="gsi1pk = :p",
                 # Queued holds waiting for the writer are in the index too, under REQUEUE#<n>.
                 FilterExpression="raceId = :r",
-                ProjectionExpression="eventId",
+                ProjectionExpression="eventId, places",
                 ExpressionAttributeValues=values({":p": partition, ":r": race_id}),
             ):
-                counts[item["eventId"]] = counts.get(item["eventId"], 0) + 1
+                # A team's hold holds all its places (``places`` is absent on a single's).
+                counts[item["eventId"]] = counts.get(item["eventId"], 0) + int(item.get("places", 1))
         return counts

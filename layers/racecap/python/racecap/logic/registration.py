@@ -240,6 +240,8 @@ class RegistrationService:
         hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
+        if hold.is_team:
+            raise Conflict("This hold is a team's: send every member's details to its team registration.")
         already = self._already_registered(hold, request.email)
         if already is not None:
             return already
