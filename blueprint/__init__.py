@@ -888,6 +888,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}", "ResultsApi"),
     Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/search", "ResultsApi"),
     Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/bibs/{bib}", "ResultsApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/teams", "ResultsApi"),
     *(
         Route(method, f"/api/admin/races/{{raceId}}/events/{{eventId}}/results{path}", "ResultsAdmin", auth="director")
         for method, path in _RESULTS_ADMIN_ROUTES

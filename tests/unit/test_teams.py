@@ -161,3 +161,42 @@ def test_a_free_team_is_queued_without_any_payment(world):
     assert world.payments.intents == []
     assert world.write_queued() == []
     assert len(world.tables.regs) == 2
+
+
+def _finisher(bib: int, team: str | None, ms: int | None, status: str = "FINISHED"):
+    from racecap.results.ranking import Runner
+
+    return Runner(bib, f"R{bib}", "Lee", None, None, None, status, ms, ms, team=team)
+
+
+def test_team_standings_add_each_teams_best_k_times_and_list_short_teams_last():
+    from racecap.results.ranking import team_standings
+
+    runners = [
+        _finisher(1, "Gulls", 1000), _finisher(2, "Gulls", 1600), _finisher(3, "Gulls", 9000),
+        _finisher(4, "Terns", 1200), _finisher(5, "Terns", 1300),
+        _finisher(6, "Crabs", 1100), _finisher(7, "Crabs", None, "DNF"),
+        _finisher(8, None, 900),
+        _finisher(9, "Eels", 1250), _finisher(10, "Eels", 1250),
+    ]  # fmt: skip
+    standings = team_standings(runners, scored=2)
+    assert [(t.place, t.team, t.total_ms, t.scored) for t in standings] == [
+        (1, "Eels", 2500, [9, 10]),
+        (1, "Terns", 2500, [4, 5]),  # an equal sum shares the place
+        (3, "Gulls", 2600, [1, 2]),
+        (None, "Crabs", None, [6]),  # one finisher of the two that count: no place
+    ]
+    assert standings[2].members == [1, 2, 3]
+
+
+def test_a_results_version_keeps_the_team_from_the_registration_and_older_versions_still_read():
+    from racecap.results.dataset import Dataset
+
+    data = Dataset({"eventName": "Relay"}, [_finisher(1, "Gulls", 1000)])
+    assert Dataset.decode(data.encode()).runners[0].team == "Gulls"
+    # A version stored before teams existed has one field fewer per row: read with no team.
+    import gzip
+
+    old = json.loads(gzip.decompress(data.encode()))
+    old["rows"] = [row[:-1] for row in old["rows"]]
+    assert Dataset.decode(gzip.compress(json.dumps(old).encode())).runners[0].team is None

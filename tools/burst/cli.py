@@ -187,6 +187,13 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         help="the code's use limit (default: half of the runners who try it, so it runs out)",
     )
     p.add_argument("--code", default=os.environ.get("CODE") or d.code, help="the code (on a stage: an existing one)")
+    p.add_argument(
+        "--team-share",
+        type=float,
+        default=_env_float("TEAM_SHARE", 0.05),
+        help="share of runners who are team captains, holding and paying for a whole team at once (0.05; 0: none)",
+    )
+    p.add_argument("--team-size", type=int, default=int(_env_float("TEAM_SIZE", d.team_size)), help="a team's size (4)")
     p.add_argument("--out", type=Path, default=d.out_dir)
     a = p.parse_args(argv)
     return BurstConfig(
@@ -210,6 +217,8 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         out_dir=a.out,
         code_share=a.code_share,
         code_uses=a.code_uses,
+        team_share=a.team_share,
+        team_size=a.team_size,
         code=a.code,
         options={k.lower(): int(os.environ[k]) for k in SCENARIO_OPTIONS if os.environ.get(k)},
     )
