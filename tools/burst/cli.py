@@ -56,6 +56,7 @@ def print_figures(summary: dict[str, Any]) -> None:
                 f"  peak confirmations per second       {summary['peak_confirmations_per_s']}",
                 *_payment_lines(summary.get("payments"), summary.get("provider")),
                 *_code_lines(summary.get("codes"), summary.get("audit")),
+                *_team_lines(summary.get("teams")),
                 *latency,
                 "",
             ]
@@ -83,6 +84,15 @@ def _payment_lines(p: dict[str, Any] | None, provider: dict[str, Any] | None) ->
         f"  payments: declined {p['declines']} (then paid with a good card: {p['declined_then_confirmed']}), "
         f"3-D Secure approved {p['three_ds_approved']}",
         f"  429s waited out: provider's own {p['provider_429']}, API's with Retry-After {p['api_429_retry_after']}",
+    ]
+
+
+def _team_lines(teams: dict[str, int] | None) -> list[str]:
+    if not teams or not teams.get("captains"):
+        return []
+    return [
+        f"  teams: {teams['captains']} captains, {teams['held']} teams held "
+        f"({teams['too_few_places']} times too few places left for a whole team)"
     ]
 
 
