@@ -44,6 +44,8 @@ install_layer_path()
 
 from racecap.dal.dynamo import from_item, query_all, values  # noqa: E402
 from racecap.dal.keys import cap_pk, code_pk  # noqa: E402
+from racecap.ledger.store import DynamoLedger  # noqa: E402
+from racecap.logic.refunds import OUTSIDE_REASON  # noqa: E402
 
 from tools.stage import DeliveredConfirmations, discover, stage_secret_key  # noqa: E402
 
@@ -229,6 +231,7 @@ def audit(
     # The other way round: a confirmed registration that paid has its payment; a free one none.
     by_id = {i["id"]: i for i in succeeded}
     _audit_teams(every_reg, by_id, refunded, report)
+    _audit_refunds(dynamodb, regs_table, every_reg, provider, report)
     for r in regs:
         rid, charge = r["registrationId"], str(r.get("chargeId", ""))
         if r.get("teamMembers"):
@@ -314,6 +317,43 @@ def _audit_codes(
     for r in registrations:
         if r.get("code") and (int(r.get("discountCents") or 0) < 0 or int(r["amountCents"]) < 0):
             report.violations.append(f"registration {r['registrationId']}: a negative amount or discount")
+
+
+def _audit_refunds(
+    dynamodb: Any, regs_table: str, every_reg: Mapping[str, Mapping[str, Any]], provider: Provider, report: AuditReport
+) -> None:
+    """Each refund, one by one, in cents: every refund the ledger says the provider made is the
+    provider's, of that registration's payment, for that amount; and per payment the provider's
+    refunds add up to what its registrations' ledgers recorded (a refund made outside Racecap is
+    recorded by the charge's refunded total, so only the sum can match it)."""
+    ledger = DynamoLedger(dynamodb, regs_table)
+    by_refund = {}
+    for e in provider.events("refund.created"):
+        refund = e["data"]["object"]
+        by_refund[refund["id"]] = refund
+    ledgered: Counter[str] = Counter()
+    charges = set()
+    for rid, r in every_reg.items():
+        if r.get("purgedAt") or not r.get("chargeId") or not (r.get("ledgerRefundedCents") or r.get("cancelRefund")):
+            continue
+        charges.add(str(r["chargeId"]))
+        for entry in ledger.refunds(rid):
+            if entry.status != "SUCCEEDED":
+                continue
+            ledgered[str(r["chargeId"])] += entry.amountCents
+            if entry.reason == OUTSIDE_REASON or not entry.providerId:
+                continue
+            made = by_refund.get(entry.providerId)
+            if made is None or made.get("payment_intent") != r["chargeId"] or int(made["amount"]) != entry.amountCents:
+                report.violations.append(
+                    f"registration {rid}: ledger refund {entry.providerId} of {entry.amountCents} is not the provider's"
+                )
+    for charge in charges:
+        made_sum = sum(int(x["amount"]) for x in by_refund.values() if x.get("payment_intent") == charge)
+        if made_sum != ledgered[charge]:
+            report.violations.append(
+                f"payment {charge}: refunded {made_sum} by the provider, {ledgered[charge]} in the ledger"
+            )
 
 
 def _audit_teams(

@@ -51,7 +51,7 @@ def _members(n: int, rid: str) -> list[dict[str, str]]:
 def test_a_team_of_six_takes_two_places_on_each_of_three_shards_and_five_left_is_not_sold_out(
     director: Any, api: requests.Session, backend: Any
 ) -> None:
-    _, rid, eid = _team_race(director, api, cap=75, sizes=(2, 8))  # three shards of 25
+    kim, rid, eid = _team_race(director, api, cap=75, sizes=(2, 8))  # three shards of 25
     page = api.get(f"/api/races/{rid}").json()["events"][0]
     assert (page["teamMinSize"], page["teamMaxSize"]) == (2, 8)
 
@@ -76,6 +76,10 @@ def test_a_team_of_six_takes_two_places_on_each_of_three_shards_and_five_left_is
     assert (held.places, held.shardTakes) == (6, {"SHARD#000": 2, "SHARD#001": 2, "SHARD#002": 2})
     view = api.get(f"/api/holds/{held.holdId}").json()
     assert (view["places"], view["status"], view["priceCents"]) == (6, "HELD", 2500)
+    # The director's live figures count the team's six places as held.
+    stats = kim.get(f"/api/admin/races/{rid}/stats")
+    assert stats.status_code == 200, stats.text
+    assert stats.json()["events"][0]["held"] == 6
 
     # Released, all six places come back together.
     assert api.delete(f"/api/holds/{held.holdId}").status_code in (200, 204)
@@ -135,7 +139,9 @@ def test_a_team_of_four_pays_once_and_is_four_registrations_and_one_members_canc
     # The refund's webhook changed nothing else: no member flagged or cancelled as refunded outside.
     others = [backend.registrations().get(r) for r in held.memberIds if r != leaver]
     assert [(r.status, r.outsideRefunds) for r in others] == [("CONFIRMED", None)] * 3
-    (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
+    stats = kim.get(f"/api/admin/races/{rid}/stats")
+    assert stats.status_code == 200, stats.text
+    (event,) = stats.json()["events"]
     assert (event["cancelled"], event["refundedCents"]) == (1, 2500)
     # The director's sheet: each member a row with the team's name and their share paid.
     export = kim.get(f"/api/admin/races/{rid}/registrations/export").text.splitlines()

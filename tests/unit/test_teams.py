@@ -4,6 +4,7 @@ the team, every member a registration of their own, a member's cancellation thei
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from racecap.domain import HoldPhase
@@ -66,6 +67,8 @@ def test_a_team_of_six_on_two_places_per_shard_takes_them_all_and_five_left_take
     hold = world.holds.get(created.holdId)
     assert hold is not None and hold.shardTakes == {"SHARD#000": 2, "SHARD#001": 2, "SHARD#002": 2}
     assert len(set(hold.memberIds)) == 6 and {hold_id_for(m) for m in hold.memberIds} == {hold.holdId}
+    # Each id goes in links and in the confirmation email's SES tags: letters, digits, _ and - only.
+    assert all(re.fullmatch(r"reg_[A-Za-z0-9_-]+", m) for m in hold.memberIds)
 
     world.hold_service.release(created.holdId)  # every place comes back together
     assert world.tables.taken("race-1", "ev0") == 0
@@ -200,3 +203,18 @@ def test_a_results_version_keeps_the_team_from_the_registration_and_older_versio
     old = json.loads(gzip.decompress(data.encode()))
     old["rows"] = [row[:-1] for row in old["rows"]]
     assert Dataset.decode(gzip.compress(json.dumps(old).encode())).runners[0].team is None
+
+
+def test_a_team_holds_places_count_in_the_sweepers_index_by_its_sort_key():
+    from datetime import UTC, datetime
+
+    from racecap.dal.holds import live_sort_key, places_of
+    from racecap.domain import Hold
+
+    at = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+    team = Hold(holdId="hold_t", registrationId="reg_t", raceId="r", eventId="e", status=HoldPhase.HELD,
+                createdAt=at, expiresAt=at, places=6)  # fmt: skip
+    single = team.model_copy(update={"places": 1})
+    assert (places_of(live_sort_key(team, at)), places_of(live_sort_key(single, at))) == (6, 1)
+    # Still found by the sweeper's "expired by now" range once its instant has passed.
+    assert live_sort_key(team, at) <= "2026-05-01T09:00:01+00:00"

@@ -68,6 +68,21 @@ def email_claims(hold: Hold, attempt: Attempt) -> list[tuple[str, str]]:
     return [(attempt.email, hold.registrationId)]
 
 
+def live_sort_key(hold: Hold, expires: datetime) -> str:
+    """A live hold's sort key in the sweeper's index: its expiry (the sweeper's range), and for
+    a team's hold its places after it (``#T<n>``). The index carries only keys, race and event
+    (no payment step writes it), so this is how the directors' count of places held reads a
+    team's places without reading the hold; a suffix sorts right after its own instant, so
+    ``gsi1sk <= now`` still finds the hold once it has expired."""
+    return expires.isoformat() + (f"#T{hold.places}" if hold.is_team else "")
+
+
+def places_of(sort_key: str) -> int:
+    """The places a live index entry holds (``live_sort_key``): one, or a team's."""
+    _, _, team = sort_key.partition("#T")
+    return int(team) if team.isdigit() else 1
+
+
 def hold_from_item(item: dict[str, Any]) -> Hold:
     return Hold.model_validate(item)
 
@@ -104,7 +119,7 @@ class DynamoHolds:
             "pk": hold_pk(hold.holdId),
             "sk": "HOLD",
             "gsi1pk": live_partition(hold.holdId),
-            "gsi1sk": hold.expiresAt.isoformat(),
+            "gsi1sk": live_sort_key(hold, hold.expiresAt),
             "ttl": int(hold.expiresAt.timestamp() + TTL_AFTER_EXPIRY.total_seconds()),
             "clientLimits": dict(hold.clientLimits) or None,
             # The price rides on the write that takes the place: no write of its own.
@@ -525,13 +540,14 @@ class DynamoHolds:
             self._db.update_item(
                 TableName=self._table,
                 Key=hold_key(hold.holdId),
-                UpdateExpression="SET expiresAt = :until, gsi1sk = :until, extended = :yes",
+                UpdateExpression="SET expiresAt = :until, gsi1sk = :due, extended = :yes",
                 ConditionExpression="#s = :paying AND expiresAt = :was AND attribute_not_exists(extended)",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=values(
                     {
                         ":paying": HoldPhase.PAYING,
                         ":until": until.isoformat(),
+                        ":due": live_sort_key(hold, until),
                         ":was": hold.expiresAt.isoformat(),
                         ":yes": True,
                     }
@@ -651,9 +667,8 @@ class DynamoHolds:
                 KeyConditionExpression="gsi1pk = :p",
                 # Queued holds waiting for the writer are in the index too, under REQUEUE#<n>.
                 FilterExpression="raceId = :r",
-                ProjectionExpression="eventId, places",
+                ProjectionExpression="eventId, gsi1sk",
                 ExpressionAttributeValues=values({":p": partition, ":r": race_id}),
             ):
-                # A team's hold holds all its places (``places`` is absent on a single's).
-                counts[item["eventId"]] = counts.get(item["eventId"], 0) + int(item.get("places", 1))
+                counts[item["eventId"]] = counts.get(item["eventId"], 0) + places_of(str(item["gsi1sk"]))
         return counts

@@ -33,15 +33,20 @@ def new_hold_ids() -> tuple[str, str]:
     return f"hold_{token}", f"reg_{token}"
 
 
+# ``secrets.token_urlsafe(16)``: 16 bytes are always 22 URL-safe characters.
+TOKEN_LENGTH = 22
+
+
 def hold_id_for(registration_id: str) -> str:
-    """The hold a registration id came from: a team member's (``reg_<token>.<own>``) is the team's."""
-    return "hold_" + registration_id.removeprefix("reg_").split(".", 1)[0]
+    """The hold a registration id came from: a team member's (``reg_<token>-<own>``) is the team's."""
+    return "hold_" + registration_id.removeprefix("reg_")[:TOKEN_LENGTH]
 
 
 def member_ids(registration_id: str, places: int) -> list[str]:
     """A team's registration ids, the captain's first. Each member's has its own unguessable
-    part: knowing one's own registration id tells nothing of a teammate's."""
-    return [registration_id, *(f"{registration_id}.{secrets.token_urlsafe(9)}" for _ in range(places - 1))]
+    part, so knowing one's own registration id tells nothing of a teammate's; only URL-safe
+    characters, as everywhere an id goes (a link, an email's SES tags: letters, digits, _ and -)."""
+    return [registration_id, *(f"{registration_id}-{secrets.token_urlsafe(9)}" for _ in range(places - 1))]
 
 
 class HoldService:
