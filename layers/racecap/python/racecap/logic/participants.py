@@ -75,6 +75,7 @@ CSV_COLUMNS = (
     "outsideRefunds",
     "code",  # the discount code the place was held with (racecap.codes), if any
     "discount",  # what it took off, in the currency's own units; amountPaid is what was paid
+    "team",  # the team's name for a team entry (racecap.teams); amountPaid is the member's share
 )
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -224,6 +225,7 @@ class Participants:
                     item.get("outsideRefunds", 0),
                     item.get("code", ""),
                     _in_units(item, item.get("discountCents")) if item.get("discountCents") else "",
+                    item.get("teamName", ""),
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids
