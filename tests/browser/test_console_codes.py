@@ -47,6 +47,8 @@ def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, b
         stack.directors.demo_sub,
         RaceDraft(
             name=unique("Codes 10K"),
+            location="Harbour",
+            listing="LISTED",
             raceDate=(now + timedelta(days=90)).date().isoformat(),
             registrationOpensAt=now - timedelta(minutes=1),
             registrationClosesAt=now + timedelta(days=30),
