@@ -13,7 +13,7 @@ from racecap.codes.service import Discounts, code_uses, shard_caps
 from racecap.codes.store import StoredCode
 from racecap.dal.payments import IntentStatus
 from racecap.domain import HoldPhase, PaidRegistration
-from racecap.errors import Busy, CodeError, CodeTooLate
+from racecap.errors import Busy, CodeError, CodeTooLate, HoldExpired
 
 from tests.fakes.codes import FakeCodes
 from tests.unit.core_world import World, request
@@ -147,6 +147,17 @@ def test_paid_meanwhile_the_code_is_refused_with_409_and_its_use_given_back(worl
     assert world.registration.payment_succeeded(world.payments.retrieve_intent(intent.id)) == "queued"
     (message,) = world.queue.sent
     assert isinstance(message, PaidRegistration) and message.amountCents == PRICE
+
+
+def test_an_intent_cancelled_meanwhile_answers_that_the_hold_expired_and_gives_the_use_back(
+    world: World, discounts: Discounts
+) -> None:
+    hold_id = _paying(world)
+    (intent,) = _intents(world, hold_id)
+    world.payments.cancel_intent(intent.id, idempotency_key="sweeper")
+    with pytest.raises(HoldExpired):
+        discounts.apply(hold_id, "TWENTY")
+    assert world.tables.code_uses("race-1", "TWENTY") == 0
 
 
 def test_a_provider_that_does_not_answer_leaves_the_change_for_the_retry_which_finishes_it(

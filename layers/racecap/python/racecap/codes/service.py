@@ -40,7 +40,7 @@ from racecap.codes.models import (
     CodeView,
 )
 from racecap.codes.store import CodeExists, CodeStore, StoredCode
-from racecap.dal.payments import PaymentProvider, PaymentRejected
+from racecap.dal.payments import IntentStatus, PaymentProvider, PaymentRejected
 from racecap.dal.transactions import ConditionFailed
 from racecap.domain import Hold, HoldPhase, Reprice
 from racecap.errors import (
@@ -294,6 +294,8 @@ class Discounts:
             self._holds.undo_reprice(hold, change)
             logger.info("code change refused by the provider", extra={"holdId": hold.holdId, "code": exc.code})
             metrics.add_metric(name="CodeChangeRefused", unit="Count", value=1)
+            if self._cancelled(intent_id):
+                raise HoldExpired("Your hold on this place has expired; please hold a new place.") from exc
             raise CodeTooLate(
                 "Your payment went through (or ended) before the code could change its amount: the code was not "
                 "applied, and you were charged the price shown before it.",
@@ -307,6 +309,15 @@ class Discounts:
                 raise Conflict("Your place changed meanwhile; please look at it again.")
             return now_hold
         return self._holds.get(hold.holdId) or hold
+
+    def _cancelled(self, intent_id: str) -> bool:
+        """Was the refused intent cancelled (the hold expired) rather than paid? Only to say so:
+        an unanswered question is answered as paid, the message that asks nothing more."""
+        try:
+            return self._payments.retrieve_intent(intent_id).status == IntentStatus.CANCELED
+        except Exception:
+            logger.warning("could not read a refused intent", extra={"intentId": intent_id}, exc_info=True)
+            return False
 
     def _held(self, hold_id: str, now: datetime) -> Hold:
         """The hold a code may change: HELD, or PAYING with its intent created (any code change
