@@ -473,6 +473,42 @@ def test_a_cancelled_registration_gives_its_option_back() -> None:
     assert _stock(w, race_id, event_id) == (1, 0)
 
 
+def _sizes(m: int | None) -> list[Question]:
+    medium = {"id": "M", "label": "Medium"} | ({"quantity": m} if m is not None else {})
+    return [q("shirt", "SINGLE_CHOICE", required=True, options=[medium, {"id": "L", "label": "Large"}])]
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, 5), (3, 8), (3, None)])
+def test_a_resend_while_paying_is_accepted_whatever_the_director_did_to_the_options_stock(
+    before: int | None, after: int | None
+) -> None:
+    """Medium unlimited then given a quantity (the 409 this fixes), raised, or made unlimited:
+    the runner's re-send of the same details is the same attempt, with the same intent, and
+    keeps the unit its first send took (none, or one that still goes back with the hold)."""
+    from datetime import UTC, datetime, timedelta
+
+    w, race_id, event_id = _world_with_questions(_sizes(before))
+    held = w.hold_service.hold(race_id, event_id)
+    unpaid = _request("mid@example.com", {"shirt": "M"}).model_copy(update={"paymentMethod": None})
+    first = w.registration.register(held.holdId, unpaid)
+    race, (event,) = w.catalog.definition(race_id)
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=_sizes(after), expectedVersion=1))
+    again = w.registration.register(held.holdId, unpaid)
+    assert (again.status, again.clientSecret) == ("PAYMENT_REQUIRED", first.clientSecret)
+    assert len(w.payments.intents) == 1
+    taken = 1 if before is not None else 0
+    if after is not None:
+        assert _stock(w, race_id, event_id) == (after, taken)
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and len(hold.attempt.stock or []) == taken  # type: ignore[union-attr]
+    if before is not None:  # another answer than the one that took a unit is another attempt
+        with pytest.raises(Conflict):
+            w.registration.register(held.holdId, _request("mid@example.com", {"shirt": "L"}))
+    w.sweeper.sweep(datetime.now(UTC) + timedelta(hours=1))
+    if before is not None:
+        assert _stock(w, race_id, event_id)[1] == 0  # the unit went back with the hold
+
+
 def test_a_quantity_below_what_is_taken_is_refused_naming_it_and_raising_it_adds_units() -> None:
     w, race_id, event_id = _shirt_world(m=2)
     for i in range(2):

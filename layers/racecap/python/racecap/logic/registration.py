@@ -32,6 +32,7 @@ ever lost.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -112,6 +113,14 @@ class AnswerCheck(Protocol):
     def accept_waiver(
         self, race_id: str, event_id: str, version: int | None, given: WaiverAcceptance | None, age: int, now: datetime
     ) -> str | None: ...
+
+
+def _stocked_answers_changed(previous: Attempt, attempt: Attempt, stocked: list[StockedChoice]) -> bool:
+    """Whether a re-sent attempt answers differently a question whose option has stock, now
+    (``stocked``) or when the first send took its units (``previous.stock``)."""
+    asked = {c.question_id for c in stocked} | {e.split("#", 1)[0] for e in previous.stock or []}
+    before, now = json.loads(previous.answers or "{}"), json.loads(attempt.answers or "{}")
+    return any(before.get(qid) != now.get(qid) for qid in asked)
 
 
 def attempt_key(hold_id: str, email: str) -> str:
@@ -395,15 +404,18 @@ class RegistrationService:
         full, ``OptionSoldOut`` naming the answer when every shard is. An attempt already
         paying (a retry, a second tab) keeps the units it took and takes none again."""
         stocked = self._questions.stocked(hold.raceId, hold.eventId, answered) if self._questions and answered else []
+        previous = hold.attempt
+        paying = hold.status == HoldPhase.PAYING and previous is not None and previous.key == attempt.key
+        if paying and previous is not None and (stocked or previous.stock):
+            # The re-send keeps what the first send took, judged by the runner's answers, not by
+            # which options have stock now: a director may have given an option a quantity,
+            # changed it or removed it meanwhile, and the runner's choice is the same.
+            if _stocked_answers_changed(previous, attempt, stocked):
+                raise Conflict("A payment for this hold is already in progress with other answers.", retry_after=2)
+            attempt = replace(attempt, stock=previous.stock)
+            return self._holds.begin_payment(hold, attempt, now, turn=True, take_stock=False), attempt
         if not stocked:
             return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
-        previous = hold.attempt
-        if hold.status == HoldPhase.PAYING and previous is not None and previous.key == attempt.key:
-            kept = previous.stock or []
-            if sorted(e.rsplit("#", 2)[0] for e in kept) != sorted(f"{c.question_id}#{c.option_id}" for c in stocked):
-                raise Conflict("A payment for this hold is already in progress with other answers.", retry_after=2)
-            attempt = replace(attempt, stock=kept)
-            return self._holds.begin_payment(hold, attempt, now, turn=True, take_stock=False), attempt
         full: set[str] = set()
         while True:
             picks = []
