@@ -209,7 +209,7 @@ export async function questionsPage(api, raceId, subnav) {
   function summary() {
     const when = view.savedAt ? showInZone(view.savedAt, race.timeZone) : '';
     status.textContent = view.version
-      ? `Runners of ${event.name} are asked version ${view.version} (saved ${when} by ${view.savedBy}): ${view.form.length} question${view.form.length === 1 ? '' : 's'}${view.waiver ? ' and the waiver' : ''}.`
+      ? `Runners of ${event.name} are asked version ${view.version} (saved ${when}): ${view.form.length} question${view.form.length === 1 ? '' : 's'}${view.waiver ? ' and the waiver' : ''}.`
       : `${event.name} asks no questions yet (version 0).`;
   }
 
@@ -413,7 +413,7 @@ export async function questionsPage(api, raceId, subnav) {
         for (const q of draft.questions) q.savedId = view.questions.some((x) => x.id === q.id) ? q.id : null;
         summary();
         render();
-        say(`These questions were saved meanwhile (now version ${latest.version}, by ${latest.savedBy}). What you typed is kept: save again to make it the next version, or reload the page to see theirs.`);
+        say(`These questions were saved meanwhile (now version ${latest.version}, at ${showInZone(latest.savedAt, race.timeZone)}). What you typed is kept: save again to make it the next version, or reload the page to see theirs.`);
         return box.focus();
       }
       const { first, unplaced } = showFieldErrors(form, err.fields);
