@@ -39,6 +39,12 @@
 //   RACECAP_CODE               a discount code (e.g. posted on social media at the opening)
 //   RACECAP_CODE_SHARE         the share of runners who have it and apply it once they hold
 //                              a place (0): a code used up is no reason to leave, they pay in full
+//   RACECAP_TEAM_SHARE         the share of runners who are a team's captain (0): they hold
+//                              RACECAP_TEAM_SIZE places at once (POST .../teams, on an event
+//                              that takes teams that size), fill in every member and pay once
+//                              (POST /api/holds/{holdId}/team); too few places left for the
+//                              team, the captain tries another event, then gives up (unplaced)
+//   RACECAP_TEAM_SIZE          the team's size (4)
 //
 // Counters it emits (all start at 0, so `ensure` conditions can name them):
 //   racecap.runners.{arrived,held,unplaced,registered,confirmed,not_confirmed}
@@ -70,6 +76,8 @@ const CFG = {
   maxRetries: num('RACECAP_MAX_RETRIES', 3),
   code: process.env.RACECAP_CODE || '',
   codeShare: num('RACECAP_CODE_SHARE', 0),
+  teamShare: num('RACECAP_TEAM_SHARE', 0),
+  teamSize: num('RACECAP_TEAM_SIZE', 4),
   retryScale: num('RACECAP_RETRY_SCALE', num('RACECAP_BACKOFF_SCALE', 1)),
   // A 429 with Retry-After is the API saying "your place is kept, ask again then": a runner
   // keeps asking (the site does), so its budget is larger than for 5xx answers.
@@ -87,6 +95,7 @@ const CARD_CYCLE = new Map([
 let arrivals = 0;
 const PAY_COUNTERS = ['declined', 'three_ds', 'provider_429', 'busy_429'];
 const CODE_COUNTERS = ['tried', 'applied', 'used_up'];
+const TEAM_COUNTERS = ['captains', 'held', 'too_few_places'];
 
 const COUNTERS = ['arrived', 'held', 'unplaced', 'registered', 'confirmed', 'not_confirmed'];
 const FIRST = ['Ada', 'Grace', 'Alan', 'Katherine', 'Edsger', 'Barbara', 'Donald', 'Frances', 'Ken', 'Radia'];
@@ -174,6 +183,7 @@ function newRunner(context, events, done) {
   for (const c of ['racecap.server_errors', 'racecap.retry_later', 'racecap.retries', 'racecap.polls']) events.emit('counter', c, 0);
   for (const c of PAY_COUNTERS) events.emit('counter', `racecap.payments.${c}`, 0);
   for (const c of CODE_COUNTERS) events.emit('counter', `racecap.codes.${c}`, 0);
+  for (const c of TEAM_COUNTERS) events.emit('counter', `racecap.teams.${c}`, 0);
   const id = crypto.randomUUID();
   const v = context.vars;
   v.runnerId = id;
@@ -189,8 +199,11 @@ function newRunner(context, events, done) {
   v.firstCard = v.card;
   arrivals += 1;
   v.tries = 0;
+  // A captain enters a whole team (no code: codes are for single entries).
+  v.team = CFG.teamShare > 0 && Math.random() < CFG.teamShare ? CFG.teamSize : 0;
+  if (v.team) events.emit('counter', 'racecap.teams.captains', 1);
   // Typed as a runner would: the case they heard it in (codes are compared in capitals).
-  v.code = CFG.code && Math.random() < CFG.codeShare ? CFG.code.toLowerCase() : '';
+  v.code = !v.team && CFG.code && Math.random() < CFG.codeShare ? CFG.code.toLowerCase() : '';
   v.t0 = Date.now();
   events.emit('counter', 'racecap.runners.arrived', 1);
   record({ e: 'arrive', t: v.t0 });
@@ -211,7 +224,9 @@ function pickEvent(req, res, context, events, done) {
     v.eventId = CFG.eventId;
     return done();
   }
-  const open = (body.events || []).filter((e) => e.status === 'OPEN' && e.spotsLeft > 0);
+  const open = (body.events || []).filter(
+    (e) => e.status === 'OPEN' && e.spotsLeft >= (v.team || 1) && (!v.team || (e.teamMaxSize || 0) >= v.team),
+  );
   if (open.length === 0) {
     v.outcome = 'unplaced';
     v.outcomeCode = 'SOLD_OUT_PAGE';
@@ -243,11 +258,17 @@ function afterHold(req, res, context, events, done) {
     v.tHeld = Date.now();
     v.again = false;
     events.emit('counter', 'racecap.runners.held', 1);
+    if (v.team) events.emit('counter', 'racecap.teams.held', 1);
     record({ e: 'held', t: v.tHeld });
   } else if (retryable(res) && v.tries <= CFG.maxRetries) {
     v.again = true;
     v.wait = retryAfter(res, 1);
     events.emit('counter', 'racecap.retries', 1);
+  } else if (body.error === 'NOT_ENOUGH_PLACES' && !CFG.eventId && otherEvent(v)) {
+    // Too few places left for the whole team here (the event is not sold out): another event.
+    events.emit('counter', 'racecap.teams.too_few_places', 1);
+    v.again = true;
+    v.wait = 0;
   } else if (body.error === 'SOLD_OUT' && !CFG.eventId && otherEvent(v)) {
     // This distance filled up while the runner read the page: they pick another one.
     v.again = true;
@@ -515,6 +536,7 @@ function finish(context, events, done) {
     outcome,
     code: v.outcomeCode || null,
     eventId: v.eventId || null,
+    places: v.team || 1,
     registrationId: v.registrationId || null,
     bib: v.bib === undefined ? null : v.bib,
     t0: v.t0,
@@ -585,12 +607,36 @@ function readerDone(context, events, done) {
 // (tools/burst/stack.seed_questions); unset, the details are sent as before.
 const ANSWERS = process.env.RACECAP_ANSWERS ? JSON.parse(process.env.RACECAP_ANSWERS) : null;
 function withAnswers(requestParams, context, events, done) {
+  const v = context.vars;
+  if (v.team && requestParams.json) {
+    // The captain's form: every member's details (the captain first), then one payment.
+    const me = requestParams.json;
+    const members = [me];
+    for (let i = 1; i < v.team; i += 1) {
+      members.push({ ...me, email: `member${i}-${v.runnerId}@example.com`, firstName: pick(FIRST), lastName: pick(LAST) });
+    }
+    if (ANSWERS) for (const m of members) m.answers = ANSWERS;
+    requestParams.url = requestParams.url.replace(/\/registration$/, '/team');
+    requestParams.json = { teamName: `Team ${v.runnerId.slice(0, 8)}`, members };
+    return done();
+  }
   if (ANSWERS && requestParams.json) requestParams.json.answers = ANSWERS;
+  return done();
+}
+
+// A captain holds the team's places together: the team route, with its size.
+function teamHold(requestParams, context, events, done) {
+  const v = context.vars;
+  if (v.team) {
+    requestParams.url = requestParams.url.replace(/\/holds$/, '/teams');
+    requestParams.json = { places: v.team };
+  }
   return done();
 }
 
 module.exports = {
   withAnswers,
+  teamHold,
   // helpers the fairness scenarios' clients share (fairness.js, queue.js)
   parse,
   retryAfter,

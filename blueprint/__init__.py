@@ -864,6 +864,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/docs", "PublicApi"),
     Route("GET", "/api/docs/{asset}", "PublicApi"),  # the docs page's script and style files
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
+    Route("POST", "/api/races/{raceId}/events/{eventId}/teams", "RegistrationApi"),
+    Route("POST", "/api/holds/{holdId}/team", "RegistrationApi"),
     Route("GET", "/api/holds/{holdId}", "RegistrationApi"),
     Route("DELETE", "/api/holds/{holdId}", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/payment", "RegistrationApi"),
@@ -886,6 +888,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}", "ResultsApi"),
     Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/search", "ResultsApi"),
     Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/bibs/{bib}", "ResultsApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/results/{version}/teams", "ResultsApi"),
     *(
         Route(method, f"/api/admin/races/{{raceId}}/events/{{eventId}}/results{path}", "ResultsAdmin", auth="director")
         for method, path in _RESULTS_ADMIN_ROUTES

@@ -26,6 +26,7 @@ export function holdPage(holdId) {
   const ctx = store.get(`hold:${holdId}`);
   if (!ctx) return import('./holdlink.js').then((m) => m.openLink(holdId, holdPage)); // opened elsewhere
   if (ctx.registrationId) return go(`/registrations/${enc(ctx.registrationId)}`, true);
+  if (ctx.places > 1) return import('./team.js').then((m) => m.teamPage(holdId, ctx)); // a team's
   const { h1, body, signal } = page(ctx.eventName ? `Register: ${ctx.eventName}` : 'Register');
   // A new hold after an expired one starts from the details typed last time ("carry").
   const state = store.get(`form:${holdId}`) || { ...store.get('carry'), step: 1 };

@@ -133,8 +133,12 @@ export async function racePage(raceId) {
       st: statusLines('hold-status'),
     };
     r.btn.addEventListener('click', () => hold(r));
+    // Team entries (team.js, loaded when asked for): the captain holds the team's places at once.
+    r.team = ev.teamMaxSize && h('div', {}, h('button', { type: 'button', cls: 'link', testid: 'enter-team',
+      onclick: (e) => import('./team.js').then((m) => m.teamChooser(e.target.parentNode, { raceId, race, ev: r.ev, signal })),
+    }, `Enter a team (${ev.teamMinSize}–${ev.teamMaxSize} runners)`));
     r.el = h('li', { cls: 'card', testid: 'event', 'data-event-id': ev.eventId },
-      r.name, r.price, r.spots, r.state, r.btn, r.st.el);
+      r.name, r.price, r.spots, r.state, r.btn, r.team, r.st.el);
     return r;
   };
 
@@ -159,6 +163,7 @@ export async function racePage(raceId) {
         ? `${left} place${left === 1 ? '' : 's'} left${ev.cap ? ` of ${ev.cap}` : ''}` : '');
       badge(r.state, es);
       r.btn.hidden = es !== 'open';
+      if (r.team) r.team.hidden = es !== 'open';
       r.btn.disabled = holding;
     }
   };

@@ -69,6 +69,7 @@ export async function resultsPage(raceId, eventId) {
     pageNo > 1 ? h('a', { href: `#${link({ page: String(pageNo - 1) })}`, testid: 'prev-page' }, 'Previous') : '',
     h('span', { testid: 'page-of' }, `Page ${data.page} of ${data.pages}`),
     pageNo < data.pages ? h('a', { href: `#${link({ page: String(pageNo + 1) })}`, testid: 'next-page' }, 'Next') : '');
+  const teams = h('div', { cls: 'scroll' });
   body.replaceChildren(
     searchBox(raceId, eventId, cur.version, signal),
     h('div', { cls: 'row' },
@@ -80,7 +81,14 @@ export async function resultsPage(raceId, eventId) {
       h('thead', {}, h('tr', {}, ['Place', 'Name', 'Bib', 'Gender', 'G. place', 'Age group', 'AG place', 'Time']
         .map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, rows))),
-    pager, backLink(raceId));
+    pager, teams, backLink(raceId));
+  // Team standings, for an event with team entries (none: nothing shown).
+  api('GET', `${base(raceId, eventId, cur.version)}/teams`, { signal }).then(({ data: t }) => t.teams.length &&
+    teams.replaceChildren(h('h2', {}, `Teams (best ${t.teamScoring} times)`), h('table', { testid: 'team-standings' },
+      h('thead', {}, h('tr', {}, ['Place', 'Team', 'Total', 'Counted'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, t.teams.map((r) => h('tr', { testid: 'team-row' }, h('td', {}, place(r.place)),
+        h('td', {}, r.team), h('td', {}, r.total || '–'),
+        h('td', {}, r.members.filter((m) => m.scored).map((m) => `${m.name} ${m.time}`).join(', '))))))), () => {});
 }
 
 // The search box: a combobox (ARIA 1.2) — one request per keystroke from the second

@@ -44,6 +44,8 @@ install_layer_path()
 
 from racecap.dal.dynamo import from_item, query_all, values  # noqa: E402
 from racecap.dal.keys import cap_pk, code_pk  # noqa: E402
+from racecap.ledger.store import DynamoLedger  # noqa: E402
+from racecap.logic.refunds import OUTSIDE_REASON  # noqa: E402
 
 from tools.stage import DeliveredConfirmations, discover, stage_secret_key  # noqa: E402
 
@@ -222,12 +224,18 @@ def audit(
         kept = [i for i in paid if refunded[i["id"]] < int(i["amount"])]
         if len(kept) > 1:
             report.violations.append(f"registration {rid} was charged {len(kept)} times")
-        if kept and rid not in confirmed_ids and not _kept_by_choice(every_reg.get(rid), kept[0], refunded):
+        reg = every_reg.get(rid)
+        team = bool((reg or {}).get("teamMembers"))  # a team's payment: checked whole in _audit_teams
+        if kept and rid not in confirmed_ids and not team and not _kept_by_choice(reg, kept[0], refunded):
             report.violations.append(f"registration {rid} was charged but is not confirmed")
     # The other way round: a confirmed registration that paid has its payment; a free one none.
     by_id = {i["id"]: i for i in succeeded}
+    _audit_teams(every_reg, by_id, refunded, report)
+    _audit_refunds(dynamodb, regs_table, every_reg, provider, report)
     for r in regs:
         rid, charge = r["registrationId"], str(r.get("chargeId", ""))
+        if r.get("teamMembers"):
+            continue  # a team member's share of the team's one payment: _audit_teams
         if int(r.get("amountCents", 0)) == 0:
             if charge or per_registration.get(rid):
                 report.violations.append(f"free registration {rid} has a payment")
@@ -309,6 +317,72 @@ def _audit_codes(
     for r in registrations:
         if r.get("code") and (int(r.get("discountCents") or 0) < 0 or int(r["amountCents"]) < 0):
             report.violations.append(f"registration {r['registrationId']}: a negative amount or discount")
+
+
+def _audit_refunds(
+    dynamodb: Any, regs_table: str, every_reg: Mapping[str, Mapping[str, Any]], provider: Provider, report: AuditReport
+) -> None:
+    """Each refund, one by one, in cents: every refund the ledger says the provider made is the
+    provider's, of that registration's payment, for that amount; and per payment the provider's
+    refunds add up to what its registrations' ledgers recorded (a refund made outside Racecap is
+    recorded by the charge's refunded total, so only the sum can match it)."""
+    ledger = DynamoLedger(dynamodb, regs_table)
+    by_refund = {}
+    for e in provider.events("refund.created"):
+        refund = e["data"]["object"]
+        by_refund[refund["id"]] = refund
+    ledgered: Counter[str] = Counter()
+    charges = set()
+    for rid, r in every_reg.items():
+        if r.get("purgedAt") or not r.get("chargeId") or not (r.get("ledgerRefundedCents") or r.get("cancelRefund")):
+            continue
+        charges.add(str(r["chargeId"]))
+        for entry in ledger.refunds(rid):
+            if entry.status != "SUCCEEDED":
+                continue
+            ledgered[str(r["chargeId"])] += entry.amountCents
+            if entry.reason == OUTSIDE_REASON or not entry.providerId:
+                continue
+            made = by_refund.get(entry.providerId)
+            if made is None or made.get("payment_intent") != r["chargeId"] or int(made["amount"]) != entry.amountCents:
+                report.violations.append(
+                    f"registration {rid}: ledger refund {entry.providerId} of {entry.amountCents} is not the provider's"
+                )
+    for charge in charges:
+        made_sum = sum(int(x["amount"]) for x in by_refund.values() if x.get("payment_intent") == charge)
+        if made_sum != ledgered[charge]:
+            report.violations.append(
+                f"payment {charge}: refunded {made_sum} by the provider, {ledgered[charge]} in the ledger"
+            )
+
+
+def _audit_teams(
+    every_reg: Mapping[str, Mapping[str, Any]],
+    by_id: Mapping[str, Mapping[str, Any]],
+    refunded: Counter[str],
+    report: AuditReport,
+) -> None:
+    """Each team complete or absent: every member its registration (confirmed or cancelled
+    since), and the team's one payment exactly the sum of its members' shares."""
+    teams: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in every_reg.values():
+        if r.get("teamMembers"):
+            teams[str(r["holdId"])].append(r)
+    for hold_id, members in teams.items():
+        expected = set(members[0]["teamMembers"])
+        present = {str(m["registrationId"]) for m in members}
+        if present != expected:
+            report.violations.append(f"team {hold_id}: {len(present)} of its {len(expected)} registrations")
+        total = sum(int(m.get("amountCents") or 0) for m in members)
+        charge = str(members[0].get("chargeId") or "")
+        if any(str(m.get("chargeId") or "") != charge for m in members):
+            report.violations.append(f"team {hold_id}: members name different payments")
+        elif total and not members[0].get("purgedAt"):
+            paid = by_id.get(charge)
+            if paid is None or int(paid["amount"]) != total:
+                report.violations.append(f"team {hold_id}: its payment is not the {total} its members' shares make")
+        elif not total and charge:
+            report.violations.append(f"free team {hold_id} has a payment")
 
 
 def _kept_by_choice(reg: Mapping[str, Any] | None, intent: Mapping[str, Any], refunded: Counter[str]) -> bool:

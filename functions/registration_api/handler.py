@@ -25,6 +25,7 @@ from racecap.http import NO_STORE, make_resolver
 from racecap.logic.validation import RegistrationRequest
 from racecap.models import HoldCreated, HoldView, RegistrationAccepted, RegistrationStatus, WebhookAnswer
 from racecap.observability import logger, metrics, tracer
+from racecap.teams.models import TeamHoldRequest, TeamRegistrationRequest
 from racecap.wiring import (
     client,
     hold_service,
@@ -248,6 +249,74 @@ _BUSY: OpenAPIResponse = {
     "answering; the place stays held. Retry after Retry-After.",
     "headers": {"Retry-After": {"description": "Seconds to wait"}},
 }
+
+
+@app.post(
+    "/api/races/<raceId>/events/<eventId>/teams",
+    summary="Hold a team's places together: all of them or none",
+    description=(
+        "For an event with team entries (`teamMinSize`..`teamMaxSize` on the race page): `places` places are "
+        "taken in one step across the event's cap, or none is. Fewer left than the team needs is a 409 "
+        "`NOT_ENOUGH_PLACES` saying how many are; the event is not sold out for that. A team hold counts as "
+        "one hold of the device and as all its places against the address's ceiling. Send every member's "
+        "details next (POST /api/holds/{holdId}/team)."
+    ),
+    tags=["Registration"],
+    security=HOLDS_SECURITY,
+    responses={
+        201: {
+            "description": "Held",
+            "links": {
+                "RegisterTeam": {
+                    "operationId": "register_team_api_holds__holdId__team_post",
+                    "parameters": {"holdId": "$response.body#/holdId"},
+                },
+            },
+        },
+        400: {"description": "VALIDATION_ERROR: `places` outside the event's team sizes, or no team entries"},
+        409: {"description": "NOT_ENOUGH_PLACES, SOLD_OUT or REGISTRATION_CLOSED"},
+        401: {"description": "INVALID_TOKEN, TOKEN_EXPIRED (device or admission token)"},
+        403: {"description": "QUEUE_ADMISSION_REQUIRED (the race's queue is on), TOKEN_NOT_YOURS"},
+        404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
+        429: {"description": "TOO_MANY_HOLDS (device or address at its limit) or TOO_MANY_REQUESTS; see Retry-After"},
+    },
+)
+@tracer.capture_method
+def create_team_hold(raceId: str, eventId: str, body: Annotated[TeamHoldRequest, Body()]) -> Response[HoldCreated]:
+    who = _client()
+    limits = client_limits(raceId, who, opening_queue().admit_hold(raceId, who))
+    held = hold_service().hold_team(raceId, eventId, body.places, limits=limits)
+    return Response(201, content_types.APPLICATION_JSON, held, headers=NO_STORE)
+
+
+@app.post(
+    "/api/holds/<holdId>/team",
+    summary="A team's details, the captain first: claim every email, get the team's one payment",
+    description=(
+        "Every member is checked as a runner would be (the event's age rule, questions, waiver; a 400 names "
+        "`members.<i>.<field>`), then every member's email is claimed in one step: if one is registered already, "
+        "a 409 names that member, nothing is charged and the team keeps its places. One PaymentIntent covers "
+        "the team (each member's registration carries an equal share); answered as a single registration is. "
+        "Once paid, every member gets their own registration, bib and confirmation email."
+    ),
+    tags=["Registration"],
+    responses={
+        200: {"description": "Payment required: confirm it with `clientSecret`", "links": _CONFIRM_LINK},
+        202: {"description": "Paid and queued (the captain's registration id)", "headers": _FIRST_CHECK},
+        400: {"description": "VALIDATION_ERROR with fields (`members.<i>.<field>`)"},
+        402: {"description": "PAYMENT_DECLINED (with `paymentMethod`); the places stay held"},
+        409: {
+            "description": "EMAIL_ALREADY_REGISTERED (`fields` names the member), CONFLICT (a single place's "
+            "hold, or a payment with other details in progress), PAYMENT_REFUSED or OPTION_SOLD_OUT",
+        },
+        410: {"description": "HOLD_EXPIRED"},
+        404: {"description": "HOLD_NOT_FOUND"},
+        429: _BUSY,
+    },
+)
+@tracer.capture_method
+def register_team(holdId: str, body: Annotated[TeamRegistrationRequest, Body()]) -> Response[RegistrationAccepted]:
+    return _accepted(registration_service().register_team(holdId, body))
 
 
 @app.post(

@@ -20,7 +20,7 @@ from racecap.config import get_settings
 from racecap.http import make_resolver
 from racecap.observability import logger, metrics, tracer
 from racecap.results.dataset import MIN_QUERY
-from racecap.results.models import RaceResultsView, ResultsPage, RunnerResultView, SuggestionList
+from racecap.results.models import RaceResultsView, ResultsPage, RunnerResultView, SuggestionList, TeamStandingsView
 from racecap.results.service import PAGE_SIZE_MAX
 from racecap.results.wiring import results_reader
 
@@ -84,6 +84,20 @@ def search(
     q: Annotated[str, Query(min_length=MIN_QUERY, max_length=60)],
 ) -> Response[SuggestionList]:
     body = SuggestionList.model_validate(results_reader().suggest(raceId, eventId, version, q))
+    return Response(200, content_types.APPLICATION_JSON, body, headers=IMMUTABLE)
+
+
+@app.get(
+    "/api/races/<raceId>/events/<eventId>/results/<version>/teams",
+    summary="Team standings: each team by the sum of its best members' times",
+    description="For an event with team entries: a team's `teamScoring` best times (the director's choice at "
+    "upload) added up, lowest first; a team with fewer finishers is listed last without a place. Immutable.",
+    tags=["Results"],
+    responses=NOT_PUBLISHED,
+)
+@tracer.capture_method
+def teams(raceId: str, eventId: str, version: Version) -> Response[TeamStandingsView]:
+    body = TeamStandingsView.model_validate(results_reader().teams(raceId, eventId, version))
     return Response(200, content_types.APPLICATION_JSON, body, headers=IMMUTABLE)
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from pydantic import BaseModel
-from racecap.dal.holds import BUSY_FOR, OptionShardFull
+from racecap.dal.holds import BUSY_FOR, MemberEmailTaken, OptionShardFull, email_claims
 from racecap.dal.keys import option_counter
 from racecap.dal.registrations import STATS_FIELDS, CounterMoved, DuplicateRegistration
 from racecap.dal.transactions import ConditionFailed, TransactItem
@@ -120,13 +120,18 @@ class FakeTables:
             items.append(fake_item(ok, apply))
         return items
 
-    def shard_item(self, hold: Hold, delta: int, *, guard: bool = False) -> TransactItem:
+    def shard_item(self, hold: Hold, delta: int, *, guard: bool = False, shard: str | None = None) -> TransactItem:
+        """Every place of the hold (a team's on each of its shards) moved by ``delta`` each; or
+        one place on ``shard`` (a team member's, cancelled)."""
+        takes = {shard: 1} if shard else hold.taken_by_shard()
+
         def ok() -> bool:
-            taken = self.shards[(hold.raceId, hold.eventId)][hold.shard][1]
-            return not guard or taken >= 1
+            counters = self.shards[(hold.raceId, hold.eventId)]
+            return not guard or all(counters[sk][1] >= k for sk, k in takes.items())
 
         def apply() -> None:
-            self.shards[(hold.raceId, hold.eventId)][hold.shard][1] += delta
+            for sk, k in takes.items():
+                self.shards[(hold.raceId, hold.eventId)][sk][1] += delta * k
 
         return fake_item(ok, apply)
 
@@ -166,6 +171,26 @@ class FakeHolds:
             if avoid is not None:
                 avoid.add(shard)
         return None
+
+    def claim_team(self, hold: Hold, plan: Callable[[dict[str, int], int], dict[str, int]]) -> Hold | int:
+        t = self.tables
+        with t.lock:
+            shards = t.shards[(hold.raceId, hold.eventId)]
+            rooms = {sk: cap - taken for sk, (cap, taken) in shards.items() if cap > taken}
+            if sum(rooms.values()) < hold.places:
+                return sum(rooms.values())
+            for key, limit in hold.clientLimits.items():
+                if t.client_holds[key] + hold.client_takes(key) > limit:
+                    raise TooManyHolds(f"This client already holds {limit} places.", retry_after=60)
+            takes = plan(rooms, hold.places)
+            for key in hold.clientLimits:
+                t.client_holds[key] += hold.client_takes(key)
+            for sk, k in takes.items():
+                shards[sk][1] += k
+            placed = hold.model_copy(update={"shardTakes": takes, "shard": min(takes)})
+            t.holds[hold.holdId] = placed
+            t.live.add(hold.holdId)
+            return placed
 
     def get(self, hold_id: str) -> Hold | None:
         with self.tables.lock:
@@ -214,14 +239,17 @@ class FakeHolds:
 
         busy = {"busyUntil": now + BUSY_FOR} if turn else {}
 
-        def email_ok() -> bool:
-            claim = t.emails.get((hold.raceId, attempt.email))
-            return claim is None or claim.registrationId == hold.registrationId
+        claims = email_claims(hold, attempt)
 
-        def claim_email() -> None:
-            t.emails[(hold.raceId, attempt.email)] = Claim(
-                hold.registrationId, hold.holdId, hold.eventId, EmailClaimPhase.CLAIMED
-            )
+        def email_item(email: str, rid: str) -> TransactItem:
+            def ok() -> bool:
+                claim = t.emails.get((hold.raceId, email))
+                return claim is None or claim.registrationId == rid
+
+            def claim_email() -> None:
+                t.emails[(hold.raceId, email)] = Claim(rid, hold.holdId, hold.eventId, EmailClaimPhase.CLAIMED)
+
+            return fake_item(ok, claim_email)
 
         stock = t.stock_items(hold, attempt, +1) if take_stock else []
 
@@ -234,14 +262,18 @@ class FakeHolds:
                     t.hold_item(
                         hold.holdId, fresh_only if stock else hold_ok, status=HoldPhase.PAYING, attempt=attempt, **busy
                     ),
-                    fake_item(email_ok, claim_email),
+                    *(email_item(email, rid) for email, rid in claims),
                     *stock,
                 ]
             )
         except ConditionFailed as exc:
-            if exc.first >= 2:
-                raise OptionShardFull((attempt.stock or [])[exc.first - 2]) from exc
-            return BeginOutcome.HOLD_GONE if exc.first == 0 else BeginOutcome.EMAIL_TAKEN
+            if exc.first > len(claims):
+                raise OptionShardFull((attempt.stock or [])[exc.first - 1 - len(claims)]) from exc
+            if exc.first == 0:
+                return BeginOutcome.HOLD_GONE
+            if hold.is_team:
+                raise MemberEmailTaken(exc.first - 1) from exc
+            return BeginOutcome.EMAIL_TAKEN
         return BeginOutcome.STARTED
 
     def _paying_with(self, attempt: Attempt) -> Callable[[Hold], bool]:
@@ -254,15 +286,21 @@ class FakeHolds:
                 t.hold_item(
                     hold.holdId, self._paying_with(attempt), status=HoldPhase.HELD, attempt=None, busyUntil=None
                 ),
-                t.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True),
+                *self._release_emails(hold, attempt),
                 *t.stock_items(hold, attempt, -1),
             ]
         )
 
     def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool:
-        email = self.tables.release_email_item(hold.raceId, attempt.email, hold.registrationId, only_claimed=True)
         stock = self.tables.stock_items(hold, attempt, -1)
-        return self._move_place(hold, self._paying_with(attempt), HoldPhase.EXPIRED, [email, *stock])
+        emails = self._release_emails(hold, attempt)
+        return self._move_place(hold, self._paying_with(attempt), HoldPhase.EXPIRED, [*emails, *stock])
+
+    def _release_emails(self, hold: Hold, attempt: Attempt) -> list[TransactItem]:
+        return [
+            self.tables.release_email_item(hold.raceId, email, rid, only_claimed=True)
+            for email, rid in email_claims(hold, attempt)
+        ]
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
         t = self.tables
@@ -320,7 +358,7 @@ class FakeHolds:
 
     def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
         def free(key: str) -> None:
-            self.tables.client_holds[key] -= 1
+            self.tables.client_holds[key] -= hold.client_takes(key)
 
         return [fake_item(lambda: True, lambda k=key: free(k)) for key in hold.clientLimits]
 
@@ -348,7 +386,11 @@ class FakeHolds:
     def live_counts(self, race_id: str) -> dict[str, int]:
         with self.tables.lock:
             live = [self.tables.holds[h] for h in self.tables.live]
-        return dict(Counter(h.eventId for h in live if h.raceId == race_id and h.status != HoldPhase.QUEUED))
+        counts: Counter[str] = Counter()
+        for h in live:
+            if h.raceId == race_id and h.status != HoldPhase.QUEUED:
+                counts[h.eventId] += h.places
+        return dict(counts)
 
 
 class FakeRegistrations:
@@ -388,19 +430,25 @@ class FakeRegistrations:
             t.minutes[key][confirmed_at[:16]] += len(regs)
 
         items = [fake_item(counter_ok, counters)]
+        holds_seen: set[str] = set()
         for reg in regs:
-            items += [
+            items.append(
                 fake_item(
                     lambda r=reg: r.registrationId not in t.regs, lambda r=reg: t.regs.__setitem__(r.registrationId, r)
-                ),
+                )
+            )
+            if reg.holdId in holds_seen:
+                continue  # a team's hold moves once, with its captain (as the adapter's)
+            holds_seen.add(reg.holdId)
+            items.append(
                 t.hold_item(
                     reg.holdId,
                     lambda h, r=reg: h.registrationId == r.registrationId,
                     status=HoldPhase.CONFIRMED,
                     bib=reg.bib,
                     chargeId=reg.chargeId,
-                ),
-            ]
+                )
+            )
         try:
             t.transact(items)
         except ConditionFailed as exc:
@@ -544,16 +592,31 @@ class FakeRegistrations:
                 cancelledAt=now,
                 refundId=refund_id,
             ),
-            t.hold_item(
-                hold.holdId,
-                lambda h: h.registrationId == rid and h.status == HoldPhase.CONFIRMED,
-                status=HoldPhase.CANCELLED,
+            (
+                # A team's hold stays CONFIRMED while any member is (as the adapter's).
+                t.hold_item(hold.holdId, lambda h: h.status == HoldPhase.CONFIRMED)
+                if hold.is_team
+                else t.hold_item(
+                    hold.holdId,
+                    lambda h: h.registrationId == rid and h.status == HoldPhase.CONFIRMED,
+                    status=HoldPhase.CANCELLED,
+                )
             ),
-            t.shard_item(hold, -1, guard=True),
+            t.shard_item(hold, -1, guard=True, shard=reg.shard if hold.is_team else None),
             t.release_email_item(reg.raceId, reg.email, rid, only_claimed=False),
             fake_item(lambda: True, count),
-            *t.stock_items(hold, hold.attempt, -1),
+            *(
+                t.stock_items(hold, replace(hold.attempt, stock=_member_stock(reg, hold)), -1)
+                if hold.attempt is not None
+                else []
+            ),
         ]
+
+
+def _member_stock(reg: Registration, hold: Hold) -> list[str] | None:
+    if hold.attempt is None or not hold.is_team:
+        return hold.attempt.stock if hold.attempt else None
+    return next((m.stock for m in hold.attempt.team() if m.registrationId == reg.registrationId), None)
 
 
 def _row(reg: Registration) -> RegistrationRowData:

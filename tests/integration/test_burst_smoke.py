@@ -60,7 +60,9 @@ def _config(tmp_path: Path, **kw: object) -> BurstConfig:
     return replace(base, **kw)  # type: ignore[arg-type]
 
 
-def _assert_every_runner_paid_once_and_the_audit_is_clean(result: BurstResult, warmed: int) -> None:
+def _assert_every_runner_paid_once_and_the_audit_is_clean(result: BurstResult, warmed: int, members: int = 0) -> None:
+    """``members``: the team members registered by their captains (runners of their own, who
+    paid through their captain's one payment)."""
     s = result.summary
     assert result.problems == [], result.problems
     assert s["outcomes"] == {"confirmed": RUNNERS}, s["outcomes"]
@@ -79,11 +81,11 @@ def _assert_every_runner_paid_once_and_the_audit_is_clean(result: BurstResult, w
     # The audit reconciled against the provider's records: one charge per registration (0
     # double charges), none paid without a confirmed place (0 lost), caps, emails, bibs.
     assert result.audit is not None and result.audit["ok"], result.audit
-    assert result.audit["confirmed"] == RUNNERS + warmed, result.audit
-    assert result.audit["charges_succeeded"] == RUNNERS + warmed, result.audit
+    assert result.audit["confirmed"] == RUNNERS + warmed + members, result.audit
+    assert result.audit["charges_succeeded"] == RUNNERS + warmed, result.audit  # one per captain's team
     assert result.audit["refunds"] == 0, result.audit
-    assert result.audit["emails_sent"] == RUNNERS + warmed
-    assert s["registrations_completed"] == RUNNERS
+    assert result.audit["emails_sent"] == RUNNERS + warmed + members
+    assert s["registrations_completed"] == RUNNERS + members
 
 
 def test_given_a_small_opening_burst_when_artillery_runs_it_then_every_runner_with_a_place_is_confirmed_and_the_audit_passes(
@@ -93,14 +95,17 @@ def test_given_a_small_opening_burst_when_artillery_runs_it_then_every_runner_wi
         artillery_command()
     except RuntimeError as exc:
         pytest.fail(str(exc))
-    # Half of the runners have the discount code posted at the opening; it has 5 uses.
-    cfg = _config(tmp_path, code_share=0.5, code_uses=5)
+    # Half of the runners have the discount code posted at the opening; it has 5 uses. A
+    # quarter are captains of a team of three (who hold three places and pay once).
+    cfg = _config(tmp_path, code_share=0.5, code_uses=5, team_share=0.25, team_size=3)
 
     result = run_burst(cfg, stack=stack, work=tmp_path / "work")
 
     s = result.summary
+    teams = s["teams"]
+    assert teams["held"] == teams["captains"] and teams["too_few_places"] == 0, teams
     # The warm-up's runner (the initial registration test) is confirmed too.
-    _assert_every_runner_paid_once_and_the_audit_is_clean(result, warmed=1)
+    _assert_every_runner_paid_once_and_the_audit_is_clean(result, warmed=1, members=2 * teams["held"])
     # The code ran out at exactly its uses; those who missed it paid in full and are in.
     codes = s["codes"]
     assert codes["applied"] == min(codes["tried"], 5) and codes["used_up"] == codes["tried"] - codes["applied"], codes

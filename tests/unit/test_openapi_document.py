@@ -68,10 +68,11 @@ def _body_models() -> dict[str, type]:
     from racecap.logic import admin, validation
     from racecap.questions import models as question_models
     from racecap.results import models
+    from racecap.teams import models as team_models
 
     return {
         name: obj
-        for module in (admin, queue, validation, models, ledger_models, question_models, code_models)
+        for module in (admin, queue, validation, models, ledger_models, question_models, code_models, team_models)
         for name, obj in vars(module).items()
         if isinstance(obj, type) and issubclass(obj, BaseModel)
     }

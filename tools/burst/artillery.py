@@ -124,6 +124,8 @@ def run_artillery(
             "RACECAP_OUTCOMES": str(outcomes),
             "RACECAP_CODE": cfg.code,
             "RACECAP_CODE_SHARE": f"{cfg.code_share:g}",
+            "RACECAP_TEAM_SHARE": f"{cfg.team_share:g}",
+            "RACECAP_TEAM_SIZE": str(cfg.team_size),
         }
     )
     if sc.think_s is not None:

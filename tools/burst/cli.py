@@ -56,6 +56,7 @@ def print_figures(summary: dict[str, Any]) -> None:
                 f"  peak confirmations per second       {summary['peak_confirmations_per_s']}",
                 *_payment_lines(summary.get("payments"), summary.get("provider")),
                 *_code_lines(summary.get("codes"), summary.get("audit")),
+                *_team_lines(summary.get("teams")),
                 *latency,
                 "",
             ]
@@ -83,6 +84,15 @@ def _payment_lines(p: dict[str, Any] | None, provider: dict[str, Any] | None) ->
         f"  payments: declined {p['declines']} (then paid with a good card: {p['declined_then_confirmed']}), "
         f"3-D Secure approved {p['three_ds_approved']}",
         f"  429s waited out: provider's own {p['provider_429']}, API's with Retry-After {p['api_429_retry_after']}",
+    ]
+
+
+def _team_lines(teams: dict[str, int] | None) -> list[str]:
+    if not teams or not teams.get("captains"):
+        return []
+    return [
+        f"  teams: {teams['captains']} captains, {teams['held']} teams held "
+        f"({teams['too_few_places']} times too few places left for a whole team)"
     ]
 
 
@@ -187,6 +197,13 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         help="the code's use limit (default: half of the runners who try it, so it runs out)",
     )
     p.add_argument("--code", default=os.environ.get("CODE") or d.code, help="the code (on a stage: an existing one)")
+    p.add_argument(
+        "--team-share",
+        type=float,
+        default=_env_float("TEAM_SHARE", 0.05),
+        help="share of runners who are team captains, holding and paying for a whole team at once (0.05; 0: none)",
+    )
+    p.add_argument("--team-size", type=int, default=int(_env_float("TEAM_SIZE", d.team_size)), help="a team's size (4)")
     p.add_argument("--out", type=Path, default=d.out_dir)
     a = p.parse_args(argv)
     return BurstConfig(
@@ -210,6 +227,8 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         out_dir=a.out,
         code_share=a.code_share,
         code_uses=a.code_uses,
+        team_share=a.team_share,
+        team_size=a.team_size,
         code=a.code,
         options={k.lower(): int(os.environ[k]) for k in SCENARIO_OPTIONS if os.environ.get(k)},
     )

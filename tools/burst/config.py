@@ -70,6 +70,10 @@ class BurstConfig:
     code_share: float = 0.0
     code_uses: int | None = None
     code: str = "BURST20"
+    # A share of runners are team captains: each holds ``team_size`` places at once and pays
+    # for the team once (racecap.teams); 0 for none.
+    team_share: float = 0.0
+    team_size: int = 4
     # Knobs one scenario reads (e.g. bots: BOT_TOKENS, ADDRESS_CEILING); each documents its own.
     options: dict[str, int] = field(default_factory=dict)
 

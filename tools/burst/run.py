@@ -79,6 +79,8 @@ def run_burst(
             if cfg.code_share > 0:
                 uses = seed_code(clients, race_id, cfg)
                 say(f"discount code {cfg.code}: 20 % off, {uses} uses, tried by {cfg.code_share:.0%} of runners")
+            if cfg.team_share > 0:
+                say(f"teams: {cfg.team_share:.0%} of runners are captains of a team of {cfg.team_size}")
         else:
             if not cfg.race_id:
                 raise SystemExit("TARGET needs RACE_ID (a race open for registration on that stage)")

@@ -88,7 +88,17 @@ def seed_race(
         registrationClosesAt=now + timedelta(days=1),
         holdMinutes=15,
         listing="LISTED",
-        events=[EventDraft(name=n, cap=c, priceCents=p) for n, c, p in caps],
+        # Every event takes teams of 2 to 8 (a share of runners are captains: TEAM_SHARE).
+        events=[
+            EventDraft(
+                name=n,
+                cap=c,
+                priceCents=p,
+                teamMinSize=2 if c >= 2 else None,
+                teamMaxSize=min(8, c) if c >= 2 else None,
+            )
+            for n, c, p in caps
+        ],
     )
     admin = RaceAdmin(
         DynamoRaceStore(clients.dynamodb, blueprint.table("Races").local_name),

@@ -149,6 +149,8 @@ def summarize(
         "vusers_failed": int(counters.get("vusers.failed", 0)),
         "payments": _payments(runners, counters),
         "codes": {k: int(counters.get(f"racecap.codes.{k}", 0)) for k in ("tried", "applied", "used_up")},
+        # Team captains (TEAM_SHARE): each holds and pays for a whole team (every member a registration).
+        "teams": {k: int(counters.get(f"racecap.teams.{k}", 0)) for k in ("captains", "held", "too_few_places")},
         "event_caps": [{"name": n, "cap": c} for n, c, _ in (event_caps_ or [])],
     }
 

@@ -69,6 +69,7 @@ export async function runnersPage(api, raceId, subnav) {
       ['Bib', r.bib], ['Event', r.eventName], ['Email', r.email || '(deleted after the retention period)'],
       ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(r.amountCents, r.currency)], ['Confirmed', when(r.confirmedAt)],
       ['Status', r.status], ...(r.cancelledAt ? [['Cancelled', when(r.cancelledAt)]] : []),
+      ...(r.teamName ? [['Team', `${r.teamName} (paid as the team's share)`]] : []),
       ...(r.refundId ? [['Refund', `${money(cancelRefund(r, statement), r.currency)} · ${r.refundId}`]] : []),
       ...(r.disputeId ? [['Dispute', r.disputeId]] : []),
     ];

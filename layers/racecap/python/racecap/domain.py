@@ -91,6 +91,33 @@ class Attempt:
     stock: list[str] | None = None
     # The waiver's acceptance (JSON, ``questions.models.WaiverRecord``): version, hash, time.
     waiver: str | None = None
+    # A team hold's (``Hold.places`` > 1): the team's name and every member's details, the
+    # captain first (``TeamMember`` as dicts: a DynamoDB map). The fields above are then the
+    # captain's, and ``amountCents`` the whole team's: the one payment's amount.
+    teamName: str | None = None
+    members: list[dict[str, Any]] | None = None
+
+    def team(self) -> list[TeamMember]:
+        return [TeamMember.model_validate(m) for m in self.members or ()]
+
+
+class TeamMember(Model):
+    """One member of a team's attempt: their own registration, email claim, answers and share
+    of the team's one payment (``amountCents``), and the cap shard their place came from."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    registrationId: str
+    email: str
+    firstName: str
+    lastName: str
+    dateOfBirth: str
+    amountCents: int
+    shard: str
+    answers: str | None = None
+    questionsVersion: int | None = None
+    stock: list[str] | None = None
+    waiver: str | None = None
 
 
 class Hold(_Record):
@@ -131,6 +158,29 @@ class Hold(_Record):
     code: str | None = None
     codeShard: str | None = None
     listCents: int | None = None
+    # A team hold (racecap.logic.teams): ``places`` places taken together, ``shardTakes`` of
+    # them from each cap shard, one registration id per member (the captain's is
+    # ``registrationId``, first). Absent on a single place's hold: not a byte more written.
+    places: int = 1
+    shardTakes: dict[str, int] = {}
+    memberIds: list[str] = []
+
+    @property
+    def is_team(self) -> bool:
+        return self.places > 1
+
+    def taken_by_shard(self) -> dict[str, int]:
+        """The places it holds per cap shard: one on ``shard``, or a team's ``shardTakes``."""
+        return dict(self.shardTakes) if self.shardTakes else {self.shard: 1}
+
+    def member_shards(self) -> list[str]:
+        """Each member's place's shard, in member order (a single place: its one shard)."""
+        return [s for s, k in sorted(self.taken_by_shard().items()) for _ in range(k)]
+
+    def client_takes(self, key: str) -> int:
+        """What the hold counts against one client-limit counter: a team hold counts as one
+        hold of its device, and as all its places against its address's ceiling."""
+        return self.places if "#A#" in key else 1
 
     @property
     def discountCents(self) -> int:
@@ -168,6 +218,19 @@ class PaidRegistration(_Record):
     # ``amountCents`` is what was charged. Absent without a code (no bytes on the item).
     code: str | None = None
     discountCents: int | None = None
+    # A team member's (absent otherwise): the team's name, every member's registration id (the
+    # captain first: what the team's one payment covers, for refunds and the audit) and the
+    # cap shard this member's place came from (a cancellation gives it back there).
+    teamName: str | None = None
+    teamMembers: list[str] | None = None
+    shard: str | None = None
+
+
+class PaidTeam(_Record):
+    """A team's message on the Registrations queue: every member's registration, confirmed
+    together by the writer (one transaction: a team is complete or absent)."""
+
+    members: list[PaidRegistration]
 
 
 class Registration(PaidRegistration):
@@ -281,6 +344,7 @@ class RegistrationRowData(TypedDict, total=False):
     waiver: str  # the waiver's acceptance (JSON)
     code: str
     discountCents: int
+    teamName: str
 
 
 ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)
@@ -324,6 +388,8 @@ class EventChanges(TypedDict, total=False):
     minAge: int
     maxAge: int | None
     priceTiers: list[dict[str, Any]]
+    teamMinSize: int | None
+    teamMaxSize: int | None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,16 @@ class SoldOut(DomainError):
     code, status = "SOLD_OUT", 409
 
 
+class NotEnoughPlaces(DomainError):
+    """Fewer places are left than a team needs; nothing was taken (the event is not sold out)."""
+
+    code, status = "NOT_ENOUGH_PLACES", 409
+
+    def __init__(self, message: str, *, left: int) -> None:
+        super().__init__(message)
+        self.left = left
+
+
 class RegistrationClosed(DomainError):
     code, status = "REGISTRATION_CLOSED", 409
 

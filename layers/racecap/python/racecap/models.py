@@ -100,6 +100,10 @@ class Event(Model):
     # Later prices by date, in order (racecap.logic.pricing): the price a hold takes is the one
     # in force when the place is held.
     priceTiers: list[PriceTier] = []
+    # Team entries (racecap.teams): a captain holds and pays for teamMinSize..teamMaxSize
+    # places together. None: the event takes single entries only.
+    teamMinSize: int | None = None
+    teamMaxSize: int | None = None
 
     def price_at(self, at: datetime) -> int:
         price = self.priceCents
@@ -124,6 +128,10 @@ class EventView(Model):
     minAge: int = Field(description="The youngest a runner may be on race day.")
     maxAge: int | None = Field(description="The oldest a runner may be on race day; null: no limit.")
     ageRule: str = Field(description="The rule in words, e.g. 'ages 4 to 12 on race day'.")
+    teamMinSize: int | None = Field(
+        default=None, description="Team entries: the smallest team a captain may enter; null: no team entries."
+    )
+    teamMaxSize: int | None = Field(default=None, description="Team entries: the largest team.")
 
 
 class EventSummaryView(Model):
@@ -169,12 +177,15 @@ class HoldCreated(Model):
     eventId: str
     priceCents: int = Field(description="What this place costs: the price in force when it was held.")
     currency: str
+    places: int = Field(default=1, description="Places held: 1, or a team's size.")
+    totalCents: int | None = Field(default=None, description="A team's: what all its places cost together.")
 
 
 class HoldView(Model):
     """What a hold's link tells whoever opens it: never the runner's personal data."""
 
     holdId: str
+    places: int = Field(default=1, description="Places held: 1, or a team's size (POST .../teams).")
     status: Literal["HELD", "PAYING", "QUEUED", "CONFIRMED", "EXPIRED", "RELEASED", "CANCELLED"] = Field(
         description="HELD: details not sent yet; PAYING: details sent, the card step is next "
         "(POST /api/holds/{holdId}/payment gives it); QUEUED/CONFIRMED: paid (see registrationId)."
@@ -252,6 +263,8 @@ class AdminEventView(Model):
     shards: int
     minAge: int
     maxAge: int | None
+    teamMinSize: int | None = None
+    teamMaxSize: int | None = None
     taken: int = Field(description="Places held, paid or confirmed right now.")
     placesLeft: int
 
@@ -367,6 +380,7 @@ class RegistrationRow(Model):
     )
     code: str | None = Field(default=None, description="The discount code the place was held with.")
     discountCents: int | None = Field(default=None, description="What the code took off; amountCents is what was paid.")
+    teamName: str | None = Field(default=None, description="A team entry's team; amountCents is this member's share.")
 
 
 class RegistrationPage(Model):

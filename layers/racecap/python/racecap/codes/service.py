@@ -159,6 +159,10 @@ class Discounts:
     def apply(self, hold_id: str, typed: str, now: datetime | None = None) -> Hold:
         now = now or datetime.now(UTC)
         hold = self._held(hold_id, now)
+        if hold.is_team:  # a team's one payment is shared equally: one member's code has no share to take from
+            raise CodeError(
+                "Discount codes apply to single entries, not to a team's places.", fields={"code": "Not for teams."}
+            )
         code = typed.strip().upper()
         stored = self._store.get(hold.raceId, code)
         if stored is None:

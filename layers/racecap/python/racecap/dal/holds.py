@@ -8,13 +8,14 @@ strand an email claim. The phases are ``domain.HoldPhase``.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from racecap.dal.dynamo import from_item, get_all, is_conditional_failure, query_all, to_item, values
 from racecap.dal.keys import (
+    cap_pk,
     code_shard_key,
     email_key,
     email_pk,
@@ -29,7 +30,7 @@ from racecap.dal.keys import (
 )
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.domain import Attempt, BeginOutcome, EmailClaimPhase, Hold, HoldPhase
-from racecap.errors import TooManyHolds
+from racecap.errors import Busy, TooManyHolds
 
 TTL_AFTER_EXPIRY = timedelta(days=30)  # backstop clean-up of old hold records only
 # How long one registration call has the hold to itself until its intent is recorded: longer
@@ -47,6 +48,41 @@ class OptionShardFull(Exception):
         self.entry = entry
 
 
+# How a team's places spread over the shards with room (``logic.capacity.plan_team``).
+TeamPlan = Callable[[dict[str, int], int], dict[str, int]]
+
+
+class MemberEmailTaken(Exception):
+    """A team member's email (``index`` in the team, the captain 0) is registered for the race
+    already, or claimed by a payment under way: nothing was written."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"member {index}'s email is taken")
+        self.index = index
+
+
+def email_claims(hold: Hold, attempt: Attempt) -> list[tuple[str, str]]:
+    """The (email, registration id) pairs an attempt claims: its runner's, or every member's."""
+    if hold.is_team:
+        return [(m.email, m.registrationId) for m in attempt.team()]
+    return [(attempt.email, hold.registrationId)]
+
+
+def live_sort_key(hold: Hold, expires: datetime) -> str:
+    """A live hold's sort key in the sweeper's index: its expiry (the sweeper's range), and for
+    a team's hold its places after it (``#T<n>``). The index carries only keys, race and event
+    (no payment step writes it), so this is how the directors' count of places held reads a
+    team's places without reading the hold; a suffix sorts right after its own instant, so
+    ``gsi1sk <= now`` still finds the hold once it has expired."""
+    return expires.isoformat() + (f"#T{hold.places}" if hold.is_team else "")
+
+
+def places_of(sort_key: str) -> int:
+    """The places a live index entry holds (``live_sort_key``): one, or a team's."""
+    _, _, team = sort_key.partition("#T")
+    return int(team) if team.isdigit() else 1
+
+
 def hold_from_item(item: dict[str, Any]) -> Hold:
     return Hold.model_validate(item)
 
@@ -62,7 +98,17 @@ class DynamoHolds:
         order = random.sample(shards, len(shards))
         if avoid:  # shards seen full recently go last, not never: places come back
             order.sort(key=lambda s: s in avoid)
-        item = {
+        item = self._hold_item(hold)
+        for shard in order:
+            item["shard"] = shard
+            if self._claim_on(hold, shard, item):
+                return hold.model_copy(update={"shard": shard})
+            if avoid is not None:
+                avoid.add(shard)
+        return None
+
+    def _hold_item(self, hold: Hold) -> dict[str, Any]:
+        return {
             "holdId": hold.holdId,
             "registrationId": hold.registrationId,
             "raceId": hold.raceId,
@@ -73,20 +119,13 @@ class DynamoHolds:
             "pk": hold_pk(hold.holdId),
             "sk": "HOLD",
             "gsi1pk": live_partition(hold.holdId),
-            "gsi1sk": hold.expiresAt.isoformat(),
+            "gsi1sk": live_sort_key(hold, hold.expiresAt),
             "ttl": int(hold.expiresAt.timestamp() + TTL_AFTER_EXPIRY.total_seconds()),
             "clientLimits": dict(hold.clientLimits) or None,
             # The price rides on the write that takes the place: no write of its own.
             "amountCents": hold.amountCents,
             "currency": hold.currency,
         }
-        for shard in order:
-            item["shard"] = shard
-            if self._claim_on(hold, shard, item):
-                return hold.model_copy(update={"shard": shard})
-            if avoid is not None:
-                avoid.add(shard)
-        return None
 
     def _claim_on(self, hold: Hold, shard: str, item: dict[str, Any]) -> bool:
         try:
@@ -107,37 +146,122 @@ class DynamoHolds:
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
-                    # One slot per client limit, in the same transaction: N concurrent holds
-                    # from one client can never take more than its limit.
-                    *(
-                        update_item(
-                            self._table,
-                            to_item({"pk": key, "sk": "HOLDS"}),
-                            "ADD n :one",
-                            condition="attribute_not_exists(n) OR n < :limit",
-                            vals={":one": 1, ":limit": limit},
-                        )
-                        for key, limit in hold.clientLimits.items()
-                    ),
+                    *self._client_take_items(hold),
                 ],
             )
         except ConditionFailed as exc:
             if exc.first == 0:
                 return False  # this shard is full
             if exc.first >= 2:
-                key, limit = list(hold.clientLimits.items())[exc.first - 2]
-                who = "this address" if "#A#" in key else "this device"
-                window = int((hold.expiresAt - hold.createdAt).total_seconds())
-                raise TooManyHolds(
-                    f"{who.capitalize()} already holds {limit} places of this race: register or release one first.",
-                    retry_after=max(1, window),
-                ) from exc
+                self._too_many(hold, exc.first - 2, exc)
             raise
         return True
 
+    def _client_take_items(self, hold: Hold) -> list[TransactItem]:
+        """One slot per client limit, in the hold's own transaction: N concurrent holds from one
+        client can never take more than its limit (a team's places all count at its address)."""
+        items = []
+        for i, (key, limit) in enumerate(hold.clientLimits.items()):
+            room = limit - hold.client_takes(key)
+            if room < 0:
+                self._too_many(hold, i, None)
+            items.append(
+                update_item(
+                    self._table,
+                    to_item({"pk": key, "sk": "HOLDS"}),
+                    "ADD n :take",
+                    condition="attribute_not_exists(n) OR n <= :room",
+                    vals={":take": hold.client_takes(key), ":room": room},
+                )
+            )
+        return items
+
+    @staticmethod
+    def _too_many(hold: Hold, index: int, cause: Exception | None) -> NoReturn:
+        key, limit = list(hold.clientLimits.items())[index]
+        who = "this address" if "#A#" in key else "this device"
+        window = int((hold.expiresAt - hold.createdAt).total_seconds())
+        raise TooManyHolds(
+            f"{who.capitalize()} already holds {limit} places of this race: register or release one first."
+            if hold.places == 1 or "#A#" not in key
+            else f"{who.capitalize()} may hold at most {limit} places of this race at once; "
+            f"a team of {hold.places} would pass that.",
+            retry_after=max(1, window),
+        ) from cause
+
+    def claim_team(self, hold: Hold, plan: TeamPlan, tries: int = 6) -> Hold | int:
+        """Take ``hold.places`` places together, across the cap's shards, all or none: the
+        shards as read now, each taking ``k`` only while it still has the room it was read
+        with (``taken <= cap - k``; singles landing meanwhile on other places are fine), then
+        read again when one moved. The hold with its ``shardTakes``, or the number of places
+        left when fewer than the team's are (nothing written: the event is not sold out)."""
+        for _ in range(tries):
+            read = list(
+                query_all(
+                    self._db,
+                    TableName=self._table,
+                    KeyConditionExpression="pk = :pk AND begins_with(sk, :s)",
+                    ExpressionAttributeValues=values({":pk": cap_pk(hold.raceId, hold.eventId), ":s": "SHARD#"}),
+                    ConsistentRead=True,
+                )
+            )
+            caps = {str(i["sk"]): int(i["cap"]) for i in read}
+            rooms = {str(i["sk"]): int(i["cap"]) - int(i["taken"]) for i in read if int(i["cap"]) > int(i["taken"])}
+            left = sum(rooms.values())
+            if left < hold.places:
+                return left
+            takes = plan(rooms, hold.places)
+            team = hold.model_copy(update={"shardTakes": takes, "shard": min(takes)})
+            item = self._hold_item(team) | {
+                "shard": team.shard,
+                "places": team.places,
+                "shardTakes": takes,
+                "memberIds": list(team.memberIds),
+            }
+            # No arithmetic in a condition: "still has room for k" is "taken <= cap - k" with
+            # the cap as read, and the cap unchanged (a director's edit re-reads).
+            shard_items = [
+                update_item(
+                    self._table,
+                    shard_key(hold.raceId, hold.eventId, sk),
+                    "SET taken = taken + :k",
+                    condition="taken <= :most AND cap = :cap",
+                    vals={":k": k, ":most": caps[sk] - k, ":cap": caps[sk]},
+                )
+                for sk, k in sorted(takes.items())
+            ]
+            try:
+                transact(
+                    self._db,
+                    [
+                        *shard_items,
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": to_item(item),
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        *self._client_take_items(team),
+                    ],
+                )
+            except ConditionFailed as exc:
+                if exc.first < len(shard_items):
+                    continue  # a shard filled (or its cap moved) since it was read: read again
+                if exc.first > len(shard_items):
+                    self._too_many(team, exc.first - len(shard_items) - 1, exc)
+                raise
+            return team
+        raise Busy("Places are being taken fast right now; please try again in a moment.", retry_after=1)
+
     def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
         return [
-            update_item(self._table, to_item({"pk": key, "sk": "HOLDS"}), "ADD n :minus", vals={":minus": -1})
+            update_item(
+                self._table,
+                to_item({"pk": key, "sk": "HOLDS"}),
+                "ADD n :minus",
+                vals={":minus": -hold.client_takes(key)},
+            )
             for key in hold.clientLimits
         ]
 
@@ -182,11 +306,14 @@ class DynamoHolds:
                         if hold.code and hold.codeShard
                         else []
                     ),
-                    update_item(
-                        self._table,
-                        shard_key(hold.raceId, hold.eventId, hold.shard),
-                        "SET taken = taken + :minus",
-                        vals={":minus": -1},
+                    *(
+                        update_item(
+                            self._table,
+                            shard_key(hold.raceId, hold.eventId, shard),
+                            "SET taken = taken + :minus",
+                            vals={":minus": -k},
+                        )
+                        for shard, k in sorted(hold.taken_by_shard().items())
                     ),
                     *(extra or []),
                     *self._free_client_slots(hold),
@@ -295,6 +422,7 @@ class DynamoHolds:
             again += " AND (attribute_exists(intentId) OR attribute_not_exists(busyUntil) OR busyUntil <= :now)"
             vals[":busy"] = (now + BUSY_FOR).isoformat()
         stock = self._stock_items(hold, attempt, +1) if take_stock else []
+        claims = email_claims(hold, attempt)
         condition = held if stock else f"({held}) OR ({again})"
         if stock:
             del vals[":key"]  # only the again branch names it (DynamoDB refuses unused values)
@@ -303,30 +431,37 @@ class DynamoHolds:
                 self._db,
                 [
                     self._update_hold(hold, expression, condition, vals),
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": to_item(
-                                {
-                                    "pk": email_pk(hold.raceId, attempt.email),
-                                    "sk": "EMAIL",
-                                    "registrationId": hold.registrationId,
-                                    "holdId": hold.holdId,
-                                    "eventId": hold.eventId,
-                                    "status": EmailClaimPhase.CLAIMED,
-                                }
-                            ),
-                            "ConditionExpression": "attribute_not_exists(pk) OR registrationId = :rid",
-                            "ExpressionAttributeValues": values({":rid": hold.registrationId}),
+                    *(
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": to_item(
+                                    {
+                                        "pk": email_pk(hold.raceId, email),
+                                        "sk": "EMAIL",
+                                        "registrationId": rid,
+                                        "holdId": hold.holdId,
+                                        "eventId": hold.eventId,
+                                        "status": EmailClaimPhase.CLAIMED,
+                                    }
+                                ),
+                                "ConditionExpression": "attribute_not_exists(pk) OR registrationId = :rid",
+                                "ExpressionAttributeValues": values({":rid": rid}),
+                            }
                         }
-                    },
+                        for email, rid in claims
+                    ),
                     *stock,
                 ],
             )
         except ConditionFailed as exc:
-            if exc.first >= 2:
-                raise OptionShardFull((attempt.stock or [])[exc.first - 2]) from exc
-            return BeginOutcome.HOLD_GONE if exc.first == 0 else BeginOutcome.EMAIL_TAKEN
+            if exc.first > len(claims):
+                raise OptionShardFull((attempt.stock or [])[exc.first - 1 - len(claims)]) from exc
+            if exc.first == 0:
+                return BeginOutcome.HOLD_GONE
+            if hold.is_team:
+                raise MemberEmailTaken(exc.first - 1) from exc
+            return BeginOutcome.EMAIL_TAKEN
         return BeginOutcome.STARTED
 
     def payment_declined(self, hold: Hold, attempt: Attempt) -> None:
@@ -345,7 +480,7 @@ class DynamoHolds:
                         ":now": datetime.now(UTC).isoformat(),
                     },
                 ),
-                self._release_email(hold, attempt.email),
+                *self._release_emails(hold, attempt),
                 *self._stock_items(hold, attempt, -1),
             ],
         )
@@ -357,7 +492,7 @@ class DynamoHolds:
             hold,
             "#s = :paying AND attempt.#k = :key",
             vals,
-            extra=[self._release_email(hold, attempt.email), *self._stock_items(hold, attempt, -1)],
+            extra=[*self._release_emails(hold, attempt), *self._stock_items(hold, attempt, -1)],
         )
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
@@ -405,13 +540,14 @@ class DynamoHolds:
             self._db.update_item(
                 TableName=self._table,
                 Key=hold_key(hold.holdId),
-                UpdateExpression="SET expiresAt = :until, gsi1sk = :until, extended = :yes",
+                UpdateExpression="SET expiresAt = :until, gsi1sk = :due, extended = :yes",
                 ConditionExpression="#s = :paying AND expiresAt = :was AND attribute_not_exists(extended)",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=values(
                     {
                         ":paying": HoldPhase.PAYING,
                         ":until": until.isoformat(),
+                        ":due": live_sort_key(hold, until),
                         ":was": hold.expiresAt.isoformat(),
                         ":yes": True,
                     }
@@ -450,16 +586,19 @@ class DynamoHolds:
             return False
         return True
 
-    def _release_email(self, hold: Hold, email: str) -> TransactItem:
-        return {
-            "Delete": {
-                "TableName": self._table,
-                "Key": email_key(hold.raceId, email),
-                "ConditionExpression": "registrationId = :rid AND #s = :claimed",
-                "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": values({":rid": hold.registrationId, ":claimed": EmailClaimPhase.CLAIMED}),
+    def _release_emails(self, hold: Hold, attempt: Attempt) -> list[TransactItem]:
+        return [
+            {
+                "Delete": {
+                    "TableName": self._table,
+                    "Key": email_key(hold.raceId, email),
+                    "ConditionExpression": "registrationId = :rid AND #s = :claimed",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": values({":rid": rid, ":claimed": EmailClaimPhase.CLAIMED}),
+                }
             }
-        }
+            for email, rid in email_claims(hold, attempt)
+        ]
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
         """Paid and on the queue: the hold can no longer expire. It stays in the sweeper's
@@ -528,8 +667,8 @@ class DynamoHolds:
                 KeyConditionExpression="gsi1pk = :p",
                 # Queued holds waiting for the writer are in the index too, under REQUEUE#<n>.
                 FilterExpression="raceId = :r",
-                ProjectionExpression="eventId",
+                ProjectionExpression="eventId, gsi1sk",
                 ExpressionAttributeValues=values({":p": partition, ":r": race_id}),
             ):
-                counts[item["eventId"]] = counts.get(item["eventId"], 0) + 1
+                counts[item["eventId"]] = counts.get(item["eventId"], 0) + places_of(str(item["gsi1sk"]))
         return counts

@@ -10,7 +10,7 @@ port ``dal/mailer.py``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -38,6 +38,12 @@ from racecap.models import AuditEntry, Event, Race
 class HoldStore(Protocol):
     def claim(self, hold: Hold, shards: list[str], avoid: set[str] | None = None) -> Hold | None:
         """Take one place on a shard with room (``hold`` comes back with its shard); None: all full."""
+        ...
+
+    def claim_team(self, hold: Hold, plan: Callable[[dict[str, int], int], dict[str, int]]) -> Hold | int:
+        """Take ``hold.places`` places together across the shards, all or none, spread by
+        ``plan`` (shard room -> places per shard); the hold with its ``shardTakes``, or the
+        number of places left when fewer than the team's (nothing taken)."""
         ...
 
     def get(self, hold_id: str) -> Hold | None: ...

@@ -45,7 +45,9 @@ LEDGER_SUM = "ledgerRefundedCents"
 # paid, cancelledCents what the cancelled ones had paid, refundedCents every refund.
 STATS_FIELDS = ("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds")
 
-MAX_PER_TRANSACTION = 48  # 2 items per registration + counter + stats + minute stays under 100
+# 2 items per registration (a team's members: 1 each, and 1 for their hold) + counter + stats +
+# minute stays under 100.
+MAX_PER_TRANSACTION = 48
 
 
 class CounterMoved(Exception):
@@ -123,9 +125,10 @@ class DynamoRegistrations:
                 }
             },
         ]
+        holds_seen: set[str] = set()
         for reg in regs:
             rid = reg.registrationId
-            items += [
+            items.append(
                 {
                     "Put": {
                         "TableName": self._regs,
@@ -140,7 +143,12 @@ class DynamoRegistrations:
                         ),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
-                },
+                }
+            )
+            if reg.holdId in holds_seen:
+                continue  # a team's hold: moved once, with its captain (the first member)
+            holds_seen.add(reg.holdId)
+            items.append(
                 {
                     "Update": {
                         "TableName": self._inv,
@@ -154,8 +162,8 @@ class DynamoRegistrations:
                             {":confirmed": HoldPhase.CONFIRMED, ":bib": reg.bib, ":rid": rid, ":charge": reg.chargeId}
                         ),
                     }
-                },
-            ]
+                }
+            )
         try:
             transact(self._db, items)
         except ConditionFailed as exc:
@@ -318,16 +326,27 @@ class DynamoRegistrations:
                     ":refund": refund_id,
                 },
             ),
-            self._update_status(
-                self._inv,
-                hold_key(hold.holdId),
-                "SET #s = :cancelled",
-                "registrationId = :rid AND #s = :confirmed",
-                {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid},
+            (
+                # A team's hold stays CONFIRMED while any member is: it counts its cancelled ones.
+                self._update_status(
+                    self._inv,
+                    hold_key(hold.holdId),
+                    "ADD cancelledPlaces :one",
+                    "#s = :confirmed",
+                    {":confirmed": HoldPhase.CONFIRMED, ":one": 1},
+                )
+                if hold.is_team
+                else self._update_status(
+                    self._inv,
+                    hold_key(hold.holdId),
+                    "SET #s = :cancelled",
+                    "registrationId = :rid AND #s = :confirmed",
+                    {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid},
+                )
             ),
             update_item(
                 self._inv,
-                shard_key(race_id, event_id, hold.shard),
+                shard_key(race_id, event_id, reg.shard or hold.shard),
                 "SET taken = taken - :one",
                 condition="taken >= :one",
                 vals={":one": 1},
@@ -356,7 +375,7 @@ class DynamoRegistrations:
                 update_item(
                     self._inv, stock_key(race_id, event_id, entry), "SET taken = taken - :one", vals={":one": 1}
                 )
-                for entry in (hold.attempt.stock or [] if hold.attempt else [])
+                for entry in _stock_of(reg, hold)
             ),
         ]
 
@@ -376,6 +395,16 @@ class DynamoRegistrations:
                 raise
             return False
         return True
+
+
+def _stock_of(reg: Registration, hold: Hold) -> list[str]:
+    """The options with stock this registration took: its hold's, or its own in a team's."""
+    if hold.attempt is None:
+        return []
+    if hold.is_team:
+        mine = next((m for m in hold.attempt.team() if m.registrationId == reg.registrationId), None)
+        return list(mine.stock or []) if mine else []
+    return list(hold.attempt.stock or [])
 
 
 # A projection keeps 50,000 rows to a few MB of reads and skips the slow generic deserializer.

@@ -58,6 +58,7 @@ from racecap.models import (
     Race,
 )
 from racecap.money import charge_problem
+from racecap.teams.rules import MAX_TEAM_SIZE, MIN_TEAM_SIZE, team_range_problem
 
 # One DynamoDB item sustains ~1,000 writes/s. A hold is one write to one shard, so an
 # event with S shards takes ~S x 1,000 holds/s; 8 shards clears RunSignUp's peak 1,500
@@ -132,6 +133,15 @@ PRICE_TIERS_DESCRIPTION = (
 )
 
 
+# A team size as the API takes it (racecap.teams.rules: the largest DynamoDB's transactions allow).
+TeamSize = Annotated[int, Strict(), Ge(MIN_TEAM_SIZE), Le(MAX_TEAM_SIZE), WHOLE_NUMBER]
+TEAM_SIZE_DESCRIPTION = (
+    f"Team entries: a captain holds and pays for teamMinSize..teamMaxSize places together ({MIN_TEAM_SIZE} to "
+    f"{MAX_TEAM_SIZE}: the largest team one DynamoDB transaction can register). Give both, or neither for single "
+    "entries only."
+)
+
+
 class EventDraft(Model):
     model_config = _STRICT
 
@@ -147,6 +157,8 @@ class EventDraft(Model):
     priceTiers: list[PriceTierDraft] = Field(
         default=[], max_length=MAX_PRICE_TIERS, description=PRICE_TIERS_DESCRIPTION
     )
+    teamMinSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+    teamMaxSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
 
     @field_validator("maxAge")
     @classmethod
@@ -155,6 +167,14 @@ class EventDraft(Model):
         if v is not None and low is not None and v < low:
             raise ValueError(_AGE_RULE_MESSAGE)
         return v
+
+
+def _check_teams(drafts: dict[str, EventDraft]) -> None:
+    """Each event's team size range (``racecap.teams.rules``): 400 naming the field."""
+    for prefix, e in drafts.items():
+        problem = team_range_problem(e.teamMinSize, e.teamMaxSize, e.cap)
+        if problem:
+            raise ValidationFailed(next(iter(problem.values())), fields={prefix + k: v for k, v in problem.items()})
 
 
 def _iso_text(v: object) -> object:
@@ -305,6 +325,9 @@ class EventPatch(Model):
         default=None, description="The oldest a runner may be on race day (send noMaxAge to remove the limit)."
     )
     noMaxAge: StrictBool | None = Field(default=None, description="true: remove the event's maximum age.")
+    teamMinSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+    teamMaxSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+    noTeams: StrictBool | None = Field(default=None, description="true: take single entries only from now on.")
     priceTiers: list[PriceTierDraft] | None = Field(
         default=None,
         max_length=MAX_PRICE_TIERS,
@@ -414,6 +437,8 @@ class RaceAdmin:
                     shards=e.shards,
                     minAge=e.minAge,
                     maxAge=e.maxAge,
+                    teamMinSize=e.teamMinSize,
+                    teamMaxSize=e.teamMaxSize,
                     taken=usage.taken,
                     placesLeft=usage.left,
                 )
@@ -444,6 +469,7 @@ class RaceAdmin:
         copied_from: str | None = None,
     ) -> Race:
         _check_prices(draft.currency, {f"events.{i}.{k}": p for i, e in enumerate(draft.events) for k, p in _prices(e)})
+        _check_teams({f"events.{i}.": e for i, e in enumerate(draft.events)})
         tiers = [_tiers(e.priceTiers, draft.timeZone, f"events.{i}.priceTiers") for i, e in enumerate(draft.events)]
         if draft.listing != "DRAFT":
             _check_complete(draft, list(draft.events))
@@ -466,6 +492,8 @@ class RaceAdmin:
                 minAge=e.minAge,
                 maxAge=e.maxAge,
                 priceTiers=tiers[i],
+                teamMinSize=e.teamMinSize,
+                teamMaxSize=e.teamMaxSize,
             )
             for i, e in enumerate(draft.events)
         ]
@@ -495,6 +523,7 @@ class RaceAdmin:
         if len(events) >= MAX_EVENTS:
             raise TooManyEvents(f"A race has at most {MAX_EVENTS} events; this one has {len(events)}.")
         _check_prices(race.currency, dict(_prices(draft)))
+        _check_teams({"": draft})
         event = Event(
             raceId=race_id,
             eventId=new_id("evt"),
@@ -507,6 +536,8 @@ class RaceAdmin:
             minAge=draft.minAge,
             maxAge=draft.maxAge,
             priceTiers=_tiers(draft.priceTiers, race.timeZone, "priceTiers"),
+            teamMinSize=draft.teamMinSize,
+            teamMaxSize=draft.teamMaxSize,
         )
         self._inventory.create_event_shards(race_id, event.eventId, split_cap(event.cap, event.shards))
         try:
@@ -568,7 +599,7 @@ class RaceAdmin:
 
     def update_event(self, director: Director, race_id: str, event_id: str, patch: EventPatch) -> AdminRaceView:
         asked: dict[str, Any] = patch.model_dump(
-            exclude_unset=True, exclude={"expectedVersion", "noMaxAge", "priceTiers"}
+            exclude_unset=True, exclude={"expectedVersion", "noMaxAge", "priceTiers", "noTeams"}
         )
         nulls = [k for k, v in asked.items() if v is None]
         if nulls:
@@ -579,6 +610,10 @@ class RaceAdmin:
             if "maxAge" in asked:
                 raise ValidationFailed("Send maxAge or noMaxAge, not both.", fields={"noMaxAge": "Not with maxAge."})
             asked["maxAge"] = None
+        if patch.noTeams:
+            if {"teamMinSize", "teamMaxSize"} & asked.keys():
+                raise ValidationFailed("Send team sizes or noTeams, not both.", fields={"noTeams": "Not with sizes."})
+            asked |= {"teamMinSize": None, "teamMaxSize": None}
         for _ in range(CAP_CHANGE_TRIES):
             race, events = self.owned(director, race_id)
             _check_version(race, patch.expectedVersion)
@@ -606,6 +641,13 @@ class RaceAdmin:
                 raise ValidationFailed(
                     _AGE_RULE_MESSAGE, fields={"maxAge" if "maxAge" in changes else "minAge": _AGE_RULE_MESSAGE}
                 )
+            problem = team_range_problem(
+                changes.get("teamMinSize", event.teamMinSize),
+                changes.get("teamMaxSize", event.teamMaxSize),
+                changes.get("cap", event.cap),
+            )
+            if problem:
+                raise ValidationFailed(next(iter(problem.values())), fields=problem)
             shard_items: list[TransactItem] = []
             if "cap" in changes:
                 usage = self._inventory.usage(race_id, event_id, consistent=True)
@@ -675,6 +717,11 @@ class RaceAdmin:
                             ],
                         }
                         | ({"maxAge": e.maxAge} if e.maxAge is not None else {})
+                        | (
+                            {"teamMinSize": e.teamMinSize, "teamMaxSize": e.teamMaxSize}
+                            if e.teamMinSize is not None and e.teamMaxSize is not None
+                            else {}
+                        )
                         for e in events
                     ],
                 }

@@ -51,3 +51,19 @@ def plan_cap_change(shards: list[Shard], new_cap: int, min_shards: int) -> list[
             changes.append(ShardChange(shard.sk, shard.cap, shard.cap - take))
             cut -= take
     return changes
+
+
+def plan_team(rooms: dict[str, int], places: int) -> dict[str, int]:
+    """How a team's ``places`` spread over the shards with room (shard -> room, in total at
+    least ``places``): the roomiest first, so a team touches as few shards — transaction
+    items — as it can. Shard -> places taken there."""
+    takes: dict[str, int] = {}
+    for sk, room in sorted(rooms.items(), key=lambda kv: (-kv[1], kv[0])):
+        if places <= 0:
+            break
+        take = min(room, places)
+        takes[sk] = take
+        places -= take
+    if places > 0:
+        raise ValueError("not enough room for the team")
+    return takes

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 from racecap.cache import Flags
 from racecap.dal.ports import HoldStore
 from racecap.domain import DONE_PHASES, PAID_PHASES, Hold, HoldPhase
-from racecap.errors import Conflict, EventNotFound, HoldNotFound, RegistrationClosed, SoldOut
-from racecap.logic.capacity import shard_name
+from racecap.errors import Conflict, EventNotFound, HoldNotFound, NotEnoughPlaces, RegistrationClosed, SoldOut
+from racecap.logic.capacity import plan_team, shard_name
 from racecap.logic.eligibility import rule_text
 from racecap.logic.races import RaceDefinitions, race_status, sold_out_flag
-from racecap.models import Event, HoldCreated, HoldView
+from racecap.models import Event, HoldCreated, HoldView, Race
 from racecap.observability import metrics
+from racecap.teams.rules import check_team_size
 
 SOLD_OUT_FLAG_TTL = 5.0  # seconds; short, so places that come back are offered again soon
 FULL_SHARD_MEMORY_S = 2.0
@@ -32,8 +33,20 @@ def new_hold_ids() -> tuple[str, str]:
     return f"hold_{token}", f"reg_{token}"
 
 
+# ``secrets.token_urlsafe(16)``: 16 bytes are always 22 URL-safe characters.
+TOKEN_LENGTH = 22
+
+
 def hold_id_for(registration_id: str) -> str:
-    return "hold_" + registration_id.removeprefix("reg_")
+    """The hold a registration id came from: a team member's (``reg_<token>-<own>``) is the team's."""
+    return "hold_" + registration_id.removeprefix("reg_")[:TOKEN_LENGTH]
+
+
+def member_ids(registration_id: str, places: int) -> list[str]:
+    """A team's registration ids, the captain's first. Each member's has its own unguessable
+    part, so knowing one's own registration id tells nothing of a teammate's; only URL-safe
+    characters, as everywhere an id goes (a link, an email's SES tags: letters, digits, _ and -)."""
+    return [registration_id, *(f"{registration_id}-{secrets.token_urlsafe(9)}" for _ in range(places - 1))]
 
 
 class HoldService:
@@ -49,14 +62,7 @@ class HoldService:
     ) -> HoldCreated:
         """Hold one place; ``limits`` are the client's hold-limit counters (``fairness.limits``)."""
         now = now or datetime.now(UTC)
-        race, events = self._catalog.for_runners(race_id)
-        event = next((e for e in events if e.eventId == event_id), None)
-        if event is None:
-            raise EventNotFound(f"Race {race_id} has no event {event_id}.")
-        status = race_status(race, now)
-        if status != "OPEN":
-            when = "has not opened yet" if status == "NOT_YET_OPEN" else "is closed"
-            raise RegistrationClosed(f"Registration for {race.name} {when}.")
+        race, event = self._open_event(race_id, event_id, now)
         flag = sold_out_flag(race_id, event_id)
         if self._cache.has_flag(flag):
             metrics.add_metric(name="SoldOutFromCache", unit="Count", value=1)
@@ -97,6 +103,70 @@ class HoldService:
             currency=event.currency,
         )
 
+    def hold_team(
+        self,
+        race_id: str,
+        event_id: str,
+        places: int,
+        now: datetime | None = None,
+        limits: dict[str, int] | None = None,
+    ) -> HoldCreated:
+        """Hold a team's ``places`` together, all or none, across the cap's shards. Too few
+        left is the captain's answer (409 saying how many are), and the event is not flagged
+        sold out: a smaller team or a single runner may still fit."""
+        now = now or datetime.now(UTC)
+        race, event = self._open_event(race_id, event_id, now)
+        check_team_size(event, places)
+        if self._cache.has_flag(sold_out_flag(race_id, event_id)):
+            raise SoldOut(f"{event.name} is sold out.")
+        hold_id, registration_id = new_hold_ids()
+        expires = now + timedelta(minutes=race.holdMinutes)
+        hold = Hold(
+            holdId=hold_id,
+            registrationId=registration_id,
+            raceId=race_id,
+            eventId=event_id,
+            status=HoldPhase.HELD,
+            createdAt=now,
+            expiresAt=expires,
+            clientLimits=limits or {},
+            amountCents=event.price_at(now),  # per place, fixed now as a single's is
+            currency=event.currency,
+            places=places,
+            memberIds=member_ids(registration_id, places),
+        )
+        got = self._holds.claim_team(hold, plan_team)
+        if isinstance(got, int):
+            metrics.add_metric(name="TeamTooLarge", unit="Count", value=1)
+            if got == 0:
+                raise SoldOut(f"{event.name} is sold out.")
+            raise NotEnoughPlaces(
+                f"Only {got} place{'s' if got != 1 else ''} of {event.name} left: not enough for a team of {places}.",
+                left=got,
+            )
+        metrics.add_metric(name="TeamHoldCreated", unit="Count", value=1)
+        return HoldCreated(
+            holdId=hold_id,
+            expiresAt=expires,
+            raceId=race_id,
+            eventId=event_id,
+            priceCents=hold.amountCents or 0,
+            currency=event.currency,
+            places=places,
+            totalCents=(hold.amountCents or 0) * places,
+        )
+
+    def _open_event(self, race_id: str, event_id: str, now: datetime) -> tuple[Race, Event]:
+        race, events = self._catalog.for_runners(race_id)
+        event = next((e for e in events if e.eventId == event_id), None)
+        if event is None:
+            raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+        status = race_status(race, now)
+        if status != "OPEN":
+            when = "has not opened yet" if status == "NOT_YET_OPEN" else "is closed"
+            raise RegistrationClosed(f"Registration for {race.name} {when}.")
+        return race, event
+
     def view(self, hold_id: str, now: datetime | None = None) -> HoldView:
         """A hold as its link shows it on any device: the event, price and clock, and how far
         it got; no name, email or date of birth (the link is all it takes to read it)."""
@@ -112,6 +182,7 @@ class HoldService:
         status = "EXPIRED" if unpaid and hold.expired(now) else str(hold.status)
         return HoldView(
             holdId=hold.holdId,
+            places=hold.places,
             status=status,  # type: ignore[arg-type]
             expiresAt=hold.expiresAt,
             detailsSent=hold.attempt is not None,
@@ -146,6 +217,6 @@ class HoldService:
 def _held_price(hold: Hold, event: Event) -> int:
     """What the hold costs: the amount its details were sent with, else the price fixed when the
     place was held (holds from before that was recorded: the price in force then)."""
-    if hold.attempt is not None:
+    if hold.attempt is not None and not hold.is_team:  # a team's attempt holds the team's total
         return hold.attempt.amountCents
     return hold.amountCents if hold.amountCents is not None else event.price_at(hold.createdAt)

@@ -75,6 +75,7 @@ CSV_COLUMNS = (
     "outsideRefunds",
     "code",  # the discount code the place was held with (racecap.codes), if any
     "discount",  # what it took off, in the currency's own units; amountPaid is what was paid
+    "team",  # the team's name for a team entry (racecap.teams); amountPaid is the member's share
     # The waiver the runner accepted (racecap.questions): the version of its text, when, and
     # for a runner under 18 on race day the parent or guardian who accepted it too.
     "waiverVersion",
@@ -229,6 +230,7 @@ class Participants:
                     item.get("outsideRefunds", 0),
                     item.get("code", ""),
                     _in_units(item, item.get("discountCents")) if item.get("discountCents") else "",
+                    item.get("teamName", ""),
                     *_waiver_cells(item.get("waiver")),
                     *(
                         self._answers.cells(

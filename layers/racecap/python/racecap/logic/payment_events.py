@@ -43,7 +43,7 @@ from racecap.dal.payments import (
     ProviderEvent,
 )
 from racecap.dal.ports import HoldStore, MessageQueue, RegistrationStore
-from racecap.domain import DONE_PHASES, EmailMessage, Hold, HoldPhase
+from racecap.domain import DONE_PHASES, EmailMessage, Hold, HoldPhase, Registration
 from racecap.errors import Busy, InvalidSignature
 from racecap.ledger.store import LedgerStore
 from racecap.logic.refunds import Cancellations
@@ -262,6 +262,8 @@ class PaymentEvents:
         # be yet: matching the amounts does not depend on that race). Only what the charge
         # says was refunded beyond them was refunded outside Racecap.
         refunded = int(charge.get("amount_refunded", 0))
+        if reg.teamMembers:
+            return self._team_refunded(reg, charge, refunded)
         if refunded and refunded <= self._ledger.refunded_cents(rid):
             return "recorded"
         if refunded and not charge.get("refunded") and refunded < int(charge.get("amount", 0)):
@@ -271,6 +273,27 @@ class PaymentEvents:
             return "flagged"
         self._cancellations.refunded_elsewhere(rid, refunded)
         return "cancelled"
+
+    def _team_refunded(self, captain: Registration, charge: Mapping[str, Any], refunded: int) -> str:
+        """A team's one charge, refunded: Racecap's refunds are its members' ledgers' (one
+        member cancelled: that member's share), so only what the charge says beyond their sum
+        was refunded outside — spread over the members in order, each up to its share, and
+        flagged; all of it refunded outside cancels every member."""
+        members = [m for m in (self._regs.get(r) for r in captain.teamMembers or []) if m is not None]
+        ours = {m.registrationId: self._ledger.refunded_cents(m.registrationId) for m in members}
+        if refunded <= sum(ours.values()):
+            return "recorded"
+        if charge.get("refunded") or refunded >= int(charge.get("amount", 0)):
+            for m in members:
+                self._cancellations.refunded_elsewhere(m.registrationId, m.amountCents)
+            return "cancelled"
+        outside = refunded - sum(ours.values())
+        for m in members:
+            give = min(outside, m.amountCents - ours[m.registrationId])
+            if give > 0:
+                self._cancellations.record_outside(m, ours[m.registrationId] + give, _latest_refund(charge))
+                outside -= give
+        return "flagged"
 
     def _disputed(self, dispute: Mapping[str, Any]) -> str:
         intent_id = str(dispute.get("payment_intent") or "")

@@ -139,6 +139,8 @@ class RaceCatalog:
                     minAge=e.minAge,
                     maxAge=e.maxAge,
                     ageRule=rule_text(e.minAge, e.maxAge),
+                    teamMinSize=e.teamMinSize,
+                    teamMaxSize=e.teamMaxSize,
                 )
                 for e in events
             ],

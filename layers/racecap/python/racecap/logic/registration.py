@@ -40,7 +40,7 @@ from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from racecap.dal.holds import OptionShardFull
+from racecap.dal.holds import MemberEmailTaken, OptionShardFull
 from racecap.dal.keys import stock_entry
 from racecap.dal.payments import (
     IntentStatus,
@@ -63,6 +63,8 @@ from racecap.domain import (
     Hold,
     HoldPhase,
     PaidRegistration,
+    PaidTeam,
+    TeamMember,
 )
 from racecap.errors import (
     Busy,
@@ -82,10 +84,12 @@ from racecap.logic import backlog
 from racecap.logic.eligibility import age_on, check_age
 from racecap.logic.holds import hold_id_for
 from racecap.logic.races import RaceDefinitions
-from racecap.logic.validation import RegistrationRequest
+from racecap.logic.validation import RegistrationRequest, RunnerDetails
 from racecap.models import Event, Race, RegistrationAccepted, RegistrationStatus
 from racecap.observability import logger, metrics
 from racecap.questions.models import StockedChoice, StoredAnswers, WaiverAcceptance
+from racecap.teams.models import TeamRegistrationRequest
+from racecap.teams.rules import TRANSACTION_ITEMS, member_fields
 
 T = TypeVar("T")
 
@@ -115,12 +119,27 @@ class AnswerCheck(Protocol):
     ) -> str | None: ...
 
 
-def _stocked_answers_changed(previous: Attempt, attempt: Attempt, stocked: list[StockedChoice]) -> bool:
+def _stock_by_member(attempt: Attempt) -> list[tuple[int, str]]:
+    """The units an attempt took, each with its member (0 for a single runner's)."""
+    if attempt.members:
+        return [(i, e) for i, m in enumerate(attempt.members) for e in m.get("stock") or ()]
+    return [(0, e) for e in attempt.stock or ()]
+
+
+def _answers_of(attempt: Attempt, member: int) -> dict[str, Any]:
+    """One runner's answers on an attempt (a team's member's own, or the single runner's)."""
+    if attempt.members:
+        raw = attempt.members[member].get("answers") if member < len(attempt.members) else None
+    else:
+        raw = attempt.answers
+    return dict(json.loads(raw or "{}"))
+
+
+def _stocked_answers_changed(previous: Attempt, attempt: Attempt, stocked: list[tuple[int, StockedChoice]]) -> bool:
     """Whether a re-sent attempt answers differently a question whose option has stock, now
-    (``stocked``) or when the first send took its units (``previous.stock``)."""
-    asked = {c.question_id for c in stocked} | {e.split("#", 1)[0] for e in previous.stock or []}
-    before, now = json.loads(previous.answers or "{}"), json.loads(attempt.answers or "{}")
-    return any(before.get(qid) != now.get(qid) for qid in asked)
+    (``stocked``) or when the first send took its units (``previous``'s stock), for any runner."""
+    asked = {(m, c.question_id) for m, c in stocked} | {(m, e.split("#", 1)[0]) for m, e in _stock_by_member(previous)}
+    return any(_answers_of(previous, m).get(qid) != _answers_of(attempt, m).get(qid) for m, qid in asked)
 
 
 def attempt_key(hold_id: str, email: str) -> str:
@@ -141,29 +160,48 @@ def payment_metadata(hold: Hold, attempt: Attempt) -> dict[str, str]:
         "raceId": hold.raceId,
         "eventId": hold.eventId,
         "email": attempt.email,
+        # A team's payment covers every member's registration: the captain's is named above.
+        **({"places": str(hold.places), "teamName": attempt.teamName or ""} if hold.is_team else {}),
     }
 
 
 def registration_message(
     hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
-) -> PaidRegistration:
-    """What the writer needs to persist a registration without reading anything else."""
+) -> PaidRegistration | PaidTeam:
+    """What the writer needs to persist a registration without reading anything else: one
+    runner's, or a team's (every member's, written together)."""
+    common: dict[str, Any] = {
+        "holdId": hold.holdId,
+        "raceId": hold.raceId,
+        "eventId": hold.eventId,
+        "currency": attempt.currency,
+        "chargeId": payment_id,
+        "raceName": race.name,
+        "raceDate": race.raceDate,
+        "eventName": event.name,
+        "paidAt": now.isoformat(),
+    }
+    if hold.is_team:
+        ids = [m.registrationId for m in attempt.team()]
+        return PaidTeam(
+            members=[
+                PaidRegistration(
+                    **common,
+                    **m.model_dump(exclude={"stock"}),
+                    teamName=attempt.teamName,
+                    teamMembers=ids,
+                )
+                for m in attempt.team()
+            ]
+        )
     return PaidRegistration(
+        **common,
         registrationId=hold.registrationId,
-        holdId=hold.holdId,
-        raceId=hold.raceId,
-        eventId=hold.eventId,
         email=attempt.email,
         firstName=attempt.firstName,
         lastName=attempt.lastName,
         dateOfBirth=attempt.dateOfBirth,
         amountCents=attempt.amountCents,
-        currency=attempt.currency,
-        chargeId=payment_id,
-        raceName=race.name,
-        raceDate=race.raceDate,
-        eventName=event.name,
-        paidAt=now.isoformat(),
         answers=attempt.answers,
         questionsVersion=attempt.questionsVersion,
         waiver=attempt.waiver,
@@ -226,6 +264,8 @@ class RegistrationService:
         hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
+        if hold.is_team:
+            raise Conflict("This hold is a team's: send every member's details to its team registration.")
         already = self._already_registered(hold, request.email)
         if already is not None:
             return already
@@ -256,21 +296,123 @@ class RegistrationService:
         if outcome == BeginOutcome.HOLD_GONE:
             return self._explain_hold_gone(hold_id, attempt)
         hold = hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt})
+        return self._pay(hold, attempt, race, event, request.paymentMethod, now)
+
+    def _pay(
+        self, hold: Hold, attempt: Attempt, race: Race, event: Event, payment_method: str | None, now: datetime
+    ) -> RegistrationAccepted:
+        """A hold now PAYING with ``attempt``: free, queued at once; else its one intent (and,
+        given a PaymentMethod, confirmed here), answered with the client secret while unpaid."""
         if attempt.amountCents == 0:
             return self._register_free(hold, attempt, race, event, now)
-
         try:
             intent = self._hold_intent(hold, attempt, race, event)
         except Exception:
             if hold.intentId is None:  # this call had the hold to itself: the retry may begin now
                 self._holds.end_call(hold, attempt)
             raise
-        confirming = bool(request.paymentMethod) and intent.status in CONFIRMABLE
-        if confirming and request.paymentMethod:
-            intent = self._confirm_on_server(hold, intent, request.paymentMethod)
+        confirming = bool(payment_method) and intent.status in CONFIRMABLE
+        if confirming and payment_method:
+            intent = self._confirm_on_server(hold, intent, payment_method)
         # A decline is news only to the call that confirmed; re-sending the details (a second
         # tab, a reload after a declined card) gets the client secret to try another card.
         return self._settle(hold, attempt, intent, race, event, now, report_decline=confirming)
+
+    def register_team(
+        self, hold_id: str, request: TeamRegistrationRequest, now: datetime | None = None
+    ) -> RegistrationAccepted:
+        """A captain's details for every member of a team hold: each checked as a runner's (the
+        event's age rule, questions and waiver; 400 naming ``members.<i>.<field>``), then every
+        email claimed with the payment's start in one transaction (one taken: a 409 naming the
+        member, nothing charged, the team keeping its places), then the team's one intent."""
+        now = now or datetime.now(UTC)
+        hold = self._holds.get(hold_id)
+        if hold is None:
+            raise HoldNotFound(f"No hold with id {hold_id}.")
+        if not hold.is_team:
+            raise Conflict("This hold is for one place: send one runner's details to its registration.")
+        if len(request.members) != hold.places:
+            raise ValidationFailed(
+                f"This team holds {hold.places} places: send {hold.places} members, the captain first.",
+                fields={"members": f"Exactly {hold.places} members."},
+            )
+        seen: dict[str, int] = {}
+        for i, member in enumerate(request.members):
+            if member.email in seen:
+                raise ValidationFailed(
+                    f"Members {seen[member.email] + 1} and {i + 1} share an email; each member needs their own.",
+                    fields={f"members.{i}.email": "Each member needs their own email."},
+                )
+            seen[member.email] = i
+        captain = request.members[0]
+        already = self._already_registered(hold, captain.email)
+        if already is not None:
+            return already
+        if hold.status in GONE_PHASES or (hold.status == HoldPhase.HELD and hold.expired(now)):
+            raise HoldExpired("Your hold on these places has expired; please hold them again.")
+
+        race, event = self._race_event(hold)
+        price = event.price_at(hold.createdAt) if hold.amountCents is None else hold.amountCents
+        shards = hold.member_shards()
+        members: list[TeamMember] = []
+        answers: list[StoredAnswers | None] = []
+        for i, details in enumerate(request.members):
+            with member_fields(i):
+                check_age(race, event, details.dateOfBirth)
+                answered = self._check_answers(hold, details)
+                waiver = self._accept_waiver(hold, race, details, answered, now)
+            answers.append(answered)
+            members.append(
+                TeamMember(
+                    registrationId=hold.memberIds[i],
+                    email=details.email,
+                    firstName=details.firstName,
+                    lastName=details.lastName,
+                    dateOfBirth=details.dateOfBirth.isoformat(),
+                    amountCents=price,  # an equal share of the team's one payment
+                    shard=shards[i],
+                    answers=answered.to_json() if answered else None,
+                    questionsVersion=answered.questionsVersion if answered else None,
+                    waiver=waiver,
+                )
+            )
+        attempt = Attempt(
+            key=attempt_key(hold_id, "|".join(m.email for m in request.members)),
+            email=captain.email,
+            firstName=captain.firstName,
+            lastName=captain.lastName,
+            dateOfBirth=captain.dateOfBirth.isoformat(),
+            amountCents=price * hold.places,
+            currency=hold.currency or event.currency,
+            startedAt=now.isoformat(),
+            teamName=request.teamName,
+            members=[m.model_dump(exclude_none=True) for m in members],
+        )
+        stocked = [
+            (i, choice)
+            for i, answered in enumerate(answers)
+            if answered and self._questions
+            for choice in self._questions.stocked(hold.raceId, hold.eventId, answered)
+        ]
+        if 1 + hold.places + len(stocked) > TRANSACTION_ITEMS:
+            raise ValidationFailed(
+                f"A team this size may take at most {TRANSACTION_ITEMS - 1 - hold.places} options with stock.",
+                fields={"members": "Too many options with stock for one team."},
+            )
+        try:
+            outcome, attempt = self._begin_stocked(hold, attempt, stocked, now)
+        except MemberEmailTaken as exc:
+            email = request.members[exc.index].email
+            metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
+            raise EmailAlreadyRegistered(
+                f"Member {exc.index + 1} ({email}) is already registered for {race.name}; nothing was charged "
+                "and the team keeps its places: change that member and send the team again.",
+                fields={f"members.{exc.index}.email": "Already registered for this race."},
+            ) from exc
+        if outcome == BeginOutcome.HOLD_GONE:
+            return self._explain_hold_gone(hold_id, attempt)
+        return self._pay(hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt}), attempt,
+                         race, event, request.paymentMethod, now)  # fmt: skip
 
     def _register_free(
         self, hold: Hold, attempt: Attempt, race: Race, event: Event, now: datetime
@@ -399,43 +541,61 @@ class RegistrationService:
     def _begin(
         self, hold: Hold, attempt: Attempt, answered: StoredAnswers | None, now: datetime
     ) -> tuple[BeginOutcome, Attempt]:
-        """``begin_payment``, taking the answers' options with stock (a T-shirt size) in the
-        same transaction: a random shard of each with a unit left, the next one when it is
-        full, ``OptionSoldOut`` naming the answer when every shard is. An attempt already
-        paying (a retry, a second tab) keeps the units it took and takes none again."""
+        """``begin_payment`` with the answers' options with stock (see ``_begin_stocked``)."""
         stocked = self._questions.stocked(hold.raceId, hold.eventId, answered) if self._questions and answered else []
+        return self._begin_stocked(hold, attempt, [(0, c) for c in stocked], now)
+
+    def _begin_stocked(
+        self, hold: Hold, attempt: Attempt, stocked: list[tuple[int, StockedChoice]], now: datetime
+    ) -> tuple[BeginOutcome, Attempt]:
+        """``begin_payment``, taking the options with stock the answers chose (a T-shirt size;
+        per member of a team: ``(member, choice)``) in the same transaction: a random shard of
+        each with a unit left, the next one when it is full, ``OptionSoldOut`` naming the
+        answer when every shard is. An attempt already paying (a retry, a second tab) keeps
+        the units it took and takes none again."""
         previous = hold.attempt
         paying = hold.status == HoldPhase.PAYING and previous is not None and previous.key == attempt.key
-        if paying and previous is not None and (stocked or previous.stock):
+        if paying and previous is not None and (stocked or _stock_by_member(previous)):
             # The re-send keeps what the first send took, judged by the runner's answers, not by
             # which options have stock now: a director may have given an option a quantity,
             # changed it or removed it meanwhile, and the runner's choice is the same.
             if _stocked_answers_changed(previous, attempt, stocked):
                 raise Conflict("A payment for this hold is already in progress with other answers.", retry_after=2)
-            attempt = replace(attempt, stock=previous.stock)
+            attempt = replace(
+                attempt, stock=previous.stock, members=previous.members if hold.is_team else attempt.members
+            )
             return self._holds.begin_payment(hold, attempt, now, turn=True, take_stock=False), attempt
         if not stocked:
             return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
         full: set[str] = set()
         while True:
-            picks = []
-            for choice in stocked:
+            picks: list[tuple[int, str]] = []
+            for member, choice in stocked:
                 left = [s for s in choice.shards if stock_entry(choice.question_id, choice.option_id, s) not in full]
                 if not left:
                     metrics.add_metric(name="OptionSoldOut", unit="Count", value=1)
+                    field = f"answers.{choice.question_id}"
                     raise OptionSoldOut(
                         f"{choice.label} is sold out; please choose another.",
-                        fields={f"answers.{choice.question_id}": f"{choice.label} is sold out."},
+                        fields={f"members.{member}.{field}" if hold.is_team else field: f"{choice.label} is sold out."},
                     )
-                picks.append(stock_entry(choice.question_id, choice.option_id, random.choice(left)))
-            attempt = replace(attempt, stock=picks)
+                picks.append((member, stock_entry(choice.question_id, choice.option_id, random.choice(left))))
+            attempt = replace(attempt, stock=[entry for _, entry in picks])
+            if hold.is_team:  # each member's own units too: a member's cancellation gives back theirs
+                attempt = replace(
+                    attempt,
+                    members=[
+                        {**m, "stock": [e for who, e in picks if who == i] or None}
+                        for i, m in enumerate(attempt.members or [])
+                    ],
+                )
             try:
                 return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
             except OptionShardFull as exc:
                 full.add(exc.entry)  # nothing was written: try the option's other shards
 
     def _accept_waiver(
-        self, hold: Hold, race: Race, request: RegistrationRequest, answered: StoredAnswers | None, now: datetime
+        self, hold: Hold, race: Race, request: RunnerDetails, answered: StoredAnswers | None, now: datetime
     ) -> str | None:
         """The waiver's acceptance as kept (400 naming ``waiver.…`` when missing, or a minor's
         guardian is); the age that decides it is on race day, as the event's age rule's."""
@@ -447,7 +607,7 @@ class RegistrationService:
         version = answered.questionsVersion if answered else None
         return self._questions.accept_waiver(hold.raceId, hold.eventId, version, request.waiver, age, now)
 
-    def _check_answers(self, hold: Hold, request: RegistrationRequest) -> StoredAnswers | None:
+    def _check_answers(self, hold: Hold, request: RunnerDetails) -> StoredAnswers | None:
         """The answers as checked against the event's questions now (400 naming
         ``answers.<id>`` before anything is claimed or charged); None: the event asks none."""
         if self._questions is None:
@@ -611,7 +771,7 @@ class RegistrationService:
                 confirmedAt=datetime.fromisoformat(reg.confirmedAt),
             ), None
         hold = self._holds.get(hold_id_for(registration_id)) if registration_id.startswith("reg_") else None
-        if hold is None or hold.registrationId != registration_id or hold.attempt is None:
+        if hold is None or registration_id not in (hold.registrationId, *hold.memberIds) or hold.attempt is None:
             raise RegistrationNotFound(f"No registration with id {registration_id}.")
         base = RegistrationStatus(
             registrationId=registration_id, status="QUEUED", raceId=hold.raceId, eventId=hold.eventId

@@ -10,7 +10,15 @@ from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 
 from annotated_types import Gt, Le
-from pydantic import ConfigDict, Field, GetJsonSchemaHandler, Strict, ValidationInfo, field_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    Strict,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
@@ -30,7 +38,15 @@ def normalize_email(raw: str) -> str:
     return raw.strip().lower()
 
 
-class RegistrationRequest(Model):
+# Optional: a PaymentMethod id (``pm_…``) to confirm on the server (load generators, Stripe's
+# "finalize on the server" flow). Without it the answer carries the intent's client secret and
+# the browser confirms with Stripe.js. Never card numbers.
+PaymentMethodId = Annotated[str, StringConstraints(min_length=4, max_length=200, pattern=r"^pm_[A-Za-z0-9_]+$")]
+
+
+class RunnerDetails(Model):
+    """One runner's details: a registration's, or a team member's (``racecap.teams``)."""
+
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     # The patterns say in the document what the validators check (names are trimmed first).
@@ -38,10 +54,6 @@ class RegistrationRequest(Model):
     firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     dateOfBirth: date
-    # Optional: a PaymentMethod id (``pm_…``) to confirm on the server (load generators,
-    # Stripe's "finalize on the server" flow). Without it the answer carries the intent's
-    # client secret and the browser confirms with Stripe.js. Never card numbers.
-    paymentMethod: str | None = Field(default=None, min_length=4, max_length=200, pattern=r"^pm_[A-Za-z0-9_]+$")
     # The answers to the event's registration questions (GET /api/races/{raceId}/events/{eventId}/questions),
     # by question id; checked against the questions as they stand (racecap.questions).
     answers: Answers | None = Field(default=None, max_length=60)
@@ -72,6 +84,10 @@ class RegistrationRequest(Model):
         if age_on(v, today) > MAX_AGE_YEARS:
             raise ValueError("Please check the year of birth.")
         return v
+
+
+class RegistrationRequest(RunnerDetails):
+    paymentMethod: PaymentMethodId | None = None
 
 
 # A director's cancellation of one registration (no docstring: it would enter the OpenAPI document).

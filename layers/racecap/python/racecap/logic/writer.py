@@ -18,11 +18,9 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import ValidationError
-
 from racecap.dal.ports import MessageQueue, RegistrationStore, WriterPace
 from racecap.dal.registrations import MAX_PER_TRANSACTION, CounterMoved, DuplicateRegistration
-from racecap.domain import EmailMessage, PaidRegistration, Registration
+from racecap.domain import EmailMessage, PaidRegistration, PaidTeam, Registration
 from racecap.observability import logger, metrics
 
 MAX_TRIES = 12
@@ -83,16 +81,16 @@ class RegistrationWriter:
     def process(self, records: list[dict[str, Any]]) -> list[str]:
         """Confirm every record it can; return the message ids that must be retried."""
         failed: list[str] = []
-        groups: dict[tuple[str, str], list[tuple[str, PaidRegistration]]] = defaultdict(list)
+        groups: dict[tuple[str, str], list[tuple[str, list[PaidRegistration]]]] = defaultdict(list)
         for record in records:
             try:
-                paid = PaidRegistration.model_validate(json.loads(record["body"]))
-            except (ValidationError, json.JSONDecodeError):
+                unit = _unit(json.loads(record["body"]))
+            except ValueError:  # not JSON, or not a registration (pydantic's ValidationError is one)
                 # Never drop: failing it sends it to the DLQ after maxReceiveCount, for a human.
                 logger.error("malformed registration message", extra={"messageId": record["messageId"]})
                 failed.append(record["messageId"])
                 continue
-            groups[(paid.raceId, paid.eventId)].append((record["messageId"], paid))
+            groups[(unit[0].raceId, unit[0].eventId)].append((record["messageId"], unit))
         confirmed = 0
         for (race_id, event_id), items in groups.items():
             try:
@@ -100,7 +98,7 @@ class RegistrationWriter:
                 # both build a transaction and one of them is cancelled — redelivered, wasted.
                 # The counter's condition still guards the bibs if the turn is not had.
                 with self._turn(race_id, event_id):
-                    confirmed += self._confirm_event(race_id, event_id, [p for _, p in items])
+                    confirmed += self._confirm_event(race_id, event_id, [u for _, u in items])
             except Exception:
                 logger.exception("could not confirm batch", extra={"raceId": race_id, "eventId": event_id})
                 failed += [mid for mid, _ in items]
@@ -128,13 +126,22 @@ class RegistrationWriter:
             return nullcontext(True)
         return self._turns.turn(f"bibs:{race_id}:{event_id}", hold_ms=TURN_HOLD_MS, wait_s=TURN_WAIT_S)
 
-    def _confirm_event(self, race_id: str, event_id: str, paid: list[PaidRegistration]) -> int:
-        unique = {p.registrationId: p for p in paid}
-        done = self._regs.existing(list(unique))
-        todo = [p for rid, p in unique.items() if rid not in done]
+    def _confirm_event(self, race_id: str, event_id: str, units: list[list[PaidRegistration]]) -> int:
+        """Confirm the event's units — a runner's registration, or a team's, whole — in as few
+        transactions as fit (``MAX_PER_TRANSACTION`` registrations; a team never split)."""
+        unique = {u[0].registrationId: u for u in units}
+        done = self._regs.existing([p.registrationId for u in unique.values() for p in u])
+        # A team is written in one transaction, so its members are all there or none is.
+        todo = [u for u in unique.values() if u[0].registrationId not in done]
         confirmed: list[Registration] = []
-        for start in range(0, len(todo), MAX_PER_TRANSACTION):
-            confirmed += self._confirm_chunk(race_id, event_id, todo[start : start + MAX_PER_TRANSACTION])
+        chunk: list[list[PaidRegistration]] = []
+        for unit in todo:
+            if chunk and sum(map(len, chunk)) + len(unit) > MAX_PER_TRANSACTION:
+                confirmed += self._confirm_chunk(race_id, event_id, chunk)
+                chunk = []
+            chunk.append(unit)
+        if chunk:
+            confirmed += self._confirm_chunk(race_id, event_id, chunk)
         if done:
             metrics.add_metric(name="DuplicateDelivery", unit="Count", value=len(done))
         # Re-enqueue emails for duplicates too: the earlier delivery may have crashed
@@ -153,20 +160,33 @@ class RegistrationWriter:
             return []
         return [(v.label, v.text) for v in views]
 
-    def _confirm_chunk(self, race_id: str, event_id: str, chunk: list[PaidRegistration]) -> list[Registration]:
+    def _confirm_chunk(self, race_id: str, event_id: str, chunk: list[list[PaidRegistration]]) -> list[Registration]:
         pending = list(chunk)
         for _ in range(MAX_TRIES):
             if not pending:
                 return []
             first = self._regs.next_bib(race_id, event_id)
             try:
-                confirmed = self._regs.confirm_batch(race_id, event_id, first, pending, datetime.now(UTC).isoformat())
+                confirmed = self._regs.confirm_batch(
+                    race_id, event_id, first, [p for u in pending for p in u], datetime.now(UTC).isoformat()
+                )
             except CounterMoved:
                 continue
             except DuplicateRegistration:
-                done = self._regs.existing([p.registrationId for p in pending])
-                pending = [p for p in pending if p.registrationId not in done]
+                done = self._regs.existing([u[0].registrationId for u in pending])
+                pending = [u for u in pending if u[0].registrationId not in done]
                 continue
             metrics.add_metric(name="RegistrationConfirmed", unit="Count", value=len(confirmed))
             return confirmed
         raise RuntimeError(f"bib counter for {race_id}/{event_id} kept moving; will retry the batch")
+
+
+def _unit(body: Any) -> list[PaidRegistration]:
+    """A message's registrations: one runner's (``PaidRegistration``), or a team's
+    (``PaidTeam``: every member, written together)."""
+    if isinstance(body, dict) and "members" in body:
+        members = PaidTeam.model_validate(body).members
+        if not members:
+            raise ValueError("a team with no member")
+        return members
+    return [PaidRegistration.model_validate(body)]

@@ -24,7 +24,7 @@ MAX_SUGGESTIONS = 10
 MIN_QUERY = 2
 _FIELDS = (
     "bib", "first_name", "last_name", "category", "age", "age_group", "status",
-    "chip_ms", "gun_ms", "splits", "place", "gender_place", "age_group_place",
+    "chip_ms", "gun_ms", "splits", "place", "gender_place", "age_group_place", "team",
 )  # fmt: skip
 _NOT_WORD = re.compile(r"[^0-9a-z ]+")
 
@@ -66,7 +66,9 @@ class Dataset:
     @classmethod
     def decode(cls, blob: bytes) -> Dataset:
         doc = json.loads(gzip.decompress(blob))
-        return cls(doc["meta"], [Runner(**dict(zip(_FIELDS, row, strict=True))) for row in doc["rows"]])
+        # Versions stored before a field was added have shorter rows: the missing fields (last) keep
+        # their defaults.
+        return cls(doc["meta"], [Runner(**dict(zip(_FIELDS[: len(row)], row, strict=True))) for row in doc["rows"]])
 
     # -- what the pages need ---------------------------------------------------------------
     @cached_property

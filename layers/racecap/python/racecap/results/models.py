@@ -26,6 +26,12 @@ class UploadRequest(Model):
     )
     ageGroupYears: JsonInt = Field(default=5, ge=1, le=50, description="Width of the age groups: 5 gives 40-44.")
     rankBy: Literal["chip", "gun"] = Field(default="chip", description="Which time decides the places.")
+    teamScoring: JsonInt = Field(
+        default=3,
+        ge=1,
+        le=25,
+        description="Team standings (an event with team entries): the sum of each team's best teamScoring times.",
+    )
 
 
 class LineError(Model):
@@ -142,3 +148,26 @@ class SuggestionList(Model):
     version: int
     q: str
     suggestions: list[Suggestion] = Field(max_length=10)
+
+
+class TeamMemberResult(Model):
+    bib: int
+    name: str
+    time: str | None = Field(description="The member's ranking time; null if they did not finish.")
+    scored: bool = Field(description="Whether this time counts in the team's total.")
+
+
+class TeamStandingRow(Model):
+    place: int | None = Field(description="Null: fewer than teamScoring members finished.")
+    team: str
+    total: str | None = Field(description="The sum of the counted times, H:MM:SS.")
+    totalMs: int | None
+    members: list[TeamMemberResult]
+
+
+class TeamStandingsView(Model):
+    raceId: str
+    eventId: str
+    version: int
+    teamScoring: int = Field(description="How many members' times count per team.")
+    teams: list[TeamStandingRow]

@@ -33,6 +33,7 @@ class Runner:
     place: int | None = None
     gender_place: int | None = None
     age_group_place: int | None = None
+    team: str | None = None  # a team entry's team (racecap.teams), from the registration
 
     @property
     def name(self) -> str:
@@ -91,3 +92,40 @@ def _competition_places(
         place = last_place if t == last_time else count + 1
         seen[group] = (count + 1, t, place)
         setattr(r, attr, place)
+
+
+@dataclass
+class TeamStanding:
+    team: str
+    total_ms: int | None  # the best ``scored`` finishing times added up; None: too few finished
+    scored: list[int]  # the bibs whose times count, fastest first
+    members: list[int]  # every bib of the team in the results
+    place: int | None = None
+
+
+def team_standings(runners: Sequence[Runner], scored: int, rank_by: str = "chip") -> list[TeamStanding]:
+    """Teams by the sum of their ``scored`` best times (the director's k): the lowest sum
+    first, equal sums sharing a place (1, 2, 2, 4). A team with fewer than k finishers is
+    listed after the placed ones, without a place, as results usually show them."""
+
+    def time_of(r: Runner) -> int | None:
+        return r.chip_ms if rank_by == "chip" else r.gun_ms
+
+    teams: dict[str, list[Runner]] = {}
+    for r in runners:
+        if r.team:
+            teams.setdefault(r.team, []).append(r)
+    out = []
+    for name, members in teams.items():
+        finished = sorted(
+            (r for r in members if r.status == FINISHED and time_of(r) is not None), key=lambda r: (time_of(r), r.bib)
+        )
+        best = finished[:scored]
+        total = sum(time_of(r) or 0 for r in best) if len(best) == scored else None
+        out.append(TeamStanding(name, total, [r.bib for r in best], sorted(r.bib for r in members)))
+    placed = sorted((t for t in out if t.total_ms is not None), key=lambda t: (t.total_ms, t.team))
+    last: tuple[int | None, int] = (None, 0)
+    for i, t in enumerate(placed):
+        t.place = last[1] if t.total_ms == last[0] else i + 1
+        last = (t.total_ms, t.place)
+    return placed + sorted((t for t in out if t.total_ms is None), key=lambda t: t.team)

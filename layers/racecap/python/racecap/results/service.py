@@ -42,11 +42,14 @@ from racecap.results.models import (
     Split,
     Suggestion,
     SuggestionList,
+    TeamMemberResult,
+    TeamStandingRow,
+    TeamStandingsView,
     UploadRequest,
     UploadTicket,
     UploadView,
 )
-from racecap.results.ranking import Runner, rank
+from racecap.results.ranking import Runner, rank, team_standings
 from racecap.results.sheet import Entrant, SheetRules, read_sheet
 from racecap.results.store import DynamoResults, S3Files, upload_key
 
@@ -275,6 +278,7 @@ class ResultsProcessor:
             categories=tuple(doc["rules"]["categories"]),
             age_group_years=int(doc["rules"]["ageGroupYears"]),
             rank_by=doc["rules"]["rankBy"],
+            team_scoring=int(doc["rules"].get("teamScoring", 3)),
         )
         sheet = read_sheet(self._files.read(key), entrants, rules, date.fromisoformat(race.raceDate))
         if sheet.error_count:
@@ -288,6 +292,7 @@ class ResultsProcessor:
                 "rankBy": rules.rank_by,
                 "ageGroupYears": rules.age_group_years,
                 "uploadId": doc["uploadId"],
+                "teamScoring": rules.team_scoring,
             },
             runners,
         )
@@ -353,6 +358,7 @@ class ResultsProcessor:
                 born,
                 int(age) if age is not None else None,
                 division=division_of(row.get("answers")),
+                team=row.get("teamName") or None,
             )
         return out
 
@@ -472,6 +478,43 @@ class ResultsReader:
         if found is None:
             raise RunnerNotFound(f"Bib {bib} has no result in this event.")
         return found
+
+    def teams(self, race_id: str, event_id: str, version: int) -> dict[str, Any]:
+        """The version's team standings (teams entered with racecap.teams): the sum of each
+        team's best ``teamScoring`` times, computed once per version like its places."""
+        self._check(race_id, event_id, version)
+
+        def build() -> dict[str, Any]:
+            data = self.dataset(race_id, event_id, version)
+            k = int(data.meta.get("teamScoring", 3))
+            rank_by = data.meta.get("rankBy", "chip")
+            rows = []
+            for t in team_standings(data.runners, k, rank_by):
+                counted = set(t.scored)
+                members = [data.runners[data.by_bib[b]] for b in t.members]
+                rows.append(
+                    TeamStandingRow(
+                        place=t.place,
+                        team=t.team,
+                        total=format_ms(t.total_ms),
+                        totalMs=t.total_ms,
+                        members=[
+                            TeamMemberResult(
+                                bib=m.bib,
+                                name=m.name,
+                                time=format_ms(m.chip_ms if rank_by == "chip" else m.gun_ms),
+                                scored=m.bib in counted,
+                            )
+                            for m in sorted(members, key=lambda m: (m.bib not in counted, m.place or 10**9, m.bib))
+                        ],
+                    )
+                )
+            view = TeamStandingsView(raceId=race_id, eventId=event_id, version=version, teamScoring=k, teams=rows)
+            return view.model_dump(mode="json")
+
+        return self._cache.get_or_load(
+            f"results:{race_id}:{event_id}:v{version}:teams", build, ttl=VERSIONED_TTL, local_ttl=VERSIONED_LOCAL_TTL
+        )
 
     def suggest(self, race_id: str, event_id: str, version: int, q: str) -> dict[str, Any]:
         self._check(race_id, event_id, version)

@@ -54,6 +54,7 @@ class Entrant:
     age_on_race_day: int | None = None
     # The runner's answer to the built-in division question (racecap.questions), if asked.
     division: str | None = None
+    team: str | None = None  # a team entry's team name (racecap.teams)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class SheetRules:
     categories: tuple[str, ...] = ("F", "M", "X")
     age_group_years: int = 5
     rank_by: str = "chip"  # or "gun"
+    team_scoring: int = 3  # team standings: the best k members' times count
 
 
 @dataclass
@@ -256,4 +258,5 @@ def _runner(
         chip_ms=times["chip"],
         gun_ms=times["gun"],
         splits=splits,
+        team=entrant.team,
     )

@@ -1,0 +1,86 @@
+"""A team captain on a phone: holds the team's places from the race page, fills in every
+member, pays once, and the team is registered — each member a registration with a bib."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from playwright.sync_api import expect
+from racecap.logic.admin import EventDraft, RaceDraft
+
+from tests.browser.steps import (
+    event_card,
+    expect_confirmed,
+    horizontal_overflow,
+    published,
+    type_card,
+    unique,
+    unlabelled_controls,
+)
+
+
+def _team_race(backend, name: str) -> str:
+    now = datetime.now(UTC)
+    draft = RaceDraft(
+        name=name,
+        location="Harbour",
+        listing="LISTED",
+        raceDate=(now + timedelta(days=30)).date().isoformat(),
+        registrationOpensAt=now - timedelta(minutes=1),
+        registrationClosesAt=now + timedelta(days=1),
+        events=[EventDraft(name="Relay 4x5K", cap=20, priceCents=2000, teamMinSize=2, teamMaxSize=4)],
+    )
+    return published(backend, backend.admin().create_race("director-test", draft, open_now=True).raceId)
+
+
+def test_a_captain_on_a_phone_registers_a_team_of_three_with_one_payment(new_page, backend, snap) -> None:
+    page = new_page(viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True, has_touch=True)
+    race_id = _team_race(backend, unique("Relay Day"))
+    page.goto(f"/?fastpoll=1#/races/{race_id}")
+    card = event_card(page)
+    card.get_by_test_id("enter-team").tap()
+    size = card.get_by_label(re.compile(r"^Runners in the team \(2 to 4\)$"))
+    size.fill("3")
+    card.get_by_test_id("hold-team").tap()
+    expect(page).to_have_url(re.compile(r"#/holds/[^/]+$"))
+    hold_id = page.url.rsplit("#/holds/", 1)[1]
+
+    form = page.get_by_test_id("team-form")
+    expect(form).to_be_visible()
+    members = page.get_by_test_id("team-member")
+    expect(members).to_have_count(3)
+    expect(page.get_by_test_id("hold-summary")).to_contain_text("3 places · $60.00")
+    assert horizontal_overflow(page) == 0
+    assert unlabelled_controls(page) == []
+    snap(page, "team-form")
+
+    page.get_by_label("Team name").fill("Harbour Harriers")
+    tag = race_id[-6:].lower()
+    people = [("Ann", "Lee"), ("Ben", "Okafor"), ("Cy", "Nakamura")]
+    for i, (first, last) in enumerate(people):
+        member = members.nth(i)
+        member.get_by_label("Email address").fill(f"{first.lower()}.{tag}@example.com")
+        member.get_by_label("First name").fill(first)
+        member.get_by_label("Last name").fill(last)
+        member.get_by_label("Date of birth").fill("19900423")
+    # The same email twice is caught on the phone, on that runner's field, before anything is sent.
+    members.nth(2).get_by_label("Email address").fill(f"ann.{tag}@example.com")
+    page.get_by_test_id("continue-button").tap()
+    expect(page.get_by_test_id("error-members.2.email")).to_have_text("The same email as runner 1.")
+    members.nth(2).get_by_label("Email address").fill(f"cy.{tag}@example.com")
+    page.get_by_test_id("continue-button").tap()
+
+    expect(page.get_by_test_id("submit-registration")).to_have_text("Pay $60.00 for the team")
+    type_card(page)
+    snap(page, "team-payment")
+    page.get_by_test_id("submit-registration").tap()
+    expect_confirmed(page)
+
+    hold = backend.holds().get(hold_id)
+    assert hold is not None and hold.places == 3
+    regs = [backend.registrations().get(r) for r in hold.memberIds]
+    assert [(r.firstName, r.teamName, r.amountCents) for r in regs if r] == [
+        (first, "Harbour Harriers", 2000) for first, _ in people
+    ]
+    assert len({r.bib for r in regs if r}) == 3
