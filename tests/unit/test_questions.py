@@ -741,3 +741,40 @@ def test_with_redis_down_the_registration_reads_the_current_version_from_dynamod
     assert accepted.status == "QUEUED"
     hold = w.holds.get(held.holdId)
     assert hold is not None and hold.attempt is not None and hold.attempt.questionsVersion == 2
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, 5), (3, None)])
+def test_a_teams_resend_while_paying_keeps_each_members_units_whatever_the_director_did_to_the_stock(
+    before: int | None, after: int | None
+) -> None:
+    """As a runner's, for a team: each member's answers against the units that member took."""
+    from racecap.teams.models import TeamRegistrationRequest
+
+    from tests.unit.core_world import World
+    from tests.unit.test_teams import _team_race
+
+    w = World()
+    _team_race(w, [10], sizes=(2, 4))
+    race, (event,) = w.catalog.definition("race-1")
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=_sizes(before)))
+    held = w.hold_service.hold_team("race-1", "ev0", 2)
+    team = TeamRegistrationRequest.model_validate(
+        {
+            "teamName": "Harbour Harriers",
+            "members": [
+                {"email": f"m{i}@example.com", "firstName": f"M{i}", "lastName": "Lee",
+                 "dateOfBirth": "1990-01-01", "answers": {"shirt": size}}
+                for i, size in enumerate(["M", "L"])
+            ],
+        }
+    )  # fmt: skip
+    first = w.registration.register_team(held.holdId, team)
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=_sizes(after), expectedVersion=1))
+    again = w.registration.register_team(held.holdId, team)
+    assert (again.status, again.clientSecret) == ("PAYMENT_REQUIRED", first.clientSecret)
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and hold.attempt is not None and hold.attempt.members is not None
+    taken = 1 if before is not None else 0
+    assert [len(m.get("stock") or []) for m in hold.attempt.members] == [taken, 0]
+    if after is not None:
+        assert _stock(w, "race-1", "ev0") == (after, taken)
