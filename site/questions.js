@@ -92,6 +92,11 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
   state.answers = state.answers || {};
   state.waiver = state.waiver || {};
   const byId = Object.fromEntries(set.questions.map((q) => [q.id, q]));
+  // Options with stock that none is left of, as the API read them a moment ago: offered
+  // disabled and marked. The registration's claim decides (a size that sells out meanwhile is
+  // a 409 naming the question, shown under it by the form).
+  const gone = (q, id) => (set.soldOut?.[q.id] || []).includes(id);
+  const optionText = (q, o) => (gone(q, o.id) ? `${o.label} (sold out)` : o.label);
   const blocks = {};
   const save = () => {
     delete state.pending; // edited, so the next submit is a new body
@@ -122,7 +127,7 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
         ? set.countries.map((c) => ({ id: c, label: countryName(c) })).sort((a, b) => a.label.localeCompare(b.label))
         : q.options;
       const el = h('select', common, h('option', { value: '' }, 'Choose…'),
-        options.map((o) => h('option', { value: o.id, selected: v === o.id }, o.label)));
+        options.map((o) => h('option', { value: o.id, selected: v === o.id, disabled: gone(q, o.id) }, optionText(q, o))));
       el.addEventListener('change', () => { state.answers[q.id] = el.value || null; changed(); });
       return el;
     }
@@ -136,7 +141,7 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
         const value = multiple ? o.id : o.id === 'true';
         const checked = multiple ? (v || []).includes(o.id) : v === value;
         const input = styled(h('input', { type: multiple ? 'checkbox' : 'radio', name: `answers.${q.id}`, value: o.id,
-          id: `${id}-${o.id}`, checked, testid: `question-${q.id}-${o.id}` }), BOX);
+          id: `${id}-${o.id}`, checked, disabled: multiple && gone(q, o.id) && !checked, testid: `question-${q.id}-${o.id}` }), BOX);
         input.addEventListener('change', () => {
           if (multiple) {
             const now = new Set(state.answers[q.id] || []);
@@ -147,7 +152,7 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
           }
           changed();
         });
-        group.append(styled(h('label', { for: `${id}-${o.id}` }, input, ` ${o.label}`), CHOICE));
+        group.append(styled(h('label', { for: `${id}-${o.id}` }, input, ` ${multiple ? optionText(q, o) : o.label}`), CHOICE));
       }
       return group;
     }
@@ -222,7 +227,9 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
       const errs = {};
       for (const q of set.questions) {
         if (!shown(q, state.answers, byId)) continue;
-        const msg = checkAnswer(q, state.answers[q.id]);
+        const v = state.answers[q.id];
+        const out = q.options ? q.options.find((o) => gone(q, o.id) && (Array.isArray(v) ? v.includes(o.id) : v === o.id)) : null;
+        const msg = checkAnswer(q, v) || (out ? `${out.label} is sold out; please choose another.` : '');
         if (msg) errs[`answers.${q.id}`] = msg;
       }
       if (set.waiver) {

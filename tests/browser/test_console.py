@@ -701,3 +701,152 @@ def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
     expect(page.get_by_label("Price change 1 starts")).to_be_focused()
     _accessible(page, "race with a price change row")
     snap(page, f"race-{width}")
+
+
+def test_an_events_questions_stock_and_waiver_are_set_and_a_runners_answers_are_read(
+    new_page, stack, backend, api, demo_seed, snap
+) -> None:
+    """The race's "Questions and waiver" page: questions added by keyboard, the API's field
+    errors on the fields, a reorder, the built-ins and the waiver saved as versions with
+    expectedVersion (a save made meanwhile is a 409 that keeps what was typed), each option's
+    stock taken and left; then a runner's answers and waiver acceptance in the runner's detail."""
+    from racecap.dal.audit import DynamoAudit
+    from racecap.dal.transactions import transact
+    from racecap.logic.audit import AuditTrail
+    from racecap.models import Director
+    from racecap.questions.models import QuestionSetDraft, Waiver
+    from racecap.questions.service import Questions
+    from racecap.questions.store import DynamoQuestions
+
+    from tests.integration.flows import hold_and_register, runner, wait_confirmed
+
+    assert stack.directors is not None
+    now = datetime.now(UTC)
+    race = backend.admin().create_race(
+        stack.directors.demo_sub,
+        RaceDraft(
+            name=unique("Questions 10K"),
+            location="Harbour",
+            listing="LISTED",
+            raceDate=(now + timedelta(days=90)).date().isoformat(),
+            registrationOpensAt=now - timedelta(minutes=1),
+            registrationClosesAt=now + timedelta(days=30),
+            events=[EventDraft(name="10K", cap=20, priceCents=3000)],
+        ),
+        open_now=True,
+    )
+    page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900})
+    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
+    tab_to(page, "tab-questions")
+    page.keyboard.press("Enter")
+    heading = page.get_by_role("heading", level=1)
+    expect(heading).to_have_text(f"Questions and waiver · {race.name}")
+    expect(heading).to_be_focused()
+    expect(page.get_by_test_id("questions-version")).to_contain_text("asks no questions yet (version 0)")
+
+    rows = page.get_by_test_id("question-row")
+
+    def add_question(label: str, kind: str) -> Any:
+        row = rows.nth(rows.count())  # the one this adds
+        page.get_by_test_id("add-question").focus()
+        page.keyboard.press("Enter")
+        expect(row.get_by_label("Question", exact=True)).to_be_focused()  # the new question's first field
+        page.keyboard.type(label)
+        row.get_by_label("Kind of answer").select_option(kind)
+        return row
+
+    shirt = add_question("T-shirt size", "SINGLE_CHOICE")
+    expect(shirt.get_by_label("Id in the export")).to_have_value("t_shirt_size")  # from the label
+    shirt.get_by_label("Required", exact=True).check()
+    for i, (size, quantity) in enumerate([("Small", ""), ("Medium", "1"), ("Large", "")], start=1):
+        shirt.get_by_test_id("add-option").click()
+        expect(shirt.get_by_label(f"Option {i}", exact=True)).to_be_focused()
+        page.keyboard.type(size)
+        if quantity:
+            shirt.get_by_label(f"Option {i}: how many there are").fill(quantity)
+    pace = add_question("Pace in minutes per km", "NUMBER")
+    pace.get_by_label("Smallest answer (optional)").fill("12")
+    pace.get_by_label("Largest answer (optional)").fill("3")  # below the smallest: the API's field error
+    pace.get_by_label("Help text (optional)").fill("Puts you in the right start wave.")
+    member = add_question("Member of a club?", "YES_NO")
+    member.get_by_label("Required", exact=True).check()
+    club = add_question("Club name", "SHORT_TEXT")
+    club.get_by_label("Shown").select_option("member_of_a_club")
+    expect(club.get_by_label("… with the answer")).to_have_value("true")
+    club.get_by_label("Longest answer (characters)").fill("60")
+    page.get_by_label("Emergency contact: a name and a phone number (required)").check()
+    page.get_by_label("Runners must accept a waiver", exact=False).check()
+    page.get_by_label("Waiver text").fill("I take part at my own risk.")
+    _accessible(page, "questions being written")
+
+    page.get_by_test_id("save-questions").click()
+    largest = pace.get_by_label("Largest answer (optional)")
+    expect(largest).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("[data-field='questions.1.max'] > .error")).to_be_visible()
+    expect(shirt.get_by_label("Option 2", exact=True)).to_have_value("Medium")  # nothing typed is lost
+    pace.get_by_label("Smallest answer (optional)").fill("3")
+    largest.fill("12")
+    page.get_by_test_id("save-questions").click()
+    expect(page.get_by_test_id("questions-alert")).to_have_text("Saved as version 1. Runners are asked it from now on.")
+    expect(page.get_by_test_id("questions-version")).to_contain_text("version 1")
+    expect(page.get_by_test_id("waiver-version")).to_contain_text("Runners now accept version 1")
+    expect(shirt.locator("[data-field='questions.0.options.1.quantity'] .hint")).to_have_text("0 taken · 1 left of 1.")
+
+    # The pace question moved below "Member of a club?", by keyboard: focus stays on its button.
+    rows.nth(1).get_by_test_id("move-down").focus()
+    page.keyboard.press("Enter")
+    expect(rows.nth(2).get_by_test_id("move-down")).to_be_focused()
+    expect(rows.nth(2).get_by_label("Question", exact=True)).to_have_value("Pace in minutes per km")
+
+    # Meanwhile another tab (the same API) saves a new waiver: this save is a 409 that keeps the move.
+    _, (event,) = backend.catalog().definition(race.raceId)
+    stored, _ = backend.store().get_race(race.raceId)
+    other = Questions(
+        DynamoQuestions(backend.dynamodb, backend.table("Races")),
+        lambda items: transact(backend.dynamodb, items),
+        AuditTrail(DynamoAudit(backend.dynamodb, backend.table("Audit"))),
+        backend.cache(),
+        backend.inventory(),
+    )
+    theirs = other.view(stored, event)
+    draft = QuestionSetDraft(
+        questions=theirs.questions, builtIns=theirs.builtIns, waiver=Waiver(text="Revised waiver.")
+    )
+    other.save(Director(sub="other-tab", username="lee"), stored, event, draft)
+    page.get_by_test_id("save-questions").click()
+    alert = page.get_by_test_id("questions-alert")
+    expect(alert).to_contain_text("saved meanwhile (now version 2, at ")
+    expect(rows.nth(2).get_by_label("Question", exact=True)).to_have_value("Pace in minutes per km")
+    page.get_by_test_id("save-questions").click()
+    expect(alert).to_have_text("Saved as version 3. Runners are asked it from now on.")
+    expect(rows).to_have_count(4)
+    assert [rows.nth(i).get_attribute("data-question-id") for i in range(4)] == [
+        "t_shirt_size", "member_of_a_club", "pace_in_minutes_per_km", "club_name"
+    ]  # fmt: skip
+
+    # A runner registers with a Medium: the page shows it taken, and the runner's detail their answers.
+    answers = {"rc_emergency_name": "Kim Lee", "rc_emergency_phone": "+64 9 123 4567", "t_shirt_size": "Medium",
+               "member_of_a_club": True, "club_name": "Harbour Harriers", "pace_in_minutes_per_km": 5.5}  # fmt: skip
+    _, rid = hold_and_register(
+        api, race.raceId, event.eventId,
+        runner() | {"lastName": "Answers", "answers": answers, "waiver": {"accepted": True}},
+    )  # fmt: skip
+    wait_confirmed(api, [rid])
+    page.reload()
+    expect(heading).to_be_focused()
+    expect(rows.first.locator("[data-field='questions.0.options.1.quantity'] .hint")).to_have_text(
+        "1 taken · 0 left of 1."
+    )
+    _accessible(page, "questions")
+    page.set_viewport_size({"width": 768, "height": 1024})
+    _accessible(page, "questions at 768 px")
+    snap(page, "questions")
+
+    page.goto(f"{CONSOLE}#/races/{race.raceId}/runners")
+    page.get_by_test_id("runner-open").click()
+    shown = page.get_by_test_id("runner-answers")
+    expect(shown.get_by_test_id("answer-t_shirt_size")).to_have_text("Medium")
+    expect(shown.get_by_test_id("answer-club_name")).to_have_text("Harbour Harriers")
+    expect(shown.get_by_test_id("answer-waiver")).to_contain_text("Accepted version 3")
+    _accessible(page, "runner detail with answers")

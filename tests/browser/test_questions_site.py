@@ -6,6 +6,7 @@ submit the server refuses."""
 from __future__ import annotations
 
 from datetime import date, timedelta
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -59,7 +60,7 @@ SET = {
 }  # fmt: skip
 
 
-def _ask(backend, race_id: str) -> str:
+def _ask(backend, race_id: str, questions: dict[str, Any] = SET) -> str:
     """The director's save (the admin API's service, on the stack's tables): returns the event id."""
     _, (event,) = backend.catalog().definition(race_id)
     race, _ = backend.store().get_race(race_id)
@@ -70,7 +71,9 @@ def _ask(backend, race_id: str) -> str:
         backend.cache(),
         backend.inventory(),
     )
-    service.save(Director(sub="director-test", username="dana"), race, event, QuestionSetDraft.model_validate(SET))
+    service.save(
+        Director(sub="director-test", username="dana"), race, event, QuestionSetDraft.model_validate(questions)
+    )
     return str(event.eventId)
 
 
@@ -176,3 +179,53 @@ def test_every_question_kind_the_waiver_and_a_guardian_by_keyboard_on_a_phone(pa
         if r.get("bib") is not None and int(r["bib"]) == int(bib)
     )
     assert '"nation":"NZ"' in reg["answers"] and '"pace":5.5' in reg["answers"]
+
+
+SIZES = {
+    "questions": [
+        {"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt size", "required": True,
+         "options": [{"id": "S", "label": "Small", "quantity": 1}, {"id": "M", "label": "Medium", "quantity": 1},
+                     {"id": "L", "label": "Large"}]},
+    ]
+}  # fmt: skip
+
+
+def _take(api, race_id: str, event_id: str, size: str) -> None:
+    """Another runner sends details with that size (no card yet): the unit is theirs."""
+    from tests.integration.flows import hold, register, runner
+
+    taken = register(
+        api, hold(api, race_id, event_id).json()["holdId"], runner(token=None) | {"answers": {"shirt": size}}
+    )
+    assert taken.status_code == 200, taken.text
+
+
+def test_a_sold_out_size_is_offered_disabled_and_one_sold_meanwhile_is_named_under_the_question(
+    page: Page, backend, api, snap
+) -> None:
+    page.set_viewport_size(PHONE)
+    race_id = new_race(backend, unique("Shirts 5K"), [10])
+    event_id = _ask(backend, race_id, SIZES)
+    _take(api, race_id, event_id, "S")  # Small is gone before this runner arrives
+
+    open_race(page, race_id)
+    page.get_by_test_id("hold-button").first.click()
+    wait_for_form(page)
+    small = page.locator("[data-testid='question-shirt'] option[value='S']")
+    expect(small).to_be_disabled()
+    expect(small).to_have_text("Small (sold out)")
+    expect(page.locator("[data-testid='question-shirt'] option[value='M']")).to_be_enabled()
+    runner = Runner.new()
+    for name in ("email", "firstName", "lastName", "dateOfBirth"):
+        field(page, name).fill(getattr(runner, name))
+    page.get_by_test_id("question-shirt").focus()
+    page.keyboard.type("Medium")
+    _take(api, race_id, event_id, "M")  # the last Medium goes to someone else meanwhile
+    send(page)
+    error = page.get_by_test_id("error-answers.shirt")
+    expect(error).to_have_text("Medium is sold out.")  # the API's 409, under the question
+    snap(page, "sold-out")
+    page.get_by_test_id("question-shirt").select_option("L")
+    send(page)
+    expect(page.get_by_test_id("payment-step")).to_be_visible()
+    assert horizontal_overflow(page) == 0

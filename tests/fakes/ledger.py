@@ -55,7 +55,7 @@ class FakeLedger:
             )
 
         def add() -> None:
-            self._add(rid, entry.amountCents)
+            self._add(rid, entry.amountCents, ledgerPending=1)
 
         return [fake_item(within, add), self._put_new(rid, entry)]
 
@@ -70,7 +70,7 @@ class FakeLedger:
             self.entries[k] = self.entries[k].model_copy(update={"status": RefundPhase.REFUSED})
 
         def give_back() -> None:
-            self._add(registration_id, -entry.amountCents)
+            self._add(registration_id, -entry.amountCents, ledgerPending=-1)
 
         return [fake_item(pending, refuse), fake_item(lambda: registration_id in self.tables.regs, give_back)]
 
@@ -99,6 +99,14 @@ class FakeLedger:
             self.entries[k] = self.entries[k].model_copy(
                 update={"status": RefundPhase.SUCCEEDED, "providerId": refund_id}
             )
+
+    def settle_reserved(self, registration_id: str, refund_key: str, refund_id: str, at: str) -> None:
+        with self.tables.lock:
+            if self.entries[(registration_id, refund_key)].status != RefundPhase.PENDING:
+                return
+        self.settle(registration_id, refund_key, refund_id, at)
+        with self.tables.lock:
+            self._add(registration_id, 0, ledgerPending=-1)
 
     def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
         def forget(k: tuple[str, str]) -> TransactItem:

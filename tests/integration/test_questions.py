@@ -198,3 +198,116 @@ def test_a_waiver_is_accepted_and_a_runner_17_on_race_day_needs_a_guardian(api, 
     assert register(api, other, adult).status_code == 200
     no_waiver = register(api, hold(api, race_id, event_id).json()["holdId"], runner(token=None))
     assert no_waiver.status_code == 400 and "waiver.accepted" in no_waiver.json()["fields"]
+
+
+def _shirts(dana: Any, race_id: str, event_id: str, medium: int | None, expected: int) -> dict[str, Any]:
+    m = {"id": "M", "label": "Medium"} | ({"quantity": medium} if medium is not None else {})
+    sizes = [{"id": "S", "label": "Small"}, m]
+    saved = dana.put(
+        f"/api/admin/races/{race_id}/events/{event_id}/questions",
+        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
+              "expectedVersion": expected},
+    )  # fmt: skip
+    assert saved.status_code == 200, saved.text
+    return dict(saved.json())
+
+
+def test_a_sold_out_size_is_marked_on_the_form_and_the_director_sees_taken_and_left(api, director):
+    dana = director("dana-sold-out")
+    race = dana.create_race((20,))
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    dana.open_now(race_id)
+    _shirts(dana, race_id, event_id, 2, 0)
+    form = f"/api/races/{race_id}/events/{event_id}/questions"
+    assert api.get(form).json()["soldOut"] == {}
+    for _ in range(2):
+        taken = register(
+            api, hold(api, race_id, event_id).json()["holdId"], runner(token=None) | {"answers": {"shirt": "M"}}
+        )
+        assert taken.status_code == 200, taken.text
+    # The form's count is cached for about two seconds, as the race page's places left.
+    wait_until(lambda: api.get(form).json()["soldOut"] == {"shirt": ["M"]}, timeout=10)
+    view = dana.get(f"/api/admin/races/{race_id}/events/{event_id}/questions").json()
+    assert [(s["optionId"], s["quantity"], s["taken"], s["left"]) for s in view["stock"]] == [("M", 2, 2, 0)]
+    late = register(
+        api, hold(api, race_id, event_id).json()["holdId"], runner(token=None) | {"answers": {"shirt": "M"}}
+    )
+    assert late.status_code == 409 and late.json()["fields"] == {"answers.shirt": "Medium is sold out."}
+
+
+def test_a_resend_while_paying_is_accepted_after_the_director_gives_the_size_a_quantity(api, director, stack):
+    dana = director("dana-mid-payment")
+    race = dana.create_race((20,))
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    dana.open_now(race_id)
+    _shirts(dana, race_id, event_id, None, 0)  # Medium: no limit yet
+    hold_id = hold(api, race_id, event_id).json()["holdId"]
+    details = runner(token=None) | {"answers": {"shirt": "M"}}
+    first = register(api, hold_id, details)
+    assert first.status_code == 200, first.text
+    _shirts(dana, race_id, event_id, 30, 1)  # the director adds stock while the runner is at the card step
+    again = register(api, hold_id, details)  # the runner's page re-sends the same details
+    assert again.status_code == 200, again.text
+    assert again.json()["clientSecret"] == first.json()["clientSecret"]
+    assert len(intents_for(stack, hold_id=hold_id)) == 1
+
+
+def test_with_redis_stopped_a_registration_checks_its_answers_against_the_version_saved_meanwhile(
+    api, backend, director, stack
+):
+    dana = director("dana-no-redis")
+    race = dana.create_race((20,))
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    dana.open_now(race_id)
+    _shirts(dana, race_id, event_id, None, 0)
+    assert api.get(f"/api/races/{race_id}/events/{event_id}/questions").json()["version"] == 1
+    stack.stop_redis()
+    try:
+        saved = dana.put(
+            f"/api/admin/races/{race_id}/events/{event_id}/questions",
+            json={"questions": [{"id": "club", "kind": "SHORT_TEXT", "label": "Club", "required": True}],
+                  "expectedVersion": 1},
+        )  # fmt: skip
+        assert saved.status_code == 200 and saved.json()["version"] == 2, saved.text
+        hold_id = hold(api, race_id, event_id).json()["holdId"]
+        stale = register(api, hold_id, runner(token=None) | {"answers": {"shirt": "M"}})
+        assert stale.status_code == 400 and set(stale.json()["fields"]) == {"answers.shirt", "answers.club"}
+        accepted = register(api, hold_id, runner(token=None) | {"answers": {"club": "Harriers"}})
+        assert accepted.status_code == 200, accepted.text
+    finally:
+        stack.restart_redis()
+    held = backend.holds().get(hold_id)
+    assert held is not None and held.attempt is not None and held.attempt.questionsVersion == 2
+
+
+def test_the_results_upload_takes_each_runners_category_from_their_division_answer(api, backend, director):
+    """A file with no category column: each runner's division answer is their category."""
+    from tests.integration.results import registration_item, results_url, seed_registrations, upload, wait_for_upload
+
+    dana = director("dana-divisions")
+    race = dana.create_race((20,))
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    divisions = [{"id": "F", "label": "Women"}, {"id": "M", "label": "Men"}]
+    saved = dana.put(
+        f"/api/admin/races/{race_id}/events/{event_id}/questions", json={"builtIns": {"divisions": divisions}}
+    )
+    assert saved.status_code == 200, saved.text
+    items = []
+    for bib, (first, division) in enumerate([("Ann", "F"), ("Bo", "M"), ("Cy", "F")], start=1):
+        item = registration_item(race_id, event_id, bib, first, "Lee", "1990-01-01")
+        item["PutRequest"]["Item"] |= {
+            "answers": {"S": f'{{"rc_division":"{division}"}}'},
+            "questionsVersion": {"N": "1"},
+        }
+        items.append(item)
+    seed_registrations(backend, items)
+    done = wait_for_upload(dana, upload(dana, race_id, event_id, "bib,chip_time\n1,40:00\n2,41:00\n3,42:00\n"))
+    assert done["status"] == "READY", done
+    assert dana.post(results_url(race_id, event_id, "/publish")).status_code == 200
+    page = api.get(f"/api/races/{race_id}/events/{event_id}/results/1").json()
+    assert [(r["bib"], r["gender"], r["genderPlace"]) for r in page["results"]] == [
+        (1, "F", 1),
+        (2, "M", 1),
+        (3, "F", 2),
+    ]
+    assert page["genders"] == ["F", "M"]

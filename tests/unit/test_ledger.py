@@ -9,7 +9,7 @@ import pytest
 from racecap.dal.payments import PaymentRejected
 from racecap.domain import RegistrationPhase
 from racecap.errors import Busy, Conflict, DomainError, RefundFailed, RegistrationNotFound
-from racecap.ledger.models import RefundPhase
+from racecap.ledger.models import RefundPhase, ledger_state
 from racecap.ledger.service import RefundTooLarge
 from racecap.logic.emails import render_refund
 
@@ -100,11 +100,15 @@ def test_no_answer_keeps_the_amount_reserved_and_the_same_action_resumes(world):
     with pytest.raises(Busy):
         world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "")
     assert world.ledger_store.refund(rid, "refund-click-1").status == RefundPhase.PENDING
+    # The director's sheet says so while the provider has not answered.
+    row = world.regs.get(rid).model_dump()
+    assert ledger_state(row) == "REFUND_PENDING"
     with pytest.raises(RefundTooLarge):  # the pending 2000 may have been refunded: 500 is left
         world.ledger.refund(DIRECTOR, _race(world), rid, 1000)
     done = world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "")
     assert done.status == RefundPhase.SUCCEEDED and len(world.payments.refunds) == 1
     assert world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "").providerId == done.providerId
+    assert ledger_state(world.regs.get(rid).model_dump()) == "PARTLY_REFUNDED"  # answered: pending no more
 
 
 def test_only_a_confirmed_registration_of_the_race_is_refunded_in_part(world):

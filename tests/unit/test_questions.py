@@ -340,7 +340,7 @@ def test_the_export_has_one_column_per_question_formula_safe_with_the_answered_v
     lines = [line for line, _ in Participants(w.regs, w.questions).export_lines(race, events)]
     rows = list(csv.reader(io.StringIO("".join(lines))))
     header = rows[0]
-    answer_columns = header[header.index("team") + 1 :]  # after the fixed columns
+    answer_columns = header[header.index("waiverGuardian") + 1 :]  # after the fixed columns
     assert answer_columns == [
         "Emergency contact: name [rc_emergency_name]", "Emergency contact: phone [rc_emergency_phone]",
         "Division [rc_division]", "Shirt size [shirt]", "Diet [diet]",
@@ -473,6 +473,42 @@ def test_a_cancelled_registration_gives_its_option_back() -> None:
     assert _stock(w, race_id, event_id) == (1, 0)
 
 
+def _sizes(m: int | None) -> list[Question]:
+    medium = {"id": "M", "label": "Medium"} | ({"quantity": m} if m is not None else {})
+    return [q("shirt", "SINGLE_CHOICE", required=True, options=[medium, {"id": "L", "label": "Large"}])]
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, 5), (3, 8), (3, None)])
+def test_a_resend_while_paying_is_accepted_whatever_the_director_did_to_the_options_stock(
+    before: int | None, after: int | None
+) -> None:
+    """Medium unlimited then given a quantity (the 409 this fixes), raised, or made unlimited:
+    the runner's re-send of the same details is the same attempt, with the same intent, and
+    keeps the unit its first send took (none, or one that still goes back with the hold)."""
+    from datetime import UTC, datetime, timedelta
+
+    w, race_id, event_id = _world_with_questions(_sizes(before))
+    held = w.hold_service.hold(race_id, event_id)
+    unpaid = _request("mid@example.com", {"shirt": "M"}).model_copy(update={"paymentMethod": None})
+    first = w.registration.register(held.holdId, unpaid)
+    race, (event,) = w.catalog.definition(race_id)
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=_sizes(after), expectedVersion=1))
+    again = w.registration.register(held.holdId, unpaid)
+    assert (again.status, again.clientSecret) == ("PAYMENT_REQUIRED", first.clientSecret)
+    assert len(w.payments.intents) == 1
+    taken = 1 if before is not None else 0
+    if after is not None:
+        assert _stock(w, race_id, event_id) == (after, taken)
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and len(hold.attempt.stock or []) == taken  # type: ignore[union-attr]
+    if before is not None:  # another answer than the one that took a unit is another attempt
+        with pytest.raises(Conflict):
+            w.registration.register(held.holdId, _request("mid@example.com", {"shirt": "L"}))
+    w.sweeper.sweep(datetime.now(UTC) + timedelta(hours=1))
+    if before is not None:
+        assert _stock(w, race_id, event_id)[1] == 0  # the unit went back with the hold
+
+
 def test_a_quantity_below_what_is_taken_is_refused_naming_it_and_raising_it_adds_units() -> None:
     w, race_id, event_id = _shirt_world(m=2)
     for i in range(2):
@@ -570,3 +606,175 @@ def test_a_set_may_stock_at_most_thirty_options_so_a_save_stays_short() -> None:
     with pytest.raises(ValidationFailed) as bad:
         check_set(QuestionSetDraft(questions=[q("shirt", "SINGLE_CHOICE", options=sizes)]))
     assert list(fields(bad)) == ["questions.0.options.30.quantity"]
+
+
+# -- what is left of an option's stock --------------------------------------------------------------
+def test_the_runners_form_marks_a_sold_out_option_and_the_director_sees_taken_and_left() -> None:
+    w, race_id, event_id = _shirt_world(m=2)
+    race, (event,) = w.catalog.definition(race_id)
+    assert w.questions.for_runners(race_id, event_id).soldOut == {}
+    for i in range(2):
+        held = w.hold_service.hold(race_id, event_id)
+        w.registration.register(held.holdId, _request(f"s{i}@example.com", {"shirt": "M"}))
+    w.questions._cache.local.clear()  # the form's count is cached for a second, as the race page's
+    assert w.questions.for_runners(race_id, event_id).soldOut == {"shirt": ["M"]}
+    stock = w.questions.view(race, event).stock
+    assert [(s.questionId, s.optionId, s.quantity, s.taken, s.left) for s in stock] == [("shirt", "M", 2, 2, 0)]
+    # Two more shirts: the form offers Medium again once its count is read again.
+    more = [q("shirt", "SINGLE_CHOICE", required=True, options=[{"id": "M", "label": "Medium", "quantity": 4}])]
+    saved = w.questions.save(DANA, race, event, QuestionSetDraft(questions=more, expectedVersion=1))
+    assert [(s.taken, s.left) for s in saved.stock] == [(2, 2)]
+    assert w.questions.for_runners(race_id, event_id).soldOut == {}
+
+
+# -- the waiver in the export ---------------------------------------------------------------------------
+def test_the_export_has_the_waivers_version_time_and_guardian_formula_safe() -> None:
+    import csv
+    import io
+
+    from racecap.logic.participants import Participants
+    from racecap.logic.writer import RegistrationWriter
+
+    w, race_id, event_id = _waiver_world()
+    w.writer = RegistrationWriter(w.regs, w.emails, pace=w.pace, answers=w.questions)
+    guardian = {"accepted": True, "guardianName": "=Pat Lee", "guardianAccepted": True}
+    w.registration.register(w.hold_service.hold(race_id, event_id).holdId, _born("2009-05-02", guardian))
+    adult = _born("1990-01-01", {"accepted": True}, email="adult@example.com")
+    w.registration.register(w.hold_service.hold(race_id, event_id).holdId, adult)
+    assert w.write_queued() == []
+    race, events = w.catalog.definition(race_id)
+    lines = [line for line, _ in Participants(w.regs, w.questions).export_lines(race, events)]
+    rows = list(csv.DictReader(io.StringIO("".join(lines))))
+    by_email = {r["email"]: r for r in rows}
+    kid, grown = by_email["kid@example.com"], by_email["adult@example.com"]
+    assert (kid["waiverVersion"], kid["waiverGuardian"]) == ("1", "'=Pat Lee")  # a name, never a formula
+    assert kid["waiverAcceptedAt"].startswith("20") and grown["waiverGuardian"] == ""
+    assert grown["waiverVersion"] == "1" and grown["waiverAcceptedAt"]
+
+
+# -- Redis down: the current version comes from DynamoDB ----------------------------------------------
+class _Redis:
+    """Just enough of Redis for the stamps and values the questions use, and a switch to
+    take it down (every call then fails as a refused connection does)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+        self.expiry: dict[str, int] = {}  # the seconds a stamp was set to live
+        self.down = False
+
+    def _up(self) -> None:
+        if self.down:
+            import redis
+
+            raise redis.ConnectionError("Connection refused")
+
+    def get(self, key: str) -> str | None:
+        self._up()
+        return self.data.get(key)
+
+    def set(self, key: str, value: Any, nx: bool = False, **_: Any) -> bool:
+        self._up()
+        if nx and key in self.data:
+            return False
+        self.data[key] = str(value)
+        if "ex" in _:
+            self.expiry[key] = int(_["ex"])
+        return True
+
+    def exists(self, key: str) -> int:
+        self._up()
+        return int(key in self.data)
+
+    def delete(self, key: str) -> int:
+        self._up()
+        return int(self.data.pop(key, None) is not None)
+
+    def eval(self, script: str, _n: int, key: str, *args: Any) -> int:
+        self._up()
+        if "tonumber(ARGV[1]) > cur" in script:  # the stamp's raise
+            if int(args[0]) > int(self.data.get(key, "0")):
+                self.data[key], self.expiry[key] = str(args[0]), int(args[1])
+        elif self.data.get(key) == args[0]:  # a lock's release
+            del self.data[key]
+        return 0
+
+
+def test_with_redis_down_the_registration_reads_the_current_version_from_dynamodb() -> None:
+    """A save made while Redis is down cannot move the pointer there: runners' environments
+    read it from DynamoDB instead (the cache's breaker), so the registration checks its
+    answers against the questions the director saved, and still goes through."""
+    from racecap.cache import TieredCache
+    from racecap.logic.registration import RegistrationService
+
+    from tests.fakes.races import FakeInventory
+    from tests.unit.core_world import World
+
+    shared = _Redis()
+    w = World()
+    race_id = w.race(caps=(20,))
+    race, (event,) = w.catalog.definition(race_id)
+    admin, runners = (
+        Questions(
+            w.question_store, w.tables.transact, FakeAudit(w.tables),
+            TieredCache(lambda: shared, stamp_ttl=0.05), FakeInventory(w.tables),  # type: ignore[arg-type,return-value]
+        )
+        for _ in range(2)
+    )  # fmt: skip
+    service = RegistrationService(w.catalog, w.holds, w.regs, w.payments, w.queue, pace=w.pace, questions=runners)  # type: ignore[arg-type]
+    admin.save(DANA, race, event, QuestionSetDraft(questions=[q("shirt", "SINGLE_CHOICE", options=opts("M"))]))
+    event_id = event.eventId
+    assert runners.current(race_id, event_id)[0] == 1
+    assert shared.data["rc:stamp:questions:race-1:ev0"] == "1"  # read through Redis while it is up
+    # Kept a minute only: a save that misses Redis (below) leaves it stale no longer than that.
+    assert shared.expiry["rc:stamp:questions:race-1:ev0"] == 60
+
+    shared.down = True
+    admin.save(DANA, race, event, QuestionSetDraft(questions=[q("club", "SHORT_TEXT", required=True)]))
+    import time
+
+    time.sleep(0.06)  # past the in-process stamp's life
+    held = w.hold_service.hold(race_id, event_id)
+    with pytest.raises(ValidationFailed) as bad:  # version 1's answer: version 2 is asked now
+        service.register(held.holdId, _request(answers={"shirt": "M"}))
+    assert set(fields(bad)) == {"answers.shirt", "answers.club"}
+    accepted = service.register(held.holdId, _request(answers={"club": "Harriers"}))
+    assert accepted.status == "QUEUED"
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and hold.attempt is not None and hold.attempt.questionsVersion == 2
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, 5), (3, None)])
+def test_a_teams_resend_while_paying_keeps_each_members_units_whatever_the_director_did_to_the_stock(
+    before: int | None, after: int | None
+) -> None:
+    """As a runner's, for a team: each member's answers against the units that member took."""
+    from racecap.teams.models import TeamRegistrationRequest
+
+    from tests.unit.core_world import World
+    from tests.unit.test_teams import _team_race
+
+    w = World()
+    _team_race(w, [10], sizes=(2, 4))
+    race, (event,) = w.catalog.definition("race-1")
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=_sizes(before)))
+    held = w.hold_service.hold_team("race-1", "ev0", 2)
+    team = TeamRegistrationRequest.model_validate(
+        {
+            "teamName": "Harbour Harriers",
+            "members": [
+                {"email": f"m{i}@example.com", "firstName": f"M{i}", "lastName": "Lee",
+                 "dateOfBirth": "1990-01-01", "answers": {"shirt": size}}
+                for i, size in enumerate(["M", "L"])
+            ],
+        }
+    )  # fmt: skip
+    first = w.registration.register_team(held.holdId, team)
+    w.questions.save(DANA, race, event, QuestionSetDraft(questions=_sizes(after), expectedVersion=1))
+    again = w.registration.register_team(held.holdId, team)
+    assert (again.status, again.clientSecret) == ("PAYMENT_REQUIRED", first.clientSecret)
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and hold.attempt is not None and hold.attempt.members is not None
+    taken = 1 if before is not None else 0
+    assert [len(m.get("stock") or []) for m in hold.attempt.members] == [taken, 0]
+    if after is not None:
+        assert _stock(w, "race-1", "ev0") == (after, taken)

@@ -39,6 +39,7 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
     get: (path) => request('GET', path),
     post: (path, body = {}) => request('POST', path, body),
     patch: (path, body) => request('PATCH', path, body),
+    put: (path, body) => request('PUT', path, body),
     download: (path) => request('GET', path, undefined, { raw: true }),
     postForFile: (path, body) => request('POST', path, body, { raw: true }),
   };

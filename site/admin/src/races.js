@@ -240,6 +240,7 @@ export function subnav(raceId, current) {
   const base = `#/races/${encodeURIComponent(raceId)}`;
   const links = [
     ['settings', base, 'Settings and events'],
+    ['questions', `${base}/questions`, 'Questions and waiver'],
     ['live', `${base}/live`, 'Live'],
     ['runners', `${base}/runners`, 'Runners'],
     ['results', `${base}/results`, 'Results'],

@@ -59,6 +59,10 @@ export async function runnersPage(api, raceId, subnav) {
       return detail.querySelector('h2').focus();
     }
     rows.querySelector(`[data-registration-id="${CSS.escape(r.registrationId)}"]`)?.replaceWith(row(r));
+    // The runner's answers and waiver acceptance: the search's row for this bib (the same
+    // documented API), as the version of the questions they answered put them.
+    const answered = await api.get(`/races/${enc(raceId)}/registrations?${new URLSearchParams({ q: String(r.bib), eventId: r.eventId })}`)
+      .then((page) => page.registrations.find((x) => x.registrationId === r.registrationId) || null, () => null);
     const when = (iso) => (iso ? showInZone(iso, race.timeZone) : '—');
     const statement = r.ledger;
     const facts = [
@@ -84,6 +88,7 @@ export async function runnersPage(api, raceId, subnav) {
         h('p', { 'data-testid': 'ledger-summary' },
           `Charged ${money(statement.chargedCents, statement.currency)} · refunded ${money(statement.refundedCents, statement.currency)} · ${money(statement.leftCents, statement.currency)} left to refund`),
         h('div', { class: 'scroll' }, ledger),
+        ...answersOf(answered, when),
         confirmed ? h('div', { class: 'row' },
           h('button', { type: 'button', 'data-testid': 'cancel-registration', onClick: () => moneyForm({ r, kind: 'cancel' }) }, 'Cancel the registration…'),
           statement.leftCents > 0 ? h('button', { type: 'button', 'data-testid': 'refund-part', onClick: () => moneyForm({ r, kind: 'refund' }) }, 'Refund part of the payment…') : null,
@@ -92,6 +97,21 @@ export async function runnersPage(api, raceId, subnav) {
     );
     detail.hidden = false;
     detail.querySelector('h2').focus();
+  }
+
+  // The answers (in the order asked) and the waiver's acceptance, if the event asked any.
+  function answersOf(a, when) {
+    if (!a || (!a.answers.length && !a.waiver)) return [];
+    const facts = a.answers.map((x) => [x.label, x.text, x.questionId]);
+    if (a.waiver) {
+      facts.push(['Waiver', `Accepted version ${a.waiver.version} on ${when(a.waiver.acceptedAt)}`, 'waiver']);
+      if (a.waiver.guardianName) facts.push(['Parent or guardian', `${a.waiver.guardianName}, accepted too`, 'guardian']);
+    }
+    return [
+      h('h3', {}, a.questionsVersion ? `Answers (questions version ${a.questionsVersion})` : 'Waiver'),
+      h('dl', { class: 'facts answers', 'data-testid': 'runner-answers' },
+        facts.flatMap(([k, v, id]) => [h('dt', {}, k), h('dd', { 'data-testid': `answer-${id}` }, v)])),
+    ];
   }
 
   // What the cancellation refunded: its ledger entry (key refund-<registrationId>-c<8 hex>, or

@@ -194,8 +194,11 @@ class TieredCache:
         self.shared.call(lambda r: r.delete(self._prefix + key), None)
 
     # -- version stamps -------------------------------------------------------
-    def stamp(self, name: str, load: Callable[[], int]) -> int:
-        """The current version stamp ``name``, read once per ``stamp_ttl`` per environment."""
+    def stamp(self, name: str, load: Callable[[], int], *, shared_ttl: int = 3600) -> int:
+        """The current version stamp ``name``, read once per ``stamp_ttl`` per environment.
+
+        ``shared_ttl`` bounds how long Redis keeps it: a bump that missed Redis (down at the
+        time, then back without a restart) leaves the old stamp there at most that long."""
         key = f"stamp:{name}"
         value = self.local.get(key)
         if value is not _MISSING:
@@ -205,16 +208,16 @@ class TieredCache:
         if raw is None:
             stamp = load()
             # NX: never move a stamp backwards over a concurrent bump.
-            self.shared.call(lambda r: r.set(full, stamp, nx=True, ex=3600), None)
+            self.shared.call(lambda r: r.set(full, stamp, nx=True, ex=shared_ttl), None)
         else:
             stamp = int(raw)
         self.local.put(key, stamp, self._stamp_ttl)
         return stamp
 
-    def bump(self, name: str, new_value: int) -> None:
+    def bump(self, name: str, new_value: int, *, shared_ttl: int = 3600) -> None:
         """Move a stamp forward (never back), orphaning every entry keyed by the old one."""
         full = self._prefix + f"stamp:{name}"
-        self.shared.call(lambda r: r.eval(_RAISE_STAMP, 1, full, new_value), None)
+        self.shared.call(lambda r: r.eval(_RAISE_STAMP, 1, full, new_value, shared_ttl), None)
         self.local.put(f"stamp:{name}", new_value, self._stamp_ttl)
 
     # -- turns ------------------------------------------------------------------
@@ -304,6 +307,6 @@ return 0
 
 _RAISE_STAMP = """
 local cur = tonumber(redis.call('get', KEYS[1]) or '0')
-if tonumber(ARGV[1]) > cur then redis.call('set', KEYS[1], ARGV[1], 'EX', 3600) end
+if tonumber(ARGV[1]) > cur then redis.call('set', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2] or '3600')) end
 return 0
 """

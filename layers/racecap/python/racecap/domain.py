@@ -269,6 +269,7 @@ class Registration(PaidRegistration):
     # None (absent) until the first: the writer writes the record whole, and two attributes
     # more on every registration item would be bytes on the hot path's writes.
     ledgerRefundedCents: int | None = None
+    ledgerPending: int | None = None  # refunds reserved, the provider's answer not recorded yet
     outsideRefunds: int | None = None
     # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
     disputeId: str | None = None
@@ -351,6 +352,7 @@ class RegistrationRowData(TypedDict, total=False):
     disputeId: str
     purgedAt: str
     ledgerRefundedCents: int
+    ledgerPending: int
     outsideRefunds: int
     cancelRefund: str
     cancelRefundCents: int

@@ -41,6 +41,8 @@ from racecap.domain import (
 # The ledger's sum of a registration's refunds, reserved or made (racecap.ledger.store owns it;
 # the cancellation reserves its refund in the same update that begins it).
 LEDGER_SUM = "ledgerRefundedCents"
+# How many of a registration's refunds are reserved and not answered by the provider yet.
+LEDGER_PENDING = "ledgerPending"
 # An event's money and counts (``STATS#`` item): revenue is what the confirmed registrations
 # paid, cancelledCents what the cancelled ones had paid, refundedCents every refund.
 STATS_FIELDS = ("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds")

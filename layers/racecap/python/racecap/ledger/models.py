@@ -70,6 +70,8 @@ def ledger_state(row: Mapping[str, Any]) -> LedgerState:
         return "FREE"
     if row.get("status") == "CANCELLING" and int(row.get("cancelRefundCents") or 0):
         return "REFUND_PENDING"  # the cancellation's refund is reserved, the provider not yet heard
+    if int(row.get("ledgerPending") or 0) > 0:
+        return "REFUND_PENDING"  # a director's refund of an amount, likewise
     refunded = refunded_of(row)
     if refunded <= 0:
         return "PAID"

@@ -184,7 +184,7 @@ class Ledger:
                 pass  # released by a concurrent call of the same action
             raise RefundFailed(f"The payment provider refused the refund ({exc.code}); nothing was refunded.") from exc
         now = datetime.now(UTC).isoformat()
-        self._store.settle(rid, entry.key, refund.id, now)
+        self._store.settle_reserved(rid, entry.key, refund.id, now)
         metrics.add_metric(name="Refunded", unit="Count", value=1)
         logger.info("refunded", extra={"registrationId": rid, "refundId": refund.id, "amountCents": entry.amountCents})
         return entry.model_copy(update={"providerId": refund.id, "status": RefundPhase.SUCCEEDED})

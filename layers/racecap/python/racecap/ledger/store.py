@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from racecap.dal.dynamo import from_item, query_raw, to_item, values
 from racecap.dal.keys import key
-from racecap.dal.registrations import LEDGER_SUM
-from racecap.dal.transactions import TransactItem
+from racecap.dal.registrations import LEDGER_PENDING, LEDGER_SUM
+from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.domain import Registration
 from racecap.ledger.models import LedgerEntry, RefundPhase
 
@@ -73,6 +73,10 @@ class LedgerStore(Protocol):
         """The provider refunded it: record the refund's id."""
         ...
 
+    def settle_reserved(self, registration_id: str, refund_key: str, refund_id: str, at: str) -> None:
+        """``settle`` for a refund ``reserve_items`` reserved: no longer pending on the registration."""
+        ...
+
     def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
         """Retention: empty the provider's refund id on every entry that has one (any number
         of items: the caller splits them into transactions)."""
@@ -117,12 +121,14 @@ class DynamoLedger:
                 "Update": {
                     "TableName": self.table,
                     "Key": key(_pk(rid), _REG_SK),
-                    "UpdateExpression": f"ADD {LEDGER_SUM} :amt",
+                    # ledgerPending: refunds reserved, the provider's answer not recorded yet (the
+                    # export's REFUND_PENDING), counted down when it is (settle_reserved, release).
+                    "UpdateExpression": f"ADD {LEDGER_SUM} :amt, {LEDGER_PENDING} :one",
                     "ConditionExpression": "amountCents = :charged AND #s = :confirmed AND "
                     f"(attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": values(
-                        {":amt": entry.amountCents, ":charged": reg.amountCents}
+                        {":amt": entry.amountCents, ":charged": reg.amountCents, ":one": 1}
                         | {":room": reg.amountCents - entry.amountCents}
                         | {":confirmed": "CONFIRMED"}
                     ),
@@ -179,9 +185,9 @@ class DynamoLedger:
                 "Update": {
                     "TableName": self.table,
                     "Key": key(_pk(registration_id), _REG_SK),
-                    "UpdateExpression": f"ADD {LEDGER_SUM} :minus",
+                    "UpdateExpression": f"ADD {LEDGER_SUM} :minus, {LEDGER_PENDING} :less",
                     "ConditionExpression": "attribute_exists(pk)",
-                    "ExpressionAttributeValues": values({":minus": -entry.amountCents}),
+                    "ExpressionAttributeValues": values({":minus": -entry.amountCents, ":less": -1}),
                 }
             },
         ]
@@ -195,6 +201,34 @@ class DynamoLedger:
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues=values({":ok": RefundPhase.SUCCEEDED.value, ":id": refund_id, ":at": at}),
         )
+
+    def settle_reserved(self, registration_id: str, refund_key: str, refund_id: str, at: str) -> None:
+        """``settle`` for a refund ``reserve_items`` reserved: counts its pending down in the same
+        transaction, once (a repeat finds it settled and changes nothing)."""
+        try:
+            transact(
+                self._db,
+                [
+                    update_item(
+                        self.table,
+                        key(_pk(registration_id), _REFUND + refund_key),
+                        "SET #s = :ok, providerId = :id, settledAt = :at",
+                        condition="#s = :pending",
+                        names={"#s": "status"},
+                        vals={":ok": RefundPhase.SUCCEEDED.value, ":pending": RefundPhase.PENDING.value}
+                        | {":id": refund_id, ":at": at},
+                    ),
+                    update_item(
+                        self.table,
+                        key(_pk(registration_id), _REG_SK),
+                        f"ADD {LEDGER_PENDING} :less",
+                        condition="attribute_exists(pk)",
+                        vals={":less": -1},
+                    ),
+                ],
+            )
+        except ConditionFailed:
+            pass  # settled before (a repeat of the same action)
 
     def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
         return [

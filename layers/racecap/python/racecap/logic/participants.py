@@ -76,6 +76,11 @@ CSV_COLUMNS = (
     "code",  # the discount code the place was held with (racecap.codes), if any
     "discount",  # what it took off, in the currency's own units; amountPaid is what was paid
     "team",  # the team's name for a team entry (racecap.teams); amountPaid is the member's share
+    # The waiver the runner accepted (racecap.questions): the version of its text, when, and
+    # for a runner under 18 on race day the parent or guardian who accepted it too.
+    "waiverVersion",
+    "waiverAcceptedAt",
+    "waiverGuardian",
 )
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -226,6 +231,7 @@ class Participants:
                     item.get("code", ""),
                     _in_units(item, item.get("discountCents")) if item.get("discountCents") else "",
                     item.get("teamName", ""),
+                    *_waiver_cells(item.get("waiver")),
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids
@@ -236,6 +242,14 @@ class Participants:
                 )
                 yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
+
+
+def _waiver_cells(waiver: str | None) -> tuple[Any, str, str]:
+    """The waiver's columns: its version, when it was accepted, the guardian ("" for none)."""
+    if not waiver:
+        return "", "", ""
+    record = WaiverRecord.model_validate_json(waiver)
+    return record.version, record.acceptedAt.isoformat(), record.guardianName or ""
 
 
 def _in_units(item: Mapping[str, Any], amount: int | None = None) -> str:

@@ -32,6 +32,7 @@ ever lost.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -116,6 +117,29 @@ class AnswerCheck(Protocol):
     def accept_waiver(
         self, race_id: str, event_id: str, version: int | None, given: WaiverAcceptance | None, age: int, now: datetime
     ) -> str | None: ...
+
+
+def _stock_by_member(attempt: Attempt) -> list[tuple[int, str]]:
+    """The units an attempt took, each with its member (0 for a single runner's)."""
+    if attempt.members:
+        return [(i, e) for i, m in enumerate(attempt.members) for e in m.get("stock") or ()]
+    return [(0, e) for e in attempt.stock or ()]
+
+
+def _answers_of(attempt: Attempt, member: int) -> dict[str, Any]:
+    """One runner's answers on an attempt (a team's member's own, or the single runner's)."""
+    if attempt.members:
+        raw = attempt.members[member].get("answers") if member < len(attempt.members) else None
+    else:
+        raw = attempt.answers
+    return dict(json.loads(raw or "{}"))
+
+
+def _stocked_answers_changed(previous: Attempt, attempt: Attempt, stocked: list[tuple[int, StockedChoice]]) -> bool:
+    """Whether a re-sent attempt answers differently a question whose option has stock, now
+    (``stocked``) or when the first send took its units (``previous``'s stock), for any runner."""
+    asked = {(m, c.question_id) for m, c in stocked} | {(m, e.split("#", 1)[0]) for m, e in _stock_by_member(previous)}
+    return any(_answers_of(previous, m).get(qid) != _answers_of(attempt, m).get(qid) for m, qid in asked)
 
 
 def attempt_key(hold_id: str, email: str) -> str:
@@ -530,16 +554,20 @@ class RegistrationService:
         each with a unit left, the next one when it is full, ``OptionSoldOut`` naming the
         answer when every shard is. An attempt already paying (a retry, a second tab) keeps
         the units it took and takes none again."""
+        previous = hold.attempt
+        paying = hold.status == HoldPhase.PAYING and previous is not None and previous.key == attempt.key
+        if paying and previous is not None and (stocked or _stock_by_member(previous)):
+            # The re-send keeps what the first send took, judged by the runner's answers, not by
+            # which options have stock now: a director may have given an option a quantity,
+            # changed it or removed it meanwhile, and the runner's choice is the same.
+            if _stocked_answers_changed(previous, attempt, stocked):
+                raise Conflict("A payment for this hold is already in progress with other answers.", retry_after=2)
+            attempt = replace(
+                attempt, stock=previous.stock, members=previous.members if hold.is_team else attempt.members
+            )
+            return self._holds.begin_payment(hold, attempt, now, turn=True, take_stock=False), attempt
         if not stocked:
             return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
-        previous = hold.attempt
-        if hold.status == HoldPhase.PAYING and previous is not None and previous.key == attempt.key:
-            kept = previous.stock or []
-            asked = sorted(f"{c.question_id}#{c.option_id}" for _, c in stocked)
-            if sorted(e.rsplit("#", 2)[0] for e in kept) != asked:
-                raise Conflict("A payment for this hold is already in progress with other answers.", retry_after=2)
-            attempt = replace(attempt, stock=kept, members=previous.members if hold.is_team else attempt.members)
-            return self._holds.begin_payment(hold, attempt, now, turn=True, take_stock=False), attempt
         full: set[str] = set()
         while True:
             picks: list[tuple[int, str]] = []

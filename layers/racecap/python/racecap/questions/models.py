@@ -152,6 +152,16 @@ class QuestionSetDraft(Model):
     )
 
 
+class OptionStock(Model):
+    """One option with a quantity: how many runners took (held or paid) and how many are left."""
+
+    questionId: str
+    optionId: str
+    quantity: int = Field(description="The stock as its counter holds it now.")
+    taken: int = Field(description="Taken by runners paying or registered; back when a hold expires or is cancelled.")
+    left: int
+
+
 class QuestionSetView(Model):
     raceId: str
     eventId: str
@@ -162,6 +172,9 @@ class QuestionSetView(Model):
     questions: list[Question] = Field(description="The director's own questions, in order.")
     form: list[Question] = Field(description="What runners are asked: the built-ins expanded, then the questions.")
     waiver: WaiverView | None = None
+    stock: list[OptionStock] = Field(
+        default_factory=list, description="Each option with a quantity in this version: taken and left, read now."
+    )
 
 
 class RunnerQuestions(Model):
@@ -177,6 +190,11 @@ class RunnerQuestions(Model):
     waiver: WaiverView | None = Field(description="Accept it as `waiver` when given.")
     adultAge: int = Field(
         description="A runner younger than this on race day needs a parent or guardian's name and acceptance."
+    )
+    soldOut: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="By question id, its options with stock that have none left (up to a few seconds stale: "
+        "the registration decides against the real count, 409 OPTION_SOLD_OUT naming `answers.<id>`).",
     )
 
 
@@ -238,6 +256,7 @@ __all__ = [
     "Answers",
     "BuiltIns",
     "ChoiceOption",
+    "OptionStock",
     "Question",
     "QuestionSetDraft",
     "QuestionSetView",

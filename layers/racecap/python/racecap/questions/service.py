@@ -29,6 +29,7 @@ from racecap.questions.models import (
     AnswerValue,
     AnswerView,
     BuiltIns,
+    OptionStock,
     Question,
     QuestionSetDraft,
     QuestionSetView,
@@ -44,7 +45,16 @@ from racecap.questions.store import QuestionStore
 STOCK_CHANGE_TRIES = 5
 
 VERSION_TTL = 86_400.0  # a version is immutable: the TTL only bounds memory
+# How long Redis keeps the current-version pointer. Redis is never the only way to it: down,
+# every environment reads the pointer from DynamoDB (``TieredCache``'s breaker); a save made
+# while Redis was unreachable cannot move the pointer there, so once Redis is back its old
+# value is believed for at most this long. One pointer read per event a minute is cheap.
+POINTER_SHARED_TTL = 60
 VERSION_LOCAL_TTL = 300.0
+# What is left of each option's stock, for the runners' form: as fresh as the race page's
+# places left (``logic.races``), one counter read per stocked option every two seconds at most.
+LEFT_TTL = 2.0
+LEFT_LOCAL_TTL = 1.0
 
 
 class QuestionsVersionNotFound(NotFound):
@@ -83,7 +93,22 @@ class Questions:
         doc = self._store.get(race.raceId, event.eventId, wanted) if 0 < wanted <= current else None
         if doc is None:
             raise QuestionsVersionNotFound(f"{event.name} has no questions version {wanted}.")
-        return _set_view(race.raceId, event.eventId, wanted, doc)
+        return _set_view(race.raceId, event.eventId, wanted, doc).model_copy(
+            update={"stock": self._stock_now(race.raceId, event.eventId, doc.get("stock") or {})}
+        )
+
+    def _stock_now(self, race_id: str, event_id: str, stock: dict[str, list[str]]) -> list[OptionStock]:
+        """Each stocked option's counter as it stands (consistent reads: a director's page)."""
+        if not stock or self._inventory is None:
+            return []
+        out = []
+        for key in stock:
+            qid, oid = key.split("#", 1)
+            usage = self._inventory.usage(race_id, option_counter(event_id, qid, oid), consistent=True)
+            out.append(
+                OptionStock(questionId=qid, optionId=oid, quantity=usage.cap, taken=usage.taken, left=usage.left)
+            )
+        return out
 
     def save(self, director: Director, race: Race, event: Event, draft: QuestionSetDraft) -> QuestionSetView:
         """The draft as the event's next version; what runners are asked from now on."""
@@ -112,8 +137,10 @@ class Questions:
             self._transact([*self._store.save_items(race.raceId, event.eventId, version, doc), audit])
         except ConditionFailed as exc:
             raise Conflict("Another save of these questions came first: reload them and try again.") from exc
-        self._cache.bump(stamp_name(race.raceId, event.eventId), version)
-        return _set_view(race.raceId, event.eventId, version, doc)
+        self._cache.bump(stamp_name(race.raceId, event.eventId), version, shared_ttl=POINTER_SHARED_TTL)
+        return _set_view(race.raceId, event.eventId, version, doc).model_copy(
+            update={"stock": self._stock_now(race.raceId, event.eventId, stock)}
+        )
 
     def _set_stock(self, race: Race, event: Event, draft: QuestionSetDraft) -> dict[str, list[str]]:
         """Each option's stock counter sized to its quantity, as an event's cap is (same shards,
@@ -171,7 +198,9 @@ class Questions:
     def current(self, race_id: str, event_id: str) -> tuple[int, list[Question]]:
         """The version runners are asked now and its form (built-ins expanded), cached."""
         version = self._cache.stamp(
-            stamp_name(race_id, event_id), lambda: self._store.current_version(race_id, event_id)
+            stamp_name(race_id, event_id),
+            lambda: self._store.current_version(race_id, event_id),
+            shared_ttl=POINTER_SHARED_TTL,
         )
         return version, self.form(race_id, event_id, version)
 
@@ -202,7 +231,29 @@ class Questions:
             countries=list(COUNTRY_CODES) if asks_country else [],
             waiver=self._waiver(race_id, event_id, version),
             adultAge=ADULT_AGE,
+            soldOut=self._sold_out(race_id, event_id, version),
         )
+
+    def _sold_out(self, race_id: str, event_id: str, version: int) -> dict[str, list[str]]:
+        """The options of ``version`` with stock and none left, by question id (cached briefly:
+        the form marks them, the registration's claim decides)."""
+        stock = self._stock_doc(race_id, event_id, version) if version else {}
+        if not stock or self._inventory is None:
+            return {}
+        inventory = self._inventory
+
+        def load() -> dict[str, int]:
+            return {key: inventory.usage(race_id, option_counter(event_id, *key.split("#", 1))).left for key in stock}
+
+        left = self._cache.get_or_load(
+            f"{stamp_name(race_id, event_id)}:v{version}:left", load, ttl=LEFT_TTL, local_ttl=LEFT_LOCAL_TTL
+        )
+        out: dict[str, list[str]] = {}
+        for key, n in left.items():
+            if n <= 0:
+                qid, oid = key.split("#", 1)
+                out.setdefault(qid, []).append(oid)
+        return out
 
     def stocked(self, race_id: str, event_id: str, answered: StoredAnswers) -> list[StockedChoice]:
         """The options with stock these answers take, with the shards to claim them from."""
