@@ -88,7 +88,9 @@ export async function attach(ctx, opts, host = h('div', { testid: 'questions' })
 
 // Mounts the questions in `host`. `state` is the form's saved state (answers, waiver), `save`
 // persists it, `fields` is the form's field map (errors by name), `raceDate` decides the guardian.
-export function mountQuestions(host, set, { state, save: keep, fields, raceDate, setErr }) {
+// `prefix` names one runner of several (a team's member: "members.2."), in the fields' names and ids.
+export function mountQuestions(host, set, { state, save: keep, fields, raceDate, setErr, prefix = '' }) {
+  const idp = prefix.replace(/\./g, '-');
   state.answers = state.answers || {};
   state.waiver = state.waiver || {};
   const byId = Object.fromEntries(set.questions.map((q) => [q.id, q]));
@@ -115,7 +117,7 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
 
   function control(q, id, describedBy) {
     const v = state.answers[q.id];
-    const common = { id, name: `answers.${q.id}`, testid: `question-${q.id}`, 'aria-describedby': describedBy };
+    const common = { id, name: `${prefix}answers.${q.id}`, testid: `question-${q.id}`, 'aria-describedby': describedBy };
     if (q.kind === 'LONG_TEXT') {
       const el = h('textarea', { ...common, rows: '4', maxlength: String(q.maxLength || 4000) });
       el.value = v || '';
@@ -140,7 +142,7 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
       for (const o of options) {
         const value = multiple ? o.id : o.id === 'true';
         const checked = multiple ? (v || []).includes(o.id) : v === value;
-        const input = styled(h('input', { type: multiple ? 'checkbox' : 'radio', name: `answers.${q.id}`, value: o.id,
+        const input = styled(h('input', { type: multiple ? 'checkbox' : 'radio', name: `${prefix}answers.${q.id}`, value: o.id,
           id: `${id}-${o.id}`, checked, disabled: multiple && gone(q, o.id) && !checked, testid: `question-${q.id}-${o.id}` }), BOX);
         input.addEventListener('change', () => {
           if (multiple) {
@@ -175,8 +177,8 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
   }
 
   for (const q of set.questions) {
-    const id = `q-${q.id}`;
-    const name = `answers.${q.id}`;
+    const id = `q-${idp}${q.id}`;
+    const name = `${prefix}answers.${q.id}`;
     const hint = q.help ? h('p', { id: `${id}-hint`, cls: 'hint' }, q.help) : null;
     const err = error(name, id);
     const input = control(q, id, `${hint ? `${id}-hint ` : ''}${id}-err`);
@@ -192,8 +194,9 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
   // The waiver: its text, the runner's acceptance, and under the adult age a guardian's.
   const guardian = h('div', { testid: 'guardian-step', hidden: true });
   if (set.waiver) {
-    const box = (name, label, key) => {
-      const id = `f-${name.replace('.', '-')}`;
+    const box = (bare, label, key) => {
+      const name = prefix + bare;
+      const id = `f-${name.replace(/\./g, '-')}`;
       const err = error(name, id);
       const input = styled(h('input', { type: 'checkbox', id, name, testid: `field-${name}`,
         checked: state.waiver[key] === true, 'aria-describedby': `${id}-err` }), BOX);
@@ -201,13 +204,13 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
       fields[name] = { input, err };
       return h('div', { cls: 'field' }, err, styled(h('label', { for: id }, input, ` ${label}`), CHOICE));
     };
-    const gid = 'f-waiver-guardianName';
-    const gerr = error('waiver.guardianName', gid);
-    const gname = h('input', { id: gid, name: 'waiver.guardianName', testid: 'field-waiver.guardianName',
+    const gid = `f-${idp}waiver-guardianName`;
+    const gerr = error(`${prefix}waiver.guardianName`, gid);
+    const gname = h('input', { id: gid, name: `${prefix}waiver.guardianName`, testid: `field-${prefix}waiver.guardianName`,
       autocomplete: 'name', maxlength: '200', 'aria-describedby': `${gid}-err` });
     gname.value = state.waiver.guardianName || '';
     gname.addEventListener('input', () => { state.waiver.guardianName = gname.value; save(); });
-    fields['waiver.guardianName'] = { input: gname, err: gerr };
+    fields[`${prefix}waiver.guardianName`] = { input: gname, err: gerr };
     guardian.append(
       h('p', { cls: 'hint' }, `The runner is under ${set.adultAge} on race day: a parent or guardian accepts too.`),
       h('div', { cls: 'field' }, h('label', { for: gid }, 'Parent or guardian’s full name'), gerr, gname),
@@ -219,7 +222,7 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
       box('waiver.accepted', 'I have read and accept the waiver.', 'accepted'), guardian));
   }
   changed();
-  fields.dateOfBirth.input.addEventListener('input', changed); // under the adult age or not: the guardian
+  fields[`${prefix}dateOfBirth`].input.addEventListener('input', changed); // under the adult age or not: the guardian
 
   return {
     // The fields the runner must fix before sending ({name: message}), marked under each.
@@ -230,20 +233,22 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
         const v = state.answers[q.id];
         const out = q.options ? q.options.find((o) => gone(q, o.id) && (Array.isArray(v) ? v.includes(o.id) : v === o.id)) : null;
         const msg = checkAnswer(q, v) || (out ? `${out.label} is sold out; please choose another.` : '');
-        if (msg) errs[`answers.${q.id}`] = msg;
+        if (msg) errs[`${prefix}answers.${q.id}`] = msg;
       }
       if (set.waiver) {
-        if (state.waiver.accepted !== true) errs['waiver.accepted'] = 'Please read and accept the waiver.';
+        if (state.waiver.accepted !== true) errs[`${prefix}waiver.accepted`] = 'Please read and accept the waiver.';
         if (needsGuardian(state.dateOfBirth, raceDate, set.adultAge)) {
           if (!String(state.waiver.guardianName || '').trim()) {
-            errs['waiver.guardianName'] = 'Enter the parent or guardian’s name.';
+            errs[`${prefix}waiver.guardianName`] = 'Enter the parent or guardian’s name.';
           }
           if (state.waiver.guardianAccepted !== true) {
-            errs['waiver.guardianAccepted'] = 'A parent or guardian must accept the waiver.';
+            errs[`${prefix}waiver.guardianAccepted`] = 'A parent or guardian must accept the waiver.';
           }
         }
       }
-      for (const n of Object.keys(fields)) if (/^(answers|waiver)\./.test(n)) setErr(n, errs[n]);
+      for (const n of Object.keys(fields)) {
+        if (n.startsWith(prefix) && /^(answers|waiver)\./.test(n.slice(prefix.length))) setErr(n, errs[n]);
+      }
       return errs;
     },
     // What the registration sends: the answers to the questions shown, and the acceptance.

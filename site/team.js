@@ -82,9 +82,25 @@ export function teamPage(holdId, ctx) {
     lastName: { maxlength: '100', required: true },
     dateOfBirth: { inputmode: 'numeric', placeholder: 'YYYY-MM-DD', required: true },
   };
+  // Each member's own answers to the event's questions and waiver (questions.js, loaded only for
+  // an event that asks any), under their details.
+  const askHosts = state.members.map(() => h('div', { testid: 'questions' }));
+  const asked = []; // per member: the questions' controller (check, body), once loaded
   const members = state.members.map((m, i) => h('fieldset', { testid: 'team-member' },
     h('legend', {}, i === 0 ? 'Runner 1 (you, the captain)' : `Runner ${i + 1}`),
-    ...DETAILS.map((f) => input(`members.${i}.${f}`, LABELS[f], m[f], attrsOf[f], (v) => { m[f] = v; }))));
+    ...DETAILS.map((f) => input(`members.${i}.${f}`, LABELS[f], m[f], attrsOf[f], (v) => { m[f] = v; })),
+    askHosts[i]));
+  const loadQuestions = async () => {
+    const { data } = await withBusyRetry(() => api('GET',
+      `/races/${enc(ctx.raceId)}/events/${enc(ctx.eventId)}/questions`, { signal }), { signal });
+    if (!data.questions.length && !data.waiver) return;
+    const { mountQuestions } = await import('./questions.js');
+    state.members.forEach((m, i) => {
+      asked[i] = mountQuestions(askHosts[i], data, {
+        state: m, save, fields, raceDate: ctx.raceDate, setErr, prefix: `members.${i}.`,
+      });
+    });
+  };
 
   const summary = h('div', { cls: 'alert', role: 'alert', tabindex: '-1', testid: 'error-summary', hidden: true });
   const showErrors = (errs) => {
@@ -103,6 +119,7 @@ export function teamPage(holdId, ctx) {
     const seen = new Map();
     state.members.forEach((m, i) => {
       for (const [f, msg] of Object.entries(validate(m, DETAILS, undefined, rule))) errs[`members.${i}.${f}`] = msg;
+      if (asked[i]) Object.assign(errs, asked[i].check());
       const email = String(m.email || '').trim().toLowerCase();
       if (email && seen.has(email)) errs[`members.${i}.email`] = `The same email as runner ${seen.get(email) + 1}.`;
       else if (email) seen.set(email, i);
@@ -111,7 +128,9 @@ export function teamPage(holdId, ctx) {
   };
   const bodyOf = () => ({
     teamName: String(state.teamName || '').trim(),
-    members: state.members.map((m) => registrationBody({ ...m, dateOfBirth: normaliseDate(m.dateOfBirth) })),
+    members: state.members.map((m, i) => ({
+      ...registrationBody({ ...m, dateOfBirth: normaliseDate(m.dateOfBirth) }), ...(asked[i] ? asked[i].body() : {}),
+    })),
   });
 
   const total = ctx.priceCents != null ? money(ctx.priceCents * n, ctx.currency) : '';
@@ -216,5 +235,11 @@ export function teamPage(holdId, ctx) {
   body.replaceChildren(h('p', { testid: 'hold-summary' },
     [ctx.eventName, ctx.raceName, `${n} places`, total].filter(Boolean).join(' · ')),
   h('div', { cls: 'timer-box' }, timer), form);
+  const retry = () => {
+    problem.replaceChildren();
+    loadQuestions().catch((e) => signal.aborted
+      || problem.replaceChildren(errorBox(`Could not load this event's questions. ${e.message}`, retry)));
+  };
+  retry();
   import('./pay.js').catch(() => {});
 }

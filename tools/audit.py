@@ -42,8 +42,8 @@ from local.runtime import install_layer_path
 
 install_layer_path()
 
-from racecap.dal.dynamo import from_item, query_all, values  # noqa: E402
-from racecap.dal.keys import cap_pk, code_pk  # noqa: E402
+from racecap.dal.dynamo import from_item, get_all, query_all, values  # noqa: E402
+from racecap.dal.keys import cap_pk, code_pk, hold_key  # noqa: E402
 from racecap.ledger.store import DynamoLedger  # noqa: E402
 from racecap.logic.refunds import OUTSIDE_REASON  # noqa: E402
 
@@ -232,6 +232,7 @@ def audit(
     by_id = {i["id"]: i for i in succeeded}
     _audit_teams(every_reg, by_id, refunded, report)
     _audit_refunds(dynamodb, regs_table, every_reg, provider, report)
+    _audit_prices(dynamodb, inventory, every_reg, report)
     for r in regs:
         rid, charge = r["registrationId"], str(r.get("chargeId", ""))
         if r.get("teamMembers"):
@@ -317,6 +318,29 @@ def _audit_codes(
     for r in registrations:
         if r.get("code") and (int(r.get("discountCents") or 0) < 0 or int(r["amountCents"]) < 0):
             report.violations.append(f"registration {r['registrationId']}: a negative amount or discount")
+
+
+def _audit_prices(
+    dynamodb: Any, inventory: str, every_reg: Mapping[str, Mapping[str, Any]], report: AuditReport
+) -> None:
+    """What each registration paid is the price fixed on its hold when the place was taken, less
+    its code's discount (a team member's: the hold's price per place): a price edited meanwhile,
+    or a discount that is not the code's, shows here. Holds from before prices rode on the hold,
+    and holds gone (TTL), have nothing to compare."""
+    regs = [r for r in every_reg.values() if not r.get("purgedAt") and r.get("holdId")]
+    keys = [hold_key(h) for h in {str(r["holdId"]) for r in regs}]
+    holds = {str(h["holdId"]): h for h in get_all(dynamodb, inventory, keys)}
+    for r in regs:
+        hold = holds.get(str(r["holdId"]))
+        if hold is None or hold.get("amountCents") is None:
+            continue
+        paid, discount = int(r.get("amountCents") or 0), int(r.get("discountCents") or 0)
+        held = int(hold["listCents"]) if r.get("code") and hold.get("listCents") is not None else None
+        if paid != int(hold["amountCents"]) or (held is not None and paid + discount != held):
+            report.violations.append(
+                f"registration {r['registrationId']}: paid {paid} (discount {discount}), its hold's price is "
+                f"{hold['amountCents']}" + (f" of {held}" if held is not None else "")
+            )
 
 
 def _audit_refunds(

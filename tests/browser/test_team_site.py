@@ -84,3 +84,64 @@ def test_a_captain_on_a_phone_registers_a_team_of_three_with_one_payment(new_pag
         (first, "Harbour Harriers", 2000) for first, _ in people
     ]
     assert len({r.bib for r in regs if r}) == 3
+
+
+def test_each_member_answers_the_events_questions_and_a_minors_guardian_accepts_the_waiver(new_page, backend) -> None:
+    from tests.browser.test_questions_site import _ask
+
+    page = new_page(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
+    race_id = _team_race(backend, unique("Family Relay"))
+    _ask(
+        backend,
+        race_id,
+        {
+            "waiver": {"text": "I take part at my own risk."},
+            "questions": [
+                {
+                    "id": "shirt",
+                    "kind": "SINGLE_CHOICE",
+                    "label": "T-shirt size",
+                    "required": True,
+                    "options": [{"id": "S", "label": "Small"}, {"id": "M", "label": "Medium"}],
+                },
+            ],
+        },
+    )
+    page.goto(f"/?fastpoll=1#/races/{race_id}")
+    card = event_card(page)
+    card.get_by_test_id("enter-team").tap()
+    card.get_by_label(re.compile(r"^Runners in the team")).fill("2")
+    card.get_by_test_id("hold-team").tap()
+    expect(page).to_have_url(re.compile(r"#/holds/[^/]+$"))
+    hold_id = page.url.rsplit("#/holds/", 1)[1]
+    members = page.get_by_test_id("team-member")
+    expect(members.nth(1).get_by_test_id("question-shirt")).to_be_visible()
+
+    page.get_by_label("Team name").fill("The Parkers")
+    tag = race_id[-6:].lower()
+    for i, (first, born) in enumerate((("Pat", "19800101"), ("Kim", "20150601"))):  # Kim is 11
+        member = members.nth(i)
+        member.get_by_label("Email address").fill(f"{first.lower()}.{tag}@example.com")
+        member.get_by_label("First name").fill(first)
+        member.get_by_label("Last name").fill("Parker")
+        member.get_by_label("Date of birth").fill(born)
+        member.get_by_test_id("question-shirt").select_option("M" if i == 0 else "S")
+        member.get_by_test_id(f"field-members.{i}.waiver.accepted").check()
+    # Nothing is sent until the minor's parent or guardian has accepted too, named on that member.
+    page.get_by_test_id("continue-button").tap()
+    expect(page.get_by_test_id("error-members.1.waiver.guardianName")).to_be_visible()
+    assert unlabelled_controls(page) == []
+    kid = members.nth(1)
+    kid.get_by_test_id("field-members.1.waiver.guardianName").fill("Pat Parker")
+    kid.get_by_test_id("field-members.1.waiver.guardianAccepted").check()
+    page.get_by_test_id("continue-button").tap()
+    expect(page.get_by_test_id("submit-registration")).to_be_visible()
+    type_card(page)
+    page.get_by_test_id("submit-registration").tap()
+    expect_confirmed(page)
+
+    hold = backend.holds().get(hold_id)
+    regs = [backend.registrations().get(r) for r in hold.memberIds]
+    assert [(r.firstName, r.answers) for r in regs if r] == [("Pat", '{"shirt":"M"}'), ("Kim", '{"shirt":"S"}')]
+    kim = regs[1]
+    assert kim is not None and kim.waiver is not None and "Pat Parker" in kim.waiver

@@ -33,8 +33,8 @@ def _audit(stack: Any, backend: Any, race_id: str) -> AuditReport:
     )
 
 
-def _plant_registration(backend: Any, race_id: str, event_id: str, bib: int, email: str) -> str:
-    rid = f"reg_planted{uuid.uuid4().hex[:12]}"
+def _plant_registration(backend: Any, race_id: str, event_id: str, bib: int, email: str, **more: Any) -> str:
+    rid = more.pop("registrationId", None) or f"reg_planted{uuid.uuid4().hex[:12]}"
     item = {
         "pk": f"REG#{rid}",
         "sk": "REG",
@@ -46,6 +46,7 @@ def _plant_registration(backend: Any, race_id: str, event_id: str, bib: int, ema
         "bib": bib,
         "email": email,
         "status": "CONFIRMED",
+        **more,
     }
     backend.dynamodb.put_item(TableName=backend.table("Registrations"), Item=to_item(item))
     return rid
@@ -92,6 +93,25 @@ def _plant_missing_email(stack: Any, backend: Any, race_id: str, event_id: str) 
     _plant_registration(backend, race_id, event_id, 1, _email())
 
 
+def _plant_price_not_held(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # A hold taken at 25.00 whose registration says 20.00 with no code: a price edited meanwhile.
+    hold_id = f"hold_planted{uuid.uuid4().hex[:8]}"
+    backend.dynamodb.put_item(
+        TableName=backend.table("Inventory"),
+        Item=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD", "holdId": hold_id, "amountCents": 2500}),
+    )
+    _plant_registration(backend, race_id, event_id, 1, _email(), holdId=hold_id, amountCents=2000, currency="USD")
+
+
+def _plant_incomplete_team(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # A team of three of which two registrations exist: a team is complete or absent.
+    ids = [f"reg_team{uuid.uuid4().hex[:10]}" for _ in range(3)]
+    for bib, rid in enumerate(ids[:2], start=1):
+        _plant_registration(
+            backend, race_id, event_id, bib, _email(), registrationId=rid, holdId="hold_team", teamMembers=ids
+        )
+
+
 @pytest.mark.parametrize(
     ("plant", "caps", "violation"),
     [
@@ -100,8 +120,18 @@ def _plant_missing_email(stack: Any, backend: Any, race_id: str, event_id: str) 
         (_plant_bib_gap, [5], "bibs are not 1..2"),
         (_plant_charge_without_registration, [5], "was charged but is not confirmed"),
         (_plant_missing_email, [5], "1 confirmed registrations have no confirmation email"),
+        (_plant_price_not_held, [5], "its hold's price is 2500"),
+        (_plant_incomplete_team, [5], "2 of its 3 registrations"),
     ],
-    ids=["oversold event", "duplicate email", "gap in bibs", "charge without registration", "missing email"],
+    ids=[
+        "oversold event",
+        "duplicate email",
+        "gap in bibs",
+        "charge without registration",
+        "missing email",
+        "price not the held one",
+        "team not whole",
+    ],
 )
 def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps, violation) -> None:
     race_id = backend.create_race(caps)

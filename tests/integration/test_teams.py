@@ -150,3 +150,33 @@ def test_a_team_of_four_pays_once_and_is_four_registrations_and_one_members_canc
     team_rows = [r for r in rows if r["team"]]
     assert sorted(r["email"] for r in team_rows) == sorted(m["email"] for i, m in enumerate(members) if i != 1)
     assert {(r["team"], r["amountPaid"]) for r in team_rows} == {("Harbour Harriers", "25.00")}
+
+
+def test_results_rank_teams_by_their_best_times_as_the_director_chose(
+    director: Any, api: requests.Session, backend: Any
+) -> None:
+    from .results import registration_item, results_url, seed_registrations, upload, wait_for_upload
+
+    kim, rid, eid = _team_race(director, api, cap=20, sizes=(2, 4))
+    teams = {1: "Gulls", 2: "Gulls", 3: "Gulls", 4: "Terns", 5: "Terns", 6: None}
+
+    def entry(bib: int) -> dict[str, Any]:
+        item = registration_item(rid, eid, bib, f"R{bib}", "Lee", "1990-01-01")
+        if teams[bib]:
+            item["PutRequest"]["Item"]["teamName"] = {"S": str(teams[bib])}
+        return item
+
+    seed_registrations(backend, (entry(b) for b in teams))
+    sheet = "bib,chip_time,gun_time,status\n1,0:40:00,,\n2,0:50:00,,\n3,0:30:00,,\n4,0:35:00,,\n5,,,DNF\n6,0:20:00,,\n"
+    done = wait_for_upload(kim, upload(kim, rid, eid, sheet, teamScoring=2))
+    assert done["status"] == "READY", done
+    assert kim.post(results_url(rid, eid, "/publish")).json()["published"] is True
+    standings = wait_until(
+        lambda: (r := api.get(f"/api/races/{rid}/events/{eid}/results/1/teams")).status_code == 200 and r.json(),
+        timeout=5,
+    )
+    assert standings["teamScoring"] == 2
+    rows = [(t["place"], t["team"], t["total"]) for t in standings["teams"]]
+    assert rows == [(1, "Gulls", "1:10:00"), (None, "Terns", None)]  # Terns: one finisher of the two that count
+    gulls = standings["teams"][0]["members"]
+    assert [(m["bib"], m["scored"]) for m in gulls] == [(3, True), (1, True), (2, False)]

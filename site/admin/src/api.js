@@ -13,7 +13,7 @@ export class ApiError extends Error {
 }
 
 export function adminApi(session, { onSignedOut = () => {} } = {}) {
-  async function request(method, path, body, { raw = false } = {}) {
+  async function request(method, path, body, { raw = false, signal } = {}) {
     for (let attempt = 0; attempt < 2; attempt++) {
       const token = await session.idToken({ force: attempt > 0 });
       if (!token) {
@@ -25,6 +25,7 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
         credentials: 'omit',
         headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
         body: body !== undefined ? JSON.stringify(body) : undefined,
+        signal,
       });
       if (response.status === 401 && attempt === 0) continue; // an ID token that expired on the way
       if (raw && response.ok) return response;
@@ -35,12 +36,24 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
     onSignedOut();
     throw new ApiError(401, { message: 'Your session has ended. Please sign in again.' });
   }
-  return {
-    get: (path) => request('GET', path),
-    post: (path, body = {}) => request('POST', path, body),
-    patch: (path, body) => request('PATCH', path, body),
-    put: (path, body) => request('PUT', path, body),
-    download: (path) => request('GET', path, undefined, { raw: true }),
-    postForFile: (path, body) => request('POST', path, body, { raw: true }),
-  };
+  // A page's reads are its route's: when the director moves on, the reads of the page left
+  // behind are cancelled (an AbortError the router ignores), so a slow page can never draw
+  // itself over the one that replaced it. Changes (POST, PATCH, PUT) always run to the end.
+  let routeCtl = null;
+  function client(signal) {
+    return {
+      get: (path) => request('GET', path, undefined, { signal }),
+      post: (path, body = {}) => request('POST', path, body),
+      patch: (path, body) => request('PATCH', path, body),
+      put: (path, body) => request('PUT', path, body),
+      download: (path) => request('GET', path, undefined, { raw: true, signal }),
+      postForFile: (path, body) => request('POST', path, body, { raw: true }),
+      forRoute() {
+        if (routeCtl) routeCtl.abort();
+        routeCtl = new AbortController();
+        return client(routeCtl.signal);
+      },
+    };
+  }
+  return client(undefined);
 }

@@ -24,7 +24,7 @@ async function boot() {
     },
   });
   const flow = signInFlow(session, () => route());
-  const api = adminApi(session, { onSignedOut: () => flow.start('Your session has ended. Please sign in again.') });
+  const rootApi = adminApi(session, { onSignedOut: () => flow.start('Your session has ended. Please sign in again.') });
 
   document.getElementById('sign-out').addEventListener('click', async () => {
     try {
@@ -36,6 +36,7 @@ async function boot() {
 
   async function route() {
     if (!session.signedIn) return flow.start();
+    const api = rootApi.forRoute(); // this page's reads, cancelled when the next route starts
     const path = location.hash.replace(/^#/, '') || '/races';
     for (const a of nav.querySelectorAll('a')) {
       if (path.startsWith(a.hash.slice(1))) a.setAttribute('aria-current', 'page');
@@ -54,7 +55,7 @@ async function boot() {
       if (race) return await racePage(api, decodeURIComponent(race[1]));
       show(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/races' }, 'Back to your races')));
     } catch (err) {
-      if (err.status === 401) return;
+      if (err.status === 401 || err.name === 'AbortError') return; // signed out, or moved on meanwhile
       if (err.status === 404) {
         return show(h('h1', {}, 'Not found'), h('p', { 'data-testid': 'not-found' }, 'There is no such race among yours.'), h('p', {}, h('a', { href: '#/races' }, 'Back to your races')));
       }

@@ -59,10 +59,18 @@ function eventPanel(api, raceId, event) {
     if (view.uploads?.[0]) renderUpload(view.uploads[0]);
   }
 
+  // An event with team entries: how many members' times make a team's total (the upload's teamScoring).
+  const kId = `team-scoring-${event.eventId}`;
+  const scoring = event.teamMaxSize ? h('input', {
+    id: kId, type: 'number', min: 1, max: event.teamMaxSize, value: Math.min(3, event.teamMaxSize),
+    inputMode: 'numeric', 'data-testid': 'team-scoring',
+  }) : null;
   const form = h('form', { class: 'upload', 'data-testid': 'results-form' },
     h('label', { htmlFor: id }, 'Results file (CSV)'),
     h('p', { class: 'hint' }, 'bib,chip_time,gun_time,status,category and split_<name> columns.'),
-    file, go, progress);
+    file,
+    scoring && h('div', { class: 'field' }, h('label', { htmlFor: kId }, 'Team standings: best times that count per team'), scoring),
+    go, progress);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const chosen = file.files[0];
@@ -72,7 +80,7 @@ function eventPanel(api, raceId, event) {
     }
     go.disabled = true;
     try {
-      const ticket = await api.post(`${base}/uploads`, {});
+      const ticket = await api.post(`${base}/uploads`, scoring ? { teamScoring: Number(scoring.value) } : {});
       progress.hidden = false;
       progress.value = 0;
       await put(ticket.uploadUrl, ticket.uploadHeaders, chosen, (done, total) => {
