@@ -1,6 +1,7 @@
-// The hold page's discount code: applied to the held place before the details are sent
-// (PUT /api/holds/{holdId}/code), its use taken at once; removable until then. The answer is
-// the hold with its new price, which the page shows everywhere it shows the price.
+// The hold page's discount code: applied to the held place (PUT /api/holds/{holdId}/code), its
+// use taken at once; removable until the place is paid. On the card step the server changes
+// the payment's amount too, so the card form mounted already charges the new price. The answer
+// is the hold with its new price, which the page shows everywhere it shows the price.
 import { api, withBusyRetry } from './api.js';
 import { enc, h, money, say, setText, store } from './ui.js';
 

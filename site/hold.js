@@ -90,6 +90,9 @@ export function holdPage(holdId) {
     if (names.length) summary.focus();
   };
 
+  // A free entry has no card step: its details register it (the answer is QUEUED: finish()).
+  const cont = h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' },
+    ctx.priceCents === 0 ? 'Register' : 'Continue to payment');
   const details = h('fieldset', { testid: 'details-step' }, h('legend', {}, 'About the runner'),
     field('email', 'Email address', { type: 'email', autocomplete: 'email', spellcheck: 'false', required: true },
       'We send the confirmation here.'),
@@ -98,10 +101,7 @@ export function holdPage(holdId) {
     field('dateOfBirth', 'Date of birth', {
       autocomplete: 'bday', inputmode: 'numeric', placeholder: 'YYYY-MM-DD', required: true,
     }, `Year-month-day, for example 1990-04-23.${ctx.ageRule ? ` ${ctx.eventName} is for ${ctx.ageRule}.` : ''}`),
-    codeEl,
-    // A free entry has no card step: its details register it (the answer is QUEUED: finish()).
-    h('button', { type: 'submit', cls: 'primary', testid: 'continue-button' },
-      ctx.priceCents === 0 ? 'Register' : 'Continue to payment'));
+    codeEl, cont);
 
   const who = h('p', { testid: 'runner-summary' });
   const holdSummary = h('p', { testid: 'hold-summary' });
@@ -133,6 +133,9 @@ export function holdPage(holdId) {
     save();
     details.hidden = n !== 1;
     payment.hidden = n !== 2;
+    // The code goes with the step shown: on the card step it changes the payment's amount.
+    if (n === 2) payment.insertBefore(codeEl, cardErr);
+    else details.insertBefore(codeEl, cont);
     setText(who, state.email ? `Registering ${state.firstName || ''} ${state.lastName || ''} (${state.email}).`
       : 'The runner\'s details were sent from another device.');
     if (focusName) fields[focusName].input.focus();

@@ -189,21 +189,32 @@ def release_hold(holdId: str) -> Response[None]:
     return Response(204, headers=NO_STORE)
 
 
+_BUSY_CODE: OpenAPIResponse = {
+    "description": "TOO_MANY_REQUESTS: on the card step, the payment provider is busy or not answering; the "
+    "code change is kept and a retry finishes it. Retry after Retry-After.",
+    "headers": {"Retry-After": {"description": "Seconds to wait"}},
+}
+
+
 @app.put(
     "/api/holds/<holdId>/code",
     summary="Apply a discount code to a held place",
-    description="Before the runner's details are sent. One code per place: a second replaces the first. "
+    description="Until the place is paid. One code per place: a second replaces the first. "
     "The code's use is taken now, atomically with the hold, and given back if the hold expires or is "
-    "released unpaid. The answer is the hold with its new price.",
+    "released unpaid. On the card step (details sent) the hold's one PaymentIntent is changed to the new "
+    "amount; if the runner paid meanwhile the code is refused (409) and its use given back. A code making "
+    "a paying place free is refused: such a code is applied before the details are sent. The answer is the "
+    "hold with its new price.",
     tags=["Registration"],
     responses={
         400: {"description": "CODE_INVALID: the discounted price is below what the payment provider can charge"},
         404: {"description": "HOLD_NOT_FOUND, or CODE_UNKNOWN: no such code for this race"},
         409: {
-            "description": "CODE_NOT_YET_VALID, CODE_EXPIRED, CODE_USED_UP, CODE_NOT_FOR_EVENT, or CODE_TOO_LATE "
-            "(the details were sent: the place is being paid for)"
+            "description": "CODE_NOT_YET_VALID, CODE_EXPIRED, CODE_USED_UP, CODE_NOT_FOR_EVENT, CODE_TOO_LATE "
+            "(paid, paid meanwhile, or free on the card step), or CONFLICT (the details are being processed)"
         },
         410: {"description": "HOLD_EXPIRED"},
+        429: _BUSY_CODE,
     },
 )
 @tracer.capture_method
@@ -215,12 +226,14 @@ def apply_code(holdId: str, body: Annotated[ApplyCode, Body()]) -> Response[Hold
 @app.delete(
     "/api/holds/<holdId>/code",
     summary="Remove the discount code from a held place",
-    description="Its use is given back and the place costs its held price again. Harmless without a code.",
+    description="Its use is given back and the place costs its held price again (on the card step: the "
+    "hold's PaymentIntent's amount too). Harmless without a code.",
     tags=["Registration"],
     responses={
         404: {"description": "HOLD_NOT_FOUND"},
-        409: {"description": "CODE_TOO_LATE: the details were sent"},
+        409: {"description": "CODE_TOO_LATE: the place is paid, or was paid meanwhile; CONFLICT"},
         410: {"description": "HOLD_EXPIRED"},
+        429: _BUSY_CODE,
     },
 )
 @tracer.capture_method

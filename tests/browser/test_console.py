@@ -669,7 +669,9 @@ def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
     _accessible(page, "race")
     for tab, heading in (("runners", "Runners"), ("results", "Results"), ("audit", "Audit trail")):
         page.goto(f"{CONSOLE}#/races/{race.raceId}")  # the first time, already there
-        expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
+        # Exactly the race's heading: "Results · <race>" contains its name too, and the walk
+        # below must start on the race page, not on the tab left a moment before.
+        expect(page.get_by_role("heading", name=race.name, exact=True, level=1)).to_be_focused()
         tab_to(page, f"tab-{tab}")
         page.keyboard.press("Enter")
         expect(page.get_by_role("heading", level=1)).to_contain_text(heading)
@@ -695,7 +697,7 @@ def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
 
     # Back on the race: an event's price change added with the keyboard alone.
     page.goto(f"{CONSOLE}#/races/{race.raceId}")
-    expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
+    expect(page.get_by_role("heading", name=race.name, exact=True, level=1)).to_be_focused()
     tab_to(page, "add-tier")
     page.keyboard.press("Enter")
     expect(page.get_by_label("Price change 1 starts")).to_be_focused()

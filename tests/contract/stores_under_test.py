@@ -11,8 +11,10 @@ from typing import Any
 
 import boto3
 from racecap.dal.audit import DynamoAudit
+from racecap.dal.dynamo import query_all, to_item, values
 from racecap.dal.holds import DynamoHolds
 from racecap.dal.inventory import DynamoInventory
+from racecap.dal.keys import code_pk
 from racecap.dal.ports import AuditStore, HoldStore, Inventory, RaceStore, RegistrationStore, WindowStore
 from racecap.dal.races import DynamoRaceStore
 from racecap.dal.registrations import DynamoRegistrations
@@ -44,6 +46,8 @@ class StoresUnderTest:
     audit: AuditStore
     ledger: LedgerStore
     questions: QuestionStore
+    add_code: Callable[[str, str, list[int]], None]  # a discount code's use counter: race, code, shard caps
+    code_uses: Callable[[str, str], int]
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
@@ -61,6 +65,10 @@ def fake_stores() -> Iterator[StoresUnderTest]:
         FakeAuditStore(tables),
         FakeLedger(tables),
         FakeQuestions(tables),
+        lambda race_id, code, caps: tables.code_shards.update(
+            {(race_id, code): {f"SHARD#{n:03d}": [cap, 0] for n, cap in enumerate(caps)}}
+        ),
+        tables.code_uses,
     )
 
 
@@ -89,9 +97,31 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 DynamoAudit(client, blueprint.table("Audit").local_name),
                 DynamoLedger(client, regs),
                 DynamoQuestions(client, races),
+                lambda race_id, code, caps: _add_code(client, inv, race_id, code, caps),
+                lambda race_id, code: _code_uses(client, inv, race_id, code),
             )
         finally:
             server.stop()
+
+
+def _add_code(client: Any, table: str, race_id: str, code: str, caps: list[int]) -> None:
+    """The counter's shards as ``racecap.codes.store.DynamoCodes.create`` writes them."""
+    for n, cap in enumerate(caps):
+        client.put_item(
+            TableName=table,
+            Item=to_item({"pk": code_pk(race_id, code), "sk": f"SHARD#{n:03d}", "cap": cap, "taken": 0}),
+        )
+
+
+def _code_uses(client: Any, table: str, race_id: str, code: str) -> int:
+    items = query_all(
+        client,
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues=values({":pk": code_pk(race_id, code)}),
+        ConsistentRead=True,
+    )
+    return sum(int(i["taken"]) for i in items)
 
 
 STORES: dict[str, Callable[[], Iterator[StoresUnderTest]]] = {"fake": fake_stores, "dynamodb-local": dynamo_stores}

@@ -16,6 +16,7 @@ from racecap.domain import (
     HoldPhase,
     PaidRegistration,
     RegistrationPhase,
+    Reprice,
 )
 
 from tests.contract.stores_under_test import StoresUnderTest
@@ -83,6 +84,12 @@ def _paying(s: StoresUnderTest, race: str, email: str) -> tuple[Hold, Attempt]:
     attempt = _attempt(email)
     assert s.holds.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED
     return hold, attempt
+
+
+def _reprice(code: str | None, amount: int, shard: str | None = "SHARD#000") -> Reprice:
+    return Reprice(
+        changeId=uuid.uuid4().hex[:16], code=code, shard=shard if code else None, amountCents=amount, listCents=2500
+    )
 
 
 # -- holds ----------------------------------------------------------------------------------------
@@ -304,3 +311,83 @@ def test_an_undone_cancellation_is_confirmed_again(stores, race):
     stores.transact([stores.regs.undo_cancel_item(reg.registrationId)])
     back = stores.regs.get(reg.registrationId)
     assert back is not None and (back.status, back.cancelledBy) == (RegistrationPhase.CONFIRMED, None)
+
+
+# -- a discount code changed after the card step (racecap.codes) ---------------------------------
+def test_a_code_change_on_a_paying_hold_is_one_at_a_time_and_finishes_once(stores, race):
+    stores.add_code(race, "SAVE", [1])
+    stores.add_code(race, "MORE", [1])
+    hold, attempt = _paying(stores, race, "di@example.com")
+    assert stores.holds.set_intent(hold, attempt, "pi_contract")
+    paying = stores.holds.get(hold.holdId)
+    assert paying is not None
+    change = _reprice("SAVE", 2000)
+    stores.holds.begin_reprice(paying, change)
+    assert stores.code_uses(race, "SAVE") == 1
+    with pytest.raises(ConditionFailed) as busy:  # one change at a time
+        stores.holds.begin_reprice(paying, _reprice("MORE", 1500))
+    assert busy.value.first == 0 and stores.code_uses(race, "MORE") == 0
+    # The details sent again meanwhile would write the old price back: told to wait instead.
+    assert stores.holds.begin_payment(paying, attempt, NOW) == BeginOutcome.HOLD_GONE
+    assert stores.holds.finish_reprice(paying, change)
+    assert not stores.holds.finish_reprice(paying, change)
+    assert not stores.holds.undo_reprice(paying, change)
+    done = stores.holds.get(hold.holdId)
+    assert done is not None and done.attempt is not None
+    assert (done.code, done.codeShard, done.amountCents, done.listCents, done.attempt.amountCents, done.reprice) == (
+        "SAVE",
+        "SHARD#000",
+        2000,
+        2500,
+        2000,
+        None,
+    )
+    assert done.status == HoldPhase.PAYING and stores.code_uses(race, "SAVE") == 1
+
+
+def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stores, race):
+    stores.add_code(race, "SAVE", [1])
+    stores.add_code(race, "MORE", [1])
+    hold, attempt = _paying(stores, race, "ed@example.com")
+    assert stores.holds.set_intent(hold, attempt, "pi_contract")
+    paying = stores.holds.get(hold.holdId)
+    assert paying is not None
+    change = _reprice("MORE", 1500)
+    stores.holds.begin_reprice(paying, change)
+    with_change = stores.holds.get(hold.holdId)
+    assert with_change is not None and with_change.reprice == change
+    assert stores.holds.undo_reprice(paying, change)
+    assert not stores.holds.finish_reprice(paying, change)
+    undone = stores.holds.get(hold.holdId)
+    assert undone is not None and (undone.code, undone.amountCents, undone.reprice) == (None, paying.amountCents, None)
+    assert stores.code_uses(race, "MORE") == 0
+    stores.holds.begin_reprice(paying, _reprice("SAVE", 2000))
+    other, other_attempt = _paying(stores, race, "fy@example.com")
+    assert stores.holds.set_intent(other, other_attempt, "pi_other")
+    other_paying = stores.holds.get(other.holdId)
+    assert other_paying is not None
+    with pytest.raises(ConditionFailed) as used_up:
+        stores.holds.begin_reprice(other_paying, _reprice("SAVE", 2000))
+    assert used_up.value.first == 1 and stores.code_uses(race, "SAVE") == 1
+
+
+def test_an_abandoned_payment_with_a_code_change_under_way_gives_both_uses_back(stores, race):
+    stores.add_code(race, "SAVE", [2])
+    stores.add_code(race, "MORE", [2])
+    hold, attempt = _paying(stores, race, "gu@example.com")
+    assert stores.holds.set_intent(hold, attempt, "pi_contract")
+    paying = stores.holds.get(hold.holdId)
+    assert paying is not None
+    first = _reprice("SAVE", 2000)
+    stores.holds.begin_reprice(paying, first)
+    assert stores.holds.finish_reprice(paying, first)
+    with_save = stores.holds.get(hold.holdId)
+    assert with_save is not None
+    stores.holds.begin_reprice(with_save, _reprice("MORE", 1500))
+    assert (stores.code_uses(race, "SAVE"), stores.code_uses(race, "MORE")) == (1, 1)
+    assert not stores.holds.abandon_payment(with_save, attempt)  # read before the change: refused
+    now_hold = stores.holds.get(hold.holdId)
+    assert now_hold is not None and now_hold.attempt is not None
+    assert stores.holds.abandon_payment(now_hold, now_hold.attempt)
+    assert (stores.code_uses(race, "SAVE"), stores.code_uses(race, "MORE")) == (0, 0)
+    assert stores.taken(race, "ev") == 0

@@ -35,6 +35,7 @@ from racecap.domain import (
     Registration,
     RegistrationPhase,
     RegistrationRowData,
+    Reprice,
 )
 from racecap.errors import TooManyHolds
 
@@ -68,6 +69,8 @@ class FakeTables:
     audit: list[dict[str, Any]] = field(default_factory=list)
     client_holds: Counter[str] = field(default_factory=Counter)  # per-client hold-limit counters
     ledger_sums: Counter[str] = field(default_factory=Counter)  # registration id -> ledgerRefundedCents
+    # Discount codes' use counters: (raceId, CODE) -> shard -> [cap, taken] (racecap.codes)
+    code_shards: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     transactions: int = 0
 
@@ -134,6 +137,21 @@ class FakeTables:
                 self.shards[(hold.raceId, hold.eventId)][sk][1] += delta * k
 
         return fake_item(ok, apply)
+
+    def code_item(self, race_id: str, code: str, shard: str, delta: int) -> TransactItem:
+        """A code's use taken (+1, only while the shard has one left) or given back (-1)."""
+
+        def ok() -> bool:
+            cap, taken = self.code_shards[(race_id, code)][shard]
+            return taken < cap if delta > 0 else taken >= 1
+
+        def apply() -> None:
+            self.code_shards[(race_id, code)][shard][1] += delta
+
+        return fake_item(ok, apply)
+
+    def code_uses(self, race_id: str, code: str) -> int:
+        return sum(t for _, t in self.code_shards.get((race_id, code), {}).values())
 
     def release_email_item(self, race_id: str, email: str, rid: str, *, only_claimed: bool) -> TransactItem:
         def ok() -> bool:
@@ -211,10 +229,20 @@ class FakeHolds:
     def _move_place(
         self, hold: Hold, check: Callable[[Hold], bool], phase: HoldPhase, extra: list[TransactItem] | None = None
     ) -> bool:
+        t = self.tables
+        change = hold.reprice
+
+        def unchanged(h: Hold) -> bool:  # the code and the code change it was read with
+            return check(h) and h.code == hold.code and h.reprice == change
+
+        uses = [t.code_item(hold.raceId, hold.code, hold.codeShard, -1)] if hold.code and hold.codeShard else []
+        if change and change.code and change.shard:
+            uses.append(t.code_item(hold.raceId, change.code, change.shard, -1))
         try:
             self.tables.transact(
                 [
-                    self.tables.hold_item(hold.holdId, check, status=phase),
+                    self.tables.hold_item(hold.holdId, unchanged, status=phase, reprice=None),
+                    *uses,
                     self.tables.shard_item(hold, -1),
                     *(extra or []),
                     *self._free_client_slots(hold),
@@ -232,8 +260,14 @@ class FakeHolds:
         t = self.tables
 
         def hold_ok(h: Hold) -> bool:
-            fresh = h.status == HoldPhase.HELD and h.expiresAt > now
-            same = h.status == HoldPhase.PAYING and h.attempt is not None and h.attempt.key == attempt.key
+            fresh = h.status == HoldPhase.HELD and h.expiresAt > now and h.code == hold.code
+            same = (
+                h.status == HoldPhase.PAYING
+                and h.attempt is not None
+                and h.attempt.key == attempt.key
+                and h.code == hold.code
+                and h.reprice is None
+            )
             free = not turn or h.intentId is not None or h.busyUntil is None or h.busyUntil <= now
             return fresh or (same and free)
 
@@ -343,6 +377,78 @@ class FakeHolds:
             t.transact([t.hold_item(hold.holdId, ok, busyUntil=None)])
         except ConditionFailed:
             pass
+
+    # -- discount codes (racecap.codes.service.CodeHolds) ----------------------------------------
+    def change_code(
+        self, hold: Hold, code: str | None, shard: str | None, amount: int, list_cents: int, now: datetime
+    ) -> None:
+        t = self.tables
+
+        def ok(h: Hold) -> bool:
+            return h.status == HoldPhase.HELD and h.expiresAt > now and h.code == hold.code
+
+        changes: dict[str, Any] = {"amountCents": amount, "code": code, "codeShard": shard}
+        changes["listCents"] = list_cents if code else None
+        items = [t.hold_item(hold.holdId, ok, **changes)]
+        if code is not None and shard is not None:
+            items.append(t.code_item(hold.raceId, code, shard, +1))
+        if hold.code and hold.codeShard:
+            items.append(t.code_item(hold.raceId, hold.code, hold.codeShard, -1))
+        t.transact(items)
+
+    def begin_reprice(self, hold: Hold, reprice: Reprice) -> None:
+        t = self.tables
+        assert hold.attempt is not None
+        key = hold.attempt.key
+
+        def ok(h: Hold) -> bool:
+            return (
+                h.status == HoldPhase.PAYING
+                and h.intentId == hold.intentId
+                and h.attempt is not None
+                and h.attempt.key == key
+                and h.reprice is None
+                and h.code == hold.code
+            )
+
+        items = [t.hold_item(hold.holdId, ok, reprice=reprice)]
+        if reprice.code and reprice.shard:
+            items.append(t.code_item(hold.raceId, reprice.code, reprice.shard, +1))
+        t.transact(items)
+
+    def finish_reprice(self, hold: Hold, reprice: Reprice) -> bool:
+        t = self.tables
+        found = self.get(hold.holdId)
+        if found is None or found.attempt is None:
+            return False
+        changes: dict[str, Any] = {
+            "reprice": None,
+            "amountCents": reprice.amountCents,
+            "attempt": replace(found.attempt, amountCents=reprice.amountCents),
+            "code": reprice.code,
+            "codeShard": reprice.shard,
+            "listCents": reprice.listCents if reprice.code else None,
+        }
+        items = [t.hold_item(hold.holdId, lambda h: h.reprice == reprice, **changes)]
+        if hold.code and hold.codeShard:
+            items.append(t.code_item(hold.raceId, hold.code, hold.codeShard, -1))
+        return self._settle_change(items)
+
+    def undo_reprice(self, hold: Hold, reprice: Reprice) -> bool:
+        t = self.tables
+        items = [t.hold_item(hold.holdId, lambda h: h.reprice == reprice, reprice=None)]
+        if reprice.code and reprice.shard:
+            items.append(t.code_item(hold.raceId, reprice.code, reprice.shard, -1))
+        return self._settle_change(items)
+
+    def _settle_change(self, items: list[TransactItem]) -> bool:
+        try:
+            self.tables.transact(items)
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                return False
+            raise
+        return True
 
     def extend(self, hold: Hold, until: datetime) -> bool:
         t = self.tables

@@ -14,7 +14,17 @@ import pytest
 from racecap.dal.dynamo import from_item, to_item, values
 
 from .admin import iso
-from .flows import concurrently, hold, intents_for, register, runner, wait_for_audit
+from .flows import (
+    browser_pays,
+    concurrently,
+    confirm,
+    hold,
+    intents_for,
+    register,
+    runner,
+    wait_confirmed,
+    wait_for_audit,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -209,3 +219,87 @@ def test_directors_make_codes_one_or_a_sponsors_batch_and_only_for_their_races(
     assert intents_for(stack, hold_id=first) == []
     trail = [e["action"] for e in ann.get(f"/api/admin/races/{rid}/audit").json()["entries"]]
     assert {"code.create", "code.bulk"} <= set(trail)
+
+
+def _card_step(api: Any, rid: str, eid: str) -> tuple[str, str]:
+    """A hold at the card step: the details sent without a card, its one intent created."""
+    hold_id = hold(api, rid, eid).json()["holdId"]
+    started = register(api, hold_id, runner(token=None))
+    assert started.status_code == 200 and started.json()["status"] == "PAYMENT_REQUIRED", started.text
+    assert started.json()["amountCents"] == 3000
+    return hold_id, started.json()["registrationId"]
+
+
+def test_a_code_applied_after_the_card_step_changes_the_one_intent_and_the_charge(
+    director: Any, api: Any, backend: Any, stack: Any
+) -> None:
+    lee = director("lee-codes-card")
+    _, rid, (eid,) = _race(lee)
+    _code(lee, rid, code="CARD20", kind="PERCENT", percent=20, maxUses=5)
+    hold_id, reg_id = _card_step(api, rid, eid)
+
+    applied = api.put(f"/api/holds/{hold_id}/code", json={"code": "card20"})
+    assert applied.status_code == 200, applied.text
+    assert (applied.json()["status"], applied.json()["priceCents"], applied.json()["code"]) == (
+        "PAYING",
+        2400,
+        "CARD20",
+    )
+    # The card step (any tab) shows the new amount, on the same intent.
+    step = api.post(f"/api/holds/{hold_id}/payment")
+    assert (step.status_code, step.json()["amountCents"]) == (200, 2400), step.text
+    (intent,) = intents_for(stack, hold_id=hold_id)  # one PaymentIntent for the hold, at the stand-in
+    assert intent["amount"] == 2400
+    assert _uses_in_dynamodb(backend, rid, "CARD20") == (1, 5)
+
+    assert browser_pays(stack, intent["id"])["status"] == "succeeded"
+    assert confirm(api, hold_id).status_code == 202
+    wait_confirmed(api, [reg_id])
+    (paid,) = intents_for(stack, hold_id=hold_id)
+    assert (paid["id"], paid["amount"], paid["amount_received"]) == (intent["id"], 2400, 2400)
+    # Too late now: the payment fixed the code.
+    late = api.delete(f"/api/holds/{hold_id}/code")
+    assert (late.status_code, late.json()["error"]) == (409, "CODE_TOO_LATE")
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.summary()
+    assert (report.confirmed, report.charges_succeeded, report.refunds) == (1, 1, 0)  # no orphan refund
+    assert report.code_uses["CARD20"] == {"taken": 1, "registrations": 1, "limit": 5}
+    stats = lee.get(f"/api/admin/races/{rid}/stats").json()
+    assert stats["codes"] == [{"code": "CARD20", "used": 1, "limit": 5}]
+    export = lee.get(f"/api/admin/races/{rid}/registrations/export").text.splitlines()
+    header, (row,) = export[0].split(","), export[1:]
+    assert (row.split(",")[header.index("code")], row.split(",")[header.index("discount")]) == ("CARD20", "6.00")
+
+
+def test_a_code_removed_after_the_card_step_puts_the_intent_back_to_the_held_price(
+    director: Any, api: Any, backend: Any, stack: Any
+) -> None:
+    max_ = director("max-codes-card")
+    _, rid, (eid,) = _race(max_)
+    _code(max_, rid, code="OFF5", kind="AMOUNT", amountCents=500, maxUses=3)
+    _code(max_, rid, code="FREEBIE", kind="PERCENT", percent=100)
+    hold_id, reg_id = _card_step(api, rid, eid)
+    assert api.put(f"/api/holds/{hold_id}/code", json={"code": "OFF5"}).json()["priceCents"] == 2500
+    # A code that would make the paying place free is refused, and changes nothing.
+    free = api.put(f"/api/holds/{hold_id}/code", json={"code": "FREEBIE"})
+    assert (free.status_code, free.json()["error"]) == (409, "CODE_TOO_LATE")
+    removed = api.delete(f"/api/holds/{hold_id}/code")
+    assert removed.status_code == 200, removed.text
+    assert (removed.json()["priceCents"], removed.json()["code"]) == (3000, None)
+    (intent,) = intents_for(stack, hold_id=hold_id)
+    assert intent["amount"] == 3000
+    assert _uses_in_dynamodb(backend, rid, "OFF5")[0] == 0
+    assert _uses_in_dynamodb(backend, rid, "FREEBIE")[0] == 0
+
+    assert browser_pays(stack, intent["id"])["status"] == "succeeded"
+    assert confirm(api, hold_id).status_code == 202
+    wait_confirmed(api, [reg_id])
+    (paid,) = intents_for(stack, hold_id=hold_id)
+    assert (paid["amount"], paid["amount_received"]) == (3000, 3000)
+    # Paid: a code now is refused, its use not taken.
+    late = api.put(f"/api/holds/{hold_id}/code", json={"code": "OFF5"})
+    assert (late.status_code, late.json()["error"]) == (409, "CODE_TOO_LATE")
+    assert _uses_in_dynamodb(backend, rid, "OFF5")[0] == 0
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.summary()
+    assert (report.confirmed, report.charges_succeeded, report.refunds) == (1, 1, 0)

@@ -47,6 +47,7 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
       patch: (path, body) => request('PATCH', path, body),
       put: (path, body) => request('PUT', path, body),
       download: (path) => request('GET', path, undefined, { raw: true, signal }),
+      postForFile: (path, body) => request('POST', path, body, { raw: true }),
       forRoute() {
         if (routeCtl) routeCtl.abort();
         routeCtl = new AbortController();

@@ -244,6 +244,7 @@ export function subnav(raceId, current) {
     ['live', `${base}/live`, 'Live'],
     ['runners', `${base}/runners`, 'Runners'],
     ['results', `${base}/results`, 'Results'],
+    ['codes', `${base}/codes`, 'Discount codes'],
     ['audit', `${base}/audit`, 'Audit trail'],
   ];
   return h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},

@@ -120,6 +120,20 @@ class TeamMember(Model):
     waiver: str | None = None
 
 
+class Reprice(_Record):
+    """A code applied or removed after the card step started, not yet final (racecap.codes):
+    its use taken (on ``shard``), the intent's amount being changed under ``key``
+    (``reprice-<intent>-<changeId>``: one key per change, so a retry replays it and no key ever
+    carries two amounts). Finished (the hold's price becomes ``amountCents``) or undone (the
+    use given back) by whoever meets it first: the call's retry, the webhook, the sweeper."""
+
+    changeId: str
+    code: str | None = None  # None: the code is being removed
+    shard: str | None = None
+    amountCents: int
+    listCents: int
+
+
 class Hold(_Record):
     """A held place (Inventory ``HOLD#<holdId>``)."""
 
@@ -158,6 +172,8 @@ class Hold(_Record):
     code: str | None = None
     codeShard: str | None = None
     listCents: int | None = None
+    # While PAYING: a code change under way on the intent's amount (at most one at a time).
+    reprice: Reprice | None = None
     # A team hold (racecap.logic.teams): ``places`` places taken together, ``shardTakes`` of
     # them from each cap shard, one registration id per member (the captain's is
     # ``registrationId``, first). Absent on a single place's hold: not a byte more written.

@@ -349,6 +349,14 @@ class EventStats(Model):
     perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
 
 
+class CodeUses(Model):
+    """One discount code's uses in the director's stats (racecap.codes)."""
+
+    code: str
+    used: int = Field(description="Uses taken now: registrations and holds not paid yet carrying it.")
+    limit: int | None = Field(description="The uses it allows; none: no limit.")
+
+
 class RaceStatsView(Model):
     raceId: str
     status: PublicRaceStatus
@@ -356,6 +364,7 @@ class RaceStatsView(Model):
     minutes: int
     totals: dict[str, int]
     events: list[EventStats]
+    codes: list[CodeUses] = Field(default=[], description="The race's discount codes: uses against each limit.")
 
 
 class RegistrationRow(Model):

@@ -305,9 +305,10 @@ def participants() -> Participants:
 
 @lru_cache(maxsize=1)
 def race_stats() -> RaceStats:
+    from racecap.codes.wiring import race_code_uses  # the capability's root imports this one
     from racecap.logic.stats import RaceStats
 
-    return RaceStats(inventory(), registrations(), holds().live_counts, cache())
+    return RaceStats(inventory(), registrations(), holds().live_counts, cache(), code_uses=race_code_uses)
 
 
 @lru_cache(maxsize=1)

@@ -5,6 +5,21 @@ price and a conditional write on one shard of the code's counter) and given back
 hold expires or is released unpaid (``dal.holds``: with the place, in the same transaction).
 A paid registration keeps its use. The discount is computed once, on the price fixed on the
 hold, and rounds in the runner's favour; the hold's ``amountCents`` is then what is charged.
+
+After the card step started (the hold PAYING, its one PaymentIntent created) a code applied
+or removed changes that intent's amount through the provider's update call, never a second
+intent. Three steps, each safe to repeat and to interleave with the runner paying:
+
+1. record the change on the hold (``Reprice``) and take the new code's use, one conditional
+   transaction (no other change under way, the hold still paying with that intent);
+2. ask the provider to update the amount, under a key of that change alone;
+3. finish: the hold's price and its attempt's (what the payment must equal) become the new
+   amount and the replaced code's use goes back — or, if the provider refused (the runner
+   paid meanwhile), undo: the new use goes back and the runner is told so (409).
+
+A crash or an unanswered provider call leaves the change recorded: the runner's retry, the
+payment's webhook (by the intent's amount) or the sweeper (expiry gives every use back)
+settles it. A code that makes a paying place free is refused: see ``Discounts.apply``.
 """
 
 from __future__ import annotations
@@ -13,7 +28,7 @@ import math
 import random
 import secrets
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from racecap.codes.models import (
     MAX_SHARDS,
@@ -25,8 +40,9 @@ from racecap.codes.models import (
     CodeView,
 )
 from racecap.codes.store import CodeExists, CodeStore, StoredCode
+from racecap.dal.payments import IntentStatus, PaymentProvider, PaymentRejected
 from racecap.dal.transactions import ConditionFailed
-from racecap.domain import Hold, HoldPhase
+from racecap.domain import Hold, HoldPhase, Reprice
 from racecap.errors import (
     CodeError,
     CodeExpired,
@@ -42,11 +58,12 @@ from racecap.errors import (
     HoldNotFound,
     ValidationFailed,
 )
+from racecap.logic.registration import provider_call
+from racecap.models import CodeUses
 from racecap.money import charge_problem, decimals, in_units
-from racecap.observability import metrics
+from racecap.observability import logger, metrics
 
 if TYPE_CHECKING:
-    from racecap.dal.holds import DynamoHolds
     from racecap.logic.admin import RaceAdmin
     from racecap.logic.audit import AuditTrail
     from racecap.logic.races import RaceDefinitions
@@ -148,13 +165,37 @@ class CodesAdmin:
         return CodeList(codes=[_view(c, uses.get(c.code, 0)) for c in sorted(codes, key=lambda c: c.code)])
 
 
-class Discounts:
-    """The runner's side: apply a code to a held place, or remove it."""
+class CodeHolds(Protocol):
+    """The hold writes a code makes (``dal.holds.DynamoHolds``; ``tests/fakes``)."""
 
-    def __init__(self, store: CodeStore, holds: DynamoHolds, catalog: RaceDefinitions) -> None:
+    def get(self, hold_id: str) -> Hold | None: ...
+
+    def change_code(
+        self, hold: Hold, code: str | None, shard: str | None, amount: int, list_cents: int, now: datetime
+    ) -> None: ...
+
+    def begin_reprice(self, hold: Hold, reprice: Reprice) -> None: ...
+
+    def finish_reprice(self, hold: Hold, reprice: Reprice) -> bool: ...
+
+    def undo_reprice(self, hold: Hold, reprice: Reprice) -> bool: ...
+
+
+def reprice_key(intent_id: str, change_id: str) -> str:
+    """The provider's idempotency key of one change of an intent's amount: a retry of that
+    change replays it; another change (even back to an earlier amount) has its own."""
+    return f"reprice-{intent_id}-{change_id}"
+
+
+class Discounts:
+    """The runner's side: apply a code to a held place, or remove it; before the details are
+    sent (the hold's price) or after, on the card step (the hold's PaymentIntent's amount too)."""
+
+    def __init__(self, store: CodeStore, holds: CodeHolds, catalog: RaceDefinitions, payments: PaymentProvider) -> None:
         self._store = store
         self._holds = holds
         self._catalog = catalog
+        self._payments = payments
 
     def apply(self, hold_id: str, typed: str, now: datetime | None = None) -> Hold:
         now = now or datetime.now(UTC)
@@ -180,6 +221,16 @@ class Discounts:
             return hold
         list_cents, currency = self._list_price(hold)
         price = discounted(list_cents, currency, terms)
+        if price == 0 and hold.status == HoldPhase.PAYING:
+            # A free entry takes no card and has no intent (the ledger's rule: no charge), but
+            # this hold's intent exists and the runner may be confirming it right now: turning
+            # it into a free entry would race that payment (cancel, or refund a charge that got
+            # through). So such a code is for the details step only; nothing changes here.
+            raise CodeTooLate(
+                f"Code {code} makes this place free, and a free place is registered without a card: it can "
+                "only be applied before your details are sent. Nothing was changed.",
+                fields={"code": "Makes the entry free: apply it before sending your details."},
+            )
         problem = charge_problem(price, currency) if price > 0 else None
         if problem is not None:
             raise CodeError(
@@ -190,12 +241,20 @@ class Discounts:
         shards = stored.shard_names()
         for shard in random.sample(shards, len(shards)):
             try:
-                self._holds.change_code(hold, code, shard, price, list_cents, now)
+                if hold.status == HoldPhase.PAYING:
+                    change = Reprice(
+                        changeId=secrets.token_hex(8), code=code, shard=shard, amountCents=price, listCents=list_cents
+                    )
+                    self._holds.begin_reprice(hold, change)
+                else:
+                    self._holds.change_code(hold, code, shard, price, list_cents, now)
             except ConditionFailed as exc:
                 if exc.first == 0:
                     raise self._moved(hold_id, now) from exc
                 continue  # this shard's uses are gone: another may have one left
             metrics.add_metric(name="CodeApplied", unit="Count", value=1)
+            if hold.status == HoldPhase.PAYING:
+                return self._complete(hold, change)
             return hold.model_copy(
                 update={"code": code, "codeShard": shard, "amountCents": price, "listCents": list_cents}
             )
@@ -209,12 +268,60 @@ class Discounts:
             return hold
         list_cents, _ = self._list_price(hold)
         try:
+            if hold.status == HoldPhase.PAYING:
+                change = Reprice(changeId=secrets.token_hex(8), amountCents=list_cents, listCents=list_cents)
+                self._holds.begin_reprice(hold, change)
+                return self._complete(hold, change)
             self._holds.change_code(hold, None, None, list_cents, list_cents, now)
         except ConditionFailed as exc:
             raise self._moved(hold_id, now) from exc
         return hold.model_copy(update={"code": None, "codeShard": None, "amountCents": list_cents, "listCents": None})
 
+    def _complete(self, hold: Hold, change: Reprice) -> Hold:
+        """Steps 2 and 3 of a change recorded on a paying hold (see the module): the intent's
+        amount, then the hold's price; or, refused, the change undone and a 409."""
+        intent_id = str(hold.intentId)
+        try:
+            provider_call(
+                lambda: self._payments.update_intent_amount(
+                    intent_id, change.amountCents, idempotency_key=reprice_key(intent_id, change.changeId)
+                ),
+                hold.holdId,
+            )
+        except PaymentRejected as exc:
+            # Refused: the intent was paid (or is being paid, or was cancelled) meanwhile, so
+            # its amount never changed. The change goes, its use back with it.
+            self._holds.undo_reprice(hold, change)
+            logger.info("code change refused by the provider", extra={"holdId": hold.holdId, "code": exc.code})
+            metrics.add_metric(name="CodeChangeRefused", unit="Count", value=1)
+            if self._cancelled(intent_id):
+                raise HoldExpired("Your hold on this place has expired; please hold a new place.") from exc
+            raise CodeTooLate(
+                "Your payment went through (or ended) before the code could change its amount: the code was not "
+                "applied, and you were charged the price shown before it.",
+                fields={"code": "Too late: the payment was already made."},
+            ) from exc
+        if not self._holds.finish_reprice(hold, change):
+            # Finished by someone else (the retry of this call, or the payment's webhook, which
+            # found the intent's amount to be the new one): the same outcome. Undone: say so.
+            now_hold = self._holds.get(hold.holdId)
+            if now_hold is None or now_hold.reprice is not None or now_hold.code != change.code:
+                raise Conflict("Your place changed meanwhile; please look at it again.")
+            return now_hold
+        return self._holds.get(hold.holdId) or hold
+
+    def _cancelled(self, intent_id: str) -> bool:
+        """Was the refused intent cancelled (the hold expired) rather than paid? Only to say so:
+        an unanswered question is answered as paid, the message that asks nothing more."""
+        try:
+            return self._payments.retrieve_intent(intent_id).status == IntentStatus.CANCELED
+        except Exception:
+            logger.warning("could not read a refused intent", extra={"intentId": intent_id}, exc_info=True)
+            return False
+
     def _held(self, hold_id: str, now: datetime) -> Hold:
+        """The hold a code may change: HELD, or PAYING with its intent created (any code change
+        left under way on it settled first)."""
         hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
@@ -223,8 +330,22 @@ class Discounts:
             HoldPhase.RELEASED,
         ):
             raise HoldExpired("Your hold on this place has expired; please hold a new place.")
+        if hold.status == HoldPhase.PAYING:
+            if hold.expired(now):
+                raise CodeTooLate("The time to pay for this place is up; a code can no longer change its price.")
+            if hold.intentId is None or hold.attempt is None:
+                raise Conflict("Your details are being processed; please retry in a moment.", retry_after=2)
+            if hold.reprice is not None:
+                # A change left under way (a crash, the provider not answering): a retry
+                # finishes it, with its own key, before anything else is asked.
+                try:
+                    self._complete(hold, hold.reprice)
+                except (CodeTooLate, Conflict):
+                    pass  # that change was undone; this call goes on from what the hold is now
+                return self._held(hold_id, now)
+            return hold
         if hold.status != HoldPhase.HELD:
-            raise CodeTooLate("A code is applied before your details are sent; this place is already being paid for.")
+            raise CodeTooLate("This place is already paid for; a code can no longer change its price.")
         return hold
 
     def _moved(self, hold_id: str, now: datetime) -> DomainError:
@@ -242,6 +363,14 @@ class Discounts:
         _race, events = self._catalog.definition(hold.raceId)
         event = next(e for e in events if e.eventId == hold.eventId)
         return event.price_at(hold.createdAt), event.currency
+
+
+def code_uses(store: CodeStore, race_id: str) -> list[CodeUses]:
+    """Uses against limits, per code of the race (one query and one batch read of the shards)."""
+    codes = store.of_race(race_id)
+    uses = store.uses(codes) if codes else {}
+    ordered = sorted(codes, key=lambda c: c.code)
+    return [CodeUses(code=c.code, used=uses.get(c.code, 0), limit=c.maxUses) for c in ordered]
 
 
 def _random_part() -> str:

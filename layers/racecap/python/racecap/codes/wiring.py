@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 from racecap import clients
 from racecap.config import get_settings
-from racecap.wiring import audit_trail, catalog, holds
+from racecap.wiring import audit_trail, catalog, holds, payments
 
 if TYPE_CHECKING:
     from racecap.codes.service import CodesAdmin, Discounts
     from racecap.codes.store import DynamoCodes
+    from racecap.models import CodeUses
 
 
 @lru_cache(maxsize=1)
@@ -27,7 +28,7 @@ def code_store() -> DynamoCodes:
 def discounts() -> Discounts:
     from racecap.codes.service import Discounts
 
-    return Discounts(code_store(), holds(), catalog())
+    return Discounts(code_store(), holds(), catalog(), payments())
 
 
 @lru_cache(maxsize=1)
@@ -36,3 +37,10 @@ def codes_admin() -> CodesAdmin:
     from racecap.wiring import race_admin
 
     return CodesAdmin(code_store(), race_admin(), audit_trail())
+
+
+def race_code_uses(race_id: str) -> list[CodeUses]:
+    """Each code of the race with its uses and limit, for the director's stats."""
+    from racecap.codes.service import code_uses
+
+    return code_uses(code_store(), race_id)

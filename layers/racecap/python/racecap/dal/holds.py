@@ -29,7 +29,7 @@ from racecap.dal.keys import (
     stock_key,
 )
 from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
-from racecap.domain import Attempt, BeginOutcome, EmailClaimPhase, Hold, HoldPhase
+from racecap.domain import Attempt, BeginOutcome, EmailClaimPhase, Hold, HoldPhase, Reprice
 from racecap.errors import Busy, TooManyHolds
 
 TTL_AFTER_EXPIRY = timedelta(days=30)  # backstop clean-up of old hold records only
@@ -296,14 +296,24 @@ class DynamoHolds:
             vals = {**vals, ":code": hold.code}
         else:
             condition += " AND attribute_not_exists(code)"
+        # A code change under way on a paying hold (``reprice``) took a use too: it goes back
+        # with the place, and the change can no longer finish (its condition names it).
+        condition += " AND " + self._reprice_is(hold.reprice)
+        if hold.reprice:
+            vals = {**vals, ":change": hold.reprice.changeId}
         try:
             transact(
                 self._db,
                 [
-                    self._update_hold(hold, "SET #s = :new REMOVE gsi1pk, gsi1sk", condition, vals),
+                    self._update_hold(hold, "SET #s = :new REMOVE gsi1pk, gsi1sk, reprice", condition, vals),
                     *(
                         [self.code_give_back(hold.raceId, hold.code, hold.codeShard)]
                         if hold.code and hold.codeShard
+                        else []
+                    ),
+                    *(
+                        [self.code_give_back(hold.raceId, hold.reprice.code, hold.reprice.shard)]
+                        if hold.reprice and hold.reprice.code and hold.reprice.shard
                         else []
                     ),
                     *(
@@ -370,6 +380,77 @@ class DynamoHolds:
             items.append(self.code_give_back(hold.raceId, hold.code, hold.codeShard))
         transact(self._db, items)
 
+    # -- a code changed after the card step started ----------------------------------------------
+    @staticmethod
+    def _reprice_is(reprice: Reprice | None) -> str:
+        return "reprice.changeId = :change" if reprice else "attribute_not_exists(reprice)"
+
+    def begin_reprice(self, hold: Hold, reprice: Reprice) -> None:
+        """Record a code change on a PAYING hold whose intent is ``hold.intentId``, taking the
+        new code's use on ``reprice.shard``: only while no other change is under way and the
+        hold still carries the code it was read with. ``ConditionFailed``: index 0, the hold
+        moved on (paid, expired, another change); index 1, that shard has no use left."""
+        condition = (
+            "#s = :paying AND intentId = :intent AND attempt.#k = :key AND attribute_not_exists(reprice) AND "
+            + ("code = :old" if hold.code else "attribute_not_exists(code)")
+        )
+        assert hold.attempt is not None
+        vals: dict[str, Any] = {
+            ":paying": HoldPhase.PAYING,
+            ":intent": str(hold.intentId),
+            ":key": hold.attempt.key,
+            ":r": reprice.model_dump(exclude_none=True),
+        }
+        if hold.code:
+            vals[":old"] = hold.code
+        items = [self._update_hold(hold, "SET reprice = :r", condition, vals)]
+        if reprice.code and reprice.shard:
+            items.append(self.code_take(hold.raceId, reprice.code, reprice.shard))
+        transact(self._db, items)
+
+    def finish_reprice(self, hold: Hold, reprice: Reprice) -> bool:
+        """The intent's amount is the change's now: the hold's price and its attempt's (what the
+        payment must equal) become it, and the use of the code it replaces goes back. False:
+        the change was finished or undone by someone else first (nothing written)."""
+        vals: dict[str, Any] = {":change": reprice.changeId, ":amount": reprice.amountCents}
+        if reprice.code is None:
+            expression = (
+                "SET amountCents = :amount, attempt.amountCents = :amount REMOVE reprice, code, codeShard, listCents"
+            )
+        else:
+            expression = (
+                "SET amountCents = :amount, attempt.amountCents = :amount, code = :code, codeShard = :shard, "
+                "listCents = :list REMOVE reprice"
+            )
+            vals.update({":code": reprice.code, ":shard": reprice.shard, ":list": reprice.listCents})
+        items = [self._update_change(hold, expression, vals)]
+        if hold.code and hold.codeShard:
+            items.append(self.code_give_back(hold.raceId, hold.code, hold.codeShard))
+        return self._reprice_write(items)
+
+    def undo_reprice(self, hold: Hold, reprice: Reprice) -> bool:
+        """The provider refused the change (the intent was paid or cancelled meanwhile): forget
+        it and give its use back. False: finished or undone by someone else first."""
+        items = [self._update_change(hold, "REMOVE reprice", {":change": reprice.changeId})]
+        if reprice.code and reprice.shard:
+            items.append(self.code_give_back(hold.raceId, reprice.code, reprice.shard))
+        return self._reprice_write(items)
+
+    def _update_change(self, hold: Hold, expression: str, vals: dict[str, Any]) -> TransactItem:
+        """An Update of the hold only while it names this change (in whatever phase: a hold
+        whose payment succeeded meanwhile still has the change to settle)."""
+        condition = "reprice.changeId = :change"
+        return update_item(self._table, hold_key(hold.holdId), expression, condition=condition, vals=vals)
+
+    def _reprice_write(self, items: list[TransactItem]) -> bool:
+        try:
+            transact(self._db, items)
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                return False
+            raise
+        return True
+
     # -- paying -------------------------------------------------------------------------------
     def _stock_items(self, hold: Hold, attempt: Attempt, delta: int) -> list[TransactItem]:
         """Take (+1, only below the shard's cap) or give back (-1) the attempt's stocked options."""
@@ -414,9 +495,13 @@ class DynamoHolds:
         # From HELD only with the discount code the caller read (its price is the attempt's):
         # a code applied or removed meanwhile from another tab fails this, never charging the
         # price from before it.
-        held = "#s = :held AND expiresAt > :now AND " + ("code = :code" if hold.code else "attribute_not_exists(code)")
+        same_code = "code = :code" if hold.code else "attribute_not_exists(code)"
+        held = "#s = :held AND expiresAt > :now AND " + same_code
         if hold.code:
             vals[":code"] = hold.code
+        # Again, too, only with that code and no code change under way (``begin_reprice``):
+        # the attempt written again carries the price read, which must stay the intent's.
+        again += f" AND {same_code} AND attribute_not_exists(reprice)"
         if turn:
             expression += ", busyUntil = :busy"
             again += " AND (attribute_exists(intentId) OR attribute_not_exists(busyUntil) OR busyUntil <= :now)"

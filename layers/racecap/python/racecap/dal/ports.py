@@ -28,6 +28,7 @@ from racecap.domain import (
     RaceChanges,
     Registration,
     RegistrationRowData,
+    Reprice,
     ShardChange,
     ShardUsage,
     WindowRecord,
@@ -63,6 +64,14 @@ class HoldStore(Protocol):
         ``turn``, not while another call of it is still creating the intent (then HOLD_GONE).
         With ``take_stock``, the attempt's stocked options are taken too, from HELD only
         (``dal.holds.OptionShardFull`` when one's shard is full)."""
+        ...
+
+    def finish_reprice(self, hold: Hold, reprice: Reprice) -> bool:
+        """A code change under way (racecap.codes) made final: the hold's price is its amount."""
+        ...
+
+    def undo_reprice(self, hold: Hold, reprice: Reprice) -> bool:
+        """A code change under way dropped, its code's use given back."""
         ...
 
     def end_call(self, hold: Hold, attempt: Attempt) -> None:

@@ -488,7 +488,8 @@ class RegistrationService:
             return "already" if already_applied(hold, intent) else "orphan"
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return "orphan"
-        if hold.intentId not in (None, intent.id) or not self._pays_for(intent, hold.attempt):
+        hold = self._price_settled(hold, intent)
+        if hold.attempt is None or hold.intentId not in (None, intent.id) or not self._pays_for(intent, hold.attempt):
             return "orphan"
         race, event = self._race_event(hold)
         self.enqueue_paid(hold, hold.attempt, intent.id, race, event, now)
@@ -689,6 +690,9 @@ class RegistrationService:
         report_decline: bool,
     ) -> RegistrationAccepted:
         if intent.status == IntentStatus.SUCCEEDED:
+            if hold.reprice is not None:
+                hold = self._price_settled(hold, intent)
+                attempt = hold.attempt or attempt
             if not self._pays_for(intent, attempt):
                 raise Conflict("This payment does not match the hold; nothing was registered.")
             self.enqueue_paid(hold, attempt, intent.id, race, event, now)
@@ -708,6 +712,19 @@ class RegistrationService:
             amountCents=attempt.amountCents,
             currency=attempt.currency,
         )
+
+    def _price_settled(self, hold: Hold, intent: PaymentIntent) -> Hold:
+        """A discount code's change of the amount under way when the intent succeeded
+        (racecap.codes): the amount paid says whether it happened — the hold's price becomes
+        it, or the change is dropped and its use given back. The hold as it is then."""
+        change = hold.reprice
+        if change is None:
+            return hold
+        if intent.amount_cents == change.amountCents:
+            self._holds.finish_reprice(hold, change)
+        else:
+            self._holds.undo_reprice(hold, change)
+        return self._holds.get(hold.holdId) or hold
 
     @staticmethod
     def _pays_for(intent: PaymentIntent, attempt: Attempt) -> bool:

@@ -7,7 +7,8 @@
   made outside Racecap, flagged (``STATS#`` items), and the per-minute series from the writer's
   per-minute counters — nothing here counts rows;
 * held (runners in the form or paying) from the sweeper's index of live holds; queued
-  (paid, on the queue) is what remains of the places taken.
+  (paid, on the queue) is what remains of the places taken;
+* each discount code's uses against its limit, from its use counter's shards (racecap.codes).
 
 A dashboard polls; the figures are cached for two seconds so ten open tabs cost one read.
 """
@@ -20,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from racecap.cache import TieredCache
 from racecap.dal.ports import Inventory, RegistrationStore
 from racecap.logic.races import race_status
-from racecap.models import Event, EventStats, MinuteCount, Race, RaceStatsView
+from racecap.models import CodeUses, Event, EventStats, MinuteCount, Race, RaceStatsView
 
 STATS_TTL = 2.0
 STATS_LOCAL_TTL = 1.0
@@ -34,7 +35,9 @@ class RaceStats:
         live_holds: Callable[[str], dict[str, int]],
         cache: TieredCache,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        code_uses: Callable[[str], list[CodeUses]] | None = None,
     ) -> None:
+        self._code_uses = code_uses
         self._inventory = inventory
         self._regs = registrations
         self._live_holds = live_holds
@@ -92,5 +95,11 @@ class RaceStats:
             )
         }
         return RaceStatsView(
-            raceId=race.raceId, status=race_status(race, now), asOf=now, minutes=minutes, totals=totals, events=out
+            raceId=race.raceId,
+            status=race_status(race, now),
+            asOf=now,
+            minutes=minutes,
+            totals=totals,
+            events=out,
+            codes=self._code_uses(race.raceId) if self._code_uses else [],
         )

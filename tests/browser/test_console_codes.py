@@ -1,0 +1,124 @@
+"""The console's discount codes page in headless Chromium against the local stack: a director
+lists a race's codes with their uses against their limits, makes one (the API's field errors
+on the fields), and makes a sponsor's batch of single-use codes whose CSV downloads; by
+keyboard, labelled, in contrast, at desktop and tablet widths."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+from racecap.logic.admin import EventDraft, RaceDraft
+
+from local import directors
+from local.stack import LocalStack
+from tests.browser.conftest import CHROMIUM
+from tests.browser.steps import contrast_failures, horizontal_overflow, tab_to, unique, unlabelled_controls
+from tests.browser.test_console import CONSOLE, _clients, signed_in
+from tools.smoke_director import DirectorSecret
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: `bash local/install.sh apt` installs it"),
+]
+
+
+@pytest.fixture(scope="module")
+def seed(stack: LocalStack) -> str:
+    """The demo director's TOTP seed, as test_console.py reads it."""
+    return DirectorSecret.read(_clients(stack)[1], directors.DEMO_SECRET).totpSeed
+
+
+def _accessible(page: Page, what: str) -> None:
+    assert contrast_failures(page) == [], what
+    assert unlabelled_controls(page) == [], what
+    assert horizontal_overflow(page) == 0, what
+
+
+@pytest.mark.parametrize("width", [1280, 768])
+def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, backend, api, seed, width) -> None:
+    from tests.integration.flows import hold
+
+    assert stack.directors is not None
+    now = datetime.now(UTC)
+    race = backend.admin().create_race(
+        stack.directors.demo_sub,
+        RaceDraft(
+            name=unique("Codes 10K"),
+            location="Harbour",
+            listing="LISTED",
+            raceDate=(now + timedelta(days=90)).date().isoformat(),
+            registrationOpensAt=now - timedelta(minutes=1),
+            registrationClosesAt=now + timedelta(days=30),
+            events=[EventDraft(name="5K", cap=20, priceCents=2000), EventDraft(name="10K", cap=20, priceCents=3000)],
+        ),
+        open_now=True,
+    )
+    page = signed_in(new_page, seed, viewport={"width": width, "height": 900})
+    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
+    tab_to(page, "tab-codes")
+    page.keyboard.press("Enter")
+    heading = page.get_by_role("heading", level=1)
+    expect(heading).to_have_text(f"Discount codes · {race.name}")
+    expect(heading).to_be_focused()
+    expect(page.get_by_test_id("codes-empty")).to_be_visible()
+    _accessible(page, "no codes")
+
+    # One code, typed with the keyboard; a percentage over 100 is refused on its field.
+    one = page.get_by_test_id("code-form")
+    one.get_by_label("Code", exact=True).focus()
+    page.keyboard.type("spring10")
+    one.get_by_label("Percent off").fill("150")
+    one.get_by_label("10K").check()
+    one.get_by_label("Maximum uses").fill("50")
+    one.get_by_label("Maximum uses").press("Enter")
+    value = one.get_by_label("Percent off")
+    expect(value).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("code-value-error")).not_to_be_empty()
+    expect(value).to_be_focused()
+    _accessible(page, "a field error")
+    value.fill("10")
+    value.press("Enter")
+    expect(page.get_by_test_id("code-alert")).to_have_text("Code SPRING10 created.")
+    row = page.get_by_test_id("code-row")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("SPRING10")
+    expect(row).to_contain_text("10% off")
+    expect(row).to_contain_text("10K")
+    expect(row.get_by_test_id("code-uses")).to_have_text("0 / 50")
+
+    # The same code again: the API's 409 on the Code field.
+    one.get_by_label("Code", exact=True).fill("Spring10")
+    one.get_by_label("Percent off").fill("5")
+    page.get_by_test_id("create-code").click()
+    expect(page.get_by_test_id("code-code-error")).to_have_text("Already exists.")
+    expect(one.get_by_label("Code", exact=True)).to_be_focused()
+
+    # A runner uses it: the page shows the use against the limit.
+    ten_k = next(e for e in api.get(f"/api/races/{race.raceId}").json()["events"] if e["name"] == "10K")
+    held = hold(api, race.raceId, ten_k["eventId"]).json()["holdId"]
+    assert api.put(f"/api/holds/{held}/code", json={"code": "spring10"}).status_code == 200
+    page.reload()
+    expect(page.get_by_test_id("code-uses")).to_have_text("1 / 50")
+
+    # A sponsor's batch: three single-use codes of $5.00 off, their CSV downloaded.
+    bulk = page.get_by_test_id("bulk-form")
+    bulk.get_by_label("How many codes").fill("3")
+    bulk.get_by_label("Prefix").fill("acme")
+    bulk.get_by_label("Discount").select_option("AMOUNT")
+    bulk.get_by_label("Amount off (USD)").fill("5.00")
+    with page.expect_download() as got:
+        bulk.get_by_label("Amount off (USD)").press("Enter")
+    lines = Path(got.value.path()).read_text(encoding="utf-8").split()
+    assert lines[0] == "code" and len(lines) == 4
+    assert all(c.startswith("ACME-") and len(c) == len("ACME-") + 8 for c in lines[1:])
+    expect(page.get_by_test_id("bulk-alert")).to_have_text("3 single-use codes created; the CSV is downloaded.")
+    expect(page.get_by_test_id("code-row")).to_have_count(4)
+    for code in lines[1:]:
+        batch_row = page.get_by_test_id("code-row").filter(has_text=code)
+        expect(batch_row).to_contain_text("$5.00 off")
+        expect(batch_row.get_by_test_id("code-uses")).to_have_text("0 / 1")
+    _accessible(page, "codes")
