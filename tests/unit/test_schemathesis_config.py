@@ -39,4 +39,6 @@ def test_each_exception_applies_only_to_the_operations_it_names(monkeypatch) -> 
         "POST /api/races/{raceId}/events/{eventId}/holds": 1,
         ("POST /api/admin/races/{raceId}/codes", "POST /api/admin/races/{raceId}/codes/bulk"): 2,
         ("DELETE /api/holds/{holdId}/code", "PUT /api/holds/{holdId}/code"): 2,
+        "POST /api/races/{raceId}/events/{eventId}/teams": 1,
+        "POST /api/holds/{holdId}/team": 1,
     }
