@@ -38,11 +38,11 @@ def test_reservations_stop_at_the_charge_and_a_key_is_recorded_once(stores, race
     assert [(e.key, e.amountCents, e.status) for e in ledger.refunds(rid)] == [
         ("k1", 1000, RefundPhase.PENDING), ("k2", 1500, RefundPhase.PENDING)
     ]  # fmt: skip
-    # The registration reads as before, but for the ledger's sum it now carries (no extra read
-    # for the export's refunded column).
+    # The registration reads as before, but for the ledger's sum and its count of refunds not
+    # answered yet it now carries (no extra read for the export's refunded column and state).
     after = stores.regs.get(rid)
-    assert after is not None and after.ledgerRefundedCents == 2500
-    assert after.model_copy(update={"ledgerRefundedCents": None}) == reg
+    assert after is not None and (after.ledgerRefundedCents, after.ledgerPending) == (2500, 2)
+    assert after.model_copy(update={"ledgerRefundedCents": None, "ledgerPending": None}) == reg
 
 
 def test_a_release_gives_the_amount_back_once_and_a_settled_refund_keeps_its_id(stores, race):  # noqa: F811
@@ -55,8 +55,11 @@ def test_a_release_gives_the_amount_back_once_and_a_settled_refund_keeps_its_id(
     with pytest.raises(ConditionFailed):
         stores.transact(ledger.release_items(rid, entry, NOW))
     assert ledger.refunded_cents(rid) == 0 and ledger.refund(rid, "k1").status == RefundPhase.REFUSED
+    assert stores.regs.get(rid).ledgerPending == 0  # refused: pending no more, counted down once
     stores.transact(ledger.reserve_items(reg, _refund("k2", 2500)))
-    ledger.settle(rid, "k2", "re_123", NOW)
+    assert stores.regs.get(rid).ledgerPending == 1
+    ledger.settle_reserved(rid, "k2", "re_123", NOW)
+    ledger.settle_reserved(rid, "k2", "re_123", NOW)  # a repeat changes nothing
     settled = ledger.refund(rid, "k2")
     assert settled is not None and (settled.status, settled.providerId) == (RefundPhase.SUCCEEDED, "re_123")
-    assert ledger.refunded_cents(rid) == 2500
+    assert ledger.refunded_cents(rid) == 2500 and stores.regs.get(rid).ledgerPending == 0
