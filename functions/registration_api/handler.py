@@ -73,14 +73,18 @@ app = make_resolver(rate_limit=runner_rate_limit, rate_exempt=(WEBHOOK_PATH,))
 )
 @tracer.capture_method
 def create_hold(raceId: str, eventId: str) -> Response[HoldCreated]:
-    who = _client()
-    limits = client_limits(raceId, who, opening_queue().admit_hold(raceId, who))
-    held = hold_service().hold(raceId, eventId, limits=limits)
+    held = hold_service().hold(raceId, eventId, limits=_hold_limits(raceId))
     return Response(201, content_types.APPLICATION_JSON, held, headers=NO_STORE)
 
 
 def _client() -> Any:
     return client(lower_headers(app.current_event.raw_event))
+
+
+def _hold_limits(race_id: str) -> dict[str, int]:
+    """The caller's hold-limit counters, once the race's queue (when on) has admitted it."""
+    who = _client()
+    return client_limits(race_id, who, opening_queue().admit_hold(race_id, who))
 
 
 @app.post(
@@ -296,9 +300,7 @@ _BUSY: OpenAPIResponse = {
 )
 @tracer.capture_method
 def create_team_hold(raceId: str, eventId: str, body: Annotated[TeamHoldRequest, Body()]) -> Response[HoldCreated]:
-    who = _client()
-    limits = client_limits(raceId, who, opening_queue().admit_hold(raceId, who))
-    held = hold_service().hold_team(raceId, eventId, body.places, limits=limits)
+    held = hold_service().hold_team(raceId, eventId, body.places, limits=_hold_limits(raceId))
     return Response(201, content_types.APPLICATION_JSON, held, headers=NO_STORE)
 
 

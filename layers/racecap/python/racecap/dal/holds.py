@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 
 from racecap.dal.dynamo import from_item, get_all, is_conditional_failure, query_all, to_item, values
+from racecap.dal.inventory import read_shards
 from racecap.dal.keys import (
-    cap_pk,
     code_shard_key,
     email_key,
     email_pk,
@@ -196,17 +196,9 @@ class DynamoHolds:
         read again when one moved. The hold with its ``shardTakes``, or the number of places
         left when fewer than the team's are (nothing written: the event is not sold out)."""
         for _ in range(tries):
-            read = list(
-                query_all(
-                    self._db,
-                    TableName=self._table,
-                    KeyConditionExpression="pk = :pk AND begins_with(sk, :s)",
-                    ExpressionAttributeValues=values({":pk": cap_pk(hold.raceId, hold.eventId), ":s": "SHARD#"}),
-                    ConsistentRead=True,
-                )
-            )
-            caps = {str(i["sk"]): int(i["cap"]) for i in read}
-            rooms = {str(i["sk"]): int(i["cap"]) - int(i["taken"]) for i in read if int(i["cap"]) > int(i["taken"])}
+            read = read_shards(self._db, self._table, hold.raceId, hold.eventId, consistent=True)
+            caps = {s.sk: s.cap for s in read}
+            rooms = {s.sk: s.cap - s.taken for s in read if s.cap > s.taken}
             left = sum(rooms.values())
             if left < hold.places:
                 return left

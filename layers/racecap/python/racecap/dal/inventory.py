@@ -18,6 +18,18 @@ from racecap.domain import Shard, ShardChange, ShardUsage
 __all__ = ["DynamoInventory", "ShardUsage"]
 
 
+def read_shards(client: Any, table: str, race_id: str, event_id: str, *, consistent: bool) -> list[Shard]:
+    """An event's cap shards as they stand (the directors' usage, a team's claim)."""
+    items = query_all(
+        client,
+        TableName=table,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :s)",
+        ExpressionAttributeValues=values({":pk": cap_pk(race_id, event_id), ":s": "SHARD#"}),
+        ConsistentRead=consistent,
+    )
+    return [Shard(sk=str(i["sk"]), cap=int(i["cap"]), taken=int(i["taken"])) for i in items]
+
+
 class DynamoInventory:
     def __init__(self, client: Any, table: str) -> None:
         self._db = client
@@ -33,16 +45,7 @@ class DynamoInventory:
             )
 
     def usage(self, race_id: str, event_id: str, *, consistent: bool = False) -> ShardUsage:
-        items = list(
-            query_all(
-                self._db,
-                TableName=self._table,
-                KeyConditionExpression="pk = :pk AND begins_with(sk, :s)",
-                ExpressionAttributeValues=values({":pk": cap_pk(race_id, event_id), ":s": "SHARD#"}),
-                ConsistentRead=consistent,
-            )
-        )
-        shards = [Shard(sk=str(i["sk"]), cap=int(i["cap"]), taken=int(i["taken"])) for i in items]
+        shards = read_shards(self._db, self._table, race_id, event_id, consistent=consistent)
         return ShardUsage(cap=sum(s.cap for s in shards), taken=sum(s.taken for s in shards), shards=shards)
 
     # -- changing a cap (directors; the plan is logic.capacity's) ---------------------------

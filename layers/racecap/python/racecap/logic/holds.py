@@ -68,25 +68,12 @@ class HoldService:
             metrics.add_metric(name="SoldOutFromCache", unit="Count", value=1)
             raise SoldOut(f"{event.name} is sold out.")
 
-        hold_id, registration_id = new_hold_ids()
-        expires = now + timedelta(minutes=race.holdMinutes)
         shards = [shard_name(n) for n in range(event.shards)]
         key = f"{race_id}#{event_id}"
         seen, full = self._full.get(key, (0.0, set()))
         if time.monotonic() - seen > FULL_SHARD_MEMORY_S:
             full = set()
-        hold = Hold(
-            holdId=hold_id,
-            registrationId=registration_id,
-            raceId=race_id,
-            eventId=event_id,
-            status=HoldPhase.HELD,
-            createdAt=now,
-            expiresAt=expires,
-            clientLimits=limits or {},
-            amountCents=event.price_at(now),  # fixed now: a price edit or a new tier changes new holds only
-            currency=event.currency,
-        )
+        hold = _new_hold(race, event, now, limits)
         got = self._holds.claim(hold, shards, avoid=full)
         self._full[key] = (time.monotonic(), full)
         if got is None:
@@ -94,14 +81,7 @@ class HoldService:
             metrics.add_metric(name="SoldOut", unit="Count", value=1)
             raise SoldOut(f"{event.name} is sold out.")
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
-        return HoldCreated(
-            holdId=hold_id,
-            expiresAt=expires,
-            raceId=race_id,
-            eventId=event_id,
-            priceCents=hold.amountCents or 0,
-            currency=event.currency,
-        )
+        return _created(hold)
 
     def hold_team(
         self,
@@ -119,22 +99,7 @@ class HoldService:
         check_team_size(event, places)
         if self._cache.has_flag(sold_out_flag(race_id, event_id)):
             raise SoldOut(f"{event.name} is sold out.")
-        hold_id, registration_id = new_hold_ids()
-        expires = now + timedelta(minutes=race.holdMinutes)
-        hold = Hold(
-            holdId=hold_id,
-            registrationId=registration_id,
-            raceId=race_id,
-            eventId=event_id,
-            status=HoldPhase.HELD,
-            createdAt=now,
-            expiresAt=expires,
-            clientLimits=limits or {},
-            amountCents=event.price_at(now),  # per place, fixed now as a single's is
-            currency=event.currency,
-            places=places,
-            memberIds=member_ids(registration_id, places),
-        )
+        hold = _new_hold(race, event, now, limits, places=places)
         got = self._holds.claim_team(hold, plan_team)
         if isinstance(got, int):
             metrics.add_metric(name="TeamTooLarge", unit="Count", value=1)
@@ -145,16 +110,7 @@ class HoldService:
                 left=got,
             )
         metrics.add_metric(name="TeamHoldCreated", unit="Count", value=1)
-        return HoldCreated(
-            holdId=hold_id,
-            expiresAt=expires,
-            raceId=race_id,
-            eventId=event_id,
-            priceCents=hold.amountCents or 0,
-            currency=event.currency,
-            places=places,
-            totalCents=(hold.amountCents or 0) * places,
-        )
+        return _created(hold)
 
     def _open_event(self, race_id: str, event_id: str, now: datetime) -> tuple[Race, Event]:
         race, events = self._catalog.for_runners(race_id)
@@ -212,6 +168,40 @@ class HoldService:
         if hold.status == HoldPhase.HELD and self._holds.release(hold, HoldPhase.RELEASED):
             self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
             metrics.add_metric(name="HoldReleased", unit="Count", value=1)
+
+
+def _new_hold(race: Race, event: Event, now: datetime, limits: dict[str, int] | None, places: int = 1) -> Hold:
+    """A new hold of ``places`` places (a team's: one registration id per member), its price
+    fixed now: a price edit or a new tier changes new holds only."""
+    hold_id, registration_id = new_hold_ids()
+    return Hold(
+        holdId=hold_id,
+        registrationId=registration_id,
+        raceId=race.raceId,
+        eventId=event.eventId,
+        status=HoldPhase.HELD,
+        createdAt=now,
+        expiresAt=now + timedelta(minutes=race.holdMinutes),
+        clientLimits=limits or {},
+        amountCents=event.price_at(now),  # per place
+        currency=event.currency,
+        places=places,
+        memberIds=member_ids(registration_id, places) if places > 1 else [],
+    )
+
+
+def _created(hold: Hold) -> HoldCreated:
+    price = hold.amountCents or 0
+    return HoldCreated(
+        holdId=hold.holdId,
+        expiresAt=hold.expiresAt,
+        raceId=hold.raceId,
+        eventId=hold.eventId,
+        priceCents=price,
+        currency=hold.currency or "",
+        places=hold.places,
+        totalCents=price * hold.places if hold.is_team else None,
+    )
 
 
 def _held_price(hold: Hold, event: Event) -> int:
