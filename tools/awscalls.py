@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -40,6 +41,10 @@ from pathlib import Path
 from typing import Any
 
 ENV_DIR = "RACECAP_AWS_CALLS_DIR"
+# The by_route row of a route's invocations and their CPU (beside its calls' rows).
+HANDLER_ROW = "handler"
+# by_function / by_route rows "sdk:<kind>": CPU inside the SDKs' calls (issue 30).
+SDK_ROW = "sdk:"
 FLUSH_EVERY_S = 0.5
 
 # Operations that accept ReturnConsumedCapacity.
@@ -77,6 +82,10 @@ class Counter:
         # else "<function id>:<source>") made them, to see where a registration's calls go.
         self.by_route: dict[str, dict[str, float]] = {}
         self.current = threading.local()  # .function, .route: what this thread is running
+        # Functions this process has already run: the first invocation of a function in an
+        # execution environment builds what its init left lazy (SDK clients, the provider's
+        # SDK, connections), so it is counted apart from the warm ones (issue 30).
+        self.seen: set[str] = set()
 
     # -- recording ---------------------------------------------------------------------
     def _ensure_process(self) -> None:
@@ -88,6 +97,7 @@ class Counter:
                 return
             self.pid = os.getpid()
             self.calls, self.invocations, self.redis, self.by_function, self.by_route = {}, {}, {}, {}, {}
+            self.seen = set()
             threading.Thread(target=self._flush_loop, name="awscalls-flush", daemon=True).start()
 
     def record_call(self, service: str, operation: str, fields: dict[str, float]) -> None:
@@ -102,15 +112,42 @@ class Counter:
                 for name, value in fields.items():
                     row[name] += value
 
-    def record_invocation(self, function_id: str, source: str, seconds: float, cpu_s: float, ok: bool) -> None:
+    def record_invocation(
+        self, function_id: str, source: str, seconds: float, cpu_s: float, ok: bool, route: str | None = None
+    ) -> None:
         self._ensure_process()
         key = f"{function_id}:{source}"
         with self.lock:
+            if route is not None:
+                by_route = self.by_route.setdefault(f"{route}|{HANDLER_ROW}", defaultdict(float))
+                by_route["invocations"] += 1
+                by_route["cpu_seconds"] += cpu_s
             row = self.invocations.setdefault(key, defaultdict(float))
             row["count"] += 1
             row["seconds"] += seconds
             row["cpu_seconds"] += cpu_s
             row["errors"] += 0 if ok else 1
+            if function_id not in self.seen:
+                self.seen.add(function_id)
+                row["first_count"] += 1
+                row["first_cpu_seconds"] += cpu_s
+
+    def record_sdk(self, kind: str, cpu_s: float) -> None:
+        """CPU spent inside one SDK call (``aws``: botocore, ``provider``: the Stripe SDK,
+        ``redis``), in the calling thread, under the function and route running it."""
+        self._ensure_process()
+        function = getattr(self.current, "function", None)
+        if function is None:
+            return  # the pollers' own receives and deletes: not a handler's
+        route = getattr(self.current, "route", None) or function
+        with self.lock:
+            for table, key in (
+                (self.by_function, f"{function}|{SDK_ROW}{kind}"),
+                (self.by_route, f"{route}|{SDK_ROW}{kind}"),
+            ):
+                row = table.setdefault(key, defaultdict(float))
+                row["calls"] += 1
+                row["cpu_seconds"] += cpu_s
 
     def record_redis(self, command: str) -> None:
         self._ensure_process()
@@ -239,9 +276,11 @@ def install(out_dir: str | Path) -> Counter:
         if service == "dynamodb" and operation_name in _CAPACITY_OPS and "ReturnConsumedCapacity" not in params:
             params = {**api_params, "ReturnConsumedCapacity": "INDEXES"}
         fields: dict[str, float] = {"requests": 1}
+        cpu_start = time.thread_time()
         try:
             response = original(self, operation_name, params)
         except Exception as exc:
+            counter.record_sdk("aws", time.thread_time() - cpu_start)
             fields["errors"] = 1
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
             fields[f"error:{code}"] = 1
@@ -252,6 +291,7 @@ def install(out_dir: str | Path) -> Counter:
                     fields[f"wcu:{name}"] = fields.get(f"wcu:{name}", 0) + per_item
             counter.record_call(service, operation_name, fields)
             raise
+        counter.record_sdk("aws", time.thread_time() - cpu_start)
         if service == "dynamodb" and "ConsumedCapacity" in response:
             fields.update(_capacity_fields(operation_name, response.pop("ConsumedCapacity"), api_params))
             if operation_name in _WRITE_OPS:
@@ -272,7 +312,11 @@ def install(out_dir: str | Path) -> Counter:
 
         def counted_redis(self: Any, *args: Any, **options: Any) -> Any:
             counter.record_redis(str(args[0]).upper() if args else "?")
-            return redis_original(self, *args, **options)
+            cpu_start = time.thread_time()
+            try:
+                return redis_original(self, *args, **options)
+            finally:
+                counter.record_sdk("redis", time.thread_time() - cpu_start)
 
         redis.client.Redis.execute_command = counted_redis  # type: ignore[method-assign]
     except ImportError:
@@ -303,11 +347,32 @@ def install(out_dir: str | Path) -> Counter:
             return result
         finally:
             counter.current.function, counter.current.route = outer
+            _patch_provider_sdk(counter)
             elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu_start
-            counter.record_invocation(function_id, source, elapsed, cpu, ok)
+            counter.record_invocation(function_id, source, elapsed, cpu, ok, route)
 
     runtime.FunctionHost.invoke_timed = counted_invoke  # type: ignore[method-assign]
     return counter
+
+
+def _patch_provider_sdk(counter: Counter) -> None:
+    """Time the Stripe SDK's requests once a handler has imported it (it is imported on first
+    use, so patching it at start-up would load it in every process)."""
+    requestor = sys.modules.get("stripe._api_requestor")
+    cls = getattr(requestor, "_APIRequestor", None)
+    if cls is None or getattr(cls.request, "_racecap_timed", False):
+        return
+    original = cls.request
+
+    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        cpu_start = time.thread_time()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            counter.record_sdk("provider", time.thread_time() - cpu_start)
+
+    timed._racecap_timed = True  # type: ignore[attr-defined]
+    cls.request = timed
 
 
 def collect(out_dir: Path) -> dict[str, Any]:

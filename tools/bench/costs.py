@@ -9,6 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 import blueprint
+from tools import awscalls
 
 # PRODUCT.md, "Prices for a cost model" (us-east-1).
 PRICES = {
@@ -117,6 +118,18 @@ def per_registration(delta: dict[str, Any], registrations: int) -> dict[str, Any
             "mean_ms": round(row["seconds"] / row["count"] * 1000, 1) if row["count"] else None,
             "mean_cpu_ms": round(row.get("cpu_seconds", 0) / row["count"] * 1000, 1) if row["count"] else None,
             "cpu_ms_per_registration": round(row.get("cpu_seconds", 0) / n * 1000, 2),
+            # Of that, each execution environment's first invocation (it builds what the
+            # init left lazy), and the warm invocations' mean.
+            "first_invocations": int(row.get("first_count", 0)),
+            "first_invocations_cpu_ms_per_registration": round(row.get("first_cpu_seconds", 0) / n * 1000, 2),
+            "warm_mean_cpu_ms": round(
+                (row.get("cpu_seconds", 0) - row.get("first_cpu_seconds", 0))
+                / (row["count"] - row.get("first_count", 0))
+                * 1000,
+                2,
+            )
+            if row["count"] > row.get("first_count", 0)
+            else None,
             "memory_mb": blueprint.function(fn_id).memory_mb,
         }
     redis_total = sum(delta["redis"].values())
@@ -201,6 +214,56 @@ def calls_by_route(delta: dict[str, Any], registrations: int) -> dict[str, dict[
         if row.get("requests"):
             out[route][call] = round(row["requests"] / n, 3)
     return dict(sorted(out.items(), key=lambda kv: -sum(kv[1].values())))
+
+
+def handler_cpu_by_route(delta: dict[str, Any], registrations: int) -> dict[str, dict[str, float]]:
+    """The handlers' CPU per registration and per invocation, by API route (or function and
+    event source): which of a runner's requests spends it (issue 30)."""
+    n = max(registrations, 1)
+    out: dict[str, dict[str, float]] = {}
+    for key, row in delta.get("by_route", {}).items():
+        route, name = key.split("|", 1)
+        if name == awscalls.HANDLER_ROW and row.get("invocations"):
+            out[route] = {
+                "invocations_per_registration": round(row["invocations"] / n, 3),
+                "cpu_ms_per_registration": round(row["cpu_seconds"] / n * 1000, 2),
+                "mean_cpu_ms": round(row["cpu_seconds"] / row["invocations"] * 1000, 2),
+            }
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["cpu_ms_per_registration"]))
+
+
+def sdk_cpu(delta: dict[str, Any], registrations: int) -> dict[str, Any]:
+    """CPU inside the SDKs' calls, measured in the handlers during the burst (issue 30): per
+    function and kind (``aws``: botocore, ``provider``: the Stripe SDK, ``redis``), per
+    registration and per call. Against the floor's per-call figure (one GetItem in a tight
+    loop) it shows what the same SDK costs between a handler's other work."""
+    n = max(registrations, 1)
+    by_function: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0.0, "cpu_seconds": 0.0})
+    for key, row in delta.get("by_function", {}).items():
+        function, name = key.split("|", 1)
+        if not name.startswith(awscalls.SDK_ROW) or not row.get("calls"):
+            continue
+        kind = name.removeprefix(awscalls.SDK_ROW)
+        by_function[function][kind] = {
+            "calls_per_registration": round(row["calls"] / n, 3),
+            "cpu_ms_per_registration": round(row["cpu_seconds"] / n * 1000, 2),
+            "mean_cpu_ms_per_call": round(row["cpu_seconds"] / row["calls"] * 1000, 3),
+        }
+        totals[kind]["calls"] += row["calls"]
+        totals[kind]["cpu_seconds"] += row["cpu_seconds"]
+    return {
+        "by_function": dict(sorted(by_function.items())),
+        "total": {
+            kind: {
+                "calls_per_registration": round(t["calls"] / n, 3),
+                "cpu_ms_per_registration": round(t["cpu_seconds"] / n * 1000, 2),
+                "mean_cpu_ms_per_call": round(t["cpu_seconds"] / t["calls"] * 1000, 3) if t["calls"] else None,
+            }
+            for kind, t in sorted(totals.items())
+        },
+        "total_cpu_ms_per_registration": round(sum(t["cpu_seconds"] for t in totals.values()) / n * 1000, 2),
+    }
 
 
 def writer_contention(delta: dict[str, Any]) -> dict[str, Any]:

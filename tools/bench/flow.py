@@ -11,7 +11,15 @@ import os
 from typing import Any
 
 from tools import awscalls
-from tools.bench.costs import calls_by_route, per_registration, provider_costs, writer_contention, writes_by_function
+from tools.bench.costs import (
+    calls_by_route,
+    handler_cpu_by_route,
+    per_registration,
+    provider_costs,
+    sdk_cpu,
+    writer_contention,
+    writes_by_function,
+)
 from tools.bench.floors import floor_per_registration
 from tools.bench.sections import Bench
 
@@ -68,13 +76,24 @@ def figures(
     # and event building in the gateway, the event-source mappings' polling in the pollers.
     by_invocation = {k: v["cpu_ms_per_registration"] for k, v in counted["lambda_invocations"].items()}
     handlers_ms = sum(by_invocation.values())
+    invocations = counted["lambda_invocations"]
+    first_ms = sum(v.get("first_invocations_cpu_ms_per_registration", 0) for v in invocations.values())
     cpu_report["handlers_cpu_ms_per_registration"] = {
         "total": round(handlers_ms, 2),
+        # Each new execution environment's first invocation builds what its init left lazy
+        # (on AWS as here); the rest is the warm path every later request takes.
+        "of_which_environments_first_invocations": round(first_ms, 2),
+        "new_environments": sum(v.get("first_invocations", 0) for v in invocations.values()),
         "by_function_and_source": dict(sorted(by_invocation.items(), key=lambda kv: -kv[1])),
         "local_stand_ins (the rest of gateway + pollers)": round(own_cpu_ms - handlers_ms, 2),
+        "by_route": handler_cpu_by_route(delta, registrations),
     }
+    # Of the handlers' CPU, what ran inside the SDKs' calls, and the rest (Racecap's code,
+    # Powertools, pydantic, logging): where a further cut can come from.
+    inside = sdk_cpu(delta, registrations)
+    inside["outside_the_sdks_cpu_ms_per_registration"] = round(handlers_ms - inside["total_cpu_ms_per_registration"], 2)
+    cpu_report["handlers_cpu_inside_sdk_calls"] = inside
     # The framework's and the SDK's own share at these rates (the floors section, when it ran).
-    invocations = counted["lambda_invocations"]
     http_invocations = sum(v["per_registration"] for k, v in invocations.items() if k.endswith(":http"))
     aws_calls = sum(v["requests_per_registration"] for v in counted["aws_calls_per_registration"].values())
     cpu_report["floor"] = floor_per_registration(bench.results.get("floors") or {}, http_invocations, aws_calls)
