@@ -5,9 +5,11 @@ spent inside the SDKs' calls apart from the rest of the handler."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from tools.awscalls import Counter, subtract
-from tools.bench.costs import handler_cpu_by_route, sdk_cpu
+from tools.bench.costs import handler_cpu_by_route, per_registration, sdk_cpu
+from tools.bench.flow import handlers_cpu
 
 ROUTE = "POST /api/holds/{holdId}/registration"
 
@@ -60,3 +62,23 @@ def test_given_sdk_calls_inside_two_routes_then_their_cpu_is_split_by_kind_and_r
         "mean_cpu_ms": 10.0,
     }
     assert list(by_route) == [ROUTE, "GET /api/registrations/{registrationId}"]  # the most CPU first
+
+
+def test_given_the_floors_then_the_handlers_cpu_is_set_against_the_floor_at_the_same_rates(tmp_path: Path) -> None:
+    counter = Counter(tmp_path)
+    before = counter.snapshot()
+    counter.current.function, counter.current.route = "RegistrationApi", ROUTE
+    for _ in range(4):  # four GetItems inside the invocation
+        counter.record_call("dynamodb", "GetItem", {"requests": 1})
+    counter.current.function = counter.current.route = None
+    counter.record_invocation("RegistrationApi", "http", 0.02, 0.010, True, ROUTE)
+    delta = subtract(counter.snapshot(), {**before, "redis": {}})
+    bench = SimpleNamespace(
+        results={"floors": {"framework_cpu_ms_per_invocation": 0.1, "aws_call_cpu_ms": 1.0, "load": {"quiet": True}}}
+    )
+
+    out = handlers_cpu(bench, delta, per_registration(delta, 1), 1)  # type: ignore[arg-type]
+
+    assert out["floor"]["total_ms"] == 4.1  # 4 calls x 1.0 ms + 1 invocation x 0.1 ms
+    assert out["handlers_cpu_ms_per_registration"]["total"] == 10.0
+    assert out["handlers_over_floor"] == 2.44

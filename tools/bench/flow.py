@@ -74,29 +74,27 @@ def figures(
     # Of that, the handlers themselves (each invocation's thread CPU): what Lambda would run.
     # The rest is the local stand-ins' share of those processes: API Gateway's HTTP serving
     # and event building in the gateway, the event-source mappings' polling in the pollers.
-    by_invocation = {k: v["cpu_ms_per_registration"] for k, v in counted["lambda_invocations"].items()}
-    handlers_ms = sum(by_invocation.values())
-    invocations = counted["lambda_invocations"]
-    first_ms = sum(v.get("first_invocations_cpu_ms_per_registration", 0) for v in invocations.values())
-    cpu_report["handlers_cpu_ms_per_registration"] = {
-        "total": round(handlers_ms, 2),
-        # Each new execution environment's first invocation builds what its init left lazy
-        # (on AWS as here); the rest is the warm path every later request takes.
-        "of_which_environments_first_invocations": round(first_ms, 2),
-        "new_environments": sum(v.get("first_invocations", 0) for v in invocations.values()),
-        "by_function_and_source": dict(sorted(by_invocation.items(), key=lambda kv: -kv[1])),
-        "local_stand_ins (the rest of gateway + pollers)": round(own_cpu_ms - handlers_ms, 2),
-        "by_route": handler_cpu_by_route(delta, registrations),
-    }
-    # Of the handlers' CPU, what ran inside the SDKs' calls, and the rest (Racecap's code,
-    # Powertools, pydantic, logging): where a further cut can come from.
-    inside = sdk_cpu(delta, registrations)
-    inside["outside_the_sdks_cpu_ms_per_registration"] = round(handlers_ms - inside["total_cpu_ms_per_registration"], 2)
-    cpu_report["handlers_cpu_inside_sdk_calls"] = inside
-    # The framework's and the SDK's own share at these rates (the floors section, when it ran).
-    http_invocations = sum(v["per_registration"] for k, v in invocations.items() if k.endswith(":http"))
-    aws_calls = sum(v["requests_per_registration"] for v in counted["aws_calls_per_registration"].values())
-    cpu_report["floor"] = floor_per_registration(bench.results.get("floors") or {}, http_invocations, aws_calls)
+    handlers = handlers_cpu(bench, delta, counted, registrations)
+    handlers_ms = handlers["handlers_cpu_ms_per_registration"]["total"]
+    handlers["handlers_cpu_ms_per_registration"]["local_stand_ins (the rest of gateway + pollers)"] = round(
+        own_cpu_ms - handlers_ms, 2
+    )
+    cpu_report |= handlers
+    cpu_report["load_1min_at_the_burst_start_and_end"] = [
+        marks["start"].get("load_1min"),
+        marks["end"].get("load_1min"),
+    ]
+    if steady is not None and "steady_start" in marks and "steady_end" in marks:
+        # The same split in the steady burst (b'): the machine is not saturated there, as the
+        # floors' own samples are not (issue 30), so the two compare like for like.
+        steady_delta = awscalls.subtract(marks["steady_end"]["calls"], marks["steady_start"]["calls"])
+        steady_n = steady["registrations_completed"]
+        steady_cpu = handlers_cpu(bench, steady_delta, per_registration(steady_delta, steady_n), steady_n)
+        steady_cpu["load_1min_at_the_burst_start_and_end"] = [
+            marks["steady_start"].get("load_1min"),
+            marks["steady_end"].get("load_1min"),
+        ]
+        cpu_report["at_a_steady_rate"] = steady_cpu
     cores = os.cpu_count() or 1
     per_reg_ms = (stack_cpu + s["artillery_cpu_s"]) / max(registrations, 1) * 1000
     needed_per_s = RUNSIGNUP_HOURLY / 3600
@@ -163,6 +161,38 @@ def figures(
             and contention["fraction"] < MAX_WRITER_CONTENTION,
             "gateway_and_pollers_cpu_at_most_20ms_per_registration": 0 < own_cpu_ms <= MAX_GATEWAY_POLLERS_CPU_MS,
         },
+    }
+
+
+def handlers_cpu(bench: Bench, delta: dict[str, Any], counted: dict[str, Any], registrations: int) -> dict[str, Any]:
+    """The handlers' own CPU per registration between two probes: by function, by route, each
+    new environment's first invocation, inside the SDKs' calls and outside them, and the floor
+    at the same rates of invocations and AWS calls, with the ratio of the two."""
+    invocations = counted["lambda_invocations"]
+    by_invocation = {k: v["cpu_ms_per_registration"] for k, v in invocations.items()}
+    handlers_ms = sum(by_invocation.values())
+    first_ms = sum(v.get("first_invocations_cpu_ms_per_registration", 0) for v in invocations.values())
+    # Of the handlers' CPU, what ran inside the SDKs' calls, and the rest (Racecap's code,
+    # Powertools, pydantic, logging): where a further cut can come from.
+    inside = sdk_cpu(delta, registrations)
+    inside["outside_the_sdks_cpu_ms_per_registration"] = round(handlers_ms - inside["total_cpu_ms_per_registration"], 2)
+    # The framework's and the SDK's own share at these rates (the floors section, when it ran).
+    http_invocations = sum(v["per_registration"] for k, v in invocations.items() if k.endswith(":http"))
+    aws_calls = sum(v["requests_per_registration"] for v in counted["aws_calls_per_registration"].values())
+    floor = floor_per_registration(bench.results.get("floors") or {}, http_invocations, aws_calls)
+    return {
+        "handlers_cpu_ms_per_registration": {
+            "total": round(handlers_ms, 2),
+            # Each new execution environment's first invocation builds what its init left lazy
+            # (on AWS as here); the rest is the warm path every later request takes.
+            "of_which_environments_first_invocations": round(first_ms, 2),
+            "new_environments": sum(v.get("first_invocations", 0) for v in invocations.values()),
+            "by_function_and_source": dict(sorted(by_invocation.items(), key=lambda kv: -kv[1])),
+            "by_route": handler_cpu_by_route(delta, registrations),
+        },
+        "handlers_cpu_inside_sdk_calls": inside,
+        "floor": floor,
+        "handlers_over_floor": round(handlers_ms / floor["total_ms"], 2) if floor and floor["total_ms"] else None,
     }
 
 

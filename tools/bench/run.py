@@ -98,7 +98,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def probe(phase: str) -> None:
             time.sleep(awscalls.FLUSH_EVERY_S * 3)  # let every process flush its counters
-            marks[phase] = {"calls": awscalls.collect(calls_dir), "cpu": cpu_snapshot(stack), "t": time.monotonic()}
+            marks[phase] = {
+                "calls": awscalls.collect(calls_dir),
+                "cpu": cpu_snapshot(stack),
+                "t": time.monotonic(),
+                "load_1min": os.getloadavg()[0],
+            }
 
         bench.say(f"(b) full-flow burst: {cfg.runners} runners")
         result = run_burst(cfg, stack=stack, work=work / "burst", probe=probe)
@@ -107,7 +112,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.steady_runners > 0:
             bench.say(f"(b') the same flow at a steady rate: {args.steady_runners} runners in {cfg.arrival_s:g}s")
             steady_cfg = replace(cfg, runners=args.steady_runners, warm_registrations=0)
-            steady = run_burst(steady_cfg, stack=stack, work=work / "steady").summary
+            # Probed too: the handlers' CPU on a machine the burst does not saturate (issue 30).
+            steady = run_burst(
+                steady_cfg, stack=stack, work=work / "steady", probe=lambda phase: probe(f"steady_{phase}")
+            ).summary
         measure("after_burst")
     finally:
         stack.stop()
