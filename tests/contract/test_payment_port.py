@@ -239,6 +239,20 @@ def test_the_events_list_names_each_success_after_the_given_time(payment_port, h
     assert all(e.type == "payment_intent.succeeded" and e.created >= since for e in events)
 
 
+def test_the_events_list_reads_every_page_oldest_first(payment_port, monkeypatch):
+    # Pages of two: three successes span two pages (the real adapters walk them by
+    # starting_after; the reconciliation needs them all, oldest first).
+    from racecap.dal import stripe_provider
+
+    monkeypatch.setattr(stripe_provider, "EVENTS_PAGE_SIZE", 2)
+    since = int(time.time()) - 1
+    paid = [_pay(payment_port, f"hold_{uuid.uuid4().hex}").id for _ in range(3)]
+    events = list(payment_port.provider.list_events(types=["payment_intent.succeeded"], created_after=since))
+    ours = [e.data["id"] for e in events if e.data["id"] in paid]
+    assert sorted(ours) == sorted(paid)
+    assert [e.created for e in events] == sorted(e.created for e in events)
+
+
 def test_a_webhook_is_accepted_only_with_a_valid_signature(payment_port):
     assert payment_port.sign is not None
     body = {"id": "evt_1", "type": "payment_intent.succeeded", "created": int(time.time())}
