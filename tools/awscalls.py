@@ -327,6 +327,8 @@ def install(out_dir: str | Path) -> Counter:
     # invoke_timed: what invoke and the gateway both call.
     invoke_original = runtime.FunctionHost.invoke_timed
 
+    profiles = _Profiles.from_env()
+
     def counted_invoke(self: Any, function_id: str, event: Any) -> Any:
         if isinstance(event, dict) and "requestContext" in event and "http" in event["requestContext"]:
             source = "http"
@@ -341,6 +343,7 @@ def install(out_dir: str | Path) -> Counter:
         ok = False
         outer = getattr(counter.current, "function", None), getattr(counter.current, "route", None)
         counter.current.function, counter.current.route = function_id, route
+        profile = profiles.start(function_id) if profiles else None
         try:
             result = invoke_original(self, function_id, event)
             ok = True
@@ -349,10 +352,52 @@ def install(out_dir: str | Path) -> Counter:
             counter.current.function, counter.current.route = outer
             _patch_provider_sdk(counter)
             elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu_start
+            if profiles and profile is not None:
+                profiles.stop(function_id, profile)
             counter.record_invocation(function_id, source, elapsed, cpu, ok, route)
 
     runtime.FunctionHost.invoke_timed = counted_invoke  # type: ignore[method-assign]
     return counter
+
+
+PROFILE_ENV_DIR = "RACECAP_PROFILE_DIR"
+
+
+class _Profiles:
+    """With ``RACECAP_PROFILE_DIR`` set: cProfile (on thread CPU) around every invocation, one
+    profile per function and process, written as ``<function>-<pid>.pstats`` every 50
+    invocations. The handlers' CPU as the burst runs it (caches shared with the rest of the
+    stack), where a tight-loop profile would flatter it. Profiling slows the handlers ~3x:
+    read shares from it, not milliseconds."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.by_function: dict[str, Any] = {}
+        self.counts: dict[str, int] = {}
+
+    @classmethod
+    def from_env(cls) -> _Profiles | None:
+        out = os.environ.get(PROFILE_ENV_DIR)
+        return cls(Path(out)) if out else None
+
+    def start(self, function_id: str) -> Any:
+        import cProfile
+
+        profile = self.by_function.get(function_id)
+        if profile is None:
+            profile = self.by_function[function_id] = cProfile.Profile(time.thread_time)
+        try:
+            profile.enable()
+        except ValueError:  # another profiler is active in this thread (a nested invoke)
+            return None
+        return profile
+
+    def stop(self, function_id: str, profile: Any) -> None:
+        profile.disable()
+        n = self.counts[function_id] = self.counts.get(function_id, 0) + 1
+        if n % 50 == 0:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            profile.dump_stats(str(self.out_dir / f"{function_id}-{os.getpid()}.pstats"))
 
 
 def _patch_provider_sdk(counter: Counter) -> None:

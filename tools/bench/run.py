@@ -80,6 +80,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     extra_env = {
         "PYTHONPATH": os.pathsep.join([str(ROOT / "tools" / "instrument"), str(ROOT), LAYER_PATH]),
         awscalls.ENV_DIR: str(calls_dir),
+        # RACECAP_PROFILE_DIR=<dir>: cProfile every handler as the burst runs it (tools/awscalls.py).
+        **(
+            {awscalls.PROFILE_ENV_DIR: os.environ[awscalls.PROFILE_ENV_DIR]}
+            if os.environ.get(awscalls.PROFILE_ENV_DIR)
+            else {}
+        ),
     }
     bench.say(f"starting an instrumented local stack (gateway environments: {cfg.gateway_environments})")
     stack = bench.stack = start_stack(cfg, work / "stack", extra_env=extra_env)
