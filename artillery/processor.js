@@ -371,11 +371,16 @@ function registered(v, events, body, res) {
   if (body.status === 'CONFIRMED') confirmed(v, events, body);
 }
 
-// The API's 429 with Retry-After: wait what it says (unscaled: it is the server's word, not
-// the waiting screen's pace) and ask again, within a generous budget.
+// The API's 429 or 503 with Retry-After: wait what it says (unscaled: it is the server's word,
+// not the waiting screen's pace) and ask again, within a generous budget. The site does the
+// same (api.js withBusyRetry: 429 and 503 are "busy", one budget for both). A 503 + Retry-After
+// is a request whose time budget ran out in retries, its place kept (racecap/http.py): counting
+// it against the few tries kept for other 5xx made a runner give up after three 429s and one
+// 503 (1 of 450 in a chaos burst), where a runner on the site would have gone on.
 function busy(res, v, events) {
-  if (res.statusCode !== 429 || res.headers['retry-after'] === undefined) return false;
-  events.emit('counter', 'racecap.payments.busy_429', 1);
+  const s = res.statusCode;
+  if ((s !== 429 && s !== 503) || res.headers['retry-after'] === undefined) return false;
+  if (s === 429) events.emit('counter', 'racecap.payments.busy_429', 1);
   v.busy = (v.busy || 0) + 1;
   if (v.busy > CFG.maxBusyRetries) return false;
   v.again = true;
