@@ -37,6 +37,8 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +150,15 @@ class Counter:
                 row = table.setdefault(key, defaultdict(float))
                 row["calls"] += 1
                 row["cpu_seconds"] += cpu_s
+
+    @contextmanager
+    def sdk_call(self, kind: str) -> Iterator[None]:
+        """Times the SDK call made inside the block (thread CPU) and records it as ``kind``."""
+        cpu_start = time.thread_time()
+        try:
+            yield
+        finally:
+            self.record_sdk(kind, time.thread_time() - cpu_start)
 
     def record_redis(self, command: str) -> None:
         self._ensure_process()
@@ -276,11 +287,10 @@ def install(out_dir: str | Path) -> Counter:
         if service == "dynamodb" and operation_name in _CAPACITY_OPS and "ReturnConsumedCapacity" not in params:
             params = {**api_params, "ReturnConsumedCapacity": "INDEXES"}
         fields: dict[str, float] = {"requests": 1}
-        cpu_start = time.thread_time()
         try:
-            response = original(self, operation_name, params)
+            with counter.sdk_call("aws"):
+                response = original(self, operation_name, params)
         except Exception as exc:
-            counter.record_sdk("aws", time.thread_time() - cpu_start)
             fields["errors"] = 1
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
             fields[f"error:{code}"] = 1
@@ -291,7 +301,6 @@ def install(out_dir: str | Path) -> Counter:
                     fields[f"wcu:{name}"] = fields.get(f"wcu:{name}", 0) + per_item
             counter.record_call(service, operation_name, fields)
             raise
-        counter.record_sdk("aws", time.thread_time() - cpu_start)
         if service == "dynamodb" and "ConsumedCapacity" in response:
             fields.update(_capacity_fields(operation_name, response.pop("ConsumedCapacity"), api_params))
             if operation_name in _WRITE_OPS:
@@ -312,11 +321,8 @@ def install(out_dir: str | Path) -> Counter:
 
         def counted_redis(self: Any, *args: Any, **options: Any) -> Any:
             counter.record_redis(str(args[0]).upper() if args else "?")
-            cpu_start = time.thread_time()
-            try:
+            with counter.sdk_call("redis"):
                 return redis_original(self, *args, **options)
-            finally:
-                counter.record_sdk("redis", time.thread_time() - cpu_start)
 
         redis.client.Redis.execute_command = counted_redis  # type: ignore[method-assign]
     except ImportError:
@@ -410,11 +416,8 @@ def _patch_provider_sdk(counter: Counter) -> None:
     original = cls.request
 
     def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
-        cpu_start = time.thread_time()
-        try:
+        with counter.sdk_call("provider"):
             return original(self, *args, **kwargs)
-        finally:
-            counter.record_sdk("provider", time.thread_time() - cpu_start)
 
     timed._racecap_timed = True  # type: ignore[attr-defined]
     cls.request = timed

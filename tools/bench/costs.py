@@ -245,24 +245,22 @@ def sdk_cpu(delta: dict[str, Any], registrations: int) -> dict[str, Any]:
         if not name.startswith(awscalls.SDK_ROW) or not row.get("calls"):
             continue
         kind = name.removeprefix(awscalls.SDK_ROW)
-        by_function[function][kind] = {
-            "calls_per_registration": round(row["calls"] / n, 3),
-            "cpu_ms_per_registration": round(row["cpu_seconds"] / n * 1000, 2),
-            "mean_cpu_ms_per_call": round(row["cpu_seconds"] / row["calls"] * 1000, 3),
-        }
+        by_function[function][kind] = _sdk_rates(row, n)
         totals[kind]["calls"] += row["calls"]
         totals[kind]["cpu_seconds"] += row["cpu_seconds"]
     return {
         "by_function": dict(sorted(by_function.items())),
-        "total": {
-            kind: {
-                "calls_per_registration": round(t["calls"] / n, 3),
-                "cpu_ms_per_registration": round(t["cpu_seconds"] / n * 1000, 2),
-                "mean_cpu_ms_per_call": round(t["cpu_seconds"] / t["calls"] * 1000, 3) if t["calls"] else None,
-            }
-            for kind, t in sorted(totals.items())
-        },
+        "total": {kind: _sdk_rates(t, n) for kind, t in sorted(totals.items())},
         "total_cpu_ms_per_registration": round(sum(t["cpu_seconds"] for t in totals.values()) / n * 1000, 2),
+    }
+
+
+def _sdk_rates(row: dict[str, float], n: int) -> dict[str, float]:
+    """One kind of SDK call's figures from its ``calls`` and ``cpu_seconds`` (calls > 0)."""
+    return {
+        "calls_per_registration": round(row["calls"] / n, 3),
+        "cpu_ms_per_registration": round(row["cpu_seconds"] / n * 1000, 2),
+        "mean_cpu_ms_per_call": round(row["cpu_seconds"] / row["calls"] * 1000, 3),
     }
 
 

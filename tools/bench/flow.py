@@ -80,20 +80,14 @@ def figures(
         own_cpu_ms - handlers_ms, 2
     )
     cpu_report |= handlers
-    cpu_report["load_1min_at_the_burst_start_and_end"] = [
-        marks["start"].get("load_1min"),
-        marks["end"].get("load_1min"),
-    ]
+    cpu_report["load_1min_at_the_burst_start_and_end"] = _loads(marks, "")
     if steady is not None and "steady_start" in marks and "steady_end" in marks:
         # The same split in the steady burst (b'): the machine is not saturated there, as the
         # floors' own samples are not (issue 30), so the two compare like for like.
         steady_delta = awscalls.subtract(marks["steady_end"]["calls"], marks["steady_start"]["calls"])
         steady_n = steady["registrations_completed"]
         steady_cpu = handlers_cpu(bench, steady_delta, per_registration(steady_delta, steady_n), steady_n)
-        steady_cpu["load_1min_at_the_burst_start_and_end"] = [
-            marks["steady_start"].get("load_1min"),
-            marks["steady_end"].get("load_1min"),
-        ]
+        steady_cpu["load_1min_at_the_burst_start_and_end"] = _loads(marks, "steady_")
         cpu_report["at_a_steady_rate"] = steady_cpu
     cores = os.cpu_count() or 1
     per_reg_ms = (stack_cpu + s["artillery_cpu_s"]) / max(registrations, 1) * 1000
@@ -162,6 +156,11 @@ def figures(
             "gateway_and_pollers_cpu_at_most_20ms_per_registration": 0 < own_cpu_ms <= MAX_GATEWAY_POLLERS_CPU_MS,
         },
     }
+
+
+def _loads(marks: dict[str, Any], prefix: str) -> list[float | None]:
+    """The 1-minute load at a burst's start and end probes (``prefix``: "" or "steady_")."""
+    return [marks[f"{prefix}{phase}"].get("load_1min") for phase in ("start", "end")]
 
 
 def handlers_cpu(bench: Bench, delta: dict[str, Any], counted: dict[str, Any], registrations: int) -> dict[str, Any]:
