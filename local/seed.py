@@ -9,8 +9,10 @@ from local.runtime import install_layer_path
 
 install_layer_path()
 
-from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft  # noqa: E402
-from racecap.wiring import inventory, race_store  # noqa: E402
+from racecap.places.wiring import inventory  # noqa: E402
+from racecap.races.wiring import race_store  # noqa: E402
+from racecap.setup.models import EventDraft, RaceDraft  # noqa: E402
+from racecap.setup.service import RaceAdmin  # noqa: E402
 
 # The director `make token` signs in as by default: the demo race is theirs to manage.
 DEMO_DIRECTOR = director_sub(DEFAULT_DIRECTOR)

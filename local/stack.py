@@ -369,7 +369,7 @@ class LocalStack:
         # operator to set it up: the others (payment_intent.created, charge.succeeded …) would
         # cost an invocation each and change nothing.
         install_layer_path()
-        from racecap.logic.payment_events import HANDLED
+        from racecap.ledger.events import HANDLED
 
         cmd = [
             sys.executable, "-m", "local.stripe_standin", "--port", str(self.ports.stripe),

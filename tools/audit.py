@@ -42,10 +42,10 @@ from local.runtime import install_layer_path
 
 install_layer_path()
 
-from racecap.dal.dynamo import from_item, get_all, query_all, values  # noqa: E402
-from racecap.dal.keys import cap_pk, code_pk, hold_key  # noqa: E402
+from racecap.aws.items import from_item, get_all, query_all, values  # noqa: E402
+from racecap.aws.keys import cap_pk, code_pk, hold_key  # noqa: E402
+from racecap.ledger.cancellations import OUTSIDE_REASON  # noqa: E402
 from racecap.ledger.store import DynamoLedger  # noqa: E402
-from racecap.logic.refunds import OUTSIDE_REASON  # noqa: E402
 
 from tools.stage import DeliveredConfirmations, discover, stage_secret_key  # noqa: E402
 

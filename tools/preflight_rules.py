@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from racecap.logic.prewarm import CALLS_PER_RUNNER, HEADROOM, SECONDS_PER_CALL, environments_for
+from racecap.window.prewarm import CALLS_PER_RUNNER, HEADROOM, SECONDS_PER_CALL, environments_for
 
 # `make bench` (d) `capacity_per_registration_by_table`, per registration (one `--only-flow`
 # run on 2026-11-25 at e0f156f: 900 runners, 21.5 WCU and 5.0 RCU across all tables). Each

@@ -25,8 +25,8 @@ from local.runtime import install_layer_path
 
 install_layer_path()
 
-from racecap.dal.deliveries import DynamoDeliveryLog  # noqa: E402
-from racecap.dal.stripe_provider import keys_from_secret  # noqa: E402
+from racecap.emails.store import DynamoDeliveryLog  # noqa: E402
+from racecap.payments.stripe_provider import keys_from_secret  # noqa: E402
 
 
 @dataclass

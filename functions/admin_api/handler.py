@@ -17,17 +17,31 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field
+from racecap.audit.models import AuditPage
+from racecap.audit.service import CURSOR_PATTERN as AUDIT_CURSOR
+from racecap.audit.wiring import audit_trail
 from racecap.auth import director_from_claims
 from racecap.codes.models import BulkCodesRequest, CodeDraft, CodeList, CodeView
 from racecap.codes.wiring import codes_admin
 from racecap.config import get_settings
 from racecap.errors import EventNotFound
 from racecap.fairness.queue import FairnessPatch, FairnessView
+from racecap.fairness.wiring import opening_queue
 from racecap.http import NO_STORE, make_resolver
-from racecap.ledger.models import RefundRequest, RefundView, RegistrationDetail
-from racecap.ledger.wiring import ledger
-from racecap.logic.admin import (
+from racecap.ledger.models import CancellationView, CancelRequest, RefundRequest, RefundView, RegistrationDetail
+from racecap.ledger.wiring import cancellations, ledger
+from racecap.models import Director
+from racecap.observability import logger, metrics, tracer
+from racecap.participants.models import AnsweredPage
+from racecap.participants.service import CURSOR_PATTERN, PAGE_MAX, build_export_page
+from racecap.participants.wiring import participants
+from racecap.questions.models import QuestionSetDraft, QuestionSetView
+from racecap.questions.wiring import questions
+from racecap.races.models import Event, Race
+from racecap.setup.models import (
     MAX_EVENTS,
+    AdminRaceList,
+    AdminRaceView,
     CopyRequest,
     EventDraft,
     EventPatch,
@@ -36,32 +50,11 @@ from racecap.logic.admin import (
     RacePatch,
     UnpublishRequest,
 )
-from racecap.logic.audit import CURSOR_PATTERN as AUDIT_CURSOR
-from racecap.logic.participants import CURSOR_PATTERN, PAGE_MAX, build_export_page
-from racecap.logic.validation import CancelRequest
-from racecap.models import (
-    AdminRaceList,
-    AdminRaceView,
-    AuditPage,
-    CancellationView,
-    Director,
-    Event,
-    Race,
-    RaceStatsView,
-    WindowView,
-)
-from racecap.observability import logger, metrics, tracer
-from racecap.questions.models import AnsweredPage, QuestionSetDraft, QuestionSetView
-from racecap.questions.wiring import questions
-from racecap.wiring import (
-    audit_trail,
-    cancellations,
-    opening_queue,
-    participants,
-    race_admin,
-    race_stats,
-    window_control,
-)
+from racecap.setup.wiring import race_admin
+from racecap.stats.models import RaceStatsView
+from racecap.stats.wiring import race_stats
+from racecap.window.models import WindowView
+from racecap.window.wiring import window_control
 
 get_settings()  # validate the environment at cold start
 app = make_resolver()

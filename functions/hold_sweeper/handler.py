@@ -8,8 +8,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
+from racecap.ledger.wiring import payment_events
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import payment_events, sweeper
+from racecap.registration.wiring import sweeper
 
 get_settings()
 

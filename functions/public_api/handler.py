@@ -13,12 +13,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.errors import EventNotFound, NotFound
+from racecap.fairness.wiring import runner_rate_limit
 from racecap.http import make_resolver, unknown_route
-from racecap.models import RaceList, RaceView
 from racecap.observability import logger, metrics, tracer
 from racecap.questions.models import RunnerQuestions
 from racecap.questions.wiring import questions
-from racecap.wiring import catalog, runner_rate_limit
+from racecap.races.models import RaceList, RaceView
+from racecap.races.wiring import catalog
 
 get_settings()  # validate the environment at cold start, not mid-burst
 

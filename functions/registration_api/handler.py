@@ -21,20 +21,20 @@ from racecap.fairness.identity import (
 )
 from racecap.fairness.limits import client_limits
 from racecap.fairness.queue import ChallengeView, EnterRequest, NowServingView, QueueView
+from racecap.fairness.wiring import client, opening_queue, runner_rate_limit, signer
+from racecap.holds.models import HoldCreated, HoldView, TeamHoldRequest
+from racecap.holds.wiring import hold_service
 from racecap.http import NO_STORE, make_resolver
-from racecap.logic.validation import RegistrationRequest
-from racecap.models import HoldCreated, HoldView, RegistrationAccepted, RegistrationStatus, WebhookAnswer
+from racecap.ledger.models import WebhookAnswer
+from racecap.ledger.wiring import payment_events
 from racecap.observability import logger, metrics, tracer
-from racecap.teams.models import TeamHoldRequest, TeamRegistrationRequest
-from racecap.wiring import (
-    client,
-    hold_service,
-    opening_queue,
-    payment_events,
-    registration_service,
-    runner_rate_limit,
-    signer,
+from racecap.registration.models import (
+    RegistrationAccepted,
+    RegistrationRequest,
+    RegistrationStatus,
+    TeamRegistrationRequest,
 )
+from racecap.registration.wiring import registration_service
 
 WEBHOOK_PATH = "/api/payments/webhook"
 

@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import writer
+from racecap.registration.wiring import writer
 
 get_settings()
 

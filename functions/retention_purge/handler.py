@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import retention_purge
+from racecap.retention.wiring import retention_purge
 
 get_settings()
 

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 from racecap.config import get_settings
 from racecap.observability import logger, metrics, tracer
-from racecap.wiring import warm_starts, window_tasks
+from racecap.window.wiring import warm_starts, window_tasks
 
 get_settings()
 

@@ -13,8 +13,8 @@ from typing import Any
 import requests
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from racecap.dal.dynamo import to_item, values
-from racecap.logic.admin import EventDraft, RaceDraft
+from racecap.aws.items import to_item, values
+from racecap.setup.models import EventDraft, RaceDraft
 
 from tests.integration.conftest import Backend
 

@@ -16,7 +16,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from playwright.sync_api import Page, expect
-from racecap.logic.admin import EventDraft, RaceDraft, _a_year_later
+from racecap.setup.models import EventDraft, RaceDraft
+from racecap.setup.rules import _a_year_later
 
 import blueprint
 from local import directors
@@ -712,9 +713,9 @@ def test_an_events_questions_stock_and_waiver_are_set_and_a_runners_answers_are_
     errors on the fields, a reorder, the built-ins and the waiver saved as versions with
     expectedVersion (a save made meanwhile is a 409 that keeps what was typed), each option's
     stock taken and left; then a runner's answers and waiver acceptance in the runner's detail."""
-    from racecap.dal.audit import DynamoAudit
-    from racecap.dal.transactions import transact
-    from racecap.logic.audit import AuditTrail
+    from racecap.audit.service import AuditTrail
+    from racecap.audit.store import DynamoAudit
+    from racecap.aws.transactions import transact
     from racecap.models import Director
     from racecap.questions.models import QuestionSetDraft, Waiver
     from racecap.questions.service import Questions

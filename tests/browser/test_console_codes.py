@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from racecap.logic.admin import EventDraft, RaceDraft
+from racecap.setup.models import EventDraft, RaceDraft
 
 from local import directors
 from local.stack import LocalStack

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import Page, expect
+from racecap.audit.service import AuditTrail
+from racecap.audit.store import DynamoAudit
 from racecap.codes.models import CodeDraft
 from racecap.codes.service import CodesAdmin
 from racecap.codes.store import DynamoCodes
-from racecap.dal.audit import DynamoAudit
-from racecap.logic.audit import AuditTrail
 from racecap.models import Director
 
 from tests.browser.conftest import CHROMIUM

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
-from racecap.dal.audit import DynamoAudit
-from racecap.dal.transactions import transact
-from racecap.logic.audit import AuditTrail
+from racecap.audit.service import AuditTrail
+from racecap.audit.store import DynamoAudit
+from racecap.aws.transactions import transact
 from racecap.models import Director
 from racecap.questions.models import QuestionSetDraft
 from racecap.questions.service import Questions

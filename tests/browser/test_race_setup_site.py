@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from playwright.sync_api import Page, expect
-from racecap.logic.admin import EventDraft, RaceDraft
+from racecap.setup.models import EventDraft, RaceDraft
 
 from tests.browser.conftest import CHROMIUM
 from tests.browser.steps import (

@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from playwright.sync_api import expect
-from racecap.logic.admin import EventDraft, RaceDraft
+from racecap.setup.models import EventDraft, RaceDraft
 
 from tests.browser.steps import (
     event_card,

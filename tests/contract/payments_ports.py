@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import urllib3
-from racecap.dal.payments import PaymentProvider
-from racecap.dal.stripe_provider import StripeKeys, StripePaymentProvider
+from racecap.payments.port import PaymentProvider
+from racecap.payments.stripe_provider import StripeKeys, StripePaymentProvider
 
 from local.stripe_standin.server import Keys as StandInKeys
 from local.stripe_standin.webhooks import sign as stripe_sign

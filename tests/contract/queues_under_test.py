@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from racecap.dal.ports import MessageQueue
-from racecap.dal.queues import SqsQueue
+from racecap.aws.queues import MessageQueue, SqsQueue
 
 import blueprint
 from local import servers

@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from racecap.dal.audit import DynamoAudit
-from racecap.dal.dynamo import query_all, to_item, values
-from racecap.dal.holds import DynamoHolds
-from racecap.dal.inventory import DynamoInventory
-from racecap.dal.keys import code_pk
-from racecap.dal.ports import AuditStore, HoldStore, Inventory, RaceStore, RegistrationStore, WindowStore
-from racecap.dal.races import DynamoRaceStore
-from racecap.dal.registrations import DynamoRegistrations
-from racecap.dal.transactions import TransactItem, transact
-from racecap.dal.windows import DynamoWindows
+from racecap.audit.store import AuditStore, DynamoAudit
+from racecap.aws.items import query_all, to_item, values
+from racecap.aws.keys import code_pk
+from racecap.aws.transactions import TransactItem, transact
+from racecap.holds.store import DynamoHolds, HoldStore
 from racecap.ledger.store import DynamoLedger, LedgerStore
+from racecap.places.store import DynamoInventory, Inventory
 from racecap.questions.store import DynamoQuestions, QuestionStore
+from racecap.races.store import DynamoRaceStore, RaceStore
+from racecap.registration.store import DynamoRegistrations, RegistrationStore
+from racecap.window.store import DynamoWindows, WindowStore
 
 import blueprint
 from local import servers

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from racecap.dal.transactions import ConditionFailed
+from racecap.aws.transactions import ConditionFailed
 from racecap.ledger.models import LedgerEntry, RefundPhase
 
 from tests.contract.test_store_ports import _confirm, race  # noqa: F401  (the race fixture)

@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from racecap.dal.payments import (
+from racecap.payments.port import (
     AlreadyRefunded,
     IntentNotCancelable,
     IntentStatus,
@@ -242,7 +242,7 @@ def test_the_events_list_names_each_success_after_the_given_time(payment_port, h
 def test_the_events_list_reads_every_page_oldest_first(payment_port, monkeypatch):
     # Pages of two: three successes span two pages (the real adapters walk them by
     # starting_after; the reconciliation needs them all, oldest first).
-    from racecap.dal import stripe_provider
+    from racecap.payments import stripe_provider
 
     monkeypatch.setattr(stripe_provider, "EVENTS_PAGE_SIZE", 2)
     since = int(time.time()) - 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from racecap.dal.transactions import ConditionFailed
+from racecap.aws.transactions import ConditionFailed
 
 
 def test_versions_follow_each_other_and_a_second_save_from_the_same_read_fails(stores):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from racecap.domain import EmailMessage, PaidRegistration
+from racecap.emails.models import EmailMessage
+from racecap.registration.models import PaidRegistration
 
 from tests.contract.queues_under_test import QueueUnderTest
 

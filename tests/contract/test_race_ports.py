@@ -8,10 +8,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.dal.transactions import ConditionFailed
-from racecap.domain import Hold, HoldPhase, ShardChange, WindowRecord
+from racecap.audit.models import AuditEntry
+from racecap.aws.transactions import ConditionFailed
 from racecap.errors import Conflict
-from racecap.models import AuditEntry, Director, Event, Race
+from racecap.holds.models import Hold, HoldPhase
+from racecap.models import Director
+from racecap.places.models import ShardChange
+from racecap.races.models import Event, Race
+from racecap.window.models import WindowRecord
 
 from tests.contract.stores_under_test import StoresUnderTest
 

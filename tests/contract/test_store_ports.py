@@ -7,17 +7,16 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.dal.registrations import CounterMoved, DuplicateRegistration
-from racecap.dal.transactions import ConditionFailed
-from racecap.domain import (
+from racecap.aws.transactions import ConditionFailed
+from racecap.holds.models import (
     Attempt,
     BeginOutcome,
     Hold,
     HoldPhase,
-    PaidRegistration,
-    RegistrationPhase,
     Reprice,
 )
+from racecap.registration.models import PaidRegistration, RegistrationPhase
+from racecap.registration.store import CounterMoved, DuplicateRegistration
 
 from tests.contract.stores_under_test import StoresUnderTest
 

@@ -15,8 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
-from racecap.dal.ports import Workflow
-from racecap.dal.workflows import StepFunctionsWorkflow
+from racecap.window.store import StepFunctionsWorkflow, Workflow
 
 from local import servers
 from local.stack import ROOT, node_binary

@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from racecap.dal.transactions import TransactItem
+from racecap.aws.transactions import TransactItem
 from racecap.errors import RaceNotFound
-from racecap.models import Director, Event, Race
+from racecap.models import Director
+from racecap.races.models import Event, Race
 
 from tests.fakes.stores import FakeTables, fake_item
 

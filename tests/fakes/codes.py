@@ -3,8 +3,8 @@ counters in ``FakeTables.code_shards``, where ``FakeHolds`` takes and gives back
 
 from __future__ import annotations
 
+from racecap.aws.transactions import TransactItem
 from racecap.codes.store import CodeExists, StoredCode
-from racecap.dal.transactions import TransactItem
 
 from tests.fakes.stores import FakeTables
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from racecap.dal.transactions import TransactItem
-from racecap.domain import Registration, RegistrationPhase
+from racecap.aws.transactions import TransactItem
 from racecap.ledger.models import LedgerEntry, RefundPhase
+from racecap.registration.models import Registration, RegistrationPhase
 
 from tests.fakes.stores import FakeTables, fake_item
 

@@ -31,7 +31,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from racecap.dal.payments import (
+from racecap.money import MAXIMUM_CHARGE, charge_problem
+from racecap.payments.port import (
     AlreadyRefunded,
     IntentNotCancelable,
     IntentStatus,
@@ -44,7 +45,6 @@ from racecap.dal.payments import (
     ProviderEvent,
     Refund,
 )
-from racecap.money import MAXIMUM_CHARGE, charge_problem
 
 SUCCEEDS = frozenset({"pm_card_visa"})
 DECLINES = {"pm_card_chargeDeclined": "card_declined", "pm_card_chargeDeclinedInsufficientFunds": "insufficient_funds"}

@@ -8,7 +8,7 @@ import copy
 import json
 from typing import Any
 
-from racecap.dal.transactions import TransactItem
+from racecap.aws.transactions import TransactItem
 
 from tests.fakes.stores import FakeTables, fake_item
 

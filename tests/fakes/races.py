@@ -15,12 +15,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import redis
+from racecap.audit.models import AuditEntry
+from racecap.aws.keys import audit_sk, shard_sk
+from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.cache import TieredCache
-from racecap.dal.keys import audit_sk, shard_sk
-from racecap.dal.transactions import ConditionFailed, TransactItem
-from racecap.domain import EventChanges, RaceChanges, Shard, ShardChange, ShardUsage, WindowRecord
 from racecap.errors import Conflict
-from racecap.models import AuditEntry, Event, Race
+from racecap.places.models import Shard, ShardChange, ShardUsage
+from racecap.races.models import Event, EventChanges, Race, RaceChanges
+from racecap.window.models import WindowRecord
 
 from tests.fakes.stores import FakeTables, fake_item
 

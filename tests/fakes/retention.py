@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
-from racecap.dal.transactions import TransactItem
-from racecap.domain import Registration
-from racecap.models import Event, Race
+from racecap.aws.transactions import TransactItem
 from racecap.questions.rules import kept_after_purge, waiver_after_purge
+from racecap.races.models import Event, Race
+from racecap.registration.models import Registration
 
 from .catalog import FakeCatalog
 from .stores import FakeTables, fake_item

@@ -19,25 +19,27 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from pydantic import BaseModel
-from racecap.dal.holds import BUSY_FOR, MemberEmailTaken, OptionShardFull, email_claims
-from racecap.dal.keys import option_counter
-from racecap.dal.registrations import STATS_FIELDS, CounterMoved, DuplicateRegistration
-from racecap.dal.transactions import ConditionFailed, TransactItem
-from racecap.domain import (
-    ROW_FIELDS,
+from racecap.aws.keys import option_counter
+from racecap.aws.transactions import ConditionFailed, TransactItem
+from racecap.errors import TooManyHolds
+from racecap.holds.models import (
     Attempt,
-    Backlog,
     BeginOutcome,
     EmailClaimPhase,
     Hold,
     HoldPhase,
+    Reprice,
+)
+from racecap.holds.store import BUSY_FOR, MemberEmailTaken, OptionShardFull, email_claims
+from racecap.registration.models import (
+    ROW_FIELDS,
     PaidRegistration,
     Registration,
     RegistrationPhase,
     RegistrationRowData,
-    Reprice,
 )
-from racecap.errors import TooManyHolds
+from racecap.registration.status import Backlog
+from racecap.registration.store import STATS_FIELDS, CounterMoved, DuplicateRegistration
 
 Check = Callable[[], bool]
 Apply = Callable[[], None]

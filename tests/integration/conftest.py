@@ -14,13 +14,14 @@ import redis
 import requests
 from racecap import clients, config
 from racecap.cache import TieredCache
-from racecap.dal.holds import DynamoHolds
-from racecap.dal.inventory import DynamoInventory
-from racecap.dal.races import DynamoRaceStore
-from racecap.dal.registrations import DynamoRegistrations
-from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft
-from racecap.logic.races import RaceCatalog
+from racecap.holds.store import DynamoHolds
 from racecap.observability import metrics
+from racecap.places.store import DynamoInventory
+from racecap.races.catalog import RaceCatalog
+from racecap.races.store import DynamoRaceStore
+from racecap.registration.store import DynamoRegistrations
+from racecap.setup.models import EventDraft, RaceDraft
+from racecap.setup.service import RaceAdmin
 
 import blueprint
 from local.stack import LocalStack, Ports

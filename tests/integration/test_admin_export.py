@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import requests
-from racecap.logic.participants import MAX_GZIP_BYTES, MAX_PLAIN_BYTES
+from racecap.participants.service import MAX_GZIP_BYTES, MAX_PLAIN_BYTES
 
 import blueprint
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 import redis
+from racecap.aws.items import to_item, values
 from racecap.cache import TieredCache
-from racecap.dal.dynamo import to_item, values
 
 pytestmark = pytest.mark.integration
 

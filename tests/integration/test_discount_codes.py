@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from racecap.dal.dynamo import from_item, to_item, values
+from racecap.aws.items import from_item, to_item, values
 
 from .admin import iso
 from .flows import (

@@ -11,12 +11,12 @@ from typing import Any
 import boto3
 import pytest
 from racecap.cache import TieredCache
-from racecap.dal.holds import DynamoHolds
-from racecap.dal.registrations import CounterMoved, DynamoRegistrations
-from racecap.domain import Attempt
 from racecap.errors import SoldOut
-from racecap.logic.holds import HoldService
-from racecap.logic.writer import RegistrationWriter
+from racecap.holds.models import Attempt
+from racecap.holds.service import HoldService
+from racecap.holds.store import DynamoHolds
+from racecap.registration.store import CounterMoved, DynamoRegistrations
+from racecap.registration.writer import RegistrationWriter
 
 from tests.integration.faults import Crash, CrashAfter, FaultInjector, throttling, transaction_conflict
 from tests.integration.flows import concurrently

@@ -9,9 +9,9 @@ import uuid
 from typing import Any
 
 import pytest
-from racecap.dal.dynamo import to_item
+from racecap.aws.items import to_item
 from racecap.errors import SoldOut
-from racecap.logic.holds import HoldService
+from racecap.holds.service import HoldService
 
 import blueprint
 from tests.integration.flows import standin

@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.dal.dynamo import to_item, values
+from racecap.aws.items import to_item, values
 
 from tests.integration.flows import concurrently, event_ids, hold
 

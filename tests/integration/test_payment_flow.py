@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import requests
-from racecap.dal.dynamo import to_item, values
+from racecap.aws.items import to_item, values
 
 from local.stripe_standin.server import Keys
 from local.stripe_standin.webhooks import sign
@@ -291,7 +291,7 @@ def test_an_outside_refund_cancels_and_a_dispute_is_flagged_for_the_director(api
 
 
 def _audit_entries(backend: Any, race_id: str) -> list[dict[str, Any]]:
-    from racecap.dal.dynamo import query_all
+    from racecap.aws.items import query_all
 
     return list(
         query_all(

@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from racecap.dal.dynamo import to_item, values
+from racecap.aws.items import to_item, values
 from racecap.questions.models import StoredAnswers
 
 from tests.integration.admin import wait_until

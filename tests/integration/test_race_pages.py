@@ -115,9 +115,9 @@ class _Counting:
 
 
 def test_the_race_list_shows_each_events_places_with_no_database_read_per_request(backend):
-    from racecap.dal.inventory import DynamoInventory
-    from racecap.dal.races import DynamoRaceStore
-    from racecap.logic.races import RaceCatalog
+    from racecap.places.store import DynamoInventory
+    from racecap.races.catalog import RaceCatalog
+    from racecap.races.store import DynamoRaceStore
 
     race_id = backend.create_race([3, 2], name="Listed With Places")
     counting = _Counting(backend.dynamodb)
@@ -137,7 +137,7 @@ def test_the_race_list_shows_each_events_places_with_no_database_read_per_reques
 
 
 def test_the_race_list_says_sold_out_within_the_caches_time_to_live(api, backend):
-    from racecap.logic.races import AVAILABILITY_LOCAL_TTL, AVAILABILITY_TTL, LIST_LOCAL_TTL, LIST_TTL
+    from racecap.races.catalog import AVAILABILITY_LOCAL_TTL, AVAILABILITY_TTL, LIST_LOCAL_TTL, LIST_TTL
 
     race_id = backend.create_race([2], name="Selling Out")
     event_id = api.get(f"/api/races/{race_id}").json()["events"][0]["eventId"]

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from racecap.dal.audit import DynamoAudit
-from racecap.dal.transactions import transact
-from racecap.logic.audit import AuditTrail
+from racecap.audit.service import AuditTrail
+from racecap.audit.store import DynamoAudit
+from racecap.aws.transactions import transact
 from racecap.models import Director
 from racecap.results.service import ResultsProcessor
 from racecap.results.store import DynamoResults

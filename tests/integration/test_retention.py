@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import requests
-from racecap.dal.dynamo import to_item, values
+from racecap.aws.items import to_item, values
 
 import blueprint
 from local.runtime import FunctionHost

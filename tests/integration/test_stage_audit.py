@@ -15,8 +15,8 @@ import boto3
 import pytest
 import requests
 import stripe
-from racecap.dal.deliveries import DynamoDeliveryLog
-from racecap.dal.dynamo import to_item
+from racecap.aws.items import to_item
+from racecap.emails.store import DynamoDeliveryLog
 
 import blueprint
 from local.stack import LocalStack
@@ -120,7 +120,7 @@ def test_the_stage_audit_is_clean_after_real_registrations_and_fails_on_each_pla
 
 
 def stripe_keys(session: Any) -> str:
-    from racecap.dal.stripe_provider import keys_from_secret
+    from racecap.payments.stripe_provider import keys_from_secret
 
     stage = discover(session.client("lambda"), session.client("sqs"), blueprint.AUDIT_FUNCTION)
     return keys_from_secret(stage.secrets["PaymentProvider"])().secret_key

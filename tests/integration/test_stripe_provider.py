@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import requests
-from racecap.dal.payments import IntentStatus, NewIntent, PaymentRateLimited, PaymentUnavailable
-from racecap.dal.stripe_provider import StripeKeys, StripePaymentProvider
+from racecap.payments.port import IntentStatus, NewIntent, PaymentRateLimited, PaymentUnavailable
+from racecap.payments.stripe_provider import StripeKeys, StripePaymentProvider
 
 import blueprint
 from local import servers
@@ -94,7 +94,7 @@ def test_the_keys_come_from_secrets_manager_through_powertools(
     standin: str, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import boto3
-    from racecap.dal.stripe_provider import keys_from_secret
+    from racecap.payments.stripe_provider import keys_from_secret
 
     from local import provision
 
@@ -130,8 +130,8 @@ def test_environments_share_one_request_budget_through_redis(
     standin: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     import redis
-    from racecap.dal.payment_limit import LimitedPaymentProvider
-    from racecap.dal.payments import PaymentRateLimited
+    from racecap.payments.budget import LimitedPaymentProvider
+    from racecap.payments.port import PaymentRateLimited
     from racecap.ratelimit import SendRateLimiter
 
     server = servers.start_redis(servers.free_port(), tmp_path_factory.mktemp("redis"))

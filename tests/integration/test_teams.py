@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import requests
-from racecap.dal.dynamo import values
-from racecap.dal.keys import shard_key
+from racecap.aws.items import values
+from racecap.aws.keys import shard_key
 
 from local.stack import LocalStack
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 from racecap.cache import TieredCache
-from racecap.dal.backlog import BACKLOG_TTL_S, PACE_WINDOW_S, SqsWriterPace
-from racecap.logic.backlog import wait_s
+from racecap.registration.status import BACKLOG_TTL_S, PACE_WINDOW_S, SqsWriterPace, wait_s
 
 pytestmark = pytest.mark.integration
 

@@ -8,14 +8,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from racecap.domain import Attempt, BeginOutcome, Hold, HoldPhase, PaidRegistration
-from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft
-from racecap.logic.audit import AuditTrail
-from racecap.logic.participants import Participants
-from racecap.logic.races import RaceCatalog
-from racecap.logic.stats import RaceStats
-from racecap.logic.window import WindowControl, WindowTasks
-from racecap.models import Director, Race
+from racecap.audit.service import AuditTrail
+from racecap.holds.models import Attempt, BeginOutcome, Hold, HoldPhase
+from racecap.models import Director
+from racecap.participants.service import Participants
+from racecap.races.catalog import RaceCatalog
+from racecap.races.models import Race
+from racecap.registration.models import PaidRegistration
+from racecap.setup.models import EventDraft, RaceDraft
+from racecap.setup.service import RaceAdmin
+from racecap.stats.service import RaceStats
+from racecap.window.service import WindowControl, WindowTasks
 
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows, FakeWorkflow, local_cache
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables

@@ -6,15 +6,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from racecap.holds.service import HoldService
+from racecap.ledger.cancellations import Cancellations
 from racecap.ledger.service import Ledger
-from racecap.logic.holds import HoldService
-from racecap.logic.refunds import Cancellations
-from racecap.logic.registration import RegistrationService
-from racecap.logic.sweeper import HoldSweeper
-from racecap.logic.validation import RegistrationRequest
-from racecap.logic.writer import RegistrationWriter
 from racecap.models import Director
 from racecap.questions.service import Questions
+from racecap.registration.models import RegistrationRequest
+from racecap.registration.service import RegistrationService
+from racecap.registration.sweeper import HoldSweeper
+from racecap.registration.writer import RegistrationWriter
 
 from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
 from tests.fakes.ledger import FakeLedger

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from racecap.auth import director_from_claims
-from racecap.dal.keys import shard_sk
-from racecap.domain import Shard
+from racecap.aws.keys import shard_sk
 from racecap.errors import Unauthorized, ValidationFailed
-from racecap.logic import participants
-from racecap.logic.admin import RaceDraft, shards_for
-from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change, shard_name
-from racecap.logic.participants import Position, build_export_page, decode_cursor, encode_cursor
+from racecap.participants import service as participants
+from racecap.participants.service import Position, build_export_page, decode_cursor, encode_cursor
+from racecap.places.models import Shard
+from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, shard_name, shards_for
+from racecap.setup.models import RaceDraft
 
 
 def _shards(*pairs: tuple[int, int]) -> list[Shard]:

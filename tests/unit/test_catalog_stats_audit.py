@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.domain import Attempt, BeginOutcome
+from racecap.audit.service import decode_cursor, encode_cursor
 from racecap.errors import RaceNotFound, ValidationFailed
-from racecap.logic import races as races_module
-from racecap.logic.audit import decode_cursor, encode_cursor
-from racecap.logic.races import event_status, race_status
-from racecap.models import Race
+from racecap.holds.models import Attempt, BeginOutcome
+from racecap.races import catalog as races_module
+from racecap.races.catalog import event_status, race_status
+from racecap.races.models import Race
 
 from tests.unit.admin_world import DANA, AdminWorld, register, take
 
@@ -181,7 +181,7 @@ def test_the_audit_trail_pages_newest_first_with_a_cursor(w):
 
 
 def _patch(name: str):
-    from racecap.logic.admin import RacePatch
+    from racecap.setup.models import RacePatch
 
     return RacePatch(name=name)
 

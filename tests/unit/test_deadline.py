@@ -14,7 +14,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from racecap import clients, deadline
-from racecap.dal import retry
+from racecap.aws import retry
 from racecap.http import make_resolver
 
 import blueprint

@@ -11,9 +11,10 @@ import pytest
 from racecap.codes.models import CodeTerms
 from racecap.codes.service import Discounts, code_uses, shard_caps
 from racecap.codes.store import StoredCode
-from racecap.dal.payments import IntentStatus
-from racecap.domain import HoldPhase, PaidRegistration
 from racecap.errors import Busy, CodeError, CodeTooLate, HoldExpired
+from racecap.holds.models import HoldPhase
+from racecap.payments.port import IntentStatus
+from racecap.registration.models import PaidRegistration
 
 from tests.fakes.codes import FakeCodes
 from tests.unit.core_world import World, request

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
-from racecap.dal.attributes import deserialize, serialize
+from racecap.aws.attributes import deserialize, serialize
 
 VALUES: list[Any] = [
     None,

@@ -7,9 +7,9 @@ from datetime import date
 
 import pytest
 from racecap.errors import ValidationFailed
-from racecap.logic.eligibility import age_on, check_age, rule_text
-from racecap.logic.validation import RegistrationRequest
-from racecap.models import Event, Race
+from racecap.races.models import Event, Race
+from racecap.races.rules import age_on, check_age, rule_text
+from racecap.registration.models import RegistrationRequest
 
 from tests.fakes.catalog import open_race
 from tests.unit.core_world import World, request

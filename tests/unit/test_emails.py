@@ -19,16 +19,10 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
-from racecap.dal.mailer import MailThrottled, SesMailer
-from racecap.logic.emails import (
-    EmailMessage,
-    PoisonMessage,
-    RenderedEmail,
-    format_money,
-    parse_message,
-    render,
-)
-from racecap.logic.notify import Notifier, RetryPolicy
+from racecap.emails.models import PoisonMessage, parse_message
+from racecap.emails.sender import Notifier, RetryPolicy
+from racecap.emails.store import MailThrottled, SesMailer
+from racecap.emails.templates import EmailMessage, RenderedEmail, format_money, render
 from racecap.observability import metrics
 from racecap.ratelimit import DEFAULT_MAX_INSTANCES, SendRateLimiter
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.domain import HoldPhase
 from racecap.errors import (
     Conflict,
     EventNotFound,
@@ -15,7 +14,8 @@ from racecap.errors import (
     RegistrationClosed,
     SoldOut,
 )
-from racecap.logic.races import sold_out_flag
+from racecap.holds.models import HoldPhase
+from racecap.races.catalog import sold_out_flag
 
 from tests.unit.core_world import World, request
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from racecap.dal.payments import PaymentRejected
-from racecap.domain import RegistrationPhase
+from racecap.emails.templates import render_refund
 from racecap.errors import Busy, Conflict, DomainError, RefundFailed, RegistrationNotFound
 from racecap.ledger.models import RefundPhase, ledger_state
 from racecap.ledger.service import RefundTooLarge
-from racecap.logic.emails import render_refund
+from racecap.payments.port import PaymentRejected
+from racecap.registration.models import RegistrationPhase
 
 from tests.unit.core_world import DIRECTOR, World, request
 

@@ -64,15 +64,25 @@ def _body_models() -> dict[str, type]:
     from pydantic import BaseModel
     from racecap.codes import models as code_models
     from racecap.fairness import queue
+    from racecap.holds import models as hold_models
     from racecap.ledger import models as ledger_models
-    from racecap.logic import admin, validation
     from racecap.questions import models as question_models
+    from racecap.registration import models as registration_models
     from racecap.results import models
-    from racecap.teams import models as team_models
+    from racecap.setup import models as setup_models
 
     return {
         name: obj
-        for module in (admin, queue, validation, models, ledger_models, question_models, code_models, team_models)
+        for module in (
+            setup_models,
+            queue,
+            registration_models,
+            models,
+            ledger_models,
+            question_models,
+            code_models,
+            hold_models,
+        )
         for name, obj in vars(module).items()
         if isinstance(obj, type) and issubclass(obj, BaseModel)
     }

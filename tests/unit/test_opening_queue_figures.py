@@ -47,7 +47,7 @@ class _Clients:
         self._state = state
 
     def get_item(self, **_: Any) -> dict[str, Any]:
-        from racecap.dal.dynamo import to_item
+        from racecap.aws.items import to_item
 
         return {"Item": to_item(self._state)}
 

@@ -8,9 +8,9 @@ import io
 
 import pytest
 from racecap.errors import EventNotFound
-from racecap.logic import participants as module
-from racecap.logic.admin import EventDraft
-from racecap.logic.participants import build_export_page
+from racecap.participants import service as module
+from racecap.participants.service import build_export_page
+from racecap.setup.models import EventDraft
 
 from tests.unit.admin_world import AdminWorld, register, take
 

@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from racecap.dal.payments import NewIntent, PaymentIntent
-from racecap.domain import HoldPhase, RegistrationPhase
 from racecap.errors import InvalidSignature
-from racecap.logic.payment_events import NotYet, PaymentEvents, intent_from
+from racecap.holds.models import HoldPhase
+from racecap.ledger.events import NotYet, PaymentEvents, intent_from
+from racecap.payments.port import NewIntent, PaymentIntent
+from racecap.registration.models import RegistrationPhase
 
 from tests.unit.core_world import DIRECTOR, World, request
 
@@ -240,7 +241,7 @@ def test_a_refund_with_no_registration_behind_it_is_ignored(world, events):
 
 
 def _event(kind: str, obj: dict[str, Any]) -> Any:
-    from racecap.dal.payments import ProviderEvent
+    from racecap.payments.port import ProviderEvent
 
     return ProviderEvent(id="evt_x", type=kind, created=1, data=obj)
 
@@ -308,8 +309,8 @@ def test_an_intent_from_an_event_reads_its_last_error():
 
 
 def test_the_unmatched_refund_email_says_why_and_how_much():
-    from racecap.domain import EmailMessage
-    from racecap.logic.emails import render
+    from racecap.emails.models import EmailMessage
+    from racecap.emails.templates import render
 
     mail = render(
         EmailMessage(

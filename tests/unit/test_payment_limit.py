@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from racecap.dal.payment_limit import LimitedPaymentProvider
-from racecap.dal.payments import IntentStatus, NewIntent, PaymentIntent, PaymentRateLimited
+from racecap.payments.budget import LimitedPaymentProvider
+from racecap.payments.port import IntentStatus, NewIntent, PaymentIntent, PaymentRateLimited
 
 from tests.fakes.payments import FakePaymentProvider
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.domain import WindowRecord
-from racecap.logic.prewarm import COOL_DOWN_PREFIX, WarmStarts, environments_for
-from racecap.logic.window import RaceGone
-from racecap.models import Event, Race
+from racecap.races.models import Event, Race
+from racecap.window.models import WindowRecord
+from racecap.window.prewarm import COOL_DOWN_PREFIX, WarmStarts, environments_for
+from racecap.window.service import RaceGone
 
 from tests.fakes.catalog import open_race
 

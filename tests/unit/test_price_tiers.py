@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from racecap.errors import ValidationFailed
-from racecap.logic.admin import EventPatch, PriceTierDraft
-from racecap.models import PriceTier
+from racecap.races.models import PriceTier
+from racecap.setup.models import EventPatch, PriceTierDraft
 
 from tests.fakes.catalog import open_race
 from tests.unit.admin_world import DANA, AdminWorld
@@ -82,7 +82,7 @@ def test_tiers_are_in_order_chargeable_and_entered_in_the_races_time_zone():
 
 
 def test_a_copied_race_moves_its_price_tiers_with_its_dates():
-    from racecap.logic.admin import CopyRequest
+    from racecap.setup.models import CopyRequest
 
     w = AdminWorld()
     race = w.create(10)

@@ -10,7 +10,13 @@ import pytest
 from pydantic import ValidationError
 from racecap.errors import Conflict, OptionSoldOut, ValidationFailed
 from racecap.models import Director
-from racecap.questions.models import BuiltIns, ChoiceOption, Question, QuestionSetDraft, StoredAnswers
+from racecap.questions.models import (
+    BuiltIns,
+    ChoiceOption,
+    Question,
+    QuestionSetDraft,
+    StoredAnswers,
+)
 from racecap.questions.rules import check_answers, check_set
 from racecap.questions.service import Questions, QuestionsVersionNotFound
 
@@ -231,7 +237,7 @@ def _world_with_questions(questions: list[Question]) -> tuple[Any, str, str]:
 
 
 def _request(email: str = "ann@example.com", answers: dict[str, Any] | None = None) -> Any:
-    from racecap.logic.validation import RegistrationRequest
+    from racecap.registration.models import RegistrationRequest
 
     return RegistrationRequest.model_validate(
         {"email": email, "firstName": "Ann", "lastName": "Lee", "dateOfBirth": "1990-01-01",
@@ -301,7 +307,7 @@ CONTACT = {"rc_emergency_name": "Kim", "rc_emergency_phone": "+64 9 123 4567"}
 def _registered_world() -> tuple[Any, str, str, list[str]]:
     """Three runners of an event with a division, a shirt and the emergency contact; then
     the director edits the shirt question (version 2): the answers keep version 1."""
-    from racecap.logic.writer import RegistrationWriter
+    from racecap.registration.writer import RegistrationWriter
 
     from tests.unit.core_world import World
 
@@ -333,7 +339,7 @@ def test_the_export_has_one_column_per_question_formula_safe_with_the_answered_v
     import csv
     import io
 
-    from racecap.logic.participants import Participants
+    from racecap.participants.service import Participants
 
     w, race_id, _, _ = _registered_world()
     race, events = w.catalog.definition(race_id)
@@ -352,7 +358,7 @@ def test_the_export_has_one_column_per_question_formula_safe_with_the_answered_v
 
 
 def test_the_directors_search_shows_each_registrations_answers_as_its_version_asked_them() -> None:
-    from racecap.logic.participants import Participants
+    from racecap.participants.service import Participants
 
     w, race_id, _, ids = _registered_world()
     race, events = w.catalog.definition(race_id)
@@ -363,7 +369,7 @@ def test_the_directors_search_shows_each_registrations_answers_as_its_version_as
 
 
 def test_the_confirmation_email_lists_the_answers_escaped() -> None:
-    from racecap.logic.emails import render
+    from racecap.emails.templates import render
 
     w, _, _, _ = _registered_world()
     first = next(m for m in w.emails.sent if m.to == "r0@example.com")
@@ -394,7 +400,7 @@ def test_the_results_upload_takes_the_category_from_the_division_answer() -> Non
 def test_the_purge_deletes_the_answers_but_the_division() -> None:
     from datetime import UTC, datetime
 
-    from racecap.logic.retention import RetentionPurge
+    from racecap.retention.service import RetentionPurge
 
     from tests.fakes.retention import FakeRetention
 
@@ -419,7 +425,7 @@ def _shirt_world(m: int = 3) -> tuple[Any, str, str]:
 
 
 def _stock(w: Any, race_id: str, event_id: str, option: str = "M") -> tuple[int, int]:
-    from racecap.dal.keys import option_counter
+    from racecap.aws.keys import option_counter
 
     usage = FakeInventoryOf(w).usage(race_id, option_counter(event_id, "shirt", option))
     return usage.cap, usage.taken
@@ -540,7 +546,7 @@ def _waiver_world() -> tuple[Any, str, str]:
 
 
 def _born(day: str, waiver: dict[str, Any] | None, email: str = "kid@example.com") -> Any:
-    from racecap.logic.validation import RegistrationRequest
+    from racecap.registration.models import RegistrationRequest
 
     body = {"email": email, "firstName": "Kit", "lastName": "Lee", "dateOfBirth": day, "paymentMethod": "pm_card_visa"}
     return RegistrationRequest.model_validate(body | ({"waiver": waiver} if waiver is not None else {}))
@@ -632,8 +638,8 @@ def test_the_export_has_the_waivers_version_time_and_guardian_formula_safe() -> 
     import csv
     import io
 
-    from racecap.logic.participants import Participants
-    from racecap.logic.writer import RegistrationWriter
+    from racecap.participants.service import Participants
+    from racecap.registration.writer import RegistrationWriter
 
     w, race_id, event_id = _waiver_world()
     w.writer = RegistrationWriter(w.regs, w.emails, pace=w.pace, answers=w.questions)
@@ -704,7 +710,7 @@ def test_with_redis_down_the_registration_reads_the_current_version_from_dynamod
     read it from DynamoDB instead (the cache's breaker), so the registration checks its
     answers against the questions the director saved, and still goes through."""
     from racecap.cache import TieredCache
-    from racecap.logic.registration import RegistrationService
+    from racecap.registration.service import RegistrationService
 
     from tests.fakes.races import FakeInventory
     from tests.unit.core_world import World
@@ -748,7 +754,7 @@ def test_a_teams_resend_while_paying_keeps_each_members_units_whatever_the_direc
     before: int | None, after: int | None
 ) -> None:
     """As a runner's, for a team: each member's answers against the units that member took."""
-    from racecap.teams.models import TeamRegistrationRequest
+    from racecap.registration.models import TeamRegistrationRequest
 
     from tests.unit.core_world import World
     from tests.unit.test_teams import _team_race

@@ -7,9 +7,12 @@ from datetime import date, timedelta
 
 import pytest
 from racecap.errors import CapBelowTaken, Conflict, EventNotFound, RaceNotFound, TooManyEvents, ValidationFailed
-from racecap.logic import admin as admin_module
-from racecap.logic.admin import EventDraft, EventPatch, RaceAdmin, RacePatch, shards_for
 from racecap.models import Director
+from racecap.places.rules import shards_for
+from racecap.setup import models as setup_models
+from racecap.setup import service as setup_service
+from racecap.setup.models import EventDraft, EventPatch, RacePatch
+from racecap.setup.service import RaceAdmin
 
 from tests.unit.admin_world import DANA, OTTO, AdminWorld, draft, take
 
@@ -84,7 +87,7 @@ def test_an_added_event_comes_last_with_its_own_shards(w):
 
 
 def test_a_race_has_at_most_fifty_events(w, monkeypatch):
-    monkeypatch.setattr(admin_module, "MAX_EVENTS", 2)
+    monkeypatch.setattr(setup_service, "MAX_EVENTS", 2)
     race = w.create(5, 5)
     with pytest.raises(TooManyEvents):
         w.admin.add_event(DANA, race.raceId, EventDraft(name="Third", cap=1, priceCents=500))
@@ -244,7 +247,7 @@ def test_an_event_that_keeps_changing_gives_up_with_a_conflict(w):
     with pytest.raises(Conflict):
         w.admin.update_event(DANA, race.raceId, event_id, EventPatch(cap=9))
     assert w.inventory.usage(race.raceId, event_id).cap == 10
-    assert w.race(race.raceId).version == 1 + admin_module.CAP_CHANGE_TRIES
+    assert w.race(race.raceId).version == 1 + setup_service.CAP_CHANGE_TRIES
 
 
 def test_patch_documents_show_no_null():
@@ -280,7 +283,7 @@ def test_an_events_age_rule_is_set_shown_and_edited_and_never_upside_down(w):
 
 # -- copying last year's race -------------------------------------------------------------------
 def test_a_copied_race_is_a_new_draft_with_the_events_prices_and_rules_a_year_later_and_no_registrations(w):
-    from racecap.logic.admin import CopyRequest
+    from racecap.setup.models import CopyRequest
 
     race = w.create(20, 5, open_now=True)
     kids = _event_id(w, race.raceId, 1)
@@ -359,11 +362,11 @@ def test_a_currency_whose_minimum_the_prices_do_not_reach_is_refused(w):
 def test_every_currency_a_director_may_choose_has_the_providers_minimum():
     from racecap.money import MINIMUM_CHARGE
 
-    assert MINIMUM_CHARGE.keys() >= admin_module.KNOWN_CURRENCIES
+    assert MINIMUM_CHARGE.keys() >= setup_models.KNOWN_CURRENCIES
 
 
 def test_a_copy_into_the_past_is_refused_naming_the_race_date(w):
-    from racecap.logic.admin import CopyRequest
+    from racecap.setup.models import CopyRequest
 
     race = w.create(5)
     with pytest.raises(ValidationFailed) as refused:

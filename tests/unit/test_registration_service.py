@@ -6,8 +6,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.dal.payments import IntentStatus, NewIntent
-from racecap.domain import Backlog, HoldPhase, PaidRegistration
 from racecap.errors import (
     Busy,
     Conflict,
@@ -21,7 +19,10 @@ from racecap.errors import (
     RegistrationNotFound,
     TooManyHolds,
 )
-from racecap.logic.backlog import paper_wait_s
+from racecap.holds.models import HoldPhase
+from racecap.payments.port import IntentStatus, NewIntent
+from racecap.registration.models import PaidRegistration
+from racecap.registration.status import Backlog, paper_wait_s
 
 from tests.unit.core_world import World, request
 

@@ -7,7 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from racecap.errors import Conflict
-from racecap.logic.retention import RETENTION_JOB, RetentionPurge, purge_due
+from racecap.races.rules import purge_due
+from racecap.retention.service import RETENTION_JOB, RetentionPurge
 
 from tests.fakes.catalog import FakeAudit
 from tests.fakes.retention import FakeRetention

@@ -6,15 +6,16 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from racecap.dal.payments import IntentNotCancelable, IntentStatus, PaymentRejected, PaymentUnavailable
-from racecap.dal.registrations import CounterMoved, DuplicateRegistration
-from racecap.domain import Hold, HoldPhase, RegistrationPhase
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
-from racecap.logic import writer as writer_module
-from racecap.logic.holds import hold_id_for
-from racecap.logic.races import sold_out_flag
-from racecap.logic.registration import REQUEUE_AFTER
-from racecap.logic.sweeper import THREE_DS_EXTENSION
+from racecap.holds.models import Hold, HoldPhase
+from racecap.holds.service import hold_id_for
+from racecap.payments.port import IntentNotCancelable, IntentStatus, PaymentRejected, PaymentUnavailable
+from racecap.races.catalog import sold_out_flag
+from racecap.registration import writer as writer_module
+from racecap.registration.models import RegistrationPhase
+from racecap.registration.service import REQUEUE_AFTER
+from racecap.registration.store import CounterMoved, DuplicateRegistration
+from racecap.registration.sweeper import THREE_DS_EXTENSION
 
 from tests.fakes.catalog import open_race
 from tests.unit.core_world import DIRECTOR, World, request

@@ -7,13 +7,13 @@ import json
 import re
 
 import pytest
-from racecap.domain import HoldPhase
 from racecap.errors import EmailAlreadyRegistered, NotEnoughPlaces, SoldOut, ValidationFailed
-from racecap.logic.capacity import plan_team
-from racecap.logic.holds import hold_id_for
-from racecap.logic.races import sold_out_flag
-from racecap.teams.models import TeamRegistrationRequest
-from racecap.teams.rules import MAX_TEAM_SIZE, team_range_problem
+from racecap.holds.models import HoldPhase
+from racecap.holds.service import hold_id_for
+from racecap.places.rules import plan_team
+from racecap.races.catalog import sold_out_flag
+from racecap.races.rules import MAX_TEAM_SIZE, team_range_problem
+from racecap.registration.models import TeamRegistrationRequest
 
 from tests.fakes.catalog import open_race
 from tests.unit.core_world import DIRECTOR, World
@@ -208,8 +208,8 @@ def test_a_results_version_keeps_the_team_from_the_registration_and_older_versio
 def test_a_team_holds_places_count_in_the_sweepers_index_by_its_sort_key():
     from datetime import UTC, datetime
 
-    from racecap.dal.holds import live_sort_key, places_of
-    from racecap.domain import Hold
+    from racecap.holds.models import Hold
+    from racecap.holds.store import live_sort_key, places_of
 
     at = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
     team = Hold(holdId="hold_t", registrationId="reg_t", raceId="r", eventId="e", status=HoldPhase.HELD,

@@ -8,7 +8,7 @@ from typing import Any
 import botocore.session
 import pytest
 from botocore.stub import Stubber
-from racecap.dal.transactions import ConditionFailed, transact, update_item
+from racecap.aws.transactions import ConditionFailed, transact, update_item
 
 
 def _client() -> Any:

@@ -5,9 +5,8 @@ the backlog cannot be told."""
 from __future__ import annotations
 
 import pytest
-from racecap.domain import Backlog
-from racecap.logic import backlog
-from racecap.logic.backlog import wait_s
+from racecap.registration import status as backlog
+from racecap.registration.status import Backlog, wait_s
 
 import blueprint
 

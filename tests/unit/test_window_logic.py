@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from racecap.errors import Conflict
-from racecap.logic.window import RaceGone, iso_z
+from racecap.window.service import RaceGone, iso_z
 
 from tests.unit.admin_world import DANA, AdminWorld
 

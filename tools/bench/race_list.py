@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
-from racecap.logic.races import LIST_TTL
+from racecap.races.catalog import LIST_TTL
 
 from tools import awscalls
 from tools.bench.sections import Bench, Section

@@ -23,7 +23,7 @@ from tools.burst.config import ARTILLERY_DIR, BurstConfig, BurstRun, Scenario
 
 install_layer_path()  # the scenario registry imports this module first: racecap is not on the path yet
 
-from racecap.dal.dynamo import from_item, to_item  # noqa: E402
+from racecap.aws.items import from_item, to_item  # noqa: E402
 from racecap.fairness.identity import new_device_token  # noqa: E402
 from racecap.fairness.store import QueueStore  # noqa: E402
 from racecap.fairness.tokens import Signer  # noqa: E402

@@ -19,10 +19,11 @@ from local.stack import LocalStack, Ports
 
 install_layer_path()
 
-from racecap.dal.dynamo import from_item, query_all, to_item, values  # noqa: E402
-from racecap.dal.inventory import DynamoInventory  # noqa: E402
-from racecap.dal.races import DynamoRaceStore  # noqa: E402
-from racecap.logic.admin import EventDraft, RaceAdmin, RaceDraft  # noqa: E402
+from racecap.aws.items import from_item, query_all, to_item, values  # noqa: E402
+from racecap.places.store import DynamoInventory  # noqa: E402
+from racecap.races.store import DynamoRaceStore  # noqa: E402
+from racecap.setup.models import EventDraft, RaceDraft  # noqa: E402
+from racecap.setup.service import RaceAdmin  # noqa: E402
 
 from tools import audit as auditing  # noqa: E402
 from tools.audit import AuditReport  # noqa: E402
@@ -122,10 +123,10 @@ def seed_questions(clients: Clients, race_id: str, answers: int, redis_url: str)
     cached stamp on: the warm-up has read "no questions" already) so that each runner
     answers ``answers`` of them (1-5); returns those answers, as the runners send them."""
     import redis
+    from racecap.audit.service import AuditTrail
+    from racecap.audit.store import DynamoAudit
+    from racecap.aws.transactions import transact
     from racecap.cache import TieredCache
-    from racecap.dal.audit import DynamoAudit
-    from racecap.dal.transactions import transact
-    from racecap.logic.audit import AuditTrail
     from racecap.models import Director
     from racecap.questions.models import QuestionSetDraft
     from racecap.questions.service import Questions
@@ -166,11 +167,11 @@ def seed_code(clients: Clients, race_id: str, cfg: BurstConfig) -> int:
     """The burst's discount code on its race, straight through the codes store (as
     ``seed_race`` makes the race): 20 % off, its uses half of the runners expected to try
     it unless ``code_uses`` says, so it runs out mid-burst. Returns its use limit."""
+    from racecap.audit.service import AuditTrail
+    from racecap.audit.store import DynamoAudit
     from racecap.codes.models import CodeTerms
     from racecap.codes.service import shard_caps
     from racecap.codes.store import DynamoCodes, StoredCode
-    from racecap.dal.audit import DynamoAudit
-    from racecap.logic.audit import AuditTrail
     from racecap.models import Director
 
     uses = cfg.code_uses or max(1, round(cfg.runners * cfg.code_share / 2))

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from racecap import clients
 from racecap.observability import logger, metrics
 
 if TYPE_CHECKING:
@@ -298,6 +300,12 @@ class TieredCache:
             return int(pipe.execute()[0])
 
         return self.shared.call(_incr, 0)
+
+
+@functools.lru_cache(maxsize=1)
+def shared() -> TieredCache:
+    """The function's one cache: the in-process tier in front of the shared Redis client."""
+    return TieredCache(clients.cache)
 
 
 _RELEASE_LOCK = """

@@ -118,3 +118,11 @@ class ApplyCode(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     code: str = Field(min_length=1, max_length=40, description="As the runner typed it; compared in capitals.")
+
+
+class CodeUses(Model):
+    """One discount code's uses in the director's stats (racecap.codes)."""
+
+    code: str
+    used: int = Field(description="Uses taken now: registrations and holds not paid yet carrying it.")
+    limit: int | None = Field(description="The uses it allows; none: no limit.")

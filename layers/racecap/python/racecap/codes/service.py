@@ -30,6 +30,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from racecap.aws.transactions import ConditionFailed
 from racecap.codes.models import (
     MAX_SHARDS,
     USES_PER_SHARD,
@@ -37,12 +38,10 @@ from racecap.codes.models import (
     CodeDraft,
     CodeList,
     CodeTerms,
+    CodeUses,
     CodeView,
 )
 from racecap.codes.store import CodeExists, CodeStore, StoredCode
-from racecap.dal.payments import IntentStatus, PaymentProvider, PaymentRejected
-from racecap.dal.transactions import ConditionFailed
-from racecap.domain import Hold, HoldPhase, Reprice
 from racecap.errors import (
     CodeError,
     CodeExpired,
@@ -58,16 +57,17 @@ from racecap.errors import (
     HoldNotFound,
     ValidationFailed,
 )
-from racecap.logic.registration import provider_call
-from racecap.models import CodeUses
+from racecap.holds.models import Hold, HoldPhase, Reprice
 from racecap.money import charge_problem, decimals, in_units
 from racecap.observability import logger, metrics
+from racecap.payments.calls import provider_call
+from racecap.payments.port import IntentStatus, PaymentProvider, PaymentRejected
 
 if TYPE_CHECKING:
-    from racecap.logic.admin import RaceAdmin
-    from racecap.logic.audit import AuditTrail
-    from racecap.logic.races import RaceDefinitions
+    from racecap.audit.service import AuditTrail
     from racecap.models import Director
+    from racecap.races.catalog import RaceDefinitions
+    from racecap.setup.service import RaceAdmin
 
 # A code with no limit still counts its uses (the stats show them) on shards that never fill.
 UNLIMITED_SHARD_CAP = 1_000_000_000

@@ -10,11 +10,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
+from racecap.aws.items import (
+    from_item,
+    get_all,
+    query_all,
+    to_item,
+    values,
+)
+from racecap.aws.keys import code_pk, code_shard_key, key
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact
 from racecap.codes.models import CodeTerms
-from racecap.dal.dynamo import from_item, get_all, query_all, to_item, values
-from racecap.dal.keys import code_pk, code_shard_key, key
-from racecap.dal.transactions import ConditionFailed, TransactItem, transact
-from racecap.domain import _Record
+from racecap.models import _Record
 
 # One code and its shards in one transaction: within DynamoDB's 100 items per transaction
 # with the audit entry (1 + 8 shards + 1); a batch goes in chunks of this many codes.

@@ -7,13 +7,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.audit.wiring import audit_trail
 from racecap.config import get_settings
-from racecap.wiring import audit_trail, catalog, holds, payments
+from racecap.holds.wiring import holds
+from racecap.payments.wiring import payments
+from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
+    from racecap.codes.models import CodeUses
     from racecap.codes.service import CodesAdmin, Discounts
     from racecap.codes.store import DynamoCodes
-    from racecap.models import CodeUses
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +37,7 @@ def discounts() -> Discounts:
 @lru_cache(maxsize=1)
 def codes_admin() -> CodesAdmin:
     from racecap.codes.service import CodesAdmin
-    from racecap.wiring import race_admin
+    from racecap.setup.wiring import race_admin
 
     return CodesAdmin(code_store(), race_admin(), audit_trail())
 

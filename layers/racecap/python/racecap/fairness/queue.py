@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import ConfigDict, Field, Strict, StrictBool
 
+from racecap.audit.service import AuditTrail
 from racecap.cache import TieredCache
 from racecap.errors import Conflict, DomainError
 from racecap.fairness import work
@@ -33,10 +34,10 @@ from racecap.fairness.identity import ADMISSION_HEADER, QUEUE_HEADER, Client
 from racecap.fairness.lottery import admission_number
 from racecap.fairness.store import QueueStore
 from racecap.fairness.tokens import Signer, TokenNotYours
-from racecap.logic.audit import AuditTrail
-from racecap.logic.races import RaceCatalog, race_status
-from racecap.models import WHOLE_NUMBER, Director, Event, Model
+from racecap.models import WHOLE_NUMBER, Director, Model
 from racecap.observability import logger, metrics
+from racecap.races.catalog import RaceCatalog, race_status
+from racecap.races.models import Event
 
 STATE_TTL = 1.0  # the shared "now serving" figure: about a second stale at most
 STATE_LOCAL_TTL = 0.5

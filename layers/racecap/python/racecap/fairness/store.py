@@ -23,8 +23,8 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from racecap.dal.dynamo import from_item, is_conditional_failure, to_item, values
-from racecap.dal.transactions import ConditionFailed, TransactItem, transact
+from racecap.aws.items import from_item, is_conditional_failure, to_item, values
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact
 from racecap.errors import Conflict
 
 

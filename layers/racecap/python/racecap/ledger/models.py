@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from annotated_types import Gt, Le
+from pydantic import (
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    Strict,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
-from racecap.models import JsonInt, Model, RegistrationRow
+from racecap.models import WHOLE_NUMBER, JsonInt, Model
+from racecap.registration.models import RegistrationRow
 
 
 class RefundPhase(StrEnum):
@@ -85,3 +96,76 @@ class RegistrationDetail(RegistrationRow):
         description="What was charged and refunded: the entry payment, then every refund with its amount, "
         "reason, who asked for it and when (no provider secret)."
     )
+
+
+class WebhookAnswer(Model):
+    received: bool
+    outcome: str = Field(description="What the event did: queued, already, orphan, declined, cancelled, flagged…")
+
+
+class CancellationView(Model):
+    registrationId: str
+    status: Literal["CANCELLED"] = Field(description="The registration's new state.")
+    refund: Literal["FULL", "NONE", "AMOUNT"] = Field(description="The refund chosen when it was cancelled.")
+    refundedCents: int = Field(description="What this cancellation refunded, in the currency's smallest unit.")
+    refundId: str = Field(description="The provider's refund id ('' when nothing was refunded).")
+    amountCents: int = Field(description="What the registration paid.")
+    currency: str
+    cancelledAt: str
+    changed: bool = Field(description="False when the registration was already cancelled (a repeat).")
+
+
+# A director's cancellation of one registration (no docstring: it would enter the OpenAPI document).
+class CancelRequest(Model):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    refund: Literal["FULL", "NONE", "AMOUNT"] = Field(
+        default="FULL",
+        description="FULL: all that is left of the payment after earlier refunds; NONE: nothing; "
+        "AMOUNT: `amountCents`.",
+    )
+    amountCents: Annotated[int, Strict(), Gt(0), Le(99_999_999), WHOLE_NUMBER] | None = Field(
+        default=None,
+        validate_default=True,
+        description="With `refund: AMOUNT` only (and required there), in the currency's smallest unit.",
+    )
+    reason: str = Field(default="", max_length=500, description="Kept in the audit trail.")
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The document says what the validator checks: one of two shapes, so a client (or a
+        fuzzer) reads that ``amountCents`` goes with ``refund: AMOUNT`` only, and always there."""
+        schema = handler.resolve_ref_schema(handler(core))
+        props = schema.pop("properties")
+        schema.pop("additionalProperties", None)
+        amount = next(s for s in props["amountCents"]["anyOf"] if s.get("type") == "integer")
+        amount |= {"description": props["amountCents"]["description"]}
+        whole = {**props["refund"], "enum": ["FULL", "NONE"]}
+        schema["oneOf"] = [
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"refund": whole, "reason": props["reason"]},
+            },
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "refund": {"type": "string", "const": "AMOUNT", "description": props["refund"]["description"]},
+                    "amountCents": amount,
+                    "reason": props["reason"],
+                },
+                "required": ["refund", "amountCents"],
+            },
+        ]
+        return schema
+
+    @field_validator("amountCents")
+    @classmethod
+    def _amount_with_amount_only(cls, v: int | None, info: ValidationInfo) -> int | None:
+        choice = info.data.get("refund")
+        if choice == "AMOUNT" and v is None:
+            raise ValueError("amountCents is required with refund AMOUNT.")
+        if choice != "AMOUNT" and v is not None:
+            raise ValueError("amountCents goes with refund AMOUNT only.")
+        return v

@@ -22,18 +22,18 @@ import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from racecap.dal.payments import PaymentProvider, PaymentRejected, PaymentUnavailable
-from racecap.dal.ports import RegistrationStore
-from racecap.dal.transactions import ConditionFailed, TransactItem
-from racecap.domain import Registration, RegistrationPhase
+from racecap.audit.service import AuditTrail
+from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
 from racecap.ledger.models import LedgerEntry, RefundPhase, RefundView, RegistrationDetail, Statement
 from racecap.ledger.store import LedgerStore
-from racecap.logic.audit import AuditTrail
-from racecap.logic.participants import registration_row
-from racecap.models import Director, Race
+from racecap.models import Director
 from racecap.money import in_units
 from racecap.observability import logger, metrics
+from racecap.payments.port import PaymentProvider, PaymentRejected, PaymentUnavailable
+from racecap.races.models import Race
+from racecap.registration.models import Registration, RegistrationPhase, registration_row
+from racecap.registration.store import RegistrationStore
 
 
 class RefundTooLarge(Conflict):

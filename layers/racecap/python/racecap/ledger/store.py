@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from racecap.dal.dynamo import from_item, query_raw, to_item, values
-from racecap.dal.keys import key
-from racecap.dal.registrations import LEDGER_PENDING, LEDGER_SUM
-from racecap.dal.transactions import ConditionFailed, TransactItem, transact, update_item
-from racecap.domain import Registration
+from racecap.aws.items import from_item, query_raw, to_item, values
+from racecap.aws.keys import key
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.ledger.models import LedgerEntry, RefundPhase
+from racecap.registration.models import Registration
+from racecap.registration.store import LEDGER_PENDING, LEDGER_SUM
 
 _REG_SK = "REG"
 _REFUND = "REFUND#"

@@ -7,8 +7,20 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.audit.wiring import audit_trail
+from racecap.aws.wiring import transact
 from racecap.config import get_settings
-from racecap.wiring import audit_trail, payments, registrations, transact
+from racecap.payments.wiring import payments
+from racecap.registration.wiring import registrations
+
+if TYPE_CHECKING:
+    from racecap.ledger.cancellations import Cancellations
+    from racecap.ledger.events import PaymentEvents
+
+from racecap.emails.wiring import emails_queue
+from racecap.holds.wiring import holds
+from racecap.races.wiring import catalog
+from racecap.registration.wiring import registration_service
 
 if TYPE_CHECKING:
     from racecap.ledger.service import Ledger
@@ -27,3 +39,43 @@ def ledger() -> Ledger:
     from racecap.ledger.service import Ledger
 
     return Ledger(ledger_store(), registrations(), payments(), transact, audit_trail())
+
+
+@lru_cache(maxsize=1)
+def payment_events() -> PaymentEvents:
+    from racecap.ledger.events import PaymentEvents
+    from racecap.payments.webhook_log import DynamoWebhookLog
+
+    log = DynamoWebhookLog(clients.dynamodb(), get_settings().inventory_table)
+    from racecap.ledger.store import DynamoLedger
+
+    ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
+    return PaymentEvents(
+        payments(),
+        registration_service(),
+        holds(),
+        registrations(),
+        cancellations(),
+        emails_queue(),
+        log,
+        _race_name,
+        ledger,
+    )
+
+
+def _race_name(race_id: str) -> str | None:
+    try:
+        return catalog().definition(race_id)[0].name
+    except Exception:  # a refund email must not wait on a race that no longer exists
+        return None
+
+
+@lru_cache(maxsize=1)
+def cancellations() -> Cancellations:
+    from racecap.ledger.cancellations import Cancellations
+    from racecap.ledger.store import DynamoLedger
+
+    ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
+    return Cancellations(
+        registrations(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger
+    )

@@ -17,32 +17,58 @@ from annotated_types import Ge, Le, Len
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints
 from pydantic import Strict as StrictType
 
-from racecap.models import WHOLE_NUMBER, Model, RegistrationPage, RegistrationRow
+from racecap.models import WHOLE_NUMBER, Model
 
 QUESTION_ID = r"^[a-z][a-z0-9_]{0,39}$"
+
+
 # Under this age on race day a runner's waiver needs a parent or guardian (the site reads it
 # from the API: ``RunnerQuestions.adultAge``).
 ADULT_AGE = 18
+
+
 OPTION_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"
+
+
 BUILT_IN_PREFIX = "rc_"
+
+
 MAX_QUESTIONS = 40
+
+
 MAX_OPTIONS = 50
+
+
 MAX_TEXT = 4000
+
 
 QuestionKind = Literal[
     "SHORT_TEXT", "LONG_TEXT", "SINGLE_CHOICE", "MULTIPLE_CHOICE", "YES_NO", "NUMBER", "DATE", "COUNTRY", "PHONE"
 ]  # fmt: skip
+
+
 TEXT_KINDS = frozenset({"SHORT_TEXT", "LONG_TEXT"})
+
+
 CHOICE_KINDS = frozenset({"SINGLE_CHOICE", "MULTIPLE_CHOICE"})
+
 
 # One answer, as JSON carries it: text (and choices, dates, countries, phones), yes/no, a
 # number, or the option ids of a multiple choice. Strict: "5" is not a number, 1 is not yes.
 # Bounded here too, so no request can make a hold item too large to write (DynamoDB: 400 KB).
 AnswerText = Annotated[str, StringConstraints(strict=True, max_length=MAX_TEXT)]
+
+
 AnswerChoices = Annotated[list[Annotated[str, StringConstraints(strict=True, max_length=40)]], Len(0, MAX_OPTIONS)]
+
+
 AnswerValue = AnswerText | StrictBool | StrictInt | StrictFloat | AnswerChoices
+
+
 # Any key of a sane length: an unknown question is refused by the check, naming `answers.<key>`.
 Answers = dict[Annotated[str, StringConstraints(max_length=40)], AnswerValue]
+
+
 _Length = Annotated[int, StrictType(), Ge(1), Le(MAX_TEXT), WHOLE_NUMBER]
 
 
@@ -233,34 +259,3 @@ class WaiverRecord(Model):
     accepted: bool
     guardianName: str | None = None
     guardianAccepted: bool | None = None
-
-
-class AnsweredRow(RegistrationRow):
-    """A registration as directors see it, with its answers."""
-
-    questionsVersion: int | None = Field(default=None, description="The version of the questions it answered.")
-    answers: list[AnswerView] = Field(default_factory=list, description="In the order they were asked.")
-    waiver: WaiverRecord | None = Field(default=None, description="Its waiver acceptance, when the event has one.")
-
-
-class AnsweredPage(RegistrationPage):
-    registrations: list[AnsweredRow]  # type: ignore[assignment]  # the rows with their answers
-
-
-__all__ = [
-    "BUILT_IN_PREFIX",
-    "CHOICE_KINDS",
-    "MAX_TEXT",
-    "TEXT_KINDS",
-    "AnswerValue",
-    "Answers",
-    "BuiltIns",
-    "ChoiceOption",
-    "OptionStock",
-    "Question",
-    "QuestionSetDraft",
-    "QuestionSetView",
-    "RunnerQuestions",
-    "ShowWhen",
-    "StoredAnswers",
-]

@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from racecap.aws.keys import option_counter
+from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.cache import TieredCache
-from racecap.dal.keys import option_counter
-from racecap.dal.ports import Inventory
-from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.errors import Conflict, NotFound, ValidationFailed
-from racecap.logic.capacity import CapBelowPlacesTaken, plan_cap_change
-from racecap.models import Director, Event, Race
+from racecap.models import Director
+from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change
+from racecap.places.store import Inventory
 from racecap.questions import rules
 from racecap.questions.countries import COUNTRY_CODES
 from racecap.questions.models import (
@@ -41,6 +41,7 @@ from racecap.questions.models import (
     WaiverView,
 )
 from racecap.questions.store import QuestionStore
+from racecap.races.models import Event, Race
 
 STOCK_CHANGE_TRIES = 5
 
@@ -159,7 +160,7 @@ class Questions:
         ]
         if not wanted:
             return {}
-        from racecap.logic.admin import shards_for  # the admin's rule for caps; only saving needs it
+        from racecap.places.rules import shards_for
 
         if self._inventory is None:
             raise RuntimeError("Questions was built without the stock counters")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from racecap.dal.dynamo import from_item, to_item, values
-from racecap.dal.transactions import TransactItem
+from racecap.aws.items import from_item, to_item, values
+from racecap.aws.transactions import TransactItem
 
 CURRENT = "CURRENT"
 

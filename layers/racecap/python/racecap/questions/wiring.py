@@ -7,8 +7,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.audit.wiring import audit_trail
+from racecap.aws.wiring import transact
+from racecap.cache import shared as cache
 from racecap.config import get_settings
-from racecap.wiring import audit_trail, cache, inventory, transact
+from racecap.places.wiring import inventory
 
 if TYPE_CHECKING:
     from racecap.questions.service import Questions

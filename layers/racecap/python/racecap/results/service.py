@@ -20,16 +20,17 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from racecap.audit.service import AuditTrail
+from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.cache import TieredCache
-from racecap.dal.ports import RegistrationStore
-from racecap.dal.races import RaceStore
-from racecap.dal.transactions import ConditionFailed, TransactItem
 from racecap.errors import Conflict, EventNotFound, NotFound, RaceNotFound
-from racecap.logic.audit import AuditTrail
-from racecap.logic.races import RaceCatalog
-from racecap.models import Director, Event, Race
+from racecap.models import Director
 from racecap.observability import logger
 from racecap.questions.rules import division_of
+from racecap.races.catalog import RaceCatalog
+from racecap.races.models import Event, Race
+from racecap.races.store import RaceStore
+from racecap.registration.store import RegistrationStore
 from racecap.results.dataset import Dataset, format_ms
 from racecap.results.models import (
     EventResultsAdminView,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from racecap.dal.dynamo import from_item, query_raw, to_item, values
-from racecap.dal.transactions import TransactItem
+from racecap.aws.items import from_item, query_raw, to_item, values
+from racecap.aws.transactions import TransactItem
 
 CHUNK_BYTES = 350_000  # DynamoDB items stop at 400 KB
 

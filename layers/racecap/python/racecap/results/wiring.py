@@ -7,8 +7,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.audit.wiring import audit_trail
+from racecap.aws.wiring import transact
+from racecap.cache import shared as cache
 from racecap.config import ConfigurationError, get_settings
-from racecap.wiring import audit_trail, cache, catalog, race_store, registrations, transact
+from racecap.races.wiring import catalog, race_store
+from racecap.registration.wiring import registrations
 
 if TYPE_CHECKING:
     from racecap.results.service import ResultsAdmin, ResultsProcessor, ResultsReader

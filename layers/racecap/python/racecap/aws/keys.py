@@ -1,0 +1,212 @@
+"""The key schema of the data layer's tables, in one place.
+
+Inventory (pk / sk):
+  HOLD#<holdId>              / HOLD         a held place; gsi1 = LIVE#<n> / <expiresAt> while
+                                            it can still expire, REQUEUE#<n> / <requeueAt> once
+                                            paid and queued (sparse: removed once confirmed;
+                                            the index carries raceId and eventId only)
+  EMAIL#<raceId>#<email>     / EMAIL        at most one per race: the email's claim
+  CAP#<raceId>#<eventId>     / SHARD#<nnn>  the cap counter shards
+  CAP#<raceId>#<eventId>#OPTION#<questionId>#<optionId> / SHARD#<nnn>  an option's stock (a
+                                            T-shirt size), sharded and claimed like the cap
+
+
+  CODE#<raceId>#<CODE>       / SHARD#<nnn>  a discount code's use counter shards
+  BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
+  STATS#<raceId>#<eventId>   / STATS        confirmed, revenueCents, cancelled, refundedCents
+  STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
+Registrations:
+  REG#<registrationId>       / REG          gsi1 = EVENT#<raceId>#<eventId> / BIB#<bib:08d>
+Races:
+  RACE#<raceId>              / RACE         the race; gsi1 = OWNER#<ownerId> / <createdAt>#<raceId>
+  RACE#<raceId>              / EVENT#<eventId>  one event of the race
+  RACE#<raceId>              / WINDOW       the execution running its registration window
+  RACE#<raceId>              / CODE#<CODE>  a discount code's terms (racecap.codes)
+  LISTING                    / <raceDate>#<raceId>  published races, for the public list
+  LISTING-VERSION            / LISTING-VERSION      moves on with every listing change
+Audit:
+  RACE#<raceId>              / <at>#<entryId>  one partition per race, oldest first
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from racecap.aws.items import to_item
+
+LIVE_PARTITIONS = 8  # spreads the sweeper's index over 8 GSI partitions
+
+
+def key(pk: str, sk: str) -> dict[str, Any]:
+    return to_item({"pk": pk, "sk": sk})
+
+
+def hold_pk(hold_id: str) -> str:
+    return f"HOLD#{hold_id}"
+
+
+def hold_key(hold_id: str) -> dict[str, Any]:
+    return key(hold_pk(hold_id), "HOLD")
+
+
+def email_pk(race_id: str, email: str) -> str:
+    return f"EMAIL#{race_id}#{email}"
+
+
+def email_key(race_id: str, email: str) -> dict[str, Any]:
+    return key(email_pk(race_id, email), "EMAIL")
+
+
+def cap_pk(race_id: str, event_id: str) -> str:
+    return f"CAP#{race_id}#{event_id}"
+
+
+def shard_sk(n: int) -> str:
+    return f"SHARD#{n:03d}"
+
+
+def shard_key(race_id: str, event_id: str, shard: str) -> dict[str, Any]:
+    return key(cap_pk(race_id, event_id), shard)
+
+
+def option_counter(event_id: str, question_id: str, option_id: str) -> str:
+    """The counter an option's stock is kept under, in place of an event id: the cap's shards,
+    their claim and their plan (``logic.capacity``) serve it unchanged. Ids hold no ``#``."""
+    return f"{event_id}#OPTION#{question_id}#{option_id}"
+
+
+def stock_entry(question_id: str, option_id: str, shard: str) -> str:
+    """One option's unit a payment attempt took: ``<questionId>#<optionId>#SHARD#nnn``."""
+    return f"{question_id}#{option_id}#{shard}"
+
+
+def stock_key(race_id: str, event_id: str, entry: str) -> dict[str, Any]:
+    question_id, option_id, shard = entry.split("#", 2)
+    return shard_key(race_id, option_counter(event_id, question_id, option_id), shard)
+
+
+def code_pk(race_id: str, code: str) -> str:
+    return f"CODE#{race_id}#{code}"
+
+
+def code_shard_key(race_id: str, code: str, shard: str) -> dict[str, Any]:
+    return key(code_pk(race_id, code), shard)
+
+
+def live_partition(hold_id: str) -> str:
+    return _index_partition("LIVE", _partition(hold_id))
+
+
+def requeue_partition(hold_id: str) -> str:
+    """A paid, queued hold's place in the sweeper's index: apart from the live ones, so the
+    directors' count of live holds reads no status (the index does not carry it)."""
+    return _index_partition("REQUEUE", _partition(hold_id))
+
+
+def live_partitions() -> list[str]:
+    """Every partition ``live_partition`` spreads holds over: what a reader of them queries."""
+    return [_index_partition("LIVE", n) for n in range(LIVE_PARTITIONS)]
+
+
+def requeue_partitions() -> list[str]:
+    return [_index_partition("REQUEUE", n) for n in range(LIVE_PARTITIONS)]
+
+
+def _index_partition(family: str, n: int) -> str:
+    return f"{family}#{n}"
+
+
+def _partition(hold_id: str) -> int:
+    return int(hashlib.sha256(hold_id.encode()).hexdigest()[:8], 16) % LIVE_PARTITIONS
+
+
+def bib_counter_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(f"BIB#{race_id}#{event_id}", "BIB")
+
+
+def stats_pk(race_id: str, event_id: str) -> str:
+    return f"STATS#{race_id}#{event_id}"
+
+
+def stats_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(stats_pk(race_id, event_id), "STATS")
+
+
+def minute_sk(at_iso: str) -> str:
+    """``MIN#YYYY-MM-DDTHH:MM`` (UTC) of an ISO timestamp."""
+    return "MIN#" + datetime.fromisoformat(at_iso).astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def reg_pk(registration_id: str) -> str:
+    return f"REG#{registration_id}"
+
+
+def reg_key(registration_id: str) -> dict[str, Any]:
+    return key(reg_pk(registration_id), "REG")
+
+
+def event_bib_pk(race_id: str, event_id: str) -> str:
+    return f"EVENT#{race_id}#{event_id}"
+
+
+def bib_sk(bib: int) -> str:
+    return f"BIB#{bib:08d}"
+
+
+# -- Races ----------------------------------------------------------------------------------
+RACE_SK = "RACE"
+
+
+EVENT_SK_PREFIX = "EVENT#"
+
+
+WINDOW_SK = "WINDOW"
+
+
+LISTING_PK = "LISTING"
+
+
+LISTING_VERSION = "LISTING-VERSION"
+
+
+def race_pk(race_id: str) -> str:
+    return f"RACE#{race_id}"
+
+
+def race_key(race_id: str) -> dict[str, Any]:
+    return key(race_pk(race_id), RACE_SK)
+
+
+def event_sk(event_id: str) -> str:
+    return f"{EVENT_SK_PREFIX}{event_id}"
+
+
+def event_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(race_pk(race_id), event_sk(event_id))
+
+
+def window_key(race_id: str) -> dict[str, Any]:
+    return key(race_pk(race_id), WINDOW_SK)
+
+
+def owner_pk(owner_id: str) -> str:
+    return f"OWNER#{owner_id}"
+
+
+def listing_sk(race_date: str, race_id: str) -> str:
+    return f"{race_date}#{race_id}"
+
+
+def listing_key(race_date: str, race_id: str) -> dict[str, Any]:
+    return key(LISTING_PK, listing_sk(race_date, race_id))
+
+
+def listing_version_key() -> dict[str, Any]:
+    return key(LISTING_VERSION, LISTING_VERSION)
+
+
+# -- Audit (same partition key as the race it records) ---------------------------------------
+def audit_sk(at_iso: str, entry_id: str) -> str:
+    return f"{at_iso}#{entry_id}"

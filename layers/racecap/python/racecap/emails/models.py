@@ -1,0 +1,98 @@
+"""emails.models."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from racecap.models import Model, _Record
+
+
+class EmailMessage(_Record):
+    """The body of one message on the Emails queue.
+
+    ``kind`` stays an open string so a producer deployed ahead of this consumer yields a
+    ``PoisonMessage`` in the DLQ (redrivable after the deploy), not a parse failure.
+    """
+
+    kind: str = Field(min_length=1, max_length=64)
+    dedupKey: str = Field(min_length=1, max_length=512)
+    to: str = Field(max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RenderedEmail:
+    subject: str
+    text: str
+    html: str
+
+
+class PoisonMessage(Exception):
+    """A message that would never succeed; it goes to the DLQ without retries."""
+
+
+# -- the contract (the envelope, EmailMessage, is in racecap.domain) -----------------
+class _Data(Model):
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    registrationId: str = Field(min_length=1, max_length=100)
+    amountCents: int = Field(ge=0)
+    currency: str = Field(pattern=r"^[A-Za-z]{3}$")
+
+    @field_validator("currency")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+
+class AnswerLine(Model):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    label: str = Field(max_length=300)
+    text: str = Field(max_length=5000)
+
+
+class ConfirmationData(_Data):
+    lastName: str = Field(min_length=1, max_length=200)
+    bib: str = Field(min_length=1, max_length=20)
+    raceDate: str = Field(min_length=1, max_length=40)
+    answers: list[AnswerLine] = Field(default_factory=list, max_length=60)  # the runner's, to check
+
+
+class RefundData(_Data):
+    pass
+
+
+class UnmatchedRefundData(Model):
+    """A payment no place could be given for, refunded automatically (names may be unknown)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    raceName: str = Field(default="the race", min_length=1, max_length=300)
+    registrationId: str = Field(min_length=1, max_length=100)
+    amountCents: int = Field(ge=0)
+    currency: str = Field(pattern=r"^[A-Za-z]{3}$")
+
+
+def parse_message(body: str) -> EmailMessage:
+    """The message on the queue, validated; ``PoisonMessage`` if it never can be."""
+    try:
+        return EmailMessage.model_validate(json.loads(body))
+    except (ValueError, TypeError, ValidationError) as exc:
+        raise PoisonMessage(f"not a valid email message: {exc}") from exc
+
+
+def tags_for(message: EmailMessage) -> dict[str, str]:
+    """SES message tags: what a bounce or complaint report can be traced back with."""
+    tags = {"kind": message.kind}
+    registration_id = message.data.get("registrationId")
+    if isinstance(registration_id, str) and registration_id:
+        tags["registrationId"] = registration_id
+    return tags

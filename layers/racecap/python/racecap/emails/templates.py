@@ -1,0 +1,260 @@
+"""The emails Racecap sends: the queue message contract and one template per kind.
+
+Producers (the registration writer, refunds) put an ``EmailMessage`` on the Emails queue;
+the EmailSender renders it here and sends it. Each kind has a text and an HTML body.
+Every value is HTML-escaped in the HTML body, and subjects are single lines.
+
+A message that can never be rendered (not JSON, a broken envelope, an unknown kind, data
+missing for its kind) raises ``PoisonMessage``: retrying cannot help, so it is failed at
+once and the queue's redrive policy moves it to the dead-letter queue for a person to see.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from datetime import date
+from string import Template
+from typing import Any
+
+from pydantic import ValidationError
+
+from racecap.emails.models import (
+    AnswerLine,
+    ConfirmationData,
+    EmailMessage,
+    PoisonMessage,
+    RefundData,
+    RenderedEmail,
+    UnmatchedRefundData,
+    _Data,
+)
+from racecap.money import decimals, in_units
+
+
+def render(message: EmailMessage) -> RenderedEmail:
+    template = TEMPLATES.get(message.kind)
+    if template is None:
+        raise PoisonMessage(f"unknown email kind {message.kind!r}")
+    return template(message.data)
+
+
+# -- formatting ----------------------------------------------------------------------
+# Symbols for the currencies races use most (minor units: racecap.money, as the provider counts them).
+_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$", "NZD": "NZ$"}
+
+
+def format_money(amount_cents: int, currency: str) -> str:
+    """``2500, "USD"`` → ``$25.00``; ``2500, "JPY"`` → ``¥2,500``; ``2500, "CHF"`` → ``25.00 CHF``."""
+    currency = currency.upper()
+    number = f"{in_units(amount_cents, currency):,.{decimals(currency)}f}"
+    symbol = _SYMBOLS.get(currency)
+    return f"{symbol}{number}" if symbol else f"{number} {currency}"
+
+
+def format_race_date(value: str) -> str:
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        return value  # not ISO: show what the director wrote
+    return f"{day:%A} {day.day} {day:%B %Y}"
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.split())
+
+
+def _escaped(values: dict[str, str]) -> dict[str, str]:
+    return {k: html.escape(v, quote=True) for k, v in values.items()}
+
+
+def _data(model: type[_Data], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise PoisonMessage(f"{model.__name__} is invalid: {exc}") from exc
+
+
+# -- templates -----------------------------------------------------------------------
+# Inline CSS only: most mail clients drop <style> blocks and external sheets.
+_HTML_FRAME = Template(
+    """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>$title</title></head>
+<body style="margin:0;padding:0;background:#f4f5f7;font-family:Arial,Helvetica,sans-serif;color:#1f2933">
+<div style="max-width:560px;margin:0 auto;padding:24px 16px">
+<div style="background:#ffffff;border-radius:8px;padding:24px">
+$content
+</div>
+<p style="font-size:12px;color:#66788a;margin:16px 0 0">Racecap · registration $registrationId</p>
+</div>
+</body></html>
+"""
+)
+
+
+_CONFIRMATION_TEXT = Template(
+    """Hi $firstName,
+
+You're registered for $raceName — $eventName.
+
+  Runner:        $firstName $lastName
+  Bib:           $bib
+  Race day:      $raceDate
+  Paid:          $amount
+  Registration:  $registrationId
+
+Keep this email: your bib number is what you collect at packet pick-up.
+
+See you at the start line!
+Racecap
+"""
+)
+
+
+_CONFIRMATION_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">You're in, $firstName!</h1>
+<p style="margin:0 0 16px">You're registered for <strong>$raceName</strong> — $eventName.</p>
+<p style="margin:0 0 16px;text-align:center">
+<span style="display:inline-block;border:2px solid #1f2933;border-radius:6px;padding:8px 20px">
+<span style="display:block;font-size:12px;letter-spacing:1px">BIB</span>
+<span style="display:block;font-size:32px;font-weight:bold">$bib</span></span></p>
+<table role="presentation" style="border-collapse:collapse;width:100%;font-size:14px;line-height:1.8">
+<tr><td style="color:#66788a">Runner</td><td>$firstName $lastName</td></tr>
+<tr><td style="color:#66788a">Race day</td><td>$raceDate</td></tr>
+<tr><td style="color:#66788a">Paid</td><td>$amount</td></tr>
+<tr><td style="color:#66788a">Registration</td><td>$registrationId</td></tr>
+</table>
+<p style="margin:16px 0 0">Keep this email: your bib number is what you collect at packet pick-up.</p>"""
+)
+
+
+_REFUND_TEXT = Template(
+    """Hi $firstName,
+
+Your registration for $raceName — $eventName has been cancelled$refunded
+
+  Registration:  $registrationId
+
+Racecap
+"""
+)
+
+
+_REFUND_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">Your refund is on its way</h1>
+<p style="margin:0 0 16px">Hi $firstName, your registration for <strong>$raceName</strong> — $eventName
+has been cancelled$refundedHtml</p>
+<p style="margin:0;font-size:14px;color:#66788a">Registration $registrationId</p>"""
+)
+
+
+def _page(title: str, content: str, registration_id: str) -> str:
+    """Wrap already-escaped ``content`` in the common frame."""
+    return _HTML_FRAME.substitute(
+        title=html.escape(title), content=content, registrationId=html.escape(registration_id)
+    )
+
+
+def render_confirmation(raw: dict[str, Any]) -> RenderedEmail:
+    d: ConfirmationData = _data(ConfirmationData, raw)
+    values = {
+        "firstName": d.firstName,
+        "lastName": d.lastName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "bib": d.bib,
+        "raceDate": format_race_date(d.raceDate),
+        "amount": format_money(d.amountCents, d.currency) if d.amountCents else "Nothing (a free entry)",
+        "registrationId": d.registrationId,
+    }
+    subject = _one_line(f"You're registered: {d.raceName} — {d.eventName} (bib {d.bib})")
+    content = _CONFIRMATION_HTML.substitute(_escaped(values)) + _answers_html(d.answers)
+    text = _CONFIRMATION_TEXT.substitute(values) + _answers_text(d.answers)
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
+def _answers_text(answers: list[AnswerLine]) -> str:
+    if not answers:
+        return ""
+    lines = "".join(f"  {a.label}: {_one_line(a.text)}\n" for a in answers)
+    return f"\nYour answers (tell the organiser if something is wrong):\n{lines}"
+
+
+def _answers_html(answers: list[AnswerLine]) -> str:
+    if not answers:
+        return ""
+    cell = '<td style="color:#66788a;padding-right:12px">'
+    rows = "".join(f"<tr>{cell}{html.escape(a.label)}</td><td>{html.escape(a.text)}</td></tr>" for a in answers)
+    table = '<table role="presentation" style="border-collapse:collapse;width:100%;font-size:14px;line-height:1.8">'
+    return (
+        f'<h2 style="font-size:16px;margin:20px 0 8px">Your answers</h2>{table}{rows}</table>'
+        '<p style="margin:8px 0 0;font-size:13px;color:#66788a">Tell the organiser if something is wrong.</p>'
+    )
+
+
+def render_refund(raw: dict[str, Any]) -> RenderedEmail:
+    d: RefundData = _data(RefundData, raw)
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "amount": format_money(d.amountCents, d.currency),
+        "registrationId": d.registrationId,
+    }
+    # The director may cancel with no refund (or the entry was free): say so, not "0.00 refunded".
+    if d.amountCents:
+        tail = " and {} has been refunded to your original payment method.\nIt can take a few days to appear."
+        subject = _one_line(f"Refund for {d.raceName} — {d.eventName}: {values['amount']}")
+    else:
+        tail = "{}. No payment was refunded."
+        subject = _one_line(f"Cancelled: {d.raceName} — {d.eventName}")
+    escaped = _escaped(values)
+    refunded_html = tail.format(f"<strong>{escaped['amount']}</strong>" if d.amountCents else "")
+    content = _REFUND_HTML.substitute(escaped | {"refundedHtml": refunded_html})
+    text = _REFUND_TEXT.substitute(values | {"refunded": tail.format(values["amount"] if d.amountCents else "")})
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
+_UNMATCHED_TEXT = Template(
+    """Hello,
+
+We received your payment of $amount for $raceName, but your hold on the place had already
+ended (it expired or was released) before the payment reached us, so we could not register
+you. We have refunded the full $amount to your original payment method; it can take a few
+days to appear. You are welcome to hold a new place if any are left.
+
+  Reference:  $registrationId
+
+Racecap
+"""
+)
+
+
+_UNMATCHED_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">We refunded your payment</h1>
+<p style="margin:0 0 16px">We received your payment of <strong>$amount</strong> for <strong>$raceName</strong>,
+but your hold on the place had already ended before the payment reached us, so we could not register you.
+The full amount has been refunded to your original payment method; it can take a few days to appear.</p>
+<p style="margin:0;font-size:14px;color:#66788a">Reference $registrationId</p>"""
+)
+
+
+def render_unmatched_refund(raw: dict[str, Any]) -> RenderedEmail:
+    d: UnmatchedRefundData = _data(UnmatchedRefundData, raw)  # type: ignore[arg-type]
+    values = {
+        "raceName": d.raceName,
+        "amount": format_money(d.amountCents, d.currency.upper()),
+        "registrationId": d.registrationId,
+    }
+    subject = _one_line(f"Your payment for {d.raceName} was refunded: {values['amount']}")
+    content = _UNMATCHED_HTML.substitute(_escaped(values))
+    text = _UNMATCHED_TEXT.substitute(values)
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
+TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
+    "confirmation": render_confirmation,
+    "refund": render_refund,
+    "unmatched_refund": render_unmatched_refund,
+}

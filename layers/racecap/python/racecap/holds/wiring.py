@@ -1,0 +1,30 @@
+"""holds.wiring."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from racecap import clients
+from racecap.config import get_settings
+
+if TYPE_CHECKING:
+    from racecap.holds.service import HoldService
+    from racecap.holds.store import DynamoHolds
+
+from racecap.cache import shared as cache
+from racecap.races.wiring import catalog
+
+
+@lru_cache(maxsize=1)
+def holds() -> DynamoHolds:
+    from racecap.holds.store import DynamoHolds
+
+    return DynamoHolds(clients.dynamodb(), get_settings().inventory_table)
+
+
+@lru_cache(maxsize=1)
+def hold_service() -> HoldService:
+    from racecap.holds.service import HoldService
+
+    return HoldService(catalog(), holds(), cache())

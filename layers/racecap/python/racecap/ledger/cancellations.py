@@ -1,0 +1,317 @@
+"""Cancelling a confirmed registration: refund, place back to the pool, an email to the runner.
+
+The director chooses the refund: FULL (all that is left after earlier refunds), NONE, or an
+AMOUNT within what is left. The order of steps is what makes a repeat harmless and a crash
+recoverable:
+
+1. CONFIRMED → CANCELLING, with the audit entry (the choice and the reason) and the refund's
+   ledger entry, in one transaction: the director's decision is on record and the refund's
+   amount reserved in the ledger's sum (within the charge, as a partial refund's is: the same
+   condition in the same write) before any money moves; an AMOUNT past what is left is a 409
+   that changed nothing;
+2. refund through the provider with the key recorded on the registration in step 1
+   (``refund-<registrationId>-c<random>``): however often this runs, the runner is refunded
+   once. NONE, a free entry, or nothing left: no provider is asked;
+3. CANCELLING → CANCELLED in one transaction with everything the place touches: the
+   cap shard gives the place back, the email's claim is released (the runner may
+   register again), the counters move;
+4. the refund email goes on the queue (``dedupKey`` ``refund:<registrationId>``: the
+   sender sends it once however often it is enqueued).
+
+Repeating the call at any point resumes from where the last one stopped (with the choice
+recorded in step 1, whatever the repeat's body says); repeating it after it finished only
+re-enqueues the (deduplicated) email. If the provider refuses the refund outright, the
+registration goes back to CONFIRMED, the reservation is released and nothing has changed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal
+
+from racecap.audit.service import AuditTrail
+from racecap.aws.queues import MessageQueue
+from racecap.aws.transactions import ConditionFailed, TransactItem
+from racecap.emails.models import EmailMessage
+from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
+from racecap.holds.store import HoldStore
+from racecap.ledger.models import CancellationView, LedgerEntry, RefundPhase
+from racecap.ledger.service import RefundTooLarge, too_large
+from racecap.ledger.store import LedgerStore
+from racecap.models import Director
+from racecap.observability import logger, metrics
+from racecap.payments.port import AlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
+from racecap.races.catalog import RaceDefinitions
+from racecap.races.models import Race
+from racecap.registration.models import Registration, RegistrationPhase
+from racecap.registration.store import RegistrationStore
+
+MAX_STEPS = 4  # each loop moves the registration one state on; more means a concurrent fight
+
+
+RefundChoice = Literal["FULL", "NONE", "AMOUNT"]
+
+
+OUTSIDE_REASON = "refunded in the payment provider's dashboard"
+
+
+def refund_key(registration_id: str) -> str:
+    """The key of a cancellation begun before the refund choice (it refunded all that was left)."""
+    return f"refund-{registration_id}"
+
+
+def refund_email(reg: Registration) -> EmailMessage:
+    return EmailMessage(
+        kind="refund",
+        dedupKey=f"refund:{reg.registrationId}",
+        to=reg.email,
+        data={
+            "firstName": reg.firstName,
+            "raceName": reg.raceName,
+            "eventName": reg.eventName,
+            "registrationId": reg.registrationId,
+            "amountCents": refunded_by_cancel(reg),  # what this cancellation refunded (0: none)
+            "currency": reg.currency,
+        },
+    )
+
+
+def refunded_by_cancel(reg: Registration) -> int:
+    """What the registration's cancellation refunds: its choice's amount, or the whole charge
+    for a cancellation begun before the refund choice."""
+    return reg.amountCents if reg.cancelRefund is None else reg.cancelRefundCents or 0
+
+
+class Cancellations:
+    def __init__(
+        self,
+        registrations: RegistrationStore,
+        holds: HoldStore,
+        payments: PaymentProvider,
+        emails: MessageQueue,
+        transact: Callable[[list[TransactItem]], None],
+        audit: AuditTrail,
+        catalog: RaceDefinitions,
+        ledger: LedgerStore,
+    ) -> None:
+        self._ledger = ledger
+        self._regs = registrations
+        self._holds = holds
+        self._payments = payments
+        self._emails = emails
+        self._transact = transact
+        self._audit = audit
+        self._catalog = catalog
+
+    def cancel(
+        self,
+        director: Director,
+        race: Race,
+        registration_id: str,
+        reason: str = "",
+        refund: RefundChoice = "FULL",
+        amount_cents: int | None = None,
+    ) -> CancellationView:
+        """Cancel with the director's refund choice (``amount_cents`` with AMOUNT only).
+        Raises ``RefundTooLarge`` (409, nothing changed) for an AMOUNT past what is left."""
+        changed = False
+        for _ in range(MAX_STEPS):
+            reg = self._regs.get(registration_id)
+            if reg is None or reg.raceId != race.raceId:
+                raise RegistrationNotFound(f"No registration {registration_id} in race {race.raceId}.")
+            if reg.purgedAt:
+                # No email to tell the runner and no payment to refund: retention deleted both.
+                raise Conflict(
+                    f"The race's retention period is over: the runner's email and payment were deleted on "
+                    f"{reg.purgedAt[:10]}. Refund through the payment provider's dashboard."
+                )
+            status = reg.status
+            if status == RegistrationPhase.CANCELLED:
+                # Done (now or before): make sure the runner hears of it; the sender deduplicates.
+                self._emails.send(refund_email(reg))
+                return _view(reg, changed)
+            if status == RegistrationPhase.CONFIRMED:
+                self._begin(director, reg, reason, refund, amount_cents)
+                changed = True
+                continue
+            if status == RegistrationPhase.CANCELLING:
+                self._refund_and_release(reg)
+                changed = True
+                continue
+            raise Conflict(f"Registration {registration_id} is {status} and cannot be cancelled.")
+        raise Conflict("The registration kept changing while we cancelled it; please retry.")
+
+    def refunded_elsewhere(self, registration_id: str, refunded_total: int | None = None) -> bool:
+        """The provider says the registration's payment was refunded outside Racecap (its
+        dashboard): the refund goes in the ledger, and the registration is cancelled with
+        nothing more to refund, the place given back, audited as such. False when there is no
+        registration (yet) to cancel."""
+        reg = self._regs.get(registration_id)
+        if reg is None:
+            return False
+        if refunded_total is not None:  # in the ledger whatever its state (a cancelled one's too)
+            self.record_outside(reg, refunded_total)
+        if reg.status == RegistrationPhase.CONFIRMED:
+            self._begin(PROVIDER, reg, OUTSIDE_REASON, "NONE", None)
+            logger.warning("payment refunded outside Racecap", extra={"registrationId": registration_id})
+            metrics.add_metric(name="RefundedOutside", unit="Count", value=1)
+        race, _ = self._catalog.definition(reg.raceId)
+        self.cancel(PROVIDER, race, registration_id)
+        return True
+
+    def record_outside(self, reg: Registration, refunded_total: int, refund_id: str = "") -> bool:
+        """A refund made outside Racecap: what the charge says was refunded (``refunded_total``)
+        beyond the ledger's sum goes in the ledger, flagged on the registration, in the event's
+        counters (``outsideRefunds``) and the audit trail. Its key is the charge's refunded
+        total, which only grows, so a repeat of the same webhook records nothing. True: recorded."""
+        rid = reg.registrationId
+        outside = refunded_total - self._ledger.refunded_cents(rid)
+        if outside <= 0:
+            return False
+        entry = LedgerEntry(
+            kind="refund",
+            key=f"outside-{refunded_total}",  # no provider id in a key: retention could not empty it
+            providerId=refund_id,
+            amountCents=outside,
+            currency=reg.currency,
+            reason=OUTSIDE_REASON,
+            actor=PROVIDER.sub,
+            at=datetime.now(UTC).isoformat(),
+        )
+        audit = self._audit.item(
+            PROVIDER, reg.raceId, "registration.refund.outside", rid,
+            amountCents=outside, currency=reg.currency, refundedInAllCents=refunded_total, flagged=True,
+        )  # fmt: skip
+        counted = self._regs.refunds_counted_item(reg.raceId, reg.eventId, outside, outside=True)
+        try:
+            self._transact([*self._ledger.outside_items(rid, entry), counted, audit])
+        except ConditionFailed:
+            return False  # recorded by a repeat of the same event
+        if refunded_total < reg.amountCents:  # all of it: refunded_elsewhere says so as it cancels
+            logger.warning("payment refunded in part outside Racecap", extra={"registrationId": rid, "cents": outside})
+            metrics.add_metric(name="RefundedOutsideInPart", unit="Count", value=1)
+        return True
+
+    def _begin(
+        self, director: Director, reg: Registration, reason: str, choice: RefundChoice, amount_cents: int | None
+    ) -> None:
+        rid = reg.registrationId
+        now = datetime.now(UTC).isoformat()
+        left = reg.amountCents - self._ledger.refunded_cents(rid)
+        cents = {"FULL": max(left, 0), "NONE": 0, "AMOUNT": amount_cents or 0}[choice]
+        if cents > left:
+            raise RefundTooLarge(too_large(cents, left, reg.currency))
+        key = f"{refund_key(rid)}-c{secrets.token_hex(4)}" if cents else None
+        details = {
+            "eventId": reg.eventId,
+            "bib": reg.bib,
+            "email": reg.email,
+            "amountCents": reg.amountCents,
+            "currency": reg.currency,
+            "refund": choice,
+            "refundCents": cents,
+            **({"reason": reason} if reason else {}),
+        }
+        items = [
+            self._regs.begin_cancel_item(
+                rid, now, director.sub, choice=choice, refund_cents=cents, refund_key=key, charged=reg.amountCents
+            ),
+            self._audit.item(director, reg.raceId, "registration.cancel", rid, **details),
+        ]
+        if key is not None:
+            entry = LedgerEntry(
+                kind="refund",
+                key=key,
+                providerId="",
+                amountCents=cents,
+                currency=reg.currency,
+                reason=reason or "cancelled",
+                actor=director.sub,
+                at=now,
+                status=RefundPhase.PENDING,
+            )
+            items.append(self._ledger.entry_item(rid, entry))
+        try:
+            self._transact(items)
+        except ConditionFailed as exc:
+            again = self._regs.get(rid)
+            if cents and 0 in exc.indexes and again is not None and again.status == RegistrationPhase.CONFIRMED:
+                # Still confirmed: a concurrent refund spent the room this refund needed.
+                now_left = reg.amountCents - self._ledger.refunded_cents(rid)
+                raise RefundTooLarge(too_large(cents, now_left, reg.currency)) from exc
+            # else a concurrent call got there first: the loop reads the new state
+
+    def _refund(self, reg: Registration) -> tuple[str, int]:
+        """The cancellation's refund at the provider: (its id, the amount refunded)."""
+        rid = reg.registrationId
+        if reg.cancelRefund is None:  # begun before the refund choice: all that is left, keyed on the registration
+            return self._ask(reg, refund_key(rid), None, None), reg.amountCents
+        entry = self._ledger.refund(rid, reg.cancelRefundKey) if reg.cancelRefundKey else None
+        if entry is None:
+            return "", 0  # NONE, a free entry, or nothing left: no provider is asked
+        if entry.status == RefundPhase.SUCCEEDED:
+            return entry.providerId, entry.amountCents
+        return self._ask(reg, entry.key, entry.amountCents, entry), entry.amountCents
+
+    def _ask(self, reg: Registration, key: str, amount: int | None, entry: LedgerEntry | None) -> str:
+        rid = reg.registrationId
+        try:
+            refund_id = self._payments.refund(intent_id=reg.chargeId, idempotency_key=key, amount_cents=amount).id
+        except AlreadyRefunded:
+            # Refunded under another key (by hand, in the provider's dashboard): the money
+            # is back with the runner either way; finish the cancellation.
+            refund_id = "refunded-elsewhere"
+        except PaymentUnavailable as exc:
+            logger.warning("refund outcome unknown; the cancellation stays pending", extra={"registrationId": rid})
+            raise Busy(
+                "The payment provider is not answering; the cancellation is pending. Retry in a moment.",
+                retry_after=5,
+            ) from exc
+        except PaymentRejected as exc:
+            now = datetime.now(UTC).isoformat()
+            undo = [self._regs.undo_cancel_item(rid, entry.amountCents if entry else 0)]
+            try:
+                self._transact([*undo, self._ledger.refuse_item(rid, entry, now)] if entry else undo)
+            except ConditionFailed:
+                pass
+            raise RefundFailed(f"The payment provider refused the refund ({exc.code}); nothing was changed.") from exc
+        if entry is not None:
+            self._ledger.settle(rid, key, refund_id, datetime.now(UTC).isoformat())
+        return refund_id
+
+    def _refund_and_release(self, reg: Registration) -> None:
+        rid = reg.registrationId
+        refund_id, refunded = self._refund(reg)
+        hold = self._holds.get(reg.holdId)
+        if hold is None:
+            raise RuntimeError(f"registration {rid} has no hold {reg.holdId}")
+        try:
+            self._transact(
+                self._regs.finish_cancel_items(reg, hold, refund_id, datetime.now(UTC).isoformat(), refunded)
+            )
+        except ConditionFailed:
+            return  # finished by a concurrent call: the loop reads CANCELLED
+        self._catalog.places_came_back(reg.raceId, reg.eventId)
+        metrics.add_metric(name="RegistrationCancelled", unit="Count", value=1)
+        logger.info("registration cancelled", extra={"registrationId": rid, "refundId": refund_id, "cents": refunded})
+
+
+# Who the audit names for a refund made in the provider's dashboard, outside Racecap.
+PROVIDER = Director(sub="payment-provider", username="payment provider (refund made outside Racecap)")
+
+
+def _view(reg: Registration, changed: bool) -> CancellationView:
+    legacy = reg.cancelRefund is None  # begun before the refund choice: refunded in full
+    return CancellationView(
+        registrationId=reg.registrationId,
+        status="CANCELLED",
+        refund="FULL" if legacy else reg.cancelRefund,  # type: ignore[arg-type]
+        refundedCents=refunded_by_cancel(reg),
+        refundId=reg.refundId or "",
+        amountCents=reg.amountCents,
+        currency=reg.currency,
+        cancelledAt=reg.cancelledAt or "",
+        changed=changed,
+    )

@@ -1,0 +1,19 @@
+"""places.wiring."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from racecap import clients
+from racecap.config import get_settings
+
+if TYPE_CHECKING:
+    from racecap.places.store import DynamoInventory
+
+
+@lru_cache(maxsize=1)
+def inventory() -> DynamoInventory:
+    from racecap.places.store import DynamoInventory
+
+    return DynamoInventory(clients.dynamodb(), get_settings().inventory_table)

@@ -1,0 +1,180 @@
+"""races.models."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, TypedDict
+
+from pydantic import Field, model_validator
+
+from racecap.models import Model
+
+
+class RaceChanges(TypedDict, total=False):
+    """The fields of a race a director (or the window) may change in one edit."""
+
+    name: str
+    location: str
+    raceDate: str
+    description: str
+    currency: str
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+    registrationState: RegistrationState
+    holdMinutes: int
+    listing: str
+    retentionDays: int
+
+
+class EventChanges(TypedDict, total=False):
+    name: str
+    cap: int
+    priceCents: int
+    currency: str
+    shards: int
+    minAge: int
+    maxAge: int | None
+    priceTiers: list[dict[str, Any]]
+    teamMinSize: int | None
+    teamMaxSize: int | None
+
+
+RegistrationState = Literal["SCHEDULED", "OPEN", "CLOSED"]
+
+
+# DRAFT: closed to runners (no page, no holds) while the director sets it up; UNLISTED: open
+# by its link only; LISTED: also on the public race list.
+Listing = Literal["DRAFT", "UNLISTED", "LISTED"]
+
+
+PublicRaceStatus = Literal["NOT_YET_OPEN", "OPEN", "CLOSED"]
+
+
+PublicEventStatus = Literal["NOT_YET_OPEN", "OPEN", "SOLD_OUT", "CLOSED"]
+
+
+class Race(Model):
+    """A race as stored: a director's edit bumps ``version``."""
+
+    raceId: str
+    ownerId: str
+    name: str
+    location: str = ""
+    raceDate: str  # YYYY-MM-DD, local to the race
+    description: str = ""
+    currency: str = "USD"
+    timeZone: str = "UTC"  # IANA; races stored before it existed are in UTC
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+    registrationState: RegistrationState = "SCHEDULED"
+    holdMinutes: int = 10
+    listing: Listing = "LISTED"
+    version: int = 1
+    # Days after raceDate that runners' personal data is kept (racecap.logic.retention).
+    retentionDays: int = 365
+    purgedAt: datetime | None = None  # when the retention job deleted it
+
+    @model_validator(mode="before")
+    @classmethod
+    def _listing_from_published(cls, data: Any) -> Any:
+        # Races stored before drafts existed have ``published`` (true: listed, false: by link).
+        if isinstance(data, dict) and "listing" not in data and "published" in data:
+            data = {**data, "listing": "LISTED" if data["published"] else "UNLISTED"}
+        return data
+
+    @property
+    def is_draft(self) -> bool:
+        return self.listing == "DRAFT"
+
+
+class PriceTier(Model):
+    """From ``startsAt`` on, the event costs ``priceCents`` (an early-bird price is the event's
+    own ``priceCents`` until the first tier starts)."""
+
+    startsAt: datetime
+    priceCents: int
+
+
+class Event(Model):
+    raceId: str
+    eventId: str
+    name: str
+    cap: int
+    priceCents: int
+    currency: str = "USD"
+    shards: int = 1
+    position: int = 0  # the director's order, which runners see
+    # The event's age rule, on race day (racecap.logic.eligibility): events stored before the
+    # rule existed read as the old site-wide minimum of 5 and no maximum.
+    minAge: int = 5
+    maxAge: int | None = None
+    # Later prices by date, in order (racecap.logic.pricing): the price a hold takes is the one
+    # in force when the place is held.
+    priceTiers: list[PriceTier] = []
+    # Team entries (racecap.teams): a captain holds and pays for teamMinSize..teamMaxSize
+    # places together. None: the event takes single entries only.
+    teamMinSize: int | None = None
+    teamMaxSize: int | None = None
+
+    def price_at(self, at: datetime) -> int:
+        price = self.priceCents
+        for tier in self.priceTiers:
+            if tier.startsAt <= at:
+                price = tier.priceCents
+        return price
+
+    def next_tier(self, at: datetime) -> PriceTier | None:
+        return next((t for t in self.priceTiers if t.startsAt > at), None)
+
+
+class EventView(Model):
+    eventId: str
+    name: str
+    cap: int
+    spotsLeft: int = Field(description="Places left; may be a few seconds stale (cached), never used to decide a hold.")
+    priceCents: int = Field(description="The price now: what a place held now costs.")
+    currency: str
+    status: PublicEventStatus
+    priceChanges: list[PriceTier] = Field(description="The prices still to come, by date (e.g. after an early bird).")
+    minAge: int = Field(description="The youngest a runner may be on race day.")
+    maxAge: int | None = Field(description="The oldest a runner may be on race day; null: no limit.")
+    ageRule: str = Field(description="The rule in words, e.g. 'ages 4 to 12 on race day'.")
+    teamMinSize: int | None = Field(
+        default=None, description="Team entries: the smallest team a captain may enter; null: no team entries."
+    )
+    teamMaxSize: int | None = Field(default=None, description="Team entries: the largest team.")
+
+
+class EventSummaryView(Model):
+    eventId: str
+    name: str
+    spotsLeft: int = Field(description="Places left, as on the race page (cached for seconds).")
+    priceCents: int
+    currency: str
+    status: PublicEventStatus
+
+
+class RaceSummaryView(Model):
+    raceId: str
+    name: str
+    location: str
+    raceDate: str
+    timeZone: str = Field(description="The race's IANA time zone: show its times in it.")
+    status: PublicRaceStatus
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+
+
+class RaceListItem(RaceSummaryView):
+    events: list[EventSummaryView] = Field(description="Each event's places left or SOLD_OUT, in the race's order.")
+
+
+class RaceView(RaceSummaryView):
+    description: str
+    currency: str
+    holdMinutes: int
+    events: list[EventView]
+
+
+class RaceList(Model):
+    races: list[RaceListItem]

@@ -1,0 +1,303 @@
+"""What a runner's registration must contain. The site's inline checks mirror these.
+
+Whether the runner may enter the event (its age rule, on race day) is the event's to say:
+``racecap.logic.eligibility``, checked once the hold's race is known."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Annotated, Literal, TypedDict, cast
+
+from pydantic import (
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
+
+from racecap.errors import ValidationFailed
+from racecap.models import Model, _Record
+from racecap.questions.models import Answers, WaiverAcceptance
+from racecap.races.rules import MAX_TEAM_SIZE, MIN_TEAM_SIZE, age_on
+
+
+class RegistrationPhase(StrEnum):
+    CONFIRMED = "CONFIRMED"
+    CANCELLING = "CANCELLING"  # the director's decision is recorded; the refund may be in flight
+    CANCELLED = "CANCELLED"
+
+
+class PaidRegistration(_Record):
+    """The message on the Registrations queue: what the writer needs, without reading anything."""
+
+    registrationId: str
+    holdId: str
+    raceId: str
+    eventId: str
+    email: str
+    firstName: str
+    lastName: str
+    dateOfBirth: str
+    amountCents: int
+    currency: str
+    chargeId: str  # the provider's payment (intent) id
+    raceName: str
+    raceDate: str
+    eventName: str
+    paidAt: str
+    # As on the attempt: the answers (JSON) and the version of the questions they answered.
+    answers: str | None = None
+    questionsVersion: int | None = None
+    waiver: str | None = None  # as on the attempt
+    # The discount code it was held with (racecap.codes) and what it took off the price:
+    # ``amountCents`` is what was charged. Absent without a code (no bytes on the item).
+    code: str | None = None
+    discountCents: int | None = None
+    # A team member's (absent otherwise): the team's name, every member's registration id (the
+    # captain first: what the team's one payment covers, for refunds and the audit) and the
+    # cap shard this member's place came from (a cancellation gives it back there).
+    teamName: str | None = None
+    teamMembers: list[str] | None = None
+    shard: str | None = None
+
+
+class PaidTeam(_Record):
+    """A team's message on the Registrations queue: every member's registration, confirmed
+    together by the writer (one transaction: a team is complete or absent)."""
+
+    members: list[PaidRegistration]
+
+
+class Registration(PaidRegistration):
+    """A confirmed registration (Registrations ``REG#<registrationId>``)."""
+
+    bib: int
+    status: RegistrationPhase
+    confirmedAt: str
+    cancelRequestedAt: str | None = None
+    cancelledBy: str | None = None
+    cancelledAt: str | None = None
+    refundId: str | None = None
+    # The director's refund choice when cancelling (FULL, NONE, AMOUNT), what it refunds and its
+    # ledger key; None on a cancellation begun before the choice existed (it refunded in full).
+    cancelRefund: str | None = None
+    cancelRefundCents: int | None = None
+    cancelRefundKey: str | None = None
+    # The ledger (racecap.ledger): the sum of its refunds, reserved or made, and how many of
+    # them were made outside Racecap (the provider's dashboard) — flagged to the director.
+    # None (absent) until the first: the writer writes the record whole, and two attributes
+    # more on every registration item would be bytes on the hot path's writes.
+    ledgerRefundedCents: int | None = None
+    ledgerPending: int | None = None  # refunds reserved, the provider's answer not recorded yet
+    outsideRefunds: int | None = None
+    # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
+    disputeId: str | None = None
+    disputedAt: str | None = None
+    # Once the race's retention period is over (racecap.logic.retention): email, dateOfBirth
+    # and chargeId are "" and the age on race day is kept instead of the date of birth.
+    purgedAt: str | None = None
+    ageOnRaceDay: int | None = None
+
+
+class RegistrationRowData(TypedDict, total=False):
+    """What directors see of a registration (lists, search, CSV): read by projection, as
+    plain values, because 50,000 of them must stream fast; ``RegistrationRow`` validates
+    the ones an API page returns."""
+
+    registrationId: str
+    eventId: str
+    eventName: str
+    bib: int
+    status: str
+    firstName: str
+    lastName: str
+    email: str
+    dateOfBirth: str
+    amountCents: int
+    currency: str
+    confirmedAt: str
+    cancelledAt: str
+    refundId: str
+    disputeId: str
+    purgedAt: str
+    ledgerRefundedCents: int
+    ledgerPending: int
+    outsideRefunds: int
+    cancelRefund: str
+    cancelRefundCents: int
+    ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
+    answers: str  # the answers to the event's questions (JSON), with the version they answered
+    questionsVersion: int
+    waiver: str  # the waiver's acceptance (JSON)
+    code: str
+    discountCents: int
+    teamName: str
+
+
+ROW_FIELDS: tuple[str, ...] = tuple(RegistrationRowData.__annotations__)
+
+
+class RegistrationAccepted(Model):
+    registrationId: str
+    status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING", "QUEUED", "CONFIRMED"] = Field(
+        description="PAYMENT_REQUIRED / REQUIRES_ACTION / PROCESSING: confirm the payment in the browser "
+        "with `clientSecret` (Stripe.js), then call the hold's payment/confirm; QUEUED / CONFIRMED: paid "
+        "(or free: `amountCents` 0, no card step)."
+    )
+    clientSecret: str | None = Field(
+        default=None, description="The hold's PaymentIntent client secret (Stripe.js), while unpaid."
+    )
+    amountCents: int | None = Field(default=None, description="What the card is charged: the server's price.")
+    currency: str | None = None
+    publishableKey: str | None = Field(default=None, description="For `Stripe(publishableKey)`, while unpaid.")
+    paymentsScript: str | None = Field(default=None, description="Where Stripe.js is loaded from, while unpaid.")
+
+
+class RegistrationStatus(Model):
+    registrationId: str
+    status: Literal["QUEUED", "CONFIRMED", "FAILED"]
+    raceId: str
+    eventId: str
+    bib: int | None = None
+    firstName: str | None = None
+    lastName: str | None = None
+    eventName: str | None = None
+    raceName: str | None = None
+    confirmedAt: datetime | None = None
+    message: str | None = None
+
+
+class RegistrationRow(Model):
+    registrationId: str
+    eventId: str
+    eventName: str
+    bib: int
+    status: Literal["CONFIRMED", "CANCELLING", "CANCELLED"]
+    firstName: str
+    lastName: str
+    email: str
+    dateOfBirth: str
+    amountCents: int
+    currency: str
+    confirmedAt: str
+    cancelledAt: str | None = None
+    refundId: str | None = None
+    disputeId: str | None = Field(default=None, description="Set when the runner's card issuer opened a dispute.")
+    purgedAt: str | None = Field(
+        default=None,
+        description="Set once the race's retention period ended: email and dateOfBirth are then empty.",
+    )
+    code: str | None = Field(default=None, description="The discount code the place was held with.")
+    discountCents: int | None = Field(default=None, description="What the code took off; amountCents is what was paid.")
+    teamName: str | None = Field(default=None, description="A team entry's team; amountCents is this member's share.")
+
+
+class RegistrationPage(Model):
+    registrations: list[RegistrationRow]
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for more; a search may return fewer than `limit` rows with a cursor."
+    )
+
+
+class TeamRegistrationRequest(Model):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    teamName: str = Field(min_length=1, max_length=80, pattern=r"\S")
+    members: list[RunnerDetails] = Field(
+        min_length=MIN_TEAM_SIZE,
+        max_length=MAX_TEAM_SIZE,
+        description="Every member's details, the captain first: as many as the places held.",
+    )
+    paymentMethod: PaymentMethodId | None = Field(
+        default=None, description="As on a single registration: confirm the team's one payment on the server."
+    )
+
+
+@contextmanager
+def member_fields(index: int) -> Iterator[None]:
+    """A runner's check run for one team member: its 400 names the member's fields
+    (``members.<i>.dateOfBirth``) and the member, so the captain knows whose to fix."""
+    try:
+        yield
+    except ValidationFailed as exc:
+        fields = {f"members.{index}.{k}": v for k, v in (exc.fields or {}).items()}
+        raise type(exc)(f"Member {index + 1}: {exc.message}", fields=fields or None) from exc
+
+
+def _row(reg: Registration) -> RegistrationRowData:
+    return cast(RegistrationRowData, reg.model_dump(mode="json", include=set(ROW_FIELDS), exclude_none=True))
+
+
+def registration_row(reg: Registration) -> RegistrationRow:
+    """One registration as the list shows it (the runner's detail starts from the same row)."""
+    return RegistrationRow.model_validate(_row(reg))
+
+
+# Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
+# is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
+EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
+
+
+# A plausibility check only (a mistyped year), measured today; the event's own rule decides.
+MAX_AGE_YEARS = 120
+
+
+def normalize_email(raw: str) -> str:
+    """Emails compare case-insensitively after trimming (the contract)."""
+    return raw.strip().lower()
+
+
+# Optional: a PaymentMethod id (``pm_…``) to confirm on the server (load generators, Stripe's
+# "finalize on the server" flow). Without it the answer carries the intent's client secret and
+# the browser confirms with Stripe.js. Never card numbers.
+PaymentMethodId = Annotated[str, StringConstraints(min_length=4, max_length=200, pattern=r"^pm_[A-Za-z0-9_]+$")]
+
+
+class RunnerDetails(Model):
+    """One runner's details: a registration's, or a team member's (``racecap.teams``)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    # The patterns say in the document what the validators check (names are trimmed first).
+    email: str = Field(min_length=3, max_length=254, pattern=r"^\s*[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}\s*$")
+    firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
+    lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
+    dateOfBirth: date
+    # The answers to the event's registration questions (GET /api/races/{raceId}/events/{eventId}/questions),
+    # by question id; checked against the questions as they stand (racecap.questions).
+    answers: Answers | None = Field(default=None, max_length=60)
+    # The event's waiver accepted (and, for a runner under 18 on race day, by a parent or guardian).
+    waiver: WaiverAcceptance | None = None
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        v = normalize_email(v)
+        if not EMAIL_RE.match(v):
+            raise ValueError("Enter an email address like name@example.com.")
+        return v
+
+    @field_validator("dateOfBirth", mode="before")
+    @classmethod
+    def _strict_date(cls, v: object) -> object:
+        if not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            raise ValueError("Use the form YYYY-MM-DD.")
+        return v
+
+    @field_validator("dateOfBirth")
+    @classmethod
+    def _plausible_age(cls, v: date) -> date:
+        today = datetime.now(UTC).date()
+        if v >= today:
+            raise ValueError("The date of birth must be in the past.")
+        if age_on(v, today) > MAX_AGE_YEARS:
+            raise ValueError("Please check the year of birth.")
+        return v
+
+
+class RegistrationRequest(RunnerDetails):
+    paymentMethod: PaymentMethodId | None = None

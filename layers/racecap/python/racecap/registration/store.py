@@ -1,0 +1,498 @@
+"""Confirmed registrations (Registrations table) and the counters the writer keeps (keys:
+``dal/keys.py``).
+
+The writer confirms a whole batch for one event in ONE transaction: the bib counter
+moves from n to n+k only together with the k registrations that take bibs n+1..n+k, so
+bibs have no gaps and no duplicates whatever crashes or redeliveries happen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol, cast
+
+from racecap.aws.items import (
+    from_item,
+    get_all,
+    is_conditional_failure,
+    query_all,
+    query_raw,
+    to_item,
+    values,
+)
+from racecap.aws.keys import (
+    bib_counter_key,
+    bib_sk,
+    email_key,
+    event_bib_pk,
+    hold_key,
+    key,
+    minute_sk,
+    reg_key,
+    reg_pk,
+    shard_key,
+    stats_key,
+    stats_pk,
+    stock_key,
+)
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
+from racecap.holds.models import (
+    Hold,
+    HoldPhase,
+)
+from racecap.registration.models import (
+    ROW_FIELDS,
+    PaidRegistration,
+    Registration,
+    RegistrationPhase,
+    RegistrationRowData,
+)
+
+
+class RegistrationStore(Protocol):
+    def get(self, registration_id: str, consistent: bool = True) -> Registration | None: ...
+
+    def existing(self, registration_ids: list[str]) -> dict[str, Registration]: ...
+
+    def next_bib(self, race_id: str, event_id: str) -> int: ...
+
+    def confirm_batch(
+        self, race_id: str, event_id: str, first_bib: int, paid: list[PaidRegistration], confirmed_at: str
+    ) -> list[Registration]:
+        """All of ``paid`` with bibs ``first_bib``.., or none: ``CounterMoved`` / ``DuplicateRegistration``."""
+        ...
+
+    def event_page(
+        self, race_id: str, event_id: str, after_bib: int, limit: int
+    ) -> tuple[list[RegistrationRowData], bool]: ...
+
+    def event_rows(self, race_id: str, event_id: str, after_bib: int = 0) -> Iterator[RegistrationRowData]: ...
+
+    def by_bib(self, race_id: str, event_id: str, bib: int) -> RegistrationRowData | None: ...
+
+    def by_email(self, race_id: str, email: str) -> Registration | None: ...
+
+    def stats(self, race_id: str, event_id: str) -> dict[str, int]: ...
+
+    def per_minute(self, race_id: str, event_id: str, since: str) -> dict[str, int]: ...
+
+    def begin_cancel_item(
+        self,
+        registration_id: str,
+        now: str,
+        by: str,
+        *,
+        choice: str | None = None,
+        refund_cents: int = 0,
+        refund_key: str | None = None,
+        charged: int = 0,
+    ) -> TransactItem: ...
+
+    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
+
+    def finish_cancel_items(
+        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+    ) -> list[TransactItem]: ...
+
+    def refunds_counted_item(
+        self, race_id: str, event_id: str, cents: int, *, outside: bool = False
+    ) -> TransactItem: ...
+
+    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool: ...
+
+
+# The ledger's sum of a registration's refunds, reserved or made (racecap.ledger.store owns it;
+# the cancellation reserves its refund in the same update that begins it).
+LEDGER_SUM = "ledgerRefundedCents"
+
+
+# How many of a registration's refunds are reserved and not answered by the provider yet.
+LEDGER_PENDING = "ledgerPending"
+
+
+# An event's money and counts (``STATS#`` item): revenue is what the confirmed registrations
+# paid, cancelledCents what the cancelled ones had paid, refundedCents every refund.
+STATS_FIELDS = ("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds")
+
+
+# 2 items per registration (a team's members: 1 each, and 1 for their hold) + counter + stats +
+# minute stays under 100.
+MAX_PER_TRANSACTION = 48
+
+
+class CounterMoved(Exception):
+    """Another writer took bibs first; read the counter again."""
+
+
+class DuplicateRegistration(Exception):
+    """A registration in the batch was confirmed meanwhile; drop it and retry."""
+
+
+class DynamoRegistrations:
+    def __init__(self, client: Any, registrations_table: str, inventory_table: str) -> None:
+        self._db = client
+        self._regs = registrations_table
+        self._inv = inventory_table
+
+    def get(self, registration_id: str, consistent: bool = True) -> Registration | None:
+        resp = self._db.get_item(TableName=self._regs, Key=reg_key(registration_id), ConsistentRead=consistent)
+        return Registration.model_validate(from_item(resp["Item"])) if "Item" in resp else None
+
+    def existing(self, registration_ids: list[str]) -> dict[str, Registration]:
+        found = (
+            Registration.model_validate(item)
+            for item in get_all(self._db, self._regs, [reg_key(r) for r in registration_ids])
+        )
+        return {reg.registrationId: reg for reg in found}
+
+    def next_bib(self, race_id: str, event_id: str) -> int:
+        resp = self._db.get_item(TableName=self._inv, Key=bib_counter_key(race_id, event_id), ConsistentRead=True)
+        return int(from_item(resp["Item"])["next"]) if "Item" in resp else 1
+
+    def confirm_batch(
+        self, race_id: str, event_id: str, first_bib: int, paid: list[PaidRegistration], confirmed_at: str
+    ) -> list[Registration]:
+        """Write ``paid`` with bibs first_bib.. in one transaction (see module doc).
+
+        Raises ``CounterMoved`` when another writer took those bibs first, and
+        ``DuplicateRegistration`` when one of them was confirmed meanwhile."""
+        k = len(paid)
+        regs = [
+            Registration(
+                **p.model_dump(), bib=first_bib + i, status=RegistrationPhase.CONFIRMED, confirmedAt=confirmed_at
+            )
+            for i, p in enumerate(paid)
+        ]
+        counter_cond = "attribute_not_exists(pk)" if first_bib == 1 else "#n = :cur"
+        counter_vals = {":next": first_bib + k} | ({} if first_bib == 1 else {":cur": first_bib})
+        items: list[TransactItem] = [
+            {
+                "Update": {
+                    "TableName": self._inv,
+                    "Key": bib_counter_key(race_id, event_id),
+                    "UpdateExpression": "SET #n = :next",
+                    "ConditionExpression": counter_cond,
+                    "ExpressionAttributeNames": {"#n": "next"},
+                    "ExpressionAttributeValues": values(counter_vals),
+                }
+            },
+            # Registrations per minute for directors' live stats: one counter per minute,
+            # written as often as the STATS item (once per batch), never per runner.
+            {
+                "Update": {
+                    "TableName": self._inv,
+                    "Key": key(stats_pk(race_id, event_id), minute_sk(confirmed_at)),
+                    "UpdateExpression": "ADD confirmed :k",
+                    "ExpressionAttributeValues": values({":k": k}),
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._inv,
+                    "Key": stats_key(race_id, event_id),
+                    "UpdateExpression": "ADD confirmed :k, revenueCents :r",
+                    "ExpressionAttributeValues": values({":k": k, ":r": sum(r.amountCents for r in regs)}),
+                }
+            },
+        ]
+        holds_seen: set[str] = set()
+        for reg in regs:
+            rid = reg.registrationId
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._regs,
+                        "Item": to_item(
+                            {
+                                **reg.model_dump(mode="json"),
+                                "pk": reg_pk(rid),
+                                "sk": "REG",
+                                "gsi1pk": event_bib_pk(race_id, event_id),
+                                "gsi1sk": bib_sk(reg.bib),
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+            if reg.holdId in holds_seen:
+                continue  # a team's hold: moved once, with its captain (the first member)
+            holds_seen.add(reg.holdId)
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._inv,
+                        "Key": hold_key(reg.holdId),
+                        # chargeId too: the writer may get here before the API's mark_queued
+                        # does, and a late webhook must find the hold's payment on it.
+                        "UpdateExpression": "SET #s = :confirmed, bib = :bib, chargeId = :charge REMOVE gsi1pk, gsi1sk",
+                        "ConditionExpression": "registrationId = :rid",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": values(
+                            {":confirmed": HoldPhase.CONFIRMED, ":bib": reg.bib, ":rid": rid, ":charge": reg.chargeId}
+                        ),
+                    }
+                }
+            )
+        try:
+            transact(self._db, items)
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                raise CounterMoved() from exc
+            raise DuplicateRegistration() from exc
+        return regs
+
+    # -- directors: reading -------------------------------------------------------------------
+    def event_page(
+        self, race_id: str, event_id: str, after_bib: int, limit: int
+    ) -> tuple[list[RegistrationRowData], bool]:
+        """Up to ``limit`` registrations of one event in bib order after ``after_bib``
+        (flat dicts of ``ROW_FIELDS``); and whether the event has more."""
+        resp = self._db.query(**self._after_bib(race_id, event_id, after_bib), Limit=limit)
+        return [flat(i) for i in resp.get("Items", [])], bool(resp.get("LastEvaluatedKey"))
+
+    def event_rows(self, race_id: str, event_id: str, after_bib: int = 0) -> Iterator[RegistrationRowData]:
+        """Every registration of one event after ``after_bib``, in bib order, page by page."""
+        yield from (flat(i) for i in query_raw(self._db, **self._after_bib(race_id, event_id, after_bib)))
+
+    def _after_bib(self, race_id: str, event_id: str, after_bib: int) -> dict[str, Any]:
+        """One event's registrations in bib order, after ``after_bib`` (the gsi1 query)."""
+        return {
+            "TableName": self._regs,
+            "IndexName": "gsi1",
+            "KeyConditionExpression": "gsi1pk = :pk AND gsi1sk > :after",
+            "ExpressionAttributeValues": values({":pk": event_bib_pk(race_id, event_id), ":after": bib_sk(after_bib)}),
+            "ProjectionExpression": _PROJECTION,
+            "ExpressionAttributeNames": _PROJECTION_NAMES,
+        }
+
+    def by_bib(self, race_id: str, event_id: str, bib: int) -> RegistrationRowData | None:
+        resp = self._db.query(
+            TableName=self._regs,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :pk AND gsi1sk = :bib",
+            ExpressionAttributeValues=values({":pk": event_bib_pk(race_id, event_id), ":bib": bib_sk(bib)}),
+            ProjectionExpression=_PROJECTION,
+            ExpressionAttributeNames=_PROJECTION_NAMES,
+        )
+        items = resp.get("Items", [])
+        return flat(items[0]) if items else None
+
+    def by_email(self, race_id: str, email: str) -> Registration | None:
+        """The race's registration for an email, through the email's claim (one read each;
+        a claim still paying has no registration)."""
+        resp = self._db.get_item(TableName=self._inv, Key=email_key(race_id, email), ConsistentRead=True)
+        claim = from_item(resp["Item"]) if "Item" in resp else None
+        return self.get(claim["registrationId"]) if claim is not None else None
+
+    def stats(self, race_id: str, event_id: str) -> dict[str, int]:
+        resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)
+        item = from_item(resp["Item"]) if "Item" in resp else {}
+        return {k: int(item.get(k, 0)) for k in STATS_FIELDS}
+
+    def per_minute(self, race_id: str, event_id: str, since: str) -> dict[str, int]:
+        """Confirmations per minute from ``since`` (``YYYY-MM-DDTHH:MM``) on."""
+        items = query_all(
+            self._db,
+            TableName=self._inv,
+            KeyConditionExpression="pk = :pk AND sk >= :since",
+            ExpressionAttributeValues=values({":pk": stats_pk(race_id, event_id), ":since": f"MIN#{since}"}),
+        )
+        return {i["sk"].removeprefix("MIN#"): int(i["confirmed"]) for i in items if i["sk"].startswith("MIN#")}
+
+    # -- directors: cancelling -----------------------------------------------------------------
+    @staticmethod
+    def _update_status(
+        table: str, key: dict[str, Any], expression: str, condition: str, vals: dict[str, Any]
+    ) -> TransactItem:
+        """An Update of a registration's or a hold's item, ``#s`` naming its status."""
+        return update_item(table, key, expression, condition=condition, names={"#s": "status"}, vals=vals)
+
+    def begin_cancel_item(
+        self,
+        registration_id: str,
+        now: str,
+        by: str,
+        *,
+        choice: str | None = None,
+        refund_cents: int = 0,
+        refund_key: str | None = None,
+        charged: int = 0,
+    ) -> TransactItem:
+        """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves.
+        With a refund ``choice``, the refund's amount is reserved in the ledger's sum in the
+        same update (one write on the item: a transaction may not touch it twice), only while
+        the sum stays within ``charged`` — the ledger's reservation (racecap.ledger.store)."""
+        sets = "SET #s = :cancelling, cancelRequestedAt = :now, cancelledBy = :by"
+        condition = "#s = :confirmed"
+        vals: dict[str, Any] = {
+            ":cancelling": RegistrationPhase.CANCELLING,
+            ":confirmed": RegistrationPhase.CONFIRMED,
+            ":now": now,
+            ":by": by,
+        }
+        if choice is not None:
+            sets += ", cancelRefund = :choice, cancelRefundCents = :cents"
+            vals |= {":choice": choice, ":cents": refund_cents}
+        if refund_key is not None:
+            sets += ", cancelRefundKey = :key"
+            vals[":key"] = refund_key
+        if refund_cents:
+            sets += f" ADD {LEDGER_SUM} :cents"
+            condition += (
+                f" AND amountCents = :charged AND (attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)"
+            )
+            vals |= {":charged": charged, ":room": charged - refund_cents}
+        return self._update_status(self._regs, reg_key(registration_id), sets, condition, vals)
+
+    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem:
+        """CANCELLING → CONFIRMED (the provider refused the refund), giving back the amount the
+        cancellation had reserved in the ledger's sum."""
+        expression = (
+            "SET #s = :confirmed "
+            "REMOVE cancelRequestedAt, cancelledBy, cancelRefund, cancelRefundCents, cancelRefundKey"
+        )
+        vals: dict[str, Any] = {":cancelling": RegistrationPhase.CANCELLING, ":confirmed": RegistrationPhase.CONFIRMED}
+        if release_cents:
+            expression += f" ADD {LEDGER_SUM} :minus"
+            vals[":minus"] = -release_cents
+        return self._update_status(self._regs, reg_key(registration_id), expression, "#s = :cancelling", vals)
+
+    def refunds_counted_item(self, race_id: str, event_id: str, cents: int, *, outside: bool = False) -> TransactItem:
+        """The event's counters see a refund of ``cents`` (negative: one given back) that leaves
+        the registration as it is: a partial refund, ours or one made outside Racecap."""
+        expression = "ADD refundedCents :amt" + (", outsideRefunds :one" if outside else "")
+        return {
+            "Update": {
+                "TableName": self._inv,
+                "Key": stats_key(race_id, event_id),
+                "UpdateExpression": expression,
+                "ExpressionAttributeValues": values({":amt": cents} | ({":one": 1} if outside else {})),
+            }
+        }
+
+    def finish_cancel_items(
+        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+    ) -> list[TransactItem]:
+        """Refunded (``refunded_cents`` by this cancellation; None: the whole charge, as a
+        cancellation begun before the refund choice did): the registration is CANCELLED, its
+        place goes back to its shard, its email may register again, and the counters move —
+        all or nothing, exactly once (the registration's CANCELLING state is the condition).
+        ``cancelledCents`` keeps what the cancelled registrations had paid, so the gross stays
+        what was taken: revenue (the confirmed ones') + cancelled."""
+        rid, race_id, event_id = reg.registrationId, reg.raceId, reg.eventId
+        amount = reg.amountCents
+        refunded = amount if refunded_cents is None else refunded_cents
+        return [
+            self._update_status(
+                self._regs,
+                reg_key(rid),
+                "SET #s = :cancelled, cancelledAt = :now, refundId = :refund",
+                "#s = :cancelling",
+                {
+                    ":cancelled": RegistrationPhase.CANCELLED,
+                    ":cancelling": RegistrationPhase.CANCELLING,
+                    ":now": now,
+                    ":refund": refund_id,
+                },
+            ),
+            (
+                # A team's hold stays CONFIRMED while any member is: it counts its cancelled ones.
+                self._update_status(
+                    self._inv,
+                    hold_key(hold.holdId),
+                    "ADD cancelledPlaces :one",
+                    "#s = :confirmed",
+                    {":confirmed": HoldPhase.CONFIRMED, ":one": 1},
+                )
+                if hold.is_team
+                else self._update_status(
+                    self._inv,
+                    hold_key(hold.holdId),
+                    "SET #s = :cancelled",
+                    "registrationId = :rid AND #s = :confirmed",
+                    {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid},
+                )
+            ),
+            update_item(
+                self._inv,
+                shard_key(race_id, event_id, reg.shard or hold.shard),
+                "SET taken = taken - :one",
+                condition="taken >= :one",
+                vals={":one": 1},
+            ),
+            {
+                "Delete": {
+                    "TableName": self._inv,
+                    "Key": email_key(race_id, reg.email),
+                    "ConditionExpression": "attribute_not_exists(pk) OR registrationId = :rid",
+                    "ExpressionAttributeValues": values({":rid": rid}),
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._inv,
+                    "Key": stats_key(race_id, event_id),
+                    "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
+                    "refundedCents :amt, cancelledCents :paid",
+                    "ExpressionAttributeValues": values(
+                        {":minus": -1, ":lost": -amount, ":one": 1, ":amt": refunded, ":paid": amount}
+                    ),
+                }
+            },
+            # The options with stock it took (a T-shirt size) go back with the place.
+            *(
+                update_item(
+                    self._inv, stock_key(race_id, event_id, entry), "SET taken = taken - :one", vals={":one": 1}
+                )
+                for entry in _stock_of(reg, hold)
+            ),
+        ]
+
+    # -- disputes -------------------------------------------------------------------------------
+    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool:
+        """Mark a registration as disputed (the director sees it); False when it does not exist."""
+        try:
+            self._db.update_item(
+                TableName=self._regs,
+                Key=reg_key(registration_id),
+                UpdateExpression="SET disputeId = :d, disputedAt = if_not_exists(disputedAt, :now)",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues=values({":d": dispute_id, ":now": now}),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
+
+
+def _stock_of(reg: Registration, hold: Hold) -> list[str]:
+    """The options with stock this registration took: its hold's, or its own in a team's."""
+    if hold.attempt is None:
+        return []
+    if hold.is_team:
+        mine = next((m for m in hold.attempt.team() if m.registrationId == reg.registrationId), None)
+        return list(mine.stock or []) if mine else []
+    return list(hold.attempt.stock or [])
+
+
+# A projection keeps 50,000 rows to a few MB of reads and skips the slow generic deserializer.
+_PROJECTION_NAMES = {f"#f{i}": name for i, name in enumerate(ROW_FIELDS)}
+
+
+_PROJECTION = ", ".join(_PROJECTION_NAMES)
+
+
+def flat(item: dict[str, Any]) -> RegistrationRowData:
+    """A DynamoDB item as plain values: strings and numbers directly, the rest generically."""
+    out: dict[str, Any] = {}
+    for name, typed in item.items():
+        if "S" in typed:
+            out[name] = typed["S"]
+        elif "N" in typed:
+            number = typed["N"]
+            out[name] = int(number) if number.lstrip("-").isdigit() else float(number)
+        else:
+            out[name] = from_item({name: typed})[name]
+    return cast(RegistrationRowData, out)

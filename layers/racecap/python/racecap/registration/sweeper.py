@@ -1,0 +1,121 @@
+"""The hold sweeper (every minute): expired places go back to the pool.
+
+A HELD hold past its expiry is released. A PAYING hold past its expiry is a payment the
+runner did not finish in time (or finished without telling us: a closed tab, a crash): the
+hold's intent is asked for. Succeeded → the paid registration is queued (it is never lost).
+Waiting for 3-D Secure (``requires_action``) → the hold is extended once, by
+``THREE_DS_EXTENSION``, so the runner can finish. Otherwise the intent is cancelled *before*
+the place is freed: if the cancel fails because the payment succeeded meanwhile, the
+registration is queued instead; once cancelled, no browser can charge it any more, and the
+email and place are freed. A QUEUED hold the writer has not confirmed by its ``requeueAt``
+(its message was lost) is sent to the writer again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from racecap.cache import Flags
+from racecap.holds.models import Hold, HoldPhase
+from racecap.holds.store import HoldStore
+from racecap.observability import logger, metrics
+from racecap.payments.port import (
+    IntentNotCancelable,
+    IntentStatus,
+    PaymentIntent,
+    PaymentProvider,
+    PaymentUnavailable,
+)
+from racecap.races.catalog import RaceDefinitions, sold_out_flag
+from racecap.registration.service import RegistrationService
+
+# How long a hold waiting for 3-D Secure at its expiry is kept, once: enough for a bank's
+# challenge page, short enough that an abandoned challenge does not keep a place for long.
+THREE_DS_EXTENSION = timedelta(minutes=5)
+
+
+class HoldSweeper:
+    def __init__(
+        self,
+        holds: HoldStore,
+        payments: PaymentProvider,
+        registration: RegistrationService,
+        catalog: RaceDefinitions,
+        cache: Flags,
+    ) -> None:
+        self._holds = holds
+        self._payments = payments
+        self._registration = registration
+        self._catalog = catalog
+        self._cache = cache
+
+    def sweep(self, now: datetime | None = None) -> dict[str, int]:
+        now = now or datetime.now(UTC)
+        counts = {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
+        for hold in self._holds.expired(now):
+            try:
+                outcome = self._settle(hold, now)
+            except PaymentUnavailable:
+                outcome = "waiting"  # ask again next minute; never guess
+            except Exception:
+                logger.exception("could not settle hold", extra={"holdId": hold.holdId})
+                continue
+            if outcome:
+                counts[outcome] += 1
+            if outcome in ("released", "abandoned"):
+                self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
+        for name, value in counts.items():
+            if value:
+                metrics.add_metric(name=f"Sweep{name.title()}", unit="Count", value=value)
+        return counts
+
+    def _settle(self, hold: Hold, now: datetime) -> str | None:
+        if hold.status == HoldPhase.QUEUED:  # paid, queued, still unconfirmed at its re-send time
+            return "resent" if self._registration.resend_unconfirmed(hold, now) else None
+        if hold.status == HoldPhase.HELD:
+            return "released" if self._holds.release(hold, HoldPhase.EXPIRED, now=now) else None
+        if hold.status != HoldPhase.PAYING or hold.attempt is None:
+            return None
+        attempt = hold.attempt
+        if attempt.amountCents == 0:
+            # A free entry has no intent to ask about: its details call stopped before queueing
+            # it and no retry came (a retry would have queued it). No provider call.
+            return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
+        intents = self._hold_intents(hold)
+        paid = next((i for i in intents if i.status == IntentStatus.SUCCEEDED), None)
+        three_ds = any(i.status == IntentStatus.REQUIRES_ACTION for i in intents)
+        if paid is None and three_ds and not hold.extended:
+            if self._holds.extend(hold, now + THREE_DS_EXTENSION):
+                logger.info("hold extended for 3-D Secure", extra={"holdId": hold.holdId})
+                metrics.add_metric(name="HoldExtendedFor3DS", unit="Count", value=1)
+            return "waiting"
+        if paid is None:
+            paid = self._cancel_all(intents)
+        if paid is not None:
+            outcome = self._registration.payment_succeeded(paid, now)
+            if outcome == "queued":
+                logger.info("recovered a paid registration", extra={"registrationId": hold.registrationId})
+                return "recovered"
+            return None
+        return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
+
+    def _hold_intents(self, hold: Hold) -> list[PaymentIntent]:
+        """The hold's intent as recorded; after a crash before it was recorded, whatever the
+        provider knows for the hold (its metadata names it)."""
+        if hold.intentId is not None:
+            return [self._payments.retrieve_intent(hold.intentId)]
+        return self._payments.find_intents(hold_id=hold.holdId)
+
+    def _cancel_all(self, intents: list[PaymentIntent]) -> PaymentIntent | None:
+        """Cancel every intent that could still be paid; the one that succeeded meanwhile, if any.
+        Raises ``PaymentUnavailable`` when the outcome cannot be known yet (processing)."""
+        for intent in intents:
+            if intent.status in (IntentStatus.CANCELED, IntentStatus.SUCCEEDED):
+                continue
+            try:
+                self._payments.cancel_intent(intent.id, idempotency_key=f"cancel-{intent.id}")
+            except IntentNotCancelable as exc:
+                if exc.intent.status == IntentStatus.SUCCEEDED:
+                    return exc.intent
+                raise PaymentUnavailable(f"intent {intent.id} is {exc.intent.status}") from exc
+        return None

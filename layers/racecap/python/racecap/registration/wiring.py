@@ -1,0 +1,67 @@
+"""registration.wiring."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from racecap import clients
+from racecap.config import get_settings
+
+if TYPE_CHECKING:
+    from racecap.registration.service import RegistrationService
+    from racecap.registration.status import SqsWriterPace
+    from racecap.registration.store import DynamoRegistrations
+    from racecap.registration.sweeper import HoldSweeper
+    from racecap.registration.writer import RegistrationWriter
+
+from racecap.cache import shared as cache
+from racecap.emails.wiring import emails_queue
+from racecap.holds.wiring import holds
+from racecap.payments.wiring import payments
+from racecap.races.wiring import catalog
+
+
+@lru_cache(maxsize=1)
+def registrations() -> DynamoRegistrations:
+    from racecap.registration.store import DynamoRegistrations
+
+    s = get_settings()
+    return DynamoRegistrations(clients.dynamodb(), s.registrations_table, s.inventory_table)
+
+
+@lru_cache(maxsize=1)
+def registration_service() -> RegistrationService:
+    from racecap.aws.queues import SqsQueue
+    from racecap.questions.wiring import questions  # the capability's root imports this one
+    from racecap.registration.service import RegistrationService
+
+    queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
+    requeue_after = timedelta(seconds=get_settings().requeue_after_s)
+    return RegistrationService(
+        catalog(), holds(), registrations(), payments(), queue, requeue_after, writer_pace(), questions()
+    )
+
+
+@lru_cache(maxsize=1)
+def writer_pace() -> SqsWriterPace:
+    """The writer's pace and backlog: it records, the waiting screen reads (``logic.backlog``)."""
+    from racecap.registration.status import SqsWriterPace
+
+    return SqsWriterPace(clients.sqs(), get_settings().registrations_queue_url, cache())
+
+
+@lru_cache(maxsize=1)
+def writer() -> RegistrationWriter:
+    from racecap.questions.wiring import questions  # the capability's root imports this one
+    from racecap.registration.writer import RegistrationWriter
+
+    return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace(), answers=questions())
+
+
+@lru_cache(maxsize=1)
+def sweeper() -> HoldSweeper:
+    from racecap.registration.sweeper import HoldSweeper
+
+    return HoldSweeper(holds(), payments(), registration_service(), catalog(), cache())

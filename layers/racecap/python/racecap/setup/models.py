@@ -1,0 +1,411 @@
+"""setup.models."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from annotated_types import Ge, Gt, Le
+from pydantic import (
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from racecap.models import WHOLE_NUMBER, JsonInt, Model
+from racecap.races.models import (
+    Listing,
+    PriceTier,
+    PublicRaceStatus,
+    RegistrationState,
+)
+from racecap.races.rules import (
+    DEFAULT_MIN_AGE,
+    DEFAULT_RETENTION_DAYS,
+    MAX_AGE,
+    MAX_RETENTION_DAYS,
+    MAX_TEAM_SIZE,
+    MIN_RETENTION_DAYS,
+    MIN_TEAM_SIZE,
+)
+
+
+class AdminEventView(Model):
+    eventId: str
+    name: str
+    cap: int
+    priceCents: int = Field(description="The price until the first tier starts.")
+    priceTiers: list[PriceTier]
+    priceNow: int = Field(description="The price in force now.")
+    currency: str
+    shards: int
+    minAge: int
+    maxAge: int | None
+    teamMinSize: int | None = None
+    teamMaxSize: int | None = None
+    taken: int = Field(description="Places held, paid or confirmed right now.")
+    placesLeft: int
+
+
+class AdminRaceSummary(Model):
+    raceId: str
+    name: str
+    raceDate: str
+    timeZone: str
+    status: PublicRaceStatus
+    registrationState: RegistrationState
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+    listing: Listing = Field(
+        description="DRAFT: closed to runners; UNLISTED: open by its link only; LISTED: also on the race list."
+    )
+    published: bool = Field(description="Not a draft (listing is UNLISTED or LISTED).")
+    version: int
+
+
+class AdminRaceList(Model):
+    races: list[AdminRaceSummary]
+
+
+class AdminRaceView(AdminRaceSummary):
+    location: str
+    description: str
+    currency: str
+    holdMinutes: int
+    retentionDays: int = Field(description="Days after the race that runners' personal data is kept.")
+    personalDataDeletedOn: str = Field(
+        description="YYYY-MM-DD: the day the retention job deletes runners' emails, dates of birth and "
+        "payment references (raceDate + retentionDays); names, bibs, results and stats stay."
+    )
+    purgedAt: datetime | None = Field(description="When that deletion happened; null until then.")
+    events: list[AdminEventView]
+
+
+MAX_EVENTS = 50  # one transaction creates a race with all its events (100 items at most)
+
+
+CAP_CHANGE_TRIES = 5  # holds landing on a shard mid-change make it re-plan
+
+
+PRICE_DESCRIPTION = (
+    "In the currency's smallest unit as the payment provider counts it (cents; yen for JPY, a zero-decimal "
+    "currency): 0 for a free entry (no payment, no card step), else at least the provider's minimum charge for "
+    "the race's currency (50 for USD and EUR, 30 for GBP, 50 for JPY...): a price between is refused (400 naming "
+    "priceCents)."
+)
+
+
+NULL_MESSAGE = "Leave out a field to keep it; null is not a value."
+
+
+Currency = Literal["USD", "EUR", "GBP", "CAD", "AUD", "NZD", "CHF", "SEK", "NOK", "DKK", "JPY"]
+
+
+KNOWN_CURRENCIES = frozenset(Currency.__args__)  # type: ignore[attr-defined]
+
+
+# The document states what the server checks: text with something in it (names are
+# trimmed, so "   " is empty), and dates as the strings they are on the wire.
+SOME_TEXT = r"\S"
+
+
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+
+
+def zone_name(v: str) -> str:
+    """An IANA time zone name, as Python's zoneinfo knows it (tzdata)."""
+    try:
+        ZoneInfo(v)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError("Not a time zone; use an IANA name such as Europe/Paris or America/Denver.") from exc
+    return v
+
+
+# -- what a director sends ---------------------------------------------------------------
+# Strict per field (JsonInt, StrictBool): `true` is not a price and "5" is not a cap.
+# Not model-wide: Powertools validates the parsed JSON as Python objects, and a strict
+# model would then refuse the ISO strings that datetimes arrive as.
+_STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+_AGE_RULE_MESSAGE = "minAge must not be above maxAge."
+
+
+MAX_PRICE_TIERS = 10
+
+
+class PriceTierDraft(Model):
+    model_config = _STRICT
+
+    startsAt: datetime = Field(
+        description="When this price starts: ISO 8601; without an offset, the race's local time."
+    )
+    priceCents: JsonInt = Field(ge=0, le=10_000_000, description=PRICE_DESCRIPTION)
+
+    @field_validator("startsAt", mode="before")
+    @classmethod
+    def _text_time(cls, v: object) -> object:
+        return _iso_text(v)
+
+
+PRICE_TIERS_DESCRIPTION = (
+    "Later prices by date (standard, late...), each from its startsAt; priceCents is the price until the first "
+    "starts (the early bird). A hold takes the price in force when the place is held."
+)
+
+
+# A team size as the API takes it (racecap.teams.rules: the largest DynamoDB's transactions allow).
+TeamSize = Annotated[int, Strict(), Ge(MIN_TEAM_SIZE), Le(MAX_TEAM_SIZE), WHOLE_NUMBER]
+
+
+TEAM_SIZE_DESCRIPTION = (
+    f"Team entries: a captain holds and pays for teamMinSize..teamMaxSize places together ({MIN_TEAM_SIZE} to "
+    f"{MAX_TEAM_SIZE}: the largest team one DynamoDB transaction can register). Give both, or neither for single "
+    "entries only."
+)
+
+
+class EventDraft(Model):
+    model_config = _STRICT
+
+    name: str = Field(min_length=1, max_length=100, pattern=SOME_TEXT)
+    cap: JsonInt = Field(gt=0, le=1_000_000)
+    priceCents: JsonInt = Field(ge=0, le=10_000_000, description=PRICE_DESCRIPTION)
+    minAge: JsonInt = Field(
+        default=DEFAULT_MIN_AGE, ge=0, le=MAX_AGE, description="The youngest a runner may be on race day."
+    )
+    maxAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
+        default=None, description="The oldest a runner may be on race day; leave out for no limit."
+    )
+    priceTiers: list[PriceTierDraft] = Field(
+        default=[], max_length=MAX_PRICE_TIERS, description=PRICE_TIERS_DESCRIPTION
+    )
+    teamMinSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+    teamMaxSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+
+    @field_validator("maxAge")
+    @classmethod
+    def _rule_in_order(cls, v: int | None, info: ValidationInfo) -> int | None:
+        low = info.data.get("minAge")
+        if v is not None and low is not None and v < low:
+            raise ValueError(_AGE_RULE_MESSAGE)
+        return v
+
+
+def _iso_text(v: object) -> object:
+    """A time arrives as ISO 8601 text (pydantic would also take a number of seconds)."""
+    if not isinstance(v, str | datetime):
+        raise ValueError("Use an ISO 8601 time with a zone, e.g. 2026-05-01T09:00:00Z.")
+    return v
+
+
+class RaceFields(Model):
+    """A race's own settings, validated together: the times must make sense as a whole."""
+
+    model_config = _STRICT
+
+    name: str = Field(min_length=1, max_length=150, pattern=SOME_TEXT)
+    location: str = Field(default="", max_length=150)
+    raceDate: str = Field(
+        pattern=DATE_PATTERN, description="YYYY-MM-DD, local to the race", json_schema_extra={"format": "date"}
+    )
+    description: str = Field(default="", max_length=5000)
+    currency: Currency = "USD"
+    timeZone: str = Field(
+        default="UTC",
+        min_length=1,
+        max_length=64,
+        description="The race's IANA time zone, e.g. America/Los_Angeles: times sent without an offset are taken "
+        "in it, the race date is a day in it, and runners see times in it. Times are stored in UTC.",
+    )
+    registrationOpensAt: datetime
+    registrationClosesAt: datetime
+    holdMinutes: JsonInt = Field(default=10, ge=1, le=60)
+    listing: Listing = Field(
+        default="DRAFT",
+        description="DRAFT (the default: closed to runners while you set it up), UNLISTED (open by its link "
+        "only) or LISTED. A race created UNLISTED or LISTED must be complete, as publishing checks.",
+    )
+    retentionDays: JsonInt = Field(
+        default=DEFAULT_RETENTION_DAYS,
+        ge=MIN_RETENTION_DAYS,
+        le=MAX_RETENTION_DAYS,
+        description="Days after the race that runners' emails, dates of birth and payment references are kept.",
+    )
+
+    @field_validator("raceDate")
+    @classmethod
+    def _real_date(cls, v: str) -> str:
+        try:
+            date.fromisoformat(v)
+        except ValueError as exc:
+            raise ValueError("Not a date; use YYYY-MM-DD.") from exc
+        return v
+
+    @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")
+    @classmethod
+    def _text_time(cls, v: object) -> object:
+        return _iso_text(v)
+
+    @field_validator("timeZone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        return zone_name(v)
+
+    @field_validator("registrationOpensAt", "registrationClosesAt")
+    @classmethod
+    def _in_the_races_zone(cls, v: datetime, info: ValidationInfo) -> datetime:
+        if v.tzinfo is None:
+            zone = info.data.get("timeZone")
+            if zone is None:  # the zone itself was refused: its own error says why
+                raise ValueError("Give a time zone, e.g. 2026-05-01T09:00:00Z, or a valid timeZone for the race.")
+            v = v.replace(tzinfo=ZoneInfo(zone))
+        return v.astimezone(UTC)
+
+    @field_validator("registrationClosesAt")
+    @classmethod
+    def _in_order(cls, v: datetime, info: ValidationInfo) -> datetime:
+        opens = info.data.get("registrationOpensAt")
+        if opens is not None and v <= opens:
+            raise ValueError("registrationClosesAt must be after registrationOpensAt.")
+        race_date, zone = info.data.get("raceDate"), info.data.get("timeZone")
+        # raceDate is a day in the race's time zone; the closing time is an instant.
+        if (
+            race_date is not None
+            and zone is not None
+            and v.astimezone(ZoneInfo(zone)).date() > date.fromisoformat(race_date)
+        ):
+            raise ValueError("Registration must close by the race date (in the race's time zone).")
+        return v
+
+
+class RaceDraft(RaceFields):
+    events: list[EventDraft] = Field(min_length=1, max_length=MAX_EVENTS)
+
+
+def _null_is_not_a_value(schema: dict[str, Any]) -> None:
+    """A patch field left out is kept; sent as null it is refused (400), so the document
+    shows each field without null (except expectedVersion, where null means "any")."""
+    for name, prop in schema.get("properties", {}).items():
+        if name == "expectedVersion" or "anyOf" not in prop:
+            continue
+        kept = [s for s in prop.pop("anyOf") if s.get("type") != "null"]
+        prop.pop("default", None)
+        if len(kept) == 1:
+            prop.update(kept[0])
+        else:
+            prop["anyOf"] = kept
+
+
+class RacePatch(Model):
+    """Fields to change; those left out stay as they are (publishing has its own calls)."""
+
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
+        default=None, description="The version you edited; a Conflict if the race changed meanwhile."
+    )
+    name: str | None = Field(default=None, min_length=1, max_length=150, pattern=SOME_TEXT)
+    location: str | None = Field(default=None, max_length=150)
+    raceDate: str | None = Field(default=None, pattern=DATE_PATTERN, json_schema_extra={"format": "date"})
+    description: str | None = Field(default=None, max_length=5000)
+    currency: Currency | None = None
+    timeZone: str | None = Field(
+        default=None, min_length=1, max_length=64, description="IANA name; the window's instants stay as they are."
+    )
+    registrationOpensAt: datetime | None = None
+    registrationClosesAt: datetime | None = None
+    holdMinutes: Annotated[int, Strict(), Ge(1), Le(60), WHOLE_NUMBER] | None = None
+    retentionDays: Annotated[int, Strict(), Ge(MIN_RETENTION_DAYS), Le(MAX_RETENTION_DAYS), WHOLE_NUMBER] | None = None
+
+    model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
+
+    @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")
+    @classmethod
+    def _text_time(cls, v: object) -> object:
+        return _iso_text(v) if v is not None else v
+
+
+class EventPatch(Model):
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = None
+    name: str | None = Field(default=None, min_length=1, max_length=100, pattern=SOME_TEXT)
+    cap: Annotated[int, Strict(), Gt(0), Le(1_000_000), WHOLE_NUMBER] | None = Field(
+        default=None, description="May go down only to the places taken."
+    )
+    priceCents: Annotated[int, Strict(), Ge(0), Le(10_000_000), WHOLE_NUMBER] | None = Field(
+        default=None, description=PRICE_DESCRIPTION
+    )
+    minAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
+        default=None, description="The youngest a runner may be on race day."
+    )
+    maxAge: Annotated[int, Strict(), Ge(0), Le(MAX_AGE), WHOLE_NUMBER] | None = Field(
+        default=None, description="The oldest a runner may be on race day (send noMaxAge to remove the limit)."
+    )
+    noMaxAge: StrictBool | None = Field(default=None, description="true: remove the event's maximum age.")
+    teamMinSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+    teamMaxSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+    noTeams: StrictBool | None = Field(default=None, description="true: take single entries only from now on.")
+    priceTiers: list[PriceTierDraft] | None = Field(
+        default=None,
+        max_length=MAX_PRICE_TIERS,
+        description=PRICE_TIERS_DESCRIPTION + " Replaces them all; [] removes them.",
+    )
+
+    model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
+
+
+class CopyRequest(Model):
+    model_config = _STRICT
+
+    name: str | None = Field(
+        default=None, min_length=1, max_length=150, pattern=SOME_TEXT, description="Default: the same name."
+    )
+    raceDate: str | None = Field(
+        default=None,
+        pattern=DATE_PATTERN,
+        description="The new edition's date, YYYY-MM-DD; default: the same day a year later. The registration "
+        "window moves by as many days.",
+        json_schema_extra={"format": "date"},
+    )
+
+    model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
+
+    @field_validator("raceDate")
+    @classmethod
+    def _real_date(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                date.fromisoformat(v)
+            except ValueError as exc:
+                raise ValueError("Not a date; use YYYY-MM-DD.") from exc
+        return v
+
+
+class PublishRequest(Model):
+    model_config = _STRICT
+
+    listing: Literal["UNLISTED", "LISTED"] = Field(
+        default="LISTED", description="LISTED: on the race list too; UNLISTED: open by its link only."
+    )
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
+        default=None, description="The version you saw; a Conflict if the race changed meanwhile."
+    )
+
+
+class UnpublishRequest(Model):
+    model_config = _STRICT
+
+    expectedVersion: Annotated[int, Strict(), Ge(1), WHOLE_NUMBER] | None = Field(
+        default=None, description="The version you saw; a Conflict if the race changed meanwhile."
+    )
+
+
+def _fields(exc: ValidationError) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for err in exc.errors():
+        name = ".".join(str(p) for p in err.get("loc", ())) or "body"
+        out.setdefault(name, str(err.get("msg", "Invalid value.")).removeprefix("Value error, "))
+    return out

@@ -1,0 +1,451 @@
+"""What race directors do to their races and events. The admin API and the demo seed go here.
+
+Every change is one DynamoDB transaction with its audit entry, bumps the race's version
+stamp (so every cached copy of the race is orphaned at once) and is checked against the
+director: a race that is not theirs does not exist for them (404, never 403, so ids of
+other directors' races are not confirmed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime
+from typing import Any, Literal, cast
+
+from pydantic import (
+    ValidationError,
+)
+
+from racecap.aws.transactions import ConditionFailed, TransactItem
+from racecap.errors import (
+    CapBelowTaken,
+    Conflict,
+    EventNotFound,
+    RaceNotFound,
+    TooManyEvents,
+    ValidationFailed,
+)
+from racecap.models import Director
+from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, shards_for, split_cap
+from racecap.places.store import Inventory
+from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges
+from racecap.races.rules import (
+    purge_due,
+    team_range_problem,
+)
+from racecap.races.store import RaceStore
+from racecap.setup.models import (
+    _AGE_RULE_MESSAGE,
+    CAP_CHANGE_TRIES,
+    MAX_EVENTS,
+    NULL_MESSAGE,
+    AdminEventView,
+    AdminRaceList,
+    AdminRaceView,
+    CopyRequest,
+    EventDraft,
+    EventPatch,
+    RaceDraft,
+    RaceFields,
+    RacePatch,
+    _fields,
+)
+from racecap.setup.rules import (
+    _a_year_later,
+    _check_complete,
+    _check_prices,
+    _check_teams,
+    _check_version,
+    _prices,
+    _summary,
+    _tiers,
+    new_id,
+)
+
+
+# -- the service ---------------------------------------------------------------------------
+class RaceAdmin:
+    def __init__(
+        self,
+        store: RaceStore,
+        inventory: Inventory,
+        *,
+        transact: Callable[[list[TransactItem]], None] | None = None,
+        audit: Any = None,  # racecap.logic.audit.AuditTrail
+        catalog: Any = None,  # racecap.logic.races.RaceCatalog
+        window: Any = None,  # racecap.logic.window.WindowControl
+    ) -> None:
+        self._store = store
+        self._inventory = inventory
+        self._transact = transact
+        self._audit = audit
+        self._catalog = catalog
+        self._window = window
+
+    # -- reading -----------------------------------------------------------------------
+    def owned(self, director: Director, race_id: str) -> tuple[Race, list[Event]]:
+        """The race and its events, read fresh, if ``director`` owns it; else RaceNotFound."""
+        found = self._store.get_race(race_id)
+        if found is None or found[0].ownerId != director.sub:
+            raise RaceNotFound(f"No race with id {race_id}.")
+        return found
+
+    def list_races(self, director: Director) -> AdminRaceList:
+        return AdminRaceList(races=[_summary(r) for r in self._store.list_by_owner(director.sub)])
+
+    def view(self, race: Race, events: list[Event]) -> AdminRaceView:
+        views = []
+        for e in events:
+            usage = self._inventory.usage(race.raceId, e.eventId)
+            views.append(
+                AdminEventView(
+                    eventId=e.eventId,
+                    name=e.name,
+                    cap=e.cap,
+                    priceCents=e.priceCents,
+                    priceTiers=e.priceTiers,
+                    priceNow=e.price_at(datetime.now(UTC)),
+                    currency=e.currency,
+                    shards=e.shards,
+                    minAge=e.minAge,
+                    maxAge=e.maxAge,
+                    teamMinSize=e.teamMinSize,
+                    teamMaxSize=e.teamMaxSize,
+                    taken=usage.taken,
+                    placesLeft=usage.left,
+                )
+            )
+        return AdminRaceView(
+            **_summary(race).model_dump(),
+            location=race.location,
+            description=race.description,
+            currency=race.currency,
+            holdMinutes=race.holdMinutes,
+            retentionDays=race.retentionDays,
+            personalDataDeletedOn=purge_due(race).isoformat(),
+            purgedAt=race.purgedAt,
+            events=views,
+        )
+
+    def get(self, director: Director, race_id: str) -> AdminRaceView:
+        return self.view(*self.owned(director, race_id))
+
+    # -- creating --------------------------------------------------------------------------
+    def create_race(
+        self,
+        owner_id: str,
+        draft: RaceDraft,
+        *,
+        open_now: bool = False,
+        director: Director | None = None,
+        copied_from: str | None = None,
+    ) -> Race:
+        _check_prices(draft.currency, {f"events.{i}.{k}": p for i, e in enumerate(draft.events) for k, p in _prices(e)})
+        _check_teams({f"events.{i}.": e for i, e in enumerate(draft.events)})
+        tiers = [_tiers(e.priceTiers, draft.timeZone, f"events.{i}.priceTiers") for i, e in enumerate(draft.events)]
+        if draft.listing != "DRAFT":
+            _check_complete(draft, list(draft.events))
+        race = Race(
+            raceId=new_id("race"),
+            ownerId=owner_id,
+            **draft.model_dump(exclude={"events"}),
+            registrationState="OPEN" if open_now else "SCHEDULED",
+        )
+        events = [
+            Event(
+                raceId=race.raceId,
+                eventId=new_id("evt"),
+                name=e.name,
+                cap=e.cap,
+                priceCents=e.priceCents,
+                currency=draft.currency,
+                shards=shards_for(e.cap),
+                position=i,
+                minAge=e.minAge,
+                maxAge=e.maxAge,
+                priceTiers=tiers[i],
+                teamMinSize=e.teamMinSize,
+                teamMaxSize=e.teamMaxSize,
+            )
+            for i, e in enumerate(draft.events)
+        ]
+        # Shards first: a race is only visible once every place it advertises exists.
+        for e in events:
+            self._inventory.create_event_shards(race.raceId, e.eventId, split_cap(e.cap, e.shards))
+        also = []
+        if director is not None and self._audit is not None:
+            also.append(
+                self._audit.item(
+                    director,
+                    race.raceId,
+                    "race.create",
+                    race.raceId,
+                    name=race.name,
+                    events=len(events),
+                    **({"copiedFrom": copied_from} if copied_from else {}),
+                )
+            )
+        self._store.create(race, events, also)
+        if self._catalog is not None:
+            self._catalog.invalidate_listing()  # the new race shows in the public list at once
+        return race
+
+    def add_event(self, director: Director, race_id: str, draft: EventDraft) -> AdminRaceView:
+        race, events = self.owned(director, race_id)
+        if len(events) >= MAX_EVENTS:
+            raise TooManyEvents(f"A race has at most {MAX_EVENTS} events; this one has {len(events)}.")
+        _check_prices(race.currency, dict(_prices(draft)))
+        _check_teams({"": draft})
+        event = Event(
+            raceId=race_id,
+            eventId=new_id("evt"),
+            name=draft.name,
+            cap=draft.cap,
+            priceCents=draft.priceCents,
+            currency=race.currency,
+            shards=shards_for(draft.cap),
+            position=max((e.position for e in events), default=-1) + 1,
+            minAge=draft.minAge,
+            maxAge=draft.maxAge,
+            priceTiers=_tiers(draft.priceTiers, race.timeZone, "priceTiers"),
+            teamMinSize=draft.teamMinSize,
+            teamMaxSize=draft.teamMaxSize,
+        )
+        self._inventory.create_event_shards(race_id, event.eventId, split_cap(event.cap, event.shards))
+        try:
+            self._run(
+                [
+                    self._store.put_event_item(event),
+                    self._store.version_item(race),
+                    self._audit.item(director, race_id, "event.create", event.eventId, **draft.model_dump()),
+                ]
+            )
+        except ConditionFailed as exc:
+            # The unused shards stay behind under an id nothing names: harmless.
+            raise Conflict("The race was changed meanwhile; reload it and try again.") from exc
+        return self._changed(director, race_id)
+
+    # -- editing ---------------------------------------------------------------------------
+    def update_race(self, director: Director, race_id: str, patch: RacePatch) -> AdminRaceView:
+        race, events = self.owned(director, race_id)
+        _check_version(race, patch.expectedVersion)
+        asked = patch.model_dump(exclude_unset=True, exclude={"expectedVersion"})
+        nulls = [k for k, v in asked.items() if v is None]
+        if nulls:
+            raise ValidationFailed(
+                "Leave out a field to keep it; null is not a value.", fields=dict.fromkeys(nulls, "May not be null.")
+            )
+        current = RaceFields.model_construct(**{k: getattr(race, k) for k in RaceFields.model_fields})
+        try:
+            merged = RaceFields.model_validate({**current.model_dump(), **asked})
+        except ValidationError as exc:
+            raise ValidationFailed("Some fields are missing or invalid.", fields=_fields(exc)) from exc
+        changes = cast(RaceChanges, {k: getattr(merged, k) for k in asked if getattr(merged, k) != getattr(race, k)})
+        if not changes:
+            return self.view(race, events)
+        also: list[TransactItem] = []
+        if "currency" in changes:
+            taken = sum(self._inventory.usage(race_id, e.eventId, consistent=True).taken for e in events)
+            if taken:
+                raise Conflict(
+                    f"{taken} places are taken at {race.currency} prices; the currency can no longer change."
+                )
+            paid = [e.priceCents for e in events if e.priceCents]  # a free event has no minimum
+            if paid:  # the cheapest paid event is the one a dearer minimum would refuse
+                _check_prices(changes["currency"], {"currency": min(paid)})
+            also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
+        also.append(
+            self._audit.item(
+                director,
+                race_id,
+                "race.update",
+                race_id,
+                changes={k: {"from": getattr(race, k), "to": v} for k, v in changes.items()},
+            )
+        )
+        updated = self._store.apply_update(race, changes, also)
+        self._catalog.invalidate(race_id, updated.version)
+        if self._window is not None and {"registrationOpensAt", "registrationClosesAt"} & changes.keys():
+            self._window.follow_new_times(director, updated)
+        return self.get(director, race_id)
+
+    def update_event(self, director: Director, race_id: str, event_id: str, patch: EventPatch) -> AdminRaceView:
+        asked: dict[str, Any] = patch.model_dump(
+            exclude_unset=True, exclude={"expectedVersion", "noMaxAge", "priceTiers", "noTeams"}
+        )
+        nulls = [k for k, v in asked.items() if v is None]
+        if nulls:
+            raise ValidationFailed(
+                "Leave out a field to keep it; null is not a value.", fields=dict.fromkeys(nulls, "May not be null.")
+            )
+        if patch.noMaxAge:
+            if "maxAge" in asked:
+                raise ValidationFailed("Send maxAge or noMaxAge, not both.", fields={"noMaxAge": "Not with maxAge."})
+            asked["maxAge"] = None
+        if patch.noTeams:
+            if {"teamMinSize", "teamMaxSize"} & asked.keys():
+                raise ValidationFailed("Send team sizes or noTeams, not both.", fields={"noTeams": "Not with sizes."})
+            asked |= {"teamMinSize": None, "teamMaxSize": None}
+        for _ in range(CAP_CHANGE_TRIES):
+            race, events = self.owned(director, race_id)
+            _check_version(race, patch.expectedVersion)
+            if patch.priceTiers is not None:
+                _check_prices(
+                    race.currency, {f"priceTiers.{i}.priceCents": t.priceCents for i, t in enumerate(patch.priceTiers)}
+                )
+                asked["priceTiers"] = [
+                    t.model_dump(mode="json") for t in _tiers(patch.priceTiers, race.timeZone, "priceTiers")
+                ]
+            event = next((e for e in events if e.eventId == event_id), None)
+            if event is None:
+                raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+            current = {
+                **event.model_dump(mode="json", include={"priceTiers"}),
+                **event.model_dump(exclude={"priceTiers"}),
+            }
+            changes = cast(EventChanges, {k: v for k, v in asked.items() if current[k] != v})
+            if not changes:
+                return self.view(race, events)
+            if "priceCents" in changes:
+                _check_prices(race.currency, {"priceCents": changes["priceCents"]})
+            low, high = changes.get("minAge", event.minAge), changes.get("maxAge", event.maxAge)
+            if high is not None and low > high:
+                raise ValidationFailed(
+                    _AGE_RULE_MESSAGE, fields={"maxAge" if "maxAge" in changes else "minAge": _AGE_RULE_MESSAGE}
+                )
+            problem = team_range_problem(
+                changes.get("teamMinSize", event.teamMinSize),
+                changes.get("teamMaxSize", event.teamMaxSize),
+                changes.get("cap", event.cap),
+            )
+            if problem:
+                raise ValidationFailed(next(iter(problem.values())), fields=problem)
+            shard_items: list[TransactItem] = []
+            if "cap" in changes:
+                usage = self._inventory.usage(race_id, event_id, consistent=True)
+                try:
+                    plan = plan_cap_change(usage.shards, changes["cap"], shards_for(changes["cap"]))
+                except CapBelowPlacesTaken as exc:
+                    raise CapBelowTaken(
+                        f"{exc.taken} places of {event.name} are already taken (held, paid or confirmed); "
+                        f"the cap cannot go below {exc.taken}.",
+                        fields={"cap": f"At least {exc.taken}."},
+                    ) from exc
+                shard_items = self._inventory.cap_change_items(race_id, event_id, plan)
+                added = sum(1 for c in plan if c.old_cap is None)
+                if added:  # new shards exist only once the event names them (same transaction)
+                    changes["shards"] = len(usage.shards) + added
+            details = {k: {"from": current.get(k), "to": v} for k, v in changes.items()}
+            try:
+                self._run(
+                    [
+                        self._store.update_event_item(event, changes),
+                        self._store.version_item(race),
+                        self._audit.item(director, race_id, "event.update", event_id, changes=details),
+                        *shard_items,
+                    ]
+                )
+            except ConditionFailed:
+                continue  # a hold, or another edit, moved something we read: read again
+            if changes.get("cap", 0) > event.cap:
+                self._catalog.places_came_back(race_id, event_id)
+            return self._changed(director, race_id)
+        raise Conflict("The event kept changing while we tried to save; please retry.")
+
+    def copy_race(self, director: Director, race_id: str, request: CopyRequest) -> Race:
+        """Next year's edition: the race's settings and events (places, prices, age rules), its
+        dates moved together to the new race date; a new draft, with no registrations."""
+        race, events = self.owned(director, race_id)
+        # As in a patch: a field left out takes its default; sent as null it is refused (the
+        # document shows no null), not read as "left out".
+        nulls = [k for k, v in request.model_dump(exclude_unset=True).items() if v is None]
+        if nulls:
+            raise ValidationFailed(NULL_MESSAGE, fields=dict.fromkeys(nulls, "May not be null."))
+        old_day = date.fromisoformat(race.raceDate)
+        new_day = date.fromisoformat(request.raceDate) if request.raceDate else _a_year_later(old_day)
+        if new_day < datetime.now(UTC).date():
+            raise ValidationFailed(
+                "The new edition's date has passed.", fields={"raceDate": "Give a race date from today on."}
+            )
+        shift = new_day - old_day
+        fields = {k: getattr(race, k) for k in RaceFields.model_fields if k != "listing"}
+        try:
+            draft = RaceDraft.model_validate(
+                {
+                    **fields,
+                    "name": request.name or race.name,
+                    "raceDate": new_day.isoformat(),
+                    "registrationOpensAt": race.registrationOpensAt + shift,
+                    "registrationClosesAt": race.registrationClosesAt + shift,
+                    "listing": "DRAFT",
+                    "events": [
+                        {
+                            "name": e.name,
+                            "cap": e.cap,
+                            "priceCents": e.priceCents,
+                            "minAge": e.minAge,
+                            "priceTiers": [
+                                {"startsAt": t.startsAt + shift, "priceCents": t.priceCents} for t in e.priceTiers
+                            ],
+                        }
+                        | ({"maxAge": e.maxAge} if e.maxAge is not None else {})
+                        | (
+                            {"teamMinSize": e.teamMinSize, "teamMaxSize": e.teamMaxSize}
+                            if e.teamMinSize is not None and e.teamMaxSize is not None
+                            else {}
+                        )
+                        for e in events
+                    ],
+                }
+            )
+        except ValidationError as exc:
+            raise ValidationFailed("The copy would not be a valid race.", fields=_fields(exc)) from exc
+        return self.create_race(director.sub, draft, director=director, copied_from=race_id)
+
+    # -- publishing ------------------------------------------------------------------------
+    def publish(
+        self, director: Director, race_id: str, listing: Literal["UNLISTED", "LISTED"], expected: int | None = None
+    ) -> AdminRaceView:
+        """Open the race to runners (by its link, or also on the race list), once it is complete."""
+        race, events = self.owned(director, race_id)
+        _check_version(race, expected)
+        if race.listing == listing:
+            return self.view(race, events)
+        _check_complete(race, events)
+        return self._relist(director, race, listing)
+
+    def unpublish(self, director: Director, race_id: str, expected: int | None = None) -> AdminRaceView:
+        """Back to a draft, closed to runners: only while no runner holds or has a place."""
+        race, events = self.owned(director, race_id)
+        _check_version(race, expected)
+        if race.is_draft:
+            return self.view(race, events)
+        taken = sum(self._inventory.usage(race_id, e.eventId, consistent=True).taken for e in events)
+        if taken:
+            places = "1 place is" if taken == 1 else f"{taken} places are"
+            raise Conflict(
+                f"{places} held or taken: the race can no longer be a draft. "
+                "Publish it UNLISTED to take it off the race list."
+            )
+        return self._relist(director, race, "DRAFT")
+
+    def _relist(self, director: Director, race: Race, listing: Listing) -> AdminRaceView:
+        audit = self._audit.item(
+            director, race.raceId, "race.publish" if listing != "DRAFT" else "race.unpublish", race.raceId,
+            changes={"listing": {"from": race.listing, "to": listing}},
+        )  # fmt: skip
+        updated = self._store.apply_update(race, {"listing": listing}, [audit])
+        self._catalog.invalidate(race.raceId, updated.version)
+        self._catalog.invalidate_listing()
+        return self.get(director, race.raceId)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _run(self, items: list[TransactItem]) -> None:
+        if self._transact is None:
+            raise RuntimeError("RaceAdmin was built without a transaction runner")
+        self._transact(items)
+
+    def _changed(self, director: Director, race_id: str) -> AdminRaceView:
+        race, events = self.owned(director, race_id)
+        self._catalog.invalidate(race_id, race.version)
+        return self.view(race, events)

@@ -1,0 +1,29 @@
+"""setup.wiring."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from racecap.setup.service import RaceAdmin
+
+from racecap.audit.wiring import audit_trail
+from racecap.aws.wiring import transact
+from racecap.places.wiring import inventory
+from racecap.races.wiring import catalog, race_store
+from racecap.window.wiring import window_control
+
+
+@lru_cache(maxsize=1)
+def race_admin() -> RaceAdmin:
+    from racecap.setup.service import RaceAdmin
+
+    return RaceAdmin(
+        race_store(),
+        inventory(),
+        transact=transact,
+        audit=audit_trail(),
+        catalog=catalog(),
+        window=window_control(),
+    )

@@ -1,0 +1,46 @@
+"""stats.models."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from racecap.codes.models import CodeUses
+from racecap.models import Model
+from racecap.races.models import PublicRaceStatus
+
+
+class MinuteCount(Model):
+    minute: str = Field(description="UTC minute, YYYY-MM-DDTHH:MM")
+    confirmed: int
+
+
+class EventStats(Model):
+    eventId: str
+    name: str
+    cap: int
+    held: int = Field(description="Places held by runners filling in the form or paying.")
+    queued: int = Field(description="Paid, waiting on the queue to be written.")
+    confirmed: int
+    cancelled: int
+    placesLeft: int
+    currency: str = Field(description="The amounts' currency; each amount is in its smallest unit (JPY: yen).")
+    revenueCents: int = Field(description="What the confirmed registrations paid.")
+    grossCents: int = Field(description="Everything taken: what the confirmed and the cancelled paid.")
+    refundedCents: int = Field(description="Every refund: cancellations', partial ones, and outside ones.")
+    netCents: int = Field(description="Gross less refunded: what the race keeps.")
+    outsideRefunds: int = Field(
+        description="Refunds made outside Racecap (the provider's dashboard), recorded in the ledger: check them."
+    )
+    perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
+
+
+class RaceStatsView(Model):
+    raceId: str
+    status: PublicRaceStatus
+    asOf: datetime
+    minutes: int
+    totals: dict[str, int]
+    events: list[EventStats]
+    codes: list[CodeUses] = Field(default=[], description="The race's discount codes: uses against each limit.")

@@ -1,0 +1,110 @@
+"""Live figures per event for a race's director: places, money, and registrations per minute.
+
+* cap, taken and places left come from the cap shards (read consistently);
+* confirmed, cancelled and the money from the counters the writer, the cancellations and
+  the ledger keep: revenue (the confirmed registrations'), gross (revenue + what the
+  cancelled ones paid), refunded (every refund), net (gross - refunded), and the refunds
+  made outside Racecap, flagged (``STATS#`` items), and the per-minute series from the writer's
+  per-minute counters — nothing here counts rows;
+* held (runners in the form or paying) from the sweeper's index of live holds; queued
+  (paid, on the queue) is what remains of the places taken;
+* each discount code's uses against its limit, from its use counter's shards (racecap.codes).
+
+A dashboard polls; the figures are cached for two seconds so ten open tabs cost one read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from racecap.cache import TieredCache
+from racecap.codes.models import CodeUses
+from racecap.places.store import Inventory
+from racecap.races.catalog import race_status
+from racecap.races.models import Event, Race
+from racecap.registration.store import RegistrationStore
+from racecap.stats.models import EventStats, MinuteCount, RaceStatsView
+
+STATS_TTL = 2.0
+
+
+STATS_LOCAL_TTL = 1.0
+
+
+class RaceStats:
+    def __init__(
+        self,
+        inventory: Inventory,
+        registrations: RegistrationStore,
+        live_holds: Callable[[str], dict[str, int]],
+        cache: TieredCache,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        code_uses: Callable[[str], list[CodeUses]] | None = None,
+    ) -> None:
+        self._code_uses = code_uses
+        self._inventory = inventory
+        self._regs = registrations
+        self._live_holds = live_holds
+        self._cache = cache
+        self._now = clock
+
+    def stats(self, race: Race, events: list[Event], minutes: int = 60) -> RaceStatsView:
+        doc = self._cache.get_or_load(
+            f"stats:{race.raceId}:v{race.version}:{minutes}",
+            lambda: self._compute(race, events, minutes).model_dump(mode="json"),
+            ttl=STATS_TTL,
+            local_ttl=STATS_LOCAL_TTL,
+        )
+        return RaceStatsView.model_validate(doc)
+
+    def _compute(self, race: Race, events: list[Event], minutes: int) -> RaceStatsView:
+        now = self._now()
+        first = (now - timedelta(minutes=minutes - 1)).strftime("%Y-%m-%dT%H:%M")
+        window = [(now - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M") for m in range(minutes - 1, -1, -1)]
+        held_by_event = self._live_holds(race.raceId)
+        out: list[EventStats] = []
+        for e in events:
+            usage = self._inventory.usage(race.raceId, e.eventId, consistent=True)
+            counters = self._regs.stats(race.raceId, e.eventId)
+            per_minute = self._regs.per_minute(race.raceId, e.eventId, first)
+            held = min(held_by_event.get(e.eventId, 0), usage.taken)
+            # Revenue is the confirmed registrations'; a cancelled one's payment stays in the gross.
+            gross = counters["revenueCents"] + counters.get("cancelledCents", 0)
+            refunded = counters["refundedCents"]
+            out.append(
+                EventStats(
+                    eventId=e.eventId,
+                    name=e.name,
+                    cap=usage.cap,
+                    held=held,
+                    # Read at slightly different instants: never show a negative queue.
+                    queued=max(0, usage.taken - counters["confirmed"] - held),
+                    confirmed=counters["confirmed"],
+                    cancelled=counters["cancelled"],
+                    placesLeft=usage.left,
+                    currency=e.currency,
+                    revenueCents=counters["revenueCents"],
+                    grossCents=gross,
+                    refundedCents=refunded,
+                    netCents=gross - refunded,
+                    outsideRefunds=counters.get("outsideRefunds", 0),
+                    perMinute=[MinuteCount(minute=m, confirmed=per_minute.get(m, 0)) for m in window],
+                )
+            )
+        totals = {
+            k: sum(getattr(s, k) for s in out)
+            for k in (
+                *("cap", "held", "queued", "confirmed", "cancelled", "placesLeft"),
+                *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
+            )
+        }
+        return RaceStatsView(
+            raceId=race.raceId,
+            status=race_status(race, now),
+            asOf=now,
+            minutes=minutes,
+            totals=totals,
+            events=out,
+            codes=self._code_uses(race.raceId) if self._code_uses else [],
+        )
