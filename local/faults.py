@@ -8,7 +8,7 @@ about it: the hook is a botocore ``before-send`` handler added to the handlers e
 botocore session registers, so it sits *below* the SDK's retry logic, where a real
 DynamoDB answer arrives. A throttle is therefore retried by the SDK (adaptive mode) as on
 AWS; a ``TransactionCanceledException`` [TransactionConflict] goes on to our own
-``dal/retry.py``, as on AWS.
+``aws/retry.py``, as on AWS.
 
 The directory is the switch, read at most every ``RELOAD_S``:
 

@@ -198,7 +198,7 @@ def audit(
     codes = [i for i in items if i["sk"].startswith("CODE#")]
     _audit_codes(dynamodb, inventory, race_id, codes, list(every_reg.values()), report)
 
-    # A race past its retention period has no emails left (racecap.logic.retention).
+    # A race past its retention period has no emails left (retention.service).
     per_email = Counter(r["email"] for r in regs if r.get("email"))
     report.violations += [f"email {e} registered {n} times" for e, n in per_email.items() if n > 1]
 

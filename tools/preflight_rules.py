@@ -8,7 +8,7 @@ the account and the stage allow with what the burst needs, and answers:
 * ``UNKNOWN`` — the fact could not be read (an API this account or emulator does not answer,
   or a permission missing): the reason, and the command to check it by hand.
 
-The estimates are the pre-warm's (``racecap.logic.prewarm``: every runner makes
+The estimates are the pre-warm's (``window.prewarm``: every runner makes
 ``CALLS_PER_RUNNER`` registration-API calls of ``SECONDS_PER_CALL``, with ``HEADROOM``) and
 the benchmark's measured DynamoDB cost per registration (README, row (d)).
 """

@@ -9,7 +9,7 @@ the local stack (``AWS_ENDPOINT_URL_*`` decide), so the local tests run this ver
 
 * provider records: the provider's API with the stage's own secret key (``tools.audit.Provider``:
   PaymentIntents searched by the race's metadata, refunds from the events Stripe keeps 30 days);
-* emails: the email sender's durable delivery log (``racecap.dal.deliveries``), never the
+* emails: the email sender's durable delivery log (``emails.store``), never the
   deduplication records, which expire.
 """
 

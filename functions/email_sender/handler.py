@@ -2,7 +2,7 @@
 
 Partial batch responses: a record that fails (throttled for too long, poison, a duplicate
 still in flight elsewhere) is reported alone and comes back from the queue; the rest of
-the batch is deleted. See ``racecap.logic.notify`` for the per-record rules.
+the batch is deleted. See ``emails.sender`` for the per-record rules.
 """
 
 from __future__ import annotations

@@ -365,7 +365,7 @@ def register_team(holdId: str, body: Annotated[TeamRegistrationRequest, Body()])
 @tracer.capture_method
 def register(holdId: str, body: Annotated[RegistrationRequest, Body()]) -> Response[RegistrationAccepted]:
     # No idempotency record: the same call repeated (a double click, a retry after a lost
-    # response) is safe by the hold's state machine (racecap.logic.registration's doc).
+    # response) is safe by the hold's state machine (registration.service's doc).
     return _accepted(registration_service().register(holdId, body))
 
 

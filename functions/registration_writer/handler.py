@@ -2,7 +2,7 @@
 
 Reserved concurrency caps how hard a burst can push the tables; partial batch failures
 (``batchItemFailures``) retry only what failed. Records are confirmed per event in one
-transaction each (see ``racecap.logic.writer``), which is why this handler takes the
+transaction each (see ``registration.writer``), which is why this handler takes the
 batch whole rather than record by record.
 """
 

@@ -1,6 +1,6 @@
 """RetentionPurge: every hour (EventBridge), the personal data of races whose retention
 period is over is deleted, keeping what results publish and the stats
-(``racecap.logic.retention``). A big race may take several runs: each stops before its
+(``retention.service``). A big race may take several runs: each stops before its
 deadline and the next goes on from where it stopped."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""An in-memory ``PaymentProvider`` (the port in ``racecap.dal.payments``), in Stripe's terms.
+"""An in-memory ``PaymentProvider`` (the port in ``payments.port``), in Stripe's terms.
 
 Payment methods are Stripe's test ones, as the stand-in knows them: ``pm_card_visa``
 succeeds, ``pm_card_chargeDeclined`` / ``pm_card_chargeDeclinedInsufficientFunds`` are

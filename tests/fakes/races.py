@@ -1,5 +1,5 @@
 """In-memory ``RaceStore``, ``Inventory``, ``WindowStore``, ``AuditStore`` and ``Workflow``
-(``racecap.dal.ports``), plus a cache with no Redis behind it.
+(``races.store``, ``places.store``), plus a cache with no Redis behind it.
 
 They share one ``FakeTables`` with the hold and registration fakes (its lock, its cap
 shards and its transaction runner), so an admin change and a hold meet on the same shards

@@ -1,5 +1,5 @@
-"""In-memory ``RetentionStore`` (``racecap.logic.retention``), a view on ``FakeTables`` and
-the races of a ``FakeCatalog`` as ``dal.retention.DynamoRetention`` is on the tables; it
+"""In-memory ``RetentionStore`` (``retention.service``), a view on ``FakeTables`` and
+the races of a ``FakeCatalog`` as ``retention.store.DynamoRetention`` is on the tables; it
 also answers the ``get_race`` the job asks of the race store."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""In-memory stores: ``HoldStore``, ``RegistrationStore`` and ``MessageQueue`` (``racecap.dal.ports``).
+"""In-memory stores: ``HoldStore``, ``RegistrationStore`` and ``MessageQueue`` (``holds.store``, ``registration.store``, ``aws.queues``).
 
 One ``FakeTables`` holds what the Inventory and Registrations tables hold (cap shards,
 holds, email claims, registrations, counters); ``FakeHolds`` and ``FakeRegistrations`` are
@@ -109,7 +109,7 @@ class FakeTables:
 
     def stock_items(self, hold: Hold, attempt: Attempt | None, delta: int) -> list[TransactItem]:
         """The attempt's stocked options taken (+1, below the cap) or given back (-1), as the
-        adapter's items on the option counters' shards (``dal.keys.option_counter``)."""
+        adapter's items on the option counters' shards (``aws.keys.option_counter``)."""
         items = []
         for entry in (attempt.stock or []) if attempt else []:
             question_id, option_id, shard = entry.split("#", 2)

@@ -111,7 +111,7 @@ def test_raising_a_cap_adds_places_and_shards_at_once(director: Any, api: reques
     event = resp.json()["events"][0]
     assert (event["cap"], event["taken"], event["placesLeft"], event["shards"]) == (100, 10, 90, 4)
     # The sold-out flag is cleared: the new places are for sale within the flag's in-process
-    # second or two (every environment remembers "sold out" briefly; see racecap.logic.holds).
+    # second or two (every environment remembers "sold out" briefly; see holds.service).
     assert _eventually(lambda: hold(api, rid, eid).status_code == 201, timeout=4)
     assert _eventually(lambda: _events_in_public_page(api, rid)[eid]["cap"] == 100)
 

@@ -15,7 +15,7 @@ import pytest
 from racecap.cache import TieredCache
 from racecap.fairness.identity import DEVICE_HEADER, client_from, new_device_token
 from racecap.fairness.queue import EnterRequest, OpeningQueue
-from racecap.fairness.store import QueueStore
+from racecap.fairness.store import DynamoQueueStore
 from racecap.fairness.tokens import Signer
 from racecap.fairness.work import solve
 
@@ -134,7 +134,7 @@ def test_a_runner_arriving_just_after_the_opening_queues_behind_the_lottery_wher
     for r in early:
         assert r.enter(race_id).json()["state"] == "WAITING_FOR_DRAW"
     signer = Signer(stack.fairness_key.encode())
-    store = QueueStore(backend.dynamodb, backend.table("Inventory"))
+    store = DynamoQueueStore(backend.dynamodb, backend.table("Inventory"))
     cache = TieredCache(lambda: backend.redis, stamp_ttl=60.0)
     stale = OpeningQueue(backend.catalog(cache), store, cache, lambda: signer)
     assert stale.state(race_id).get("drawnAt") is None  # it has read the race: not yet open

@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
-from racecap.fairness.store import QueueStore
+from racecap.fairness.store import DynamoQueueStore
 
 
 def test_a_spent_challenge_whose_answer_was_lost_is_spent_once_not_refused(backend: Any) -> None:
@@ -34,9 +34,11 @@ def test_a_spent_challenge_whose_answer_was_lost_is_spent_once_not_refused(backe
     table = backend.table("Inventory")
     challenge = f"lost-{uuid.uuid4().hex}"
 
-    assert QueueStore(client, table).spend_challenge(challenge, 60) is True
+    assert DynamoQueueStore(client, table).spend_challenge(challenge, 60) is True
     assert lost and lost[0].status_code == 200  # the first attempt did write
-    assert QueueStore(backend.dynamodb, table).spend_challenge(challenge, 60) is False  # a real reuse is still refused
+    assert (
+        DynamoQueueStore(backend.dynamodb, table).spend_challenge(challenge, 60) is False
+    )  # a real reuse is still refused
 
 
 def _losing_first_answer(backend: Any, operation: str) -> tuple[Any, list[Any]]:
@@ -60,13 +62,13 @@ def _losing_first_answer(backend: Any, operation: str) -> tuple[Any, list[Any]]:
 def test_a_queue_number_whose_answer_was_lost_is_issued_once_not_skipped(backend: Any) -> None:
     table = backend.table("Inventory")
     race_id = f"lost-{uuid.uuid4().hex[:8]}"
-    honest = QueueStore(backend.dynamodb, table)
+    honest = DynamoQueueStore(backend.dynamodb, table)
     assert honest.save_settings(race_id, {"enabled": True, "seq": 0}, 0)
     assert honest.next_arrival(race_id, "dev-before", None) == (1, ANY)
     honest.settle_arrival(race_id, "dev-before", None)
 
     client, lost = _losing_first_answer(backend, "UpdateItem")
-    issued = QueueStore(client, table).next_arrival(race_id, "dev-lost", None)
+    issued = DynamoQueueStore(client, table).next_arrival(race_id, "dev-lost", None)
 
     assert lost and lost[0].status_code == 200  # the first attempt did count
     assert issued is not None and issued[0] == 2  # the retry took that number...
@@ -78,7 +80,7 @@ def test_a_queue_number_whose_answer_was_lost_is_issued_once_not_skipped(backend
 def test_the_binding_is_per_entry_and_dropped_once_the_entry_is_written(backend: Any) -> None:
     table = backend.table("Inventory")
     race_id = f"bind-{uuid.uuid4().hex[:8]}"
-    store = QueueStore(backend.dynamodb, table)
+    store = DynamoQueueStore(backend.dynamodb, table)
     assert store.save_settings(race_id, {"enabled": True, "seq": 0}, 0)
     first = store.next_arrival(race_id, "dev", None)
     second_tab = store.next_arrival(race_id, "dev", None)  # before the first tab's entry is written

@@ -2,7 +2,7 @@
 
 A race's times are typed and shown in the race's own zone, converted in the browser with Intl;
 the API reads a time without an offset in the same zone with Python's zoneinfo
-(racecap.logic.admin). This pins the two against each other for fixed inputs, across daylight
+(setup.service). This pins the two against each other for fixed inputs, across daylight
 saving changes (a skipped hour, a repeated one) and zones ahead of and behind UTC, and the
 amounts in a currency's own units (JPY has none after the point). Runs in the installer's
 Node 22 (no sockets)."""

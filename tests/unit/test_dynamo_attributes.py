@@ -1,4 +1,4 @@
-"""racecap.dal.attributes speaks DynamoDB's attribute-value format exactly as boto3's
+"""aws.attributes speaks DynamoDB's attribute-value format exactly as boto3's
 TypeSerializer/TypeDeserializer do (it replaces them to keep boto3 off the cold path)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one transaction runner (dal/transactions.py): a one-item "transaction" is that item's
+"""The one transaction runner (aws/transactions.py): a one-item "transaction" is that item's
 own conditional write (half the write units), with the same outcome for a failed condition."""
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ install_layer_path()  # the scenario registry imports this module first: racecap
 
 from racecap.aws.items import from_item, to_item  # noqa: E402
 from racecap.fairness.identity import new_device_token  # noqa: E402
-from racecap.fairness.store import QueueStore  # noqa: E402
+from racecap.fairness.store import DynamoQueueStore  # noqa: E402
 from racecap.fairness.tokens import Signer  # noqa: E402
 
 HOLD_LIMIT = 4  # the race's (and the product's default) per-device limit
@@ -58,7 +58,7 @@ def conditions(cfg: BurstConfig) -> list[str]:
 def before(run: BurstRun) -> None:
     if run.stack is None or run.clients is None:
         raise RuntimeError("the bots scenario runs against the local stack only")
-    store = QueueStore(run.clients.dynamodb, blueprint.table("Inventory").local_name)
+    store = DynamoQueueStore(run.clients.dynamodb, blueprint.table("Inventory").local_name)
     limits = {"holdLimit": HOLD_LIMIT, "addressHoldLimit": option(run.cfg, "address_ceiling")}
     if not store.save_settings(run.race_id, {"enabled": False, "seq": 0, **limits}, 0):
         raise RuntimeError("the race already has fairness settings")

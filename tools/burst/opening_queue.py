@@ -57,7 +57,7 @@ from tools.burst.config import ARTILLERY_DIR, DIRECTOR, BurstConfig, BurstRun, S
 
 install_layer_path()  # the scenario registry imports this module first: racecap is not on the path yet
 
-from racecap.fairness.store import QueueStore  # noqa: E402
+from racecap.fairness.store import DynamoQueueStore  # noqa: E402
 
 NAME = "opening-queue"
 DEFAULTS = {
@@ -323,7 +323,7 @@ def after(run: BurstRun, summary: dict[str, Any]) -> list[str]:
     path = run.work / "outcomes.jsonl"
     lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
     rows = [r for r in lines if r.get("e") == "queue"]
-    state = QueueStore(run.clients.dynamodb, blueprint.table("Inventory").local_name).state(run.race_id) or {}
+    state = DynamoQueueStore(run.clients.dynamodb, blueprint.table("Inventory").local_name).state(run.race_id) or {}
     pool = int(state["drawSize"]) if state.get("drawSize") is not None else None
     joined = [r for r in rows if r.get("arrival") is not None]
     pre = [r for r in joined if pool is not None and r["arrival"] <= pool]

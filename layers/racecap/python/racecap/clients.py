@@ -63,7 +63,7 @@ _BOTO_CONFIG: dict[str, Any] = {
 # their hold kept. The read timeout is longer than DynamoDB's: a queue persisting to disk
 # commits each send.
 # SES: no SDK retries. A retried send would bypass the shared rate limiter (botocore retries
-# TooManyRequestsException by itself); racecap.logic.notify retries, taking a slot each time.
+# TooManyRequestsException by itself); emails.sender retries, taking a slot each time.
 # S3: presigned URLs (the console's results uploads) in SigV4, as S3 wants everywhere (SigV2
 # only works in the oldest regions). botocore's default presigns in SigV2, which puts the
 # Content-Type in the query (…&content-type=text%2Fcsv); the browser's CORS preflight carries
@@ -173,7 +173,7 @@ def after_restore() -> None:
     """Run when Lambda restores a SnapStart snapshot into a new execution environment.
 
     Every environment restored from one snapshot starts with the same ``random`` state, so
-    they would all try the inventory shards in the same order (``dal/holds.py``) and pick
+    they would all try the inventory shards in the same order (``holds/store.py``) and pick
     the same jitter: reseed from the OS. Redis connections made before the snapshot belong
     to a socket that no longer exists: drop the pool so the next call connects afresh.
     """

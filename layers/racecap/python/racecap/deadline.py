@@ -3,7 +3,7 @@
 API Gateway gives up on an integration after 30 s and a runner's browser long before: a
 request that spends 20 s asleep in retries is a runner who reloads, or leaves. So every API
 invocation gets a budget, ``min(HANDLER_BUDGET_S, the Lambda context's remaining time -
-MARGIN_S)``; the SDK's retries (``instrument``) and ours (``racecap.dal.retry``) stop when
+MARGIN_S)``; the SDK's retries (``instrument``) and ours (``aws.retry``) stop when
 the next backoff would not fit in what is left, and the runner is answered 503 with
 ``Retry-After`` (``racecap.http``) while the hold they have keeps their place.
 
@@ -54,7 +54,7 @@ class Invocation:
     deadline: float = math.inf  # time.monotonic(); inf outside a budgeted invocation
     sdk_sleep_s: float = 0.0  # botocore's retry backoffs
     limiter_wait_s: float = 0.0  # botocore adaptive mode's client-side rate limiter
-    own_sleep_s: float = 0.0  # our retries (racecap.dal.retry)
+    own_sleep_s: float = 0.0  # our retries (aws.retry)
     sdk_retries: int = 0
 
     def remaining(self) -> float:

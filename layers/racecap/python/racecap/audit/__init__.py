@@ -1,1 +1,1 @@
-"""audit."""
+"""The audit trail: who changed what in a race, kept apart from the data it describes."""

@@ -1,4 +1,4 @@
-"""audit.models."""
+"""The audit trail's API shapes."""
 
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def shard_key(race_id: str, event_id: str, shard: str) -> dict[str, Any]:
 
 def option_counter(event_id: str, question_id: str, option_id: str) -> str:
     """The counter an option's stock is kept under, in place of an event id: the cap's shards,
-    their claim and their plan (``logic.capacity``) serve it unchanged. Ids hold no ``#``."""
+    their claim and their plan (``places.rules``) serve it unchanged. Ids hold no ``#``."""
     return f"{event_id}#OPTION#{question_id}#{option_id}"
 
 

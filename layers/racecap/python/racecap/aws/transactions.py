@@ -4,7 +4,7 @@ An admin change and its audit entry, a claim on a cap shard and the hold, a canc
 that moves a place, a batch of confirmations and the bib counter: each is one transaction
 so no crash can leave half of it. Adapters build their items; ``transact`` runs them,
 retries contention (``TransactionConflict`` and throttling, with jitter, see
-``dal/retry.py``) and turns the cancellation reasons into ``ConditionFailed`` naming the
+``aws/retry.py``) and turns the cancellation reasons into ``ConditionFailed`` naming the
 items whose condition did not hold, for the adapter to map to its domain outcome.
 """
 

@@ -2,7 +2,7 @@
 
 A use is taken with the code's application to the hold (one transaction: the hold's new
 price and a conditional write on one shard of the code's counter) and given back when the
-hold expires or is released unpaid (``dal.holds``: with the place, in the same transaction).
+hold expires or is released unpaid (``holds.store``: with the place, in the same transaction).
 A paid registration keeps its use. The discount is computed once, on the price fixed on the
 hold, and rounds in the runner's favour; the hold's ``amountCents`` is then what is charged.
 
@@ -166,7 +166,7 @@ class CodesAdmin:
 
 
 class CodeHolds(Protocol):
-    """The hold writes a code makes (``dal.holds.DynamoHolds``; ``tests/fakes``)."""
+    """The hold writes a code makes (``holds.store.DynamoHolds``; ``tests/fakes``)."""
 
     def get(self, hold_id: str) -> Hold | None: ...
 

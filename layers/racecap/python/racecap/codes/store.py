@@ -1,7 +1,7 @@
 """Where codes live: the terms with the race (Races ``RACE#<raceId> / CODE#<CODE>``), the use
 counter's shards with the caps' (Inventory ``CODE#<raceId>#<CODE> / SHARD#<nnn>``, each with
 ``cap`` and ``taken``). A use is taken by a conditional write on one shard (``taken < cap``)
-in the transaction that puts the code on the hold (``dal.holds.DynamoHolds.change_code``), so
+in the transaction that puts the code on the hold (``holds.store.DynamoHolds.change_code``), so
 no interleaving of runners can use a code more often than its shards' caps add up to.
 """
 

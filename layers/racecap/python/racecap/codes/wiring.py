@@ -1,5 +1,5 @@
-"""The codes capability's composition root (see ``racecap.wiring``: each factory imports its
-own parts, so a function loads only what it uses)."""
+"""The codes capability's composition root: each factory imports its own parts, so a function
+loads only what it uses (issue 14). Only handlers import it; it imports lower ranks' wirings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""emails.models."""
+"""The email queue's message contract (parsed, or poison) and the rendered email."""
 
 from __future__ import annotations
 

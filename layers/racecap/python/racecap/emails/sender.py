@@ -15,7 +15,7 @@
 * **Poison fails fast.** A message that cannot be rendered raises ``PoisonMessage``
   before anything is sent or stored.
 * **Every send is on record.** Each email SES accepts is written to the delivery log
-  (``racecap.dal.deliveries``), which outlives the deduplication records: the audit of a
+  (``emails.store``), which outlives the deduplication records: the audit of a
   deployed stage counts confirmations there.
 """
 

@@ -2,7 +2,7 @@
 
 A hold counts against its device (or, while the queue is on, its admission — which names
 the same device) and against its address; each counter is a conditional increment in the
-hold's own transaction (``dal/holds.claim``), so concurrency cannot overshoot, and it is
+hold's own transaction (``holds/store.claim``), so concurrency cannot overshoot, and it is
 decremented in the transaction that releases, expires or pays for the place. A client
 with no device token counts against its address only; an unknown address (local calls
 without the trusted header) against nothing.

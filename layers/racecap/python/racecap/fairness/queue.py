@@ -32,7 +32,7 @@ from racecap.errors import Conflict, DomainError
 from racecap.fairness import work
 from racecap.fairness.identity import ADMISSION_HEADER, QUEUE_HEADER, Client
 from racecap.fairness.lottery import admission_number
-from racecap.fairness.store import QueueStore
+from racecap.fairness.store import DynamoQueueStore
 from racecap.fairness.tokens import Signer, TokenNotYours
 from racecap.models import WHOLE_NUMBER, Director, Model
 from racecap.observability import logger, metrics
@@ -208,7 +208,7 @@ class OpeningQueue:
     def __init__(
         self,
         catalog: RaceCatalog,
-        store: QueueStore,
+        store: DynamoQueueStore,
         cache: TieredCache,
         signer: Callable[[], Signer],
         clock: Callable[[], float] = time.time,

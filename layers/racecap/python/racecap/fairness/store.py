@@ -36,7 +36,7 @@ def entry_key(race_id: str, device_id: str) -> dict[str, Any]:
     return to_item({"pk": f"QENTRY#{race_id}#{device_id}", "sk": "ENTRY"})
 
 
-class QueueStore:
+class DynamoQueueStore:
     def __init__(self, client: Any, table: str) -> None:
         self._db = client
         self._table = table

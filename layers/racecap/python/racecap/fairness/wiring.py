@@ -1,4 +1,5 @@
-"""fairness.wiring."""
+"""The fairness capability's composition root: each factory imports its own parts, so a function
+loads only what it uses (issue 14). Only handlers import it; it imports lower ranks' wirings."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def runner_rate_limit(headers: Mapping[str, str]) -> int:
 @lru_cache(maxsize=1)
 def opening_queue() -> OpeningQueue:
     from racecap.fairness.queue import OpeningQueue
-    from racecap.fairness.store import QueueStore
+    from racecap.fairness.store import DynamoQueueStore
 
-    store = QueueStore(clients.dynamodb(), get_settings().inventory_table)
+    store = DynamoQueueStore(clients.dynamodb(), get_settings().inventory_table)
     return OpeningQueue(catalog(), store, cache(), signer, audit=audit_trail)

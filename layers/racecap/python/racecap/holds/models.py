@@ -1,4 +1,5 @@
-"""holds.models."""
+"""A hold and its payment attempt as stored (typed, so a misspelt phase fails at the boundary),
+and the hold API's shapes. Field names are camelCase because they are the stored attribute names."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ class Attempt:
     # they did before.
     answers: str | None = None
     questionsVersion: int | None = None
-    # The options with stock the answers took (``dal.keys.stock_entry``: question, option and
+    # The options with stock the answers took (``aws.keys.stock_entry``: question, option and
     # shard), given back with the place when the attempt ends without a registration.
     stock: list[str] | None = None
     # The waiver's acceptance (JSON, ``questions.models.WaiverRecord``): version, hash, time.
@@ -135,7 +136,7 @@ class Hold(_Record):
     chargeId: str | None = None  # the provider's payment (intent) id, once paid
     # The hold's one PaymentIntent, recorded when it is created (idempotency key ``intent-<holdId>``).
     intentId: str | None = None
-    # While one registration call creates the hold's intent (dal.holds.BUSY_FOR): duplicates wait.
+    # While one registration call creates the hold's intent (holds.store.BUSY_FOR): duplicates wait.
     busyUntil: datetime | None = None
     # Pushed back once (bounded) while the runner's bank asks for 3-D Secure at expiry.
     extended: bool = False
@@ -160,7 +161,7 @@ class Hold(_Record):
     listCents: int | None = None
     # While PAYING: a code change under way on the intent's amount (at most one at a time).
     reprice: Reprice | None = None
-    # A team hold (racecap.logic.teams): ``places`` places taken together, ``shardTakes`` of
+    # A team hold (see ``racecap.holds``): ``places`` places taken together, ``shardTakes`` of
     # them from each cap shard, one registration id per member (the captain's is
     # ``registrationId``, first). Absent on a single place's hold: not a byte more written.
     places: int = 1

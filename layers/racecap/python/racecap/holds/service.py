@@ -1,6 +1,6 @@
 """Holding a place: the first write of a burst, and the one that enforces the cap.
 
-The decision is a conditional write on a cap shard (see ``dal/holds.py``), never the
+The decision is a conditional write on a cap shard (see ``holds/store.py``), never the
 cached ``spotsLeft``. Once an event is full a short-lived "sold out" flag answers the
 rest of the burst from Redis, because every failed conditional write still costs a
 write unit. Places that come back (released or expired holds) clear the flag.

@@ -1,8 +1,8 @@
-"""Holds, payment attempts and email claims in the Inventory table (keys: ``dal/keys.py``).
+"""Holds, payment attempts and email claims in the Inventory table (keys: ``aws/keys.py``).
 
 Every state change that moves a place or an email is one DynamoDB transaction (through
-``dal/transactions.transact``), so a crash between two writes can never leak a place or
-strand an email claim. The phases are ``domain.HoldPhase``.
+``aws/transactions.transact``), so a crash between two writes can never leak a place or
+strand an email claim. The phases are ``holds.models.HoldPhase``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class HoldStore(Protocol):
         """HELD → PAYING with ``attempt`` and its email claimed; the same attempt again. With
         ``turn``, not while another call of it is still creating the intent (then HOLD_GONE).
         With ``take_stock``, the attempt's stocked options are taken too, from HELD only
-        (``dal.holds.OptionShardFull`` when one's shard is full)."""
+        (``holds.store.OptionShardFull`` when one's shard is full)."""
         ...
 
     def finish_reprice(self, hold: Hold, reprice: Reprice) -> bool:
@@ -130,7 +130,7 @@ BUSY_FOR = timedelta(seconds=25)
 
 
 class OptionShardFull(Exception):
-    """One stocked option's shard (``entry``: ``dal.keys.stock_entry``) had no unit left:
+    """One stocked option's shard (``entry``: ``aws.keys.stock_entry``) had no unit left:
     nothing was written; the caller tries its other shards, or says the option is sold out."""
 
     def __init__(self, entry: str) -> None:
@@ -138,7 +138,7 @@ class OptionShardFull(Exception):
         self.entry = entry
 
 
-# How a team's places spread over the shards with room (``logic.capacity.plan_team``).
+# How a team's places spread over the shards with room (``places.rules.plan_team``).
 TeamPlan = Callable[[dict[str, int], int], dict[str, int]]
 
 

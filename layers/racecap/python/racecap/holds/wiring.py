@@ -1,4 +1,5 @@
-"""holds.wiring."""
+"""The holds capability's composition root: each factory imports its own parts, so a function
+loads only what it uses (issue 14). Only handlers import it; it imports lower ranks' wirings."""
 
 from __future__ import annotations
 

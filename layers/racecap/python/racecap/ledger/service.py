@@ -46,7 +46,7 @@ def payment_entry(reg: Registration) -> LedgerEntry:
     """The entry payment, read from the registration item the writer wrote (no write of its own)."""
     return LedgerEntry(
         kind="payment",
-        key=f"hold:{reg.holdId}",  # one PaymentIntent per hold, keyed on it (logic/registration.py)
+        key=f"hold:{reg.holdId}",  # one PaymentIntent per hold, keyed on it (registration/service.py)
         providerId=reg.chargeId,
         amountCents=reg.amountCents,
         currency=reg.currency,

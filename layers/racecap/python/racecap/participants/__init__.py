@@ -1,1 +1,1 @@
-"""participants."""
+"""The directors' participant list: search, pages, the CSV export with answers."""

@@ -1,4 +1,4 @@
-"""participants.models."""
+"""The directors' list with each runner's answers."""
 
 from __future__ import annotations
 

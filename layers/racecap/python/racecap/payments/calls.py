@@ -1,4 +1,4 @@
-"""payments.calls."""
+"""One call to the payment provider, its failures in the runner's terms."""
 
 from __future__ import annotations
 

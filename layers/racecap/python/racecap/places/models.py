@@ -1,4 +1,4 @@
-"""places.models."""
+"""The records of a cap's shards: a shard, its usage and a planned change."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ class DynamoInventory:
         self._table = table
 
     def create_event_shards(self, race_id: str, event_id: str, caps: list[int]) -> None:
-        """One shard per entry of ``caps`` (``logic.capacity.split_cap`` spreads a cap)."""
+        """One shard per entry of ``caps`` (``places.rules.split_cap`` spreads a cap)."""
         for n, shard_cap in enumerate(caps):
             self._db.put_item(
                 TableName=self._table,
@@ -58,7 +58,7 @@ class DynamoInventory:
         shards = read_shards(self._db, self._table, race_id, event_id, consistent=consistent)
         return ShardUsage(cap=sum(s.cap for s in shards), taken=sum(s.taken for s in shards), shards=shards)
 
-    # -- changing a cap (directors; the plan is logic.capacity's) ---------------------------
+    # -- changing a cap (directors; the plan is places.rules's) ---------------------------
     def cap_change_items(self, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
         """Each shard changes only if its cap is still the one planned from and its places
         taken still fit: a hold landing meanwhile fails the whole change, which is re-planned."""

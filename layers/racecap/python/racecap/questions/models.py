@@ -231,7 +231,7 @@ class StoredAnswers(Model):
     answers: dict[str, AnswerValue]
 
     def to_json(self) -> str:
-        """The answers as the registration keeps them (``domain.Attempt.answers``)."""
+        """The answers as the registration keeps them (``holds.models.Attempt.answers``)."""
         return json.dumps(self.answers, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod

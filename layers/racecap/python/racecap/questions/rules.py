@@ -256,7 +256,7 @@ def answer_text(q: Question, value: AnswerValue) -> str:
 
 def division_of(answers: str | None) -> str | None:
     """A registration's answer to the built-in division question, from its stored answers
-    (JSON, ``domain.Registration.answers``): the results upload's category for the runner."""
+    (JSON, ``registration.models.Registration.answers``): the results upload's category for the runner."""
     if not answers:
         return None
     value = json.loads(answers).get(DIVISION)

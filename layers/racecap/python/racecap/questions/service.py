@@ -1,7 +1,7 @@
 """Questions use cases: a director saves a version; runners and the registration read the
 current one through the caching hierarchy.
 
-Caching (as the race definition, ``racecap.logic.races``): a saved version never changes,
+Caching (as the race definition, ``races.catalog``): a saved version never changes,
 so it is cached long under its number; which number is current is a version stamp
 (``questions:<raceId>:<eventId>``), read once a second per environment and moved on by
 the save. An event that never had questions has stamp 0: its registrations read nothing
@@ -53,7 +53,7 @@ VERSION_TTL = 86_400.0  # a version is immutable: the TTL only bounds memory
 POINTER_SHARED_TTL = 60
 VERSION_LOCAL_TTL = 300.0
 # What is left of each option's stock, for the runners' form: as fresh as the race page's
-# places left (``logic.races``), one counter read per stocked option every two seconds at most.
+# places left (``races.catalog``), one counter read per stocked option every two seconds at most.
 LEFT_TTL = 2.0
 LEFT_LOCAL_TTL = 1.0
 
@@ -71,7 +71,7 @@ class Questions:
         self,
         store: QuestionStore,
         transact: Callable[[list[TransactItem]], None],
-        audit: Any,  # racecap.logic.audit.AuditTrail
+        audit: Any,  # audit.service.AuditTrail
         cache: TieredCache,
         inventory: Inventory | None = None,  # the options' stock counters (the caps' shards)
     ) -> None:
@@ -341,7 +341,7 @@ class Questions:
 
     # -- what directors read of the answers -----------------------------------------------------
     def described(self, race_id: str, event_id: str, answers: str | None, version: int | None) -> list[AnswerView]:
-        """A registration's stored answers (``domain.Registration.answers``) as its version asked them."""
+        """A registration's stored answers (``registration.models.Registration.answers``) as its version asked them."""
         stored = StoredAnswers.of(answers, version)
         return [] if stored is None else self.readable(race_id, event_id, stored)
 

@@ -1,4 +1,5 @@
-"""races.models."""
+"""Races, events and price tiers as stored, the views runners read, and the changes a
+set-up makes."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ class Race(Model):
     holdMinutes: int = 10
     listing: Listing = "LISTED"
     version: int = 1
-    # Days after raceDate that runners' personal data is kept (racecap.logic.retention).
+    # Days after raceDate that runners' personal data is kept (retention.service).
     retentionDays: int = 365
     purgedAt: datetime | None = None  # when the retention job deleted it
 
@@ -104,11 +105,11 @@ class Event(Model):
     currency: str = "USD"
     shards: int = 1
     position: int = 0  # the director's order, which runners see
-    # The event's age rule, on race day (racecap.logic.eligibility): events stored before the
+    # The event's age rule, on race day (races.rules): events stored before the
     # rule existed read as the old site-wide minimum of 5 and no maximum.
     minAge: int = 5
     maxAge: int | None = None
-    # Later prices by date, in order (racecap.logic.pricing): the price a hold takes is the one
+    # Later prices by date, in order (``races.models.Race.price_at``): the price a hold takes is the one
     # in force when the place is held.
     priceTiers: list[PriceTier] = []
     # Team entries (racecap.teams): a captain holds and pays for teamMinSize..teamMaxSize

@@ -1,4 +1,4 @@
-"""Race and event definitions in the Races table (keys: ``dal/keys.py``).
+"""Race and event definitions in the Races table (keys: ``aws/keys.py``).
 
 A race and its events share the race's partition, read in one query; listed races are
 copied to the ``LISTING`` partition for the public list (one small partition, read through

@@ -1,4 +1,4 @@
-"""registration.messages."""
+"""The paid-registration message the writer reads, built from a hold."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What a runner's registration must contain. The site's inline checks mirror these.
 
 Whether the runner may enter the event (its age rule, on race day) is the event's to say:
-``racecap.logic.eligibility``, checked once the hold's race is known."""
+``races.rules``, checked once the hold's race is known."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class Registration(PaidRegistration):
     # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
     disputeId: str | None = None
     disputedAt: str | None = None
-    # Once the race's retention period is over (racecap.logic.retention): email, dateOfBirth
+    # Once the race's retention period is over (retention.service): email, dateOfBirth
     # and chargeId are "" and the age on race day is kept instead of the date of birth.
     purgedAt: str | None = None
     ageOnRaceDay: int | None = None

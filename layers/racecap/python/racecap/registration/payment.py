@@ -1,4 +1,4 @@
-"""registration.payment."""
+"""The payment step's keys and metadata: one PaymentIntent per hold, never two."""
 
 from __future__ import annotations
 

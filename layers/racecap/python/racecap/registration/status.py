@@ -1,4 +1,4 @@
-"""The registration writer's pace and backlog (``logic.backlog``): the writer tallies what it
+"""The registration writer's pace and backlog (``registration.status``): the writer tallies what it
 confirmed and how long each took from the queue (Redis, one round trip a batch); the waiting
 screen's status answer reads the backlog, rebuilt at most every ``BACKLOG_TTL_S`` for every
 environment together from that tally and the queue's own depth (one SQS call)."""
@@ -17,7 +17,7 @@ from racecap.observability import logger
 @dataclass(frozen=True)
 class Backlog:
     """The registration writer's backlog, as the waiting screen's wait is worked out from it
-    (``logic.backlog``)."""
+    (``registration.status``)."""
 
     waiting: int  # registrations on the writer's queue, waiting or being written
     per_second: float  # what the writer confirmed per second lately (0 when idle)

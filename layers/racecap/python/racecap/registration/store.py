@@ -1,5 +1,5 @@
 """Confirmed registrations (Registrations table) and the counters the writer keeps (keys:
-``dal/keys.py``).
+``aws/keys.py``).
 
 The writer confirms a whole batch for one event in ONE transaction: the bib counter
 moves from n to n+k only together with the k registrations that take bibs n+1..n+k, so

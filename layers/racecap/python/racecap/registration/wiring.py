@@ -1,4 +1,5 @@
-"""registration.wiring."""
+"""The registration capability's composition root: each factory imports its own parts, so a function
+loads only what it uses (issue 14). Only handlers import it; it imports lower ranks' wirings."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def registration_service() -> RegistrationService:
 
 @lru_cache(maxsize=1)
 def writer_pace() -> SqsWriterPace:
-    """The writer's pace and backlog: it records, the waiting screen reads (``logic.backlog``)."""
+    """The writer's pace and backlog: it records, the waiting screen reads (``registration.status``)."""
     from racecap.registration.status import SqsWriterPace
 
     return SqsWriterPace(clients.sqs(), get_settings().registrations_queue_url, cache())

@@ -3,7 +3,7 @@
 SQS delivers at least once, so everything here is idempotent per registration: a
 registration already written is skipped (its confirmation email is enqueued again;
 the email sender sends each ``dedupKey`` once). Records are grouped per event and each
-group is confirmed in one transaction with the bib counter (see ``dal/registrations``);
+group is confirmed in one transaction with the bib counter (see ``registration/store.py``);
 that is both what keeps bibs gap-free and what lets one event confirm hundreds of
 registrations per second through a single counter item.
 """

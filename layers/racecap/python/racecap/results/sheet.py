@@ -50,7 +50,7 @@ class Entrant:
     first_name: str
     last_name: str
     date_of_birth: date | None
-    # Once the race's personal data is deleted only the age on race day is left (logic.retention).
+    # Once the race's personal data is deleted only the age on race day is left (retention.service).
     age_on_race_day: int | None = None
     # The runner's answer to the built-in division question (racecap.questions), if asked.
     division: str | None = None

@@ -83,7 +83,7 @@ class RetentionPurge:
         store: RetentionStore,
         races: RaceStore,
         transact: Callable[[list[TransactItem]], None],
-        audit: Any,  # racecap.logic.audit.AuditTrail
+        audit: Any,  # audit.service.AuditTrail
         ledger: LedgerStore,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:

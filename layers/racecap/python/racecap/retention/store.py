@@ -1,4 +1,4 @@
-"""What the retention job reads and deletes (``racecap.logic.retention``; keys: ``dal/keys.py``).
+"""What the retention job reads and deletes (``retention.service``; keys: ``aws/keys.py``).
 
 Finding due races scans the Races table: it holds races and events only (a few items per
 race, never bursts), the job runs hourly, and a filter keeps only unpurged race items whose

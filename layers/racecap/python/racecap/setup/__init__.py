@@ -1,1 +1,2 @@
-"""setup."""
+"""A director's race set-up: drafts, patches, price tiers, copies of last year's race,
+publishing and unpublishing, cap changes across shards."""

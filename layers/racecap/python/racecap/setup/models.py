@@ -1,4 +1,4 @@
-"""setup.models."""
+"""The admin API's race set-up shapes: drafts, patches, copies and the directors' views."""
 
 from __future__ import annotations
 

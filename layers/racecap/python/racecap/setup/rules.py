@@ -1,4 +1,4 @@
-"""setup.rules."""
+"""The set-up's pure rules: completeness, price tiers, versions, a year later."""
 
 from __future__ import annotations
 

@@ -71,9 +71,9 @@ class RaceAdmin:
         inventory: Inventory,
         *,
         transact: Callable[[list[TransactItem]], None] | None = None,
-        audit: Any = None,  # racecap.logic.audit.AuditTrail
-        catalog: Any = None,  # racecap.logic.races.RaceCatalog
-        window: Any = None,  # racecap.logic.window.WindowControl
+        audit: Any = None,  # audit.service.AuditTrail
+        catalog: Any = None,  # races.catalog.RaceCatalog
+        window: Any = None,  # window.service.WindowControl
     ) -> None:
         self._store = store
         self._inventory = inventory

@@ -1,4 +1,4 @@
-"""stats.models."""
+"""The live stats' API shapes."""
 
 from __future__ import annotations
 

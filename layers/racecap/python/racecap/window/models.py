@@ -1,4 +1,4 @@
-"""window.models."""
+"""The registration window's record and its API shapes."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ WARM_UP_BEFORE = timedelta(minutes=10)
 
 
 # Provisioned environments raised for the opening go back to zero this long after it
-# (or at the closing, if sooner): the burst is over by then (logic/prewarm.py).
+# (or at the closing, if sooner): the burst is over by then (window/prewarm.py).
 COOL_DOWN_AFTER = timedelta(minutes=30)
 
 
@@ -147,7 +147,7 @@ class WindowControl:
         windows: WindowStore,
         workflow: Workflow,
         transact: Callable[[list[TransactItem]], None],
-        audit: Any,  # racecap.logic.audit.AuditTrail
+        audit: Any,  # audit.service.AuditTrail
         catalog: RaceCatalog,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         opened: Callable[[str, list[Event]], None] | None = None,

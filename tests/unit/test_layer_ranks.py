@@ -1,0 +1,308 @@
+"""The layer's shape, checked on the import statements themselves (AST), as LAYOUT.md 2.1 sets it:
+
+* no import cycle in ``racecap``, counting every import (module level, in functions, under
+  ``TYPE_CHECKING``) and the parent packages each import runs;
+* ranks: a capability imports only lower-ranked ones (the kernel and ``aws`` import none);
+* only the edge (handlers and the API routers) imports a capability's ``wiring``; a wiring
+  imports its own package, the kernel and lower-ranked wirings (the ranks give that);
+* handlers never import a store or ``aws``: they get every service from a wiring;
+* services depend on ports, never on an adapter: no ``Dynamo*``/``Sqs*``/``Ses*``/
+  ``StepFunctions*``/``Http*``/``Stripe*``/``Limited*`` class outside stores and wirings, so every
+  service runs on the fakes of ``tests/fakes``.
+
+Planted violations prove each rule can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYER = ROOT / "layers/racecap/python"
+PACKAGE = LAYER / "racecap"
+
+KERNEL = {"models", "errors", "money", "config", "clients", "observability", "deadline", "cache", "ratelimit"}
+KERNEL |= {"http", "auth", "aws"}
+RANKS: dict[str, int] = {
+    **dict.fromkeys(KERNEL, 0),
+    **dict.fromkeys(["audit", "places", "emails", "payments"], 1),
+    "races": 2,
+    **dict.fromkeys(["questions", "fairness", "holds"], 3),
+    "window": 4,  # its wiring passes fairness' ``opened`` callback
+    "setup": 5,  # ``RaceAdmin`` moves a scheduled window
+    **dict.fromkeys(["codes", "registration"], 6),
+    "ledger": 7,
+    **dict.fromkeys(["participants", "stats", "results", "retention"], 8),
+    "api": 9,  # the edge: Powertools routers, as the handlers are
+}
+
+# How the adapters are named (the classes that talk to AWS or a provider).
+ADAPTER = re.compile(r"^(Dynamo|Sqs|Ses|S3|StepFunctions|AutoScaling|Http|Stripe|Limited)[A-Z]")
+# Ports only where a second implementation exists: the results service and the opening queue run
+# on DynamoDB Local (and a local S3) in their tests, never on a fake, so they take their adapters.
+NO_SECOND_IMPLEMENTATION = {
+    "results/service.py": {"DynamoResults", "S3Files"},
+    "fairness/queue.py": {"DynamoQueueStore"},
+}
+
+Reader = Callable[[Path], str]
+
+
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
+def module_name(path: Path, base: Path = LAYER) -> str:
+    return ".".join(path.relative_to(base).with_suffix("").parts).removesuffix(".__init__")
+
+
+def imports_of(source: str) -> Iterable[tuple[int, str, list[str]]]:
+    """(line, module, names) for every absolute import, wherever it stands in the file."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, []
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.lineno, node.module, [a.name for a in node.names]
+
+
+def import_graph(paths: list[Path], package: str, base: Path = LAYER, read: Reader = _read) -> dict[str, set[str]]:
+    """Module → the package's modules it imports, with the parents each import runs first."""
+    modules = {module_name(p, base): p for p in paths}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for _, module, names in imports_of(read(path)):
+            if module != package and not module.startswith(package + "."):
+                continue
+            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules] or [module]
+            for target in targets:
+                parts = target.split(".")
+                graph[name].update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        graph[name] = {t for t in graph[name] if t in modules and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "racecap" and len(parts) > 1 else None
+
+
+def rank_violations(paths: list[Path], read: Reader = _read) -> list[str]:
+    found = []
+    for path in paths:
+        room = room_of(module_name(path))
+        if room is None:
+            continue
+        if room not in RANKS:
+            found.append(f"{path.relative_to(ROOT)}: package {room!r} has no rank")
+            continue
+        for line, module, names in imports_of(read(path)):
+            targets = [f"{module}.{n}" for n in names] if module == "racecap" else [module]
+            for target in targets:
+                other = room_of(target)
+                if target.endswith(".wiring") and not path.name == "wiring.py" and room != "api":
+                    found.append(f"{path.relative_to(ROOT)}:{line} imports {target}: only the edge imports a wiring")
+                if other is None or other == room:
+                    continue
+                upward = RANKS.get(other, 99) >= RANKS[room] and not RANKS[room] == RANKS.get(other) == 0
+                if upward:
+                    found.append(f"{path.relative_to(ROOT)}:{line} ({room}, rank {RANKS[room]}) imports {target}")
+    return sorted(set(found))
+
+
+def handler_violations(paths: list[Path], read: Reader = _read) -> list[str]:
+    found = []
+    for path in paths:
+        for line, module, _ in imports_of(read(path)):
+            if module.startswith("racecap.aws") or module.endswith(".store"):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    return found
+
+
+def adapter_imports(paths: list[Path], read: Reader = _read) -> list[str]:
+    """Adapters a service imports (it should take a port and let the wiring build the adapter)."""
+    found = []
+    for path in paths:
+        if path.name in ("store.py", "wiring.py") or room_of(module_name(path)) in KERNEL | {None}:
+            continue
+        for line, module, names in imports_of(read(path)):
+            if module.startswith("racecap."):
+                allowed = NO_SECOND_IMPLEMENTATION.get(str(path.relative_to(PACKAGE)), set())
+                found += [
+                    f"{path.relative_to(ROOT)}:{line} imports {n}"
+                    for n in names
+                    if ADAPTER.match(n) and n not in allowed
+                ]
+    return found
+
+
+def _layer() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _handlers() -> list[Path]:
+    return sorted((ROOT / "functions").glob("*/handler.py"))
+
+
+# -- the rules hold --------------------------------------------------------------------------
+def test_the_layer_has_no_import_cycle():
+    assert cycles(import_graph(_layer(), "racecap")) == []
+
+
+def test_every_import_points_down_the_ranks():
+    assert rank_violations(_layer()) == []
+
+
+def test_every_package_has_a_rank_and_the_flat_rooms_are_gone():
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages <= set(RANKS)
+    assert not {"logic", "dal", "teams"} & packages
+    assert not (PACKAGE / "domain.py").exists() and not (PACKAGE / "wiring.py").exists()
+
+
+def test_handlers_reach_no_store():
+    assert handler_violations(_handlers()) == []
+
+
+def test_services_import_no_adapter():
+    assert adapter_imports(_layer()) == []
+
+
+def test_every_adapter_a_wiring_builds_is_named_as_one():
+    """The adapter rule only holds if adapters keep to their names: every concrete class a wiring
+    takes from a store (or the provider's modules) must match ``ADAPTER``."""
+    classes: list[Any] = []
+    for wiring in PACKAGE.glob("*/wiring.py"):
+        for _, module, names in imports_of(wiring.read_text()):
+            if (
+                module.endswith((".store", ".stripe_provider", ".budget", ".webhook_log"))
+                or module == "racecap.aws.queues"
+            ):
+                mod = importlib.import_module(module)
+                classes += [getattr(mod, n) for n in names]
+    concrete = [c for c in classes if inspect.isclass(c) and not getattr(c, "_is_protocol", False)]
+    assert len(concrete) > 10, "the wirings build no adapters?"
+    assert [c.__name__ for c in concrete if not ADAPTER.match(c.__name__)] == []
+
+
+# -- each rule can fail ------------------------------------------------------------------------
+def _planted(target: Path, line: str) -> Reader:
+    source = target.read_text() + f"\n{line}\n"
+    return lambda p: source if p == target else p.read_text()
+
+
+@pytest.mark.parametrize(
+    ("module", "planted"),
+    [
+        ("places/store.py", "from racecap.holds.service import HoldService"),  # a rank up
+        ("payments/port.py", "import racecap.registration.service"),
+        ("models.py", "from racecap.aws.keys import hold_key"),  # kernel to kernel is fine...
+        ("aws/keys.py", "from racecap.races.models import Race"),  # ...but the kernel reaches no capability
+        ("registration/sweeper.py", "from racecap.registration.wiring import sweeper"),  # a service to a wiring
+        ("codes/service.py", "from racecap.registration.service import RegistrationService"),  # same rank
+    ],
+)
+def test_a_planted_upward_import_is_caught(module, planted):
+    target = PACKAGE / module
+    found = rank_violations([target], read=_planted(target, planted))
+    if module == "models.py":
+        assert found == []
+    else:
+        assert found
+        assert all(planted.split()[1] in f for f in found)
+
+
+def test_a_planted_cycle_is_caught_even_through_a_function_level_import():
+    target = PACKAGE / "races/rules.py"
+    graph = import_graph(_layer(), "racecap", read=_planted(target, "def f():\n    from racecap.races import catalog"))
+    assert [g for g in cycles(graph) if "racecap.races.rules" in g]
+
+
+def test_a_cycle_through_a_parent_package_is_caught(tmp_path):
+    """``import a.b.c`` runs ``a/__init__`` first: an ``__init__`` that imports its children closes
+    a circle with any child that imports a sibling."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from pkg.app import build\n")  # the package builds the app...
+    (pkg / "app.py").write_text("from pkg.sub.leaf import X\n\ndef build(): ...\n")
+    (pkg / "sub/__init__.py").write_text("")
+    (pkg / "sub/leaf.py").write_text("from pkg import constants\n")  # ...and a leaf reads a sibling
+    (pkg / "constants.py").write_text("X = 1\n")
+    graph = import_graph(sorted(pkg.rglob("*.py")), "pkg", base=tmp_path)
+    assert cycles(graph) == [["pkg", "pkg.app", "pkg.sub.leaf"]]
+    (pkg / "__init__.py").write_text('"""A docstring only."""\n')
+    assert cycles(import_graph(sorted(pkg.rglob("*.py")), "pkg", base=tmp_path)) == []
+
+
+def test_a_handler_importing_a_store_is_caught():
+    handler = ROOT / "functions/hold_sweeper/handler.py"
+    found = handler_violations([handler], read=_planted(handler, "from racecap.holds.store import DynamoHolds"))
+    assert found and all("racecap.holds.store" in f for f in found)
+
+
+def test_a_planted_adapter_import_is_caught():
+    target = PACKAGE / "window/service.py"
+    found = adapter_imports([target], read=_planted(target, "from racecap.window.store import StepFunctionsWorkflow"))
+    assert len(found) == 1 and found[0].endswith("imports StepFunctionsWorkflow")
+
+
+def test_a_package_without_a_rank_is_caught(tmp_path, monkeypatch):
+    monkeypatch.delitem(RANKS, "stats")
+    assert any("'stats' has no rank" in f for f in rank_violations(sorted((PACKAGE / "stats").glob("*.py"))))
+
+
+if __name__ == "__main__":  # a map of the layer's groups, for a newcomer
+    for group in cycles(import_graph(_layer(), "racecap")):
+        print(group)
+    sys.exit(0)
