@@ -12,10 +12,15 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 # for the CDK assets to pick up), and the stack's processes and the tests' fresh interpreters
 # load compiled modules instead of compiling them each time (local/env.sh sets the same).
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
-# Branch coverage of the whole logic layer (racecap.logic: the registration core, the
-# directors' admin, window, stats and lists), measured on the unit suite alone, on the
-# fakes of tests/fakes: it must stay >= 90%.
-LOGIC_COVERAGE := --cov=racecap.logic --cov-branch --cov-fail-under=90 --cov-report=term:skip-covered
+# Branch coverage of the capabilities' logic (their services and pure rules: the registration
+# core, the directors' set-up, window, stats and lists, the modules that were racecap.logic before
+# issue 36), measured on the unit suite alone, on the fakes of tests/fakes: it must stay >= 90%.
+LOGIC := audit.service emails.models emails.sender emails.templates holds.service ledger.cancellations \
+         ledger.events participants.service payments.calls places.rules races.catalog races.rules \
+         registration.messages registration.payment registration.service registration.status \
+         registration.sweeper registration.writer retention.service setup.models setup.rules setup.service \
+         stats.service window.prewarm window.service
+LOGIC_COVERAGE := $(foreach m,$(LOGIC),--cov=racecap.$(m)) --cov-branch --cov-fail-under=90 --cov-report=term:skip-covered
 
 .PHONY: help install run test lint typecheck openapi openapi-check unit infra-tests integration browser \
         site layers synth deploy burst bench fuzz token director totp smoke preflight clean

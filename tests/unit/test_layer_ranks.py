@@ -19,7 +19,6 @@ import ast
 import importlib
 import inspect
 import re
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -151,11 +150,11 @@ def rank_violations(paths: list[Path], read: Reader = _read) -> list[str]:
             targets = [f"{module}.{n}" for n in names] if module == "racecap" else [module]
             for target in targets:
                 other = room_of(target)
-                if target.endswith(".wiring") and not path.name == "wiring.py" and room != "api":
+                if target.endswith(".wiring") and path.name != "wiring.py" and room != "api":
                     found.append(f"{path.relative_to(ROOT)}:{line} imports {target}: only the edge imports a wiring")
                 if other is None or other == room:
                     continue
-                upward = RANKS.get(other, 99) >= RANKS[room] and not RANKS[room] == RANKS.get(other) == 0
+                upward = RANKS.get(other, 99) >= RANKS[room] and not (RANKS[room] == RANKS.get(other) == 0)
                 if upward:
                     found.append(f"{path.relative_to(ROOT)}:{line} ({room}, rank {RANKS[room]}) imports {target}")
     return sorted(set(found))
@@ -302,7 +301,12 @@ def test_a_package_without_a_rank_is_caught(tmp_path, monkeypatch):
     assert any("'stats' has no rank" in f for f in rank_violations(sorted((PACKAGE / "stats").glob("*.py"))))
 
 
-if __name__ == "__main__":  # a map of the layer's groups, for a newcomer
-    for group in cycles(import_graph(_layer(), "racecap")):
-        print(group)
-    sys.exit(0)
+def test_the_runner_api_loads_no_admin_router():
+    """The registration API takes a burst's traffic: it must not load the directors' routes."""
+    runner = [ROOT / "functions/registration_api/handler.py", *sorted((PACKAGE / "api/runner").glob("*.py"))]
+    assert [
+        f"{p.relative_to(ROOT)}:{line}"
+        for p in runner
+        for line, module, names in imports_of(p.read_text())
+        if module.startswith("racecap.api.admin") or (module == "racecap.api" and "admin" in names)
+    ] == []

@@ -1,0 +1,153 @@
+"""The runners of a race: the list with search, the CSV export, one registration, cancel, refund."""
+
+# No `from __future__ import annotations` here: Powertools reads the route annotations
+# at run time to validate requests and responses.
+
+import base64
+from typing import Annotated, Literal
+from urllib.parse import urlencode
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, director_of, owner_of
+from racecap.http import NO_STORE
+from racecap.ledger.models import CancellationView, CancelRequest, RefundRequest, RefundView, RegistrationDetail
+from racecap.ledger.wiring import cancellations, ledger
+from racecap.observability import tracer
+from racecap.participants.models import AnsweredPage
+from racecap.participants.service import CURSOR_PATTERN, PAGE_MAX, build_export_page
+from racecap.participants.wiring import participants
+
+router = Router()
+_director = director_of(router)
+_owned = owner_of(router)
+_json = as_json
+
+
+@router.get(
+    "/api/admin/races/<raceId>/registrations",
+    summary="Registrations, paginated, with search",
+    description="`q`: a bib number, a whole email address, or words matched against names and email. "
+    "A word search reads a bounded slice per call and may return fewer than `limit` rows with a `nextCursor`.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses=NOT_YOURS,
+)
+@tracer.capture_method
+def list_registrations(
+    raceId: str,
+    q: Annotated[str | None, Query(max_length=200)] = None,
+    eventId: Annotated[str | None, Query(max_length=100)] = None,
+    status: Annotated[Literal["CONFIRMED", "CANCELLING", "CANCELLED"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 50,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN)] = None,
+) -> Response[AnsweredPage]:
+    _, race, events = _owned(raceId)
+    page = participants().page(race, events, q=q, event_id=eventId, status=status, limit=limit, cursor=cursor)
+    return _json(200, page)
+
+
+@router.get(
+    "/api/admin/races/<raceId>/registrations/export",
+    summary="Registrations as CSV",
+    description="Send `Accept-Encoding: gzip` (`curl --compressed`): one response then carries about 100,000 "
+    'rows. A larger export comes in pages: follow `Link: rel="next"` (or pass `X-Next-Cursor` as '
+    "`cursor`); later pages have no header line, so they append to the same file.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 200: {"description": "CSV", "content": {"text/csv": {"schema": {"type": "string"}}}}},
+)
+@tracer.capture_method
+def export_registrations(
+    raceId: str,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN)] = None,
+    includeCancelled: Annotated[bool, Query()] = False,
+) -> Response[str]:
+    _, race, events = _owned(raceId)
+    accepts = router.current_event.headers.get("accept-encoding", "")
+    deadline_s = router.lambda_context.get_remaining_time_in_millis() / 1000
+    lines = participants().export_lines(race, events, cursor=cursor, include_cancelled=includeCancelled)
+    page = build_export_page(lines, gzip="gzip" in accepts.lower(), remaining_s=deadline_s)
+    headers = {
+        **NO_STORE,
+        "Content-Disposition": f'attachment; filename="{raceId}-registrations.csv"',
+        "X-Export-Lines": str(page.lines),
+    }
+    if page.gzipped:
+        headers["Content-Encoding"] = "gzip"
+    if page.next_cursor:
+        query = urlencode({"cursor": page.next_cursor} | ({"includeCancelled": "true"} if includeCancelled else {}))
+        headers["X-Next-Cursor"] = page.next_cursor
+        headers["Link"] = f'</api/admin/races/{raceId}/registrations/export?{query}>; rel="next"'
+    body = page.body if isinstance(page.body, str) else base64.b64encode(page.body).decode()
+    response = Response(200, "text/csv; charset=utf-8", body, headers=headers)
+    response.base64_encoded = page.gzipped  # already encoded: validation sees plain ASCII text
+    return response
+
+
+# After the export's route: Powertools tries routes in order, and "export" is no registration id.
+@router.get(
+    "/api/admin/races/<raceId>/registrations/<registrationId>",
+    summary="One registration: the runner, its state and bib, and its payments and refunds",
+    description="`ledger` lists the entry payment and every refund (amount, reason, who, when), oldest first, "
+    "with what is left to refund.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={404: {"description": "RACE_NOT_FOUND (no such race, or not yours) or REGISTRATION_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_registration(raceId: str, registrationId: str) -> Response[RegistrationDetail]:
+    _, race, _ = _owned(raceId)
+    return _json(200, ledger().registration(race, registrationId))
+
+
+@router.post(
+    "/api/admin/races/<raceId>/registrations/<registrationId>/cancel",
+    summary="Cancel a registration, with a refund: all that is left, none, or an amount",
+    description="The place goes back to the pool and the runner gets an email. No body (or `{}`) refunds "
+    "all that is left of the payment after earlier refunds; `refund: NONE` refunds nothing; `refund: AMOUNT` "
+    "refunds `amountCents`, within what is left (more is 409 REFUND_TOO_LARGE and changes nothing). "
+    "The answer says what was refunded. Repeating the call is harmless: one refund, one email "
+    "(`changed: false`), with the choice made by the first call.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={
+        **NOT_YOURS,
+        409: {"description": "REFUND_TOO_LARGE (more than is left), or the registration cannot be cancelled"},
+        429: {"description": "The payment provider is not answering; retry (the cancellation is pending)"},
+        502: {"description": "REFUND_FAILED: the provider refused; nothing changed"},
+    },
+)
+@tracer.capture_method
+def cancel_registration(
+    raceId: str, registrationId: str, body: Annotated[CancelRequest | None, Body()] = None
+) -> Response[CancellationView]:
+    director, race, _ = _owned(raceId)
+    body = body or CancelRequest()
+    view = cancellations().cancel(director, race, registrationId, body.reason, body.refund, body.amountCents)
+    return _json(200, view)
+
+
+@router.post(
+    "/api/admin/races/<raceId>/registrations/<registrationId>/refunds",
+    summary="Refund part of a registration's payment (the registration stays confirmed)",
+    description="Each call is its own refund, with its own idempotency key at the provider. The sum of "
+    "refunds never exceeds the payment: a refund past what is left is 409 REFUND_TOO_LARGE and reaches "
+    "no provider, however many clicks arrive at once. The answer shows the refund and the ledger.",
+    tags=["Admin: participants"],
+    security=SECURITY,
+    responses={
+        **NOT_YOURS,
+        409: {"description": "REFUND_TOO_LARGE (more than is left), or the registration is not confirmed"},
+        429: {"description": "The payment provider is not answering; the refund is pending (its amount reserved)"},
+        502: {"description": "REFUND_FAILED: the provider refused; nothing was refunded"},
+    },
+)
+@tracer.capture_method
+def refund_registration(
+    raceId: str, registrationId: str, body: Annotated[RefundRequest, Body()]
+) -> Response[RefundView]:
+    director, race, _ = _owned(raceId)
+    return _json(201, ledger().refund(director, race, registrationId, body.amountCents, body.reason))
