@@ -286,7 +286,7 @@ class Function:
     reserved_concurrency: int | None = None
     needs_cache: bool = True
     extra_env: dict[str, Ref] = field(default_factory=dict)
-    # How an API function avoids cold starts on AWS (README, "Cold starts"): "snapstart"
+    # How an API function avoids cold starts on AWS (docs/cold-starts.md): "snapstart"
     # (a snapshot of the initialised function, restored) or "provisioned" (environments
     # kept initialised during registration windows, up to ``provisioned_max``). Either way
     # the HTTP API calls a published version through the "live" alias. Nothing locally.
@@ -610,7 +610,7 @@ COMMON_ENV: dict[str, Ref] = {
     "PAYMENTS_SECRET_ID": SecretId("PaymentProvider"),
     # Requests per second to the provider, for all functions together (a Redis limiter, with
     # 10 % headroom inside): below Stripe's own limit (test mode 25/s; live ~100/s, or what
-    # Stripe raised it to before a big opening — README "The payment provider's limits").
+    # Stripe raised it to before a big opening — docs/payments.md, "Stripe's own limit").
     "PAYMENTS_RATE_PER_SECOND": Param("PaymentsRatePerSecond", "24"),
     # The site's card form: Stripe.js and the account's publishable key (public, not secrets).
     "PAYMENTS_PUBLISHABLE_KEY": Param("PaymentsPublishableKey", "set-the-publishable-key-after-deploy"),

@@ -74,8 +74,8 @@ class DirectorPool:
 
 def invite(cognito: Any, user_pool_id: str, email: str, *, temporary_password: str | None = None) -> str:
     """A new director: a user with a temporary password, to be replaced at first sign-in, where
-    the console also enrols TOTP. On AWS Cognito emails the invitation (see the README's AWS CLI
-    command); locally nothing is sent, so the temporary password is returned to be handed over."""
+    the console also enrols TOTP. On AWS Cognito emails the invitation (see the AWS CLI command in
+    docs/console.md, "Directors"); locally nothing is sent, so the temporary password is returned to be handed over."""
     password = temporary_password or f"Tmp-{random.token_urlsafe(12)}1!"
     cognito.admin_create_user(
         UserPoolId=user_pool_id,

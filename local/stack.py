@@ -365,7 +365,7 @@ class LocalStack:
     def _start_stripe(self) -> servers.ServerProcess:
         # Signed events go to the gateway's webhook route, as Stripe posts them to the stage's.
         webhook = f"{self.url}/api/payments/webhook"
-        # The endpoint subscribes to the types Racecap handles, as the README tells a stage's
+        # The endpoint subscribes to the types Racecap handles, as docs/payments.md tells a stage's
         # operator to set it up: the others (payment_intent.created, charge.succeeded …) would
         # cost an invocation each and change nothing.
         install_layer_path()

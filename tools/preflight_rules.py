@@ -10,7 +10,7 @@ the account and the stage allow with what the burst needs, and answers:
 
 The estimates are the pre-warm's (``window.prewarm``: every runner makes
 ``CALLS_PER_RUNNER`` registration-API calls of ``SECONDS_PER_CALL``, with ``HEADROOM``) and
-the benchmark's measured DynamoDB cost per registration (README, row (d)).
+the benchmark's measured DynamoDB cost per registration (docs/benchmark.md, row (d)).
 """
 
 from __future__ import annotations

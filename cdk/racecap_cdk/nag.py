@@ -73,7 +73,7 @@ WHY_NO_GEO = "Races take entrants from every country; no geography is excluded."
 WHY_ORIGIN_HEADER_NOT_ROTATED = (
     "The origin-verify value is shared by CloudFront's origin header and the functions' environment, both "
     "resolved at deploy time; automatic rotation would leave them disagreeing until the next deploy. Rotate "
-    "it by deploying after `aws secretsmanager put-secret-value` (README: Running a real opening)."
+    "it by deploying after `aws secretsmanager put-secret-value` (docs/operations.md)."
 )
 WHY_DEFAULT_CERT = (
     "Served on the default *.cloudfront.net certificate, which cannot pin a minimum TLS policy; set a "

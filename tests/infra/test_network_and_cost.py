@@ -28,7 +28,7 @@ def _routes_of_subnet(view: TemplateView, subnet: str) -> list[dict[str, Any]]:
 
 
 def test_no_nat_gateway_only_nat_instances_with_their_own_way_out(view: TemplateView) -> None:
-    # A NAT gateway is ~$33 per AZ-month before any traffic: the README explains the instance.
+    # A NAT gateway is ~$33 per AZ-month before any traffic: docs/deploy.md explains the instance.
     assert view.of_type("AWS::EC2::NatGateway") == {}
     instances = view.of_type("AWS::EC2::Instance")
     assert len(instances) == c.NAT_INSTANCES

@@ -289,7 +289,7 @@ def test_cdk_nag_finds_nothing_unacknowledged(synth: Synth) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Cold starts: SnapStart or provisioned concurrency per API function (README, "Cold starts")
+# Cold starts: SnapStart or provisioned concurrency per API function (docs/cold-starts.md)
 # ---------------------------------------------------------------------------
 def _alias_of(view: TemplateView, fn_logical_id: str) -> tuple[str, dict[str, Any]]:
     aliases = [
@@ -328,6 +328,6 @@ def test_given_a_warm_started_api_function_then_the_api_calls_its_live_alias_and
 
 def test_only_the_runner_facing_api_functions_are_warm_started() -> None:
     # Runners arrive in bursts; directors do not, and SnapStart's cache is billed every idle
-    # hour, so the director-only functions stay cold (README, "Cold starts").
+    # hour, so the director-only functions stay cold (docs/cold-starts.md).
     runner_facing = {r.function for r in blueprint.ROUTES if r.auth != "director"}
     assert {f.id for f in blueprint.FUNCTIONS if f.warm_start} == runner_facing

@@ -230,7 +230,7 @@ def _price(lid: str, kind: str, props: dict[str, Any], resources: dict[str, Any]
             return None
         case "AWS::ApplicationAutoScaling::ScalableTarget":
             # RegistrationApi's provisioned concurrency: a floor of 0 outside registration
-            # windows (README, "Cold starts"); a window's scheduled action is not idle cost.
+            # windows (docs/cold-starts.md); a window's scheduled action is not idle cost.
             if props.get("ScalableDimension") == "lambda:function:ProvisionedConcurrency" and not props.get(
                 "MinCapacity"
             ):

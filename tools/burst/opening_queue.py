@@ -13,7 +13,7 @@ from the same device), which must get the same place.
 Before the runners arrive, the race's director (through the admin API, with a token from the
 stack's local issuer) switches the queue on at ``ADMISSION_RATE`` runners a minute with a
 proof-of-work of ``POW_DIFFICULTY`` bits, and announces the opening. The proof-of-work is set
-low for the burst: the README's load-generator bypass is the WAF's only, the queue asks
+low for the burst: docs/operations.md's load-generator bypass is the WAF's only, the queue asks
 every client for its proof, and 2,000 runners' worth of SHA-256 at the site's 18 bits would
 measure Artillery's one CPU, not Racecap. The director opens registration ("open now") half
 way through the pause, timed from Artillery's first arrival, so a slow start cannot push

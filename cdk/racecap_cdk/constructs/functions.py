@@ -156,7 +156,7 @@ class Functions(Construct):
         alias = lambda_.Alias(fn, c.LIVE_ALIAS_ID, alias_name=c.LIVE_ALIAS_NAME, version=fn.current_version)
         if decl.warm_start == "provisioned":
             # Zero outside registration windows (no idle cost); a window's scheduled action
-            # (README, "Cold starts") raises the floor just before it opens.
+            # (docs/cold-starts.md) raises the floor just before it opens.
             alias.add_auto_scaling(min_capacity=0, max_capacity=decl.provisioned_max)
         return alias
 

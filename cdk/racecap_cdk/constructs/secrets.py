@@ -1,7 +1,7 @@
 """One Secrets Manager secret per ``blueprint.SECRETS`` entry.
 
 The template declares the secret, never its value: CloudFormation fills it with a random
-placeholder and the operator sets the real one out of band (README, "Taking payments"). The
+placeholder and the operator sets the real one out of band (docs/payments.md, "Keys"). The
 functions get the secret's ARN in their environment and read it at run time (Powertools
 Parameters, cached), if their blueprint grants ``ReadSecret``.
 """
