@@ -3,9 +3,10 @@
 // a reload or a declined card never loses it.
 import { api, now, withBusyRetry } from './api.js';
 import {
-  BUSY, DETAILS, POLL_S, backLink, duration, enc, errorBox, every, go, h, money, page, pollScale, retitle, say,
-  setText, statusLines, store, toMs,
+  BUSY, DETAILS, backLink, duration, enc, errorBox, every, go, h, money, page, retitle, say, setText,
+  statusLines, store, toMs,
 } from './ui.js';
+import { holdGone, toWaitingScreen } from './holdend.js';
 import { normaliseDate, registrationBody, validate } from './validate.js';
 
 const LOCAL = ['localhost', '127.0.0.1', '[::1]'].includes(location.hostname);
@@ -15,7 +16,6 @@ const TEST_CARDS = [
   ['4000 0000 0000 0002', 'is declined'],
   ['4000 0025 0000 3155', 'asks for 3-D Secure'],
 ];
-const PENDING_TRIES = 30; // 3-D Secure or a bank still deciding: ask again, as Retry-After says
 
 // The event's age rule as the API stated it (kept with the hold's context), or null.
 const ageRule = (c) => (c.ageRule ? {
@@ -199,16 +199,8 @@ export function holdPage(holdId) {
 
   let card = null; // the mounted card form, once the server has answered the details
 
-  // Registered (queued): on to the waiting screen, whose first check is when the answer's
-  // Retry-After said (the writer's backlog: a second when it is idle), else the paper's 10 s.
-  function finish(id, payload, retryAfter) {
-    const runner = { ...payload };
-    store.set(`reg:${id}`, { ...runner, raceId: ctx.raceId, raceName: ctx.raceName, eventName: ctx.eventName });
-    store.set(`poll:${id}`, { n: 0, next: Date.now() + (retryAfter || POLL_S[0]) * 1000 * pollScale() });
-    store.set(`hold:${holdId}`, { ...ctx, registrationId: id });
-    store.del(`form:${holdId}`);
-    return go(`/registrations/${enc(id)}`, true);
-  }
+  // Registered (queued): on to the waiting screen, with the runner's details for it.
+  const finish = (id, payload, retryAfter) => toWaitingScreen(holdId, ctx, id, retryAfter, payload);
 
   async function resume() {
     lock(true);
@@ -256,26 +248,18 @@ export function holdPage(holdId) {
     problem.replaceChildren();
     status.set('Paying…');
     try {
-      const paid = await card.confirm();
-      if (paid.error) {
-        const msg = `${paid.error} Your place is still held: try another card.`;
+      const { declined, data, retryAfter } = await (await import('./pay.js')).payAndConfirm(card, holdId, {
+        signal,
+        onPaid: () => status.set('Payment received. Registering you…'),
+        onWait: (s) => status.wait(s, (left) => `Busy: trying again in ${left} s.`),
+      });
+      if (declined) {
+        const msg = `${declined} Your place is still held: try another card.`;
         setCardErr(msg);
         say(msg);
         return;
       }
-      status.set('Payment received. Registering you…');
-      for (let i = 0; ; i++) {
-        try {
-          const { data, retryAfter } = await withBusyRetry(
-            () => api('POST', `/holds/${enc(holdId)}/payment/confirm`, { signal }),
-            { signal, attempts: 10, onWait: (s) => status.wait(s, (left) => `Busy: trying again in ${left} s.`) },
-          );
-          return finish(data.registrationId, registrationBody(state), retryAfter);
-        } catch (e) {
-          if (e.code !== 'PAYMENT_PENDING' || i >= PENDING_TRIES) throw e;
-          await sleepFor(e.retryAfter || 2);
-        }
-      }
+      return finish(data.registrationId, registrationBody(state), retryAfter);
     } catch (e) {
       if (signal.aborted) return;
       if (e.code === 'PAYMENT_DECLINED') {
@@ -291,7 +275,6 @@ export function holdPage(holdId) {
       }
     }
   }
-  const sleepFor = (s) => new Promise((r) => setTimeout(r, s * 1000));
 
   async function submit(payload) {
     state.pending = payload; // a retry resends exactly this body
@@ -346,12 +329,11 @@ export function holdPage(holdId) {
       lock(true);
       ended = true;
       tick();
-      const alert = h('div', { cls: 'alert', role: 'alert', tabindex: '-1', testid: 'hold-expired' },
+      holdGone(problem, ctx.raceId, [
         h('p', {}, e.status === 404 ? 'We could not find this hold. It may have expired or been released.'
           : 'Your hold expired before we received your registration.'),
-        h('p', {}, 'Your details are saved for your next attempt.'));
-      problem.replaceChildren(alert, backLink(ctx.raceId));
-      alert.focus(); // the button that was pressed is now disabled
+        h('p', {}, 'Your details are saved for your next attempt.'),
+      ], { focus: true }); // the button that was pressed is now disabled
     } else {
       // Network or server trouble. The server keys idempotency on the hold, so
       // resending the identical body can never register or charge twice.

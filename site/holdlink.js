@@ -3,6 +3,7 @@
 // the hold page as usual, at the card step if the details were sent. Loaded only for such links.
 import { api, withBusyRetry } from './api.js';
 import { backLink, enc, errorBox, go, h, page, store } from './ui.js';
+import { holdGone } from './holdend.js';
 
 export async function openLink(holdId, holdPage) {
   const { body, signal } = page('Register');
@@ -18,8 +19,7 @@ export async function openLink(holdId, holdPage) {
   }
   if (hd.registrationId) return go(`/registrations/${enc(hd.registrationId)}`, true);
   if (!['HELD', 'PAYING'].includes(hd.status)) {
-    return body.replaceChildren(h('div', { cls: 'alert', role: 'alert', testid: 'hold-expired' },
-      'This hold has expired or was released. You can hold a new place.'), backLink(hd.raceId));
+    return holdGone(body, hd.raceId, 'This hold has expired or was released. You can hold a new place.');
   }
   const { status, ...facts } = hd;
   store.set(`hold:${holdId}`, { ...facts, elsewhere: status === 'PAYING' });

@@ -3,6 +3,11 @@
 // only: this page, Racecap's API and its logs never see it. The server tells the page which
 // script and publishable key to use (the registration answer), so a local stack loads the
 // stand-in and a stage loads https://js.stripe.com/v3/.
+import { api, sleep, withBusyRetry } from './api.js';
+import { enc } from './ui.js';
+
+// 3-D Secure or a bank still deciding: ask again, as Retry-After says, this many times.
+const PENDING_TRIES = 30;
 
 let loading = null;
 
@@ -47,4 +52,25 @@ export async function mountCardForm(host, { paymentsScript, publishableKey, clie
       element.destroy();
     },
   };
+}
+
+// The card, then the server's word on it (the server asks the provider, it never takes the
+// page's): confirm() on the mounted form, then POST /holds/{id}/payment/confirm, asked again
+// while the payment is pending. Resolves to { declined } (the provider's message: the runner
+// stays on the form and may try another card) or the confirm call's { data, retryAfter };
+// throws the API's error (PAYMENT_DECLINED, HOLD_EXPIRED, ...). onPaid() runs once the card
+// went through; onWait(seconds) while the API is busy (withBusyRetry's).
+export async function payAndConfirm(card, holdId, { signal, onWait, onPaid } = {}) {
+  const paid = await card.confirm();
+  if (paid.error) return { declined: paid.error };
+  if (onPaid) onPaid();
+  for (let i = 0; ; i++) {
+    try {
+      return await withBusyRetry(() => api('POST', `/holds/${enc(holdId)}/payment/confirm`, { signal }),
+        { signal, attempts: 10, onWait });
+    } catch (e) {
+      if (e.code !== 'PAYMENT_PENDING' || i >= PENDING_TRIES) throw e;
+      await sleep((e.retryAfter || 2) * 1000, signal);
+    }
+  }
 }

@@ -4,13 +4,12 @@
 // checks each member as a runner and names `members.<i>.<field>`, shown on that member's field.
 import { api, now, withBusyRetry } from './api.js';
 import {
-  BUSY, DETAILS, POLL_S, backLink, duration, enc, errorBox, every, go, h, money, page, pollScale, say, setText,
-  statusLines, store,
+  BUSY, DETAILS, duration, enc, errorBox, every, go, h, money, page, say, setText, statusLines, store,
 } from './ui.js';
+import { holdGone, toWaitingScreen } from './holdend.js';
 import { normaliseDate, registrationBody, validate } from './validate.js';
 
 const LABELS = { email: 'Email address', firstName: 'First name', lastName: 'Last name', dateOfBirth: 'Date of birth' };
-const PENDING_TRIES = 30;
 
 // The race page's team chooser for one event: a size within the event's range, then the hold.
 export function teamChooser(host, { raceId, race, ev, signal }) {
@@ -159,20 +158,13 @@ export function teamPage(holdId, ctx) {
   }, signal);
 
   let card = null;
-  function finish(id, retryAfter) {
-    store.set(`reg:${id}`, { raceId: ctx.raceId, raceName: ctx.raceName, eventName: ctx.eventName });
-    store.set(`poll:${id}`, { n: 0, next: Date.now() + (retryAfter || POLL_S[0]) * 1000 * pollScale() });
-    store.set(`hold:${holdId}`, { ...ctx, registrationId: id });
-    store.del(`form:${holdId}`);
-    return go(`/registrations/${enc(id)}`, true);
-  }
+  const finish = (id, retryAfter) => toWaitingScreen(holdId, ctx, id, retryAfter);
   const fail = (e) => {
     const errs = (e.body && e.body.fields) || {};
     if (Object.keys(errs).length && showErrors(errs)) return say(e.message);
     if (e.code === 'HOLD_EXPIRED' || e.status === 404) {
       lock(true);
-      return problem.replaceChildren(h('div', { cls: 'alert', role: 'alert', testid: 'hold-expired' },
-        'This hold has expired or was released. You can hold the places again.'), backLink(ctx.raceId));
+      return holdGone(problem, ctx.raceId, 'This hold has expired or was released. You can hold the places again.');
     }
     problem.replaceChildren(errorBox(`${e.message} The team's details are saved.`));
   };
@@ -201,23 +193,15 @@ export function teamPage(holdId, ctx) {
     cardErr.hidden = true;
     status.set('Paying…');
     try {
-      const paid = await card.confirm();
-      if (paid.error) {
-        cardErr.textContent = `${paid.error} The places are still held: try another card.`;
+      const { declined, data, retryAfter } = await (await import('./pay.js')).payAndConfirm(card, holdId, {
+        signal, onPaid: () => status.set('Payment received. Registering the team…'),
+      });
+      if (declined) {
+        cardErr.textContent = `${declined} The places are still held: try another card.`;
         cardErr.hidden = false;
         return say(cardErr.textContent);
       }
-      status.set('Payment received. Registering the team…');
-      for (let i = 0; ; i++) {
-        try {
-          const { data, retryAfter } = await withBusyRetry(() => api('POST', `/holds/${enc(holdId)}/payment/confirm`,
-            { signal }), { signal, attempts: 10 });
-          return finish(data.registrationId, retryAfter);
-        } catch (e) {
-          if (e.code !== 'PAYMENT_PENDING' || i >= PENDING_TRIES) throw e;
-          await new Promise((r) => setTimeout(r, (e.retryAfter || 2) * 1000));
-        }
-      }
+      return finish(data.registrationId, retryAfter);
     } catch (e) {
       if (!signal.aborted) fail(e);
     } finally {

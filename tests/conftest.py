@@ -1,15 +1,26 @@
 """Shared fixtures. Integration fixtures start the real local servers on free ports
-once per test session and stop them afterwards; unit tests touch no sockets."""
+once per test session and stop them afterwards; unit tests touch no sockets.
+
+The suites that run a stack (``tests/integration``, ``tests/browser``) each define ``stack``
+and ``backend`` in their own conftest, at their own scope (the browser's stack is the
+package's, so a full run never keeps two up at once); fixtures here that ask for ``stack``
+get the one of the suite that runs the test."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from local.runtime import FunctionHost, install_layer_path
+
+if TYPE_CHECKING:
+    import requests
+
+    from local.stack import LocalStack
 
 install_layer_path()
 # Logic under test in this process emits Powertools metrics; give them their namespace
@@ -38,3 +49,14 @@ def placeholder_env() -> Iterator[dict[str, str]]:
 @pytest.fixture(scope="session")
 def function_host(placeholder_env) -> FunctionHost:
     return FunctionHost()
+
+
+@pytest.fixture
+def api(stack: LocalStack) -> Iterator[requests.Session]:
+    """The runner API over plain HTTP on the suite's stack (relative URLs go to its gateway),
+    for calling it as a runner does or arranging what other runners did."""
+    from tests.integration.conftest import api_session
+
+    session = api_session(stack)
+    yield session
+    session.close()

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
 
 import blueprint
+from local import directors
 from local.stack import LocalStack
-from tests.integration.conftest import Backend, api_session, backend_for, local_stack
+from tests.integration.conftest import Backend, backend_for, local_stack
+from tools.smoke_director import DirectorSecret
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -67,12 +68,11 @@ def backend(stack: LocalStack) -> Backend:
     return backend_for(stack)
 
 
-@pytest.fixture
-def api(stack: LocalStack) -> Iterator[requests.Session]:
-    """The runner API over plain HTTP, for arranging what other runners did."""
-    session = api_session(stack)
-    yield session
-    session.close()
+@pytest.fixture(scope="module")
+def demo_seed(stack: LocalStack) -> str:
+    """The demo director's TOTP seed (kept in the stack's Secrets Manager), to type their codes."""
+    secrets = directors._clients({"env": stack.function_env()})[1]
+    return DirectorSecret.read(secrets, directors.DEMO_SECRET).totpSeed
 
 
 @pytest.fixture(scope="package")

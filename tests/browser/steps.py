@@ -14,6 +14,7 @@ import requests
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from racecap.aws.items import to_item, values
+from racecap.races.models import Race
 from racecap.setup.models import EventDraft, RaceDraft
 
 from tests.integration.conftest import Backend
@@ -57,19 +58,51 @@ def published(backend: Backend, race_id: str) -> str:
     return race_id
 
 
+def console_race(
+    backend: Backend,
+    director: str,
+    *,
+    opened: bool = False,
+    race_in: timedelta = timedelta(days=90),
+    opens_in: timedelta | None = None,
+    closes_in: timedelta = timedelta(days=30),
+    **overrides: Any,
+) -> Race:
+    """A race as ``director`` creates it in the console (``RaceAdmin.create_race``): a draft named
+    "Race …" with one 5K (50 places, $30.00), race day in 90 days, registration from tomorrow for
+    30 days. ``opened``: a race runners register for now (listed, registration opened a minute ago
+    and open). ``race_in``, ``opens_in`` and ``closes_in`` count from now; ``overrides`` are any
+    other ``RaceDraft`` fields. A listed race needs ``published`` before the race list shows it."""
+    now = datetime.now(UTC)
+    if opens_in is None:
+        opens_in = -timedelta(minutes=1) if opened else timedelta(days=1)
+    if opened:
+        overrides.setdefault("listing", "LISTED")
+    overrides.setdefault("name", unique("Race"))
+    overrides.setdefault("events", [EventDraft(name="5K", cap=50, priceCents=3000)])
+    draft = RaceDraft(
+        raceDate=(now + race_in).date().isoformat(),
+        registrationOpensAt=now + opens_in,
+        registrationClosesAt=now + closes_in,
+        **overrides,
+    )
+    return backend.admin().create_race(director, draft, open_now=opened)
+
+
 def scheduled_race(backend: Backend, name: str, opens_in: timedelta, cap: int = 10) -> str:
     """A published race whose registration opens later (the director scheduled it)."""
-    now = datetime.now(UTC)
-    draft = RaceDraft(
+    race = console_race(
+        backend,
+        "director-test",
         name=name,
         location="Bend, OR",
         listing="LISTED",
-        raceDate=(now + timedelta(days=60)).date().isoformat(),
-        registrationOpensAt=now + opens_in,
-        registrationClosesAt=now + opens_in + timedelta(days=7),
+        race_in=timedelta(days=60),
+        opens_in=opens_in,
+        closes_in=opens_in + timedelta(days=7),
         events=[EventDraft(name="Half marathon", cap=cap, priceCents=4500)],
     )
-    return published(backend, backend.admin().create_race("director-test", draft, open_now=False).raceId)
+    return published(backend, race.raceId)
 
 
 def field(page: Page, name: str) -> Locator:
@@ -243,6 +276,14 @@ UNLABELLED_JS = """() => {
 
 def unlabelled_controls(page: Page) -> list[str]:
     return list(page.evaluate(UNLABELLED_JS))
+
+
+def accessible(page: Page, what: str) -> None:
+    """What is on ``page`` now has no contrast failure, no unlabelled control and no sideways
+    scrolling (``what`` names the moment in a failure)."""
+    assert contrast_failures(page) == [], what
+    assert unlabelled_controls(page) == [], what
+    assert horizontal_overflow(page) == 0, what
 
 
 def tab_to(page: Page, testid: str, limit: int = 80) -> None:

@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from playwright.sync_api import Page, expect
-from racecap.setup.models import EventDraft, RaceDraft
+from racecap.setup.models import EventDraft
 from racecap.setup.rules import _a_year_later
 
 import blueprint
 from local import directors
 from local.stack import LocalStack
 from tests.browser.conftest import CHROMIUM
-from tests.browser.steps import contrast_failures, horizontal_overflow, tab_to, unique, unlabelled_controls
-from tools.smoke_director import TOTP_STEP_S, DirectorSecret, _totp, totp_code
+from tests.browser.steps import accessible, console_race, contrast_failures, horizontal_overflow, tab_to, unique
+from tools.smoke_director import TOTP_STEP_S, _totp, totp_code
 
 pytestmark = [
     pytest.mark.browser,
@@ -34,27 +33,9 @@ pytestmark = [
 CONSOLE = blueprint.CONSOLE_PATH
 
 
-def _clients(stack: LocalStack) -> tuple[Any, Any]:
-    env = stack.function_env()
-    session = boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_REGION"],
-    )
-    return (
-        session.client("cognito-idp", endpoint_url=env["AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER"]),
-        session.client("secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL_SECRETS_MANAGER"]),
-    )
-
-
 @pytest.fixture(scope="module")
 def cognito(stack: LocalStack) -> Any:
-    return _clients(stack)[0]
-
-
-@pytest.fixture(scope="module")
-def demo_seed(stack: LocalStack) -> str:
-    return DirectorSecret.read(_clients(stack)[1], directors.DEMO_SECRET).totpSeed
+    return directors._clients({"env": stack.function_env()})[0]
 
 
 def wrong_code(seed: str) -> str:
@@ -78,19 +59,13 @@ def enter_code(page: Page, seed: str) -> None:
 
 def test_password_then_totp_signs_in_and_a_wrong_code_is_refused(page: Page, stack, backend, demo_seed) -> None:
     name = unique("Console 5K")
-    now = datetime.now(UTC)
     assert stack.directors is not None
-    backend.admin().create_race(
+    console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=name,
-            location="Riverside",
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now + timedelta(days=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="5K", cap=100, priceCents=2500)],
-        ),
-        open_now=False,
+        name=name,
+        location="Riverside",
+        events=[EventDraft(name="5K", cap=100, priceCents=2500)],
     )
     sign_in(page, directors.DEMO_EMAIL, directors.DEMO_PASSWORD)
     expect(page.get_by_role("heading", name="Enter your code")).to_be_visible()
@@ -263,17 +238,12 @@ def test_a_race_with_three_events_is_created_published_and_opened(new_page, demo
 
 def test_two_tabs_edit_one_race_and_the_second_save_keeps_what_was_typed(new_page, stack, backend, demo_seed) -> None:
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Two Tabs 10K"),
-            location="Old Town",
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now + timedelta(days=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="10K", cap=50, priceCents=3000)],
-        ),
+        name=unique("Two Tabs 10K"),
+        location="Old Town",
+        events=[EventDraft(name="10K", cap=50, priceCents=3000)],
     )
     first = signed_in(new_page, demo_seed)
     second = signed_in(new_page, demo_seed, viewport={"width": 768, "height": 1024})
@@ -306,19 +276,13 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
     from tests.integration.flows import hold_and_register, runner, wait_confirmed
 
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Runners 10K"),
-            location="Harbour",
-            listing="LISTED",  # runners register through the public API
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now - timedelta(minutes=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="10K", cap=50, priceCents=3000), EventDraft(name="5K", cap=50, priceCents=2000)],
-        ),
-        open_now=True,
+        opened=True,  # runners register through the public API
+        name=unique("Runners 10K"),
+        location="Harbour",
+        events=[EventDraft(name="10K", cap=50, priceCents=3000), EventDraft(name="5K", cap=50, priceCents=2000)],
     )
     events = [e["eventId"] for e in api.get(f"/api/races/{race.raceId}").json()["events"]]
     ids = []
@@ -391,16 +355,11 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
 
 def test_a_second_director_sees_none_of_the_first_directors_races(new_page, stack, cognito, backend, api) -> None:
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    theirs = backend.admin().create_race(
+    theirs = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Not Yours 5K"),
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now + timedelta(days=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="5K", cap=10, priceCents=1000)],
-        ),
+        name=unique("Not Yours 5K"),
+        events=[EventDraft(name="5K", cap=10, priceCents=1000)],
     )
     email = f"second-{uuid.uuid4().hex[:8]}@racecap.localhost"
     temporary = directors.invite(cognito, stack.directors.user_pool_id, email)
@@ -432,16 +391,12 @@ def test_a_races_zone_price_changes_and_age_rule_are_set_in_the_races_zone_and_t
     # The browser runs in Los Angeles; the race is in Tokyo: its times are typed and shown in Tokyo's.
     assert stack.directors is not None
     today = datetime.now(UTC).date()
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Tokyo Bay 10K"),
-            location="",  # publishing names it as missing
-            raceDate=(today + timedelta(days=90)).isoformat(),
-            registrationOpensAt=datetime.now(UTC) + timedelta(days=1),
-            registrationClosesAt=datetime.now(UTC) + timedelta(days=30),
-            events=[EventDraft(name="Kids 1K", cap=50, priceCents=1500)],
-        ),
+        name=unique("Tokyo Bay 10K"),
+        location="",  # publishing names it as missing
+        events=[EventDraft(name="Kids 1K", cap=50, priceCents=1500)],
     )
     page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900}, timezone_id="America/Los_Angeles")
     page.goto(f"{CONSOLE}#/races/{race.raceId}")
@@ -514,7 +469,7 @@ def test_a_races_zone_price_changes_and_age_rule_are_set_in_the_races_zone_and_t
     expect(page.get_by_test_id("race-state")).to_have_text("Draft")
     expect(page.get_by_label("Time zone")).to_have_value("Asia/Tokyo")
     expect(page.get_by_label("Race date", exact=True)).to_have_value(
-        _a_year_later(today + timedelta(days=90)).isoformat()
+        _a_year_later(date.fromisoformat(race.raceDate)).isoformat()
     )
     copied = page.get_by_test_id("event-row").filter(has_text="Kids 1K")
     expect(copied.get_by_label("Maximum age on race day")).to_have_value("12")
@@ -530,16 +485,10 @@ def test_two_tabs_edit_the_fairness_settings_and_the_second_save_keeps_what_was_
     new_page, stack, backend, demo_seed
 ) -> None:
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Fair Tabs 5K"),
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now + timedelta(days=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="5K", cap=50, priceCents=3000)],
-        ),
+        name=unique("Fair Tabs 5K"),
     )
     first = signed_in(new_page, demo_seed)
     second = signed_in(new_page, demo_seed, viewport={"width": 768, "height": 1024})
@@ -571,18 +520,16 @@ def test_a_results_csv_uploads_with_progress_shows_row_errors_and_publishes(
     from tests.integration.results import registration_item, seed_registrations
 
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Results 5K"),
-            location="Riverside",
-            listing="UNLISTED",  # published: its results page is public
-            raceDate=(now + timedelta(days=20)).date().isoformat(),
-            registrationOpensAt=now - timedelta(days=1),
-            registrationClosesAt=now + timedelta(days=10),
-            events=[EventDraft(name="5K", cap=50, priceCents=1500)],
-        ),
+        name=unique("Results 5K"),
+        location="Riverside",
+        listing="UNLISTED",  # published: its results page is public
+        race_in=timedelta(days=20),
+        opens_in=-timedelta(days=1),
+        closes_in=timedelta(days=10),
+        events=[EventDraft(name="5K", cap=50, priceCents=1500)],
     )
     (event,) = api.get(f"/api/races/{race.raceId}").json()["events"]
     names = [("Ida", "Fast"), ("Joe", "Steady"), ("Kim", "Finish")]
@@ -625,12 +572,6 @@ def test_a_results_csv_uploads_with_progress_shows_row_errors_and_publishes(
     assert pointer["events"][0]["published"] is True
 
 
-def _accessible(page: Page, what: str) -> None:
-    assert contrast_failures(page) == [], what
-    assert unlabelled_controls(page) == [], what
-    assert horizontal_overflow(page) == 0, what
-
-
 @pytest.mark.parametrize("width", [1280, 768])
 def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
     new_page, stack, backend, api, demo_seed, snap, width
@@ -638,25 +579,19 @@ def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
     from tests.integration.flows import hold_and_register, runner, wait_confirmed
 
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Keys 10K"),
-            location="Quayside",
-            listing="LISTED",
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now - timedelta(minutes=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="10K", cap=20, priceCents=3000, minAge=16, maxAge=80)],
-        ),
-        open_now=True,
+        opened=True,
+        name=unique("Keys 10K"),
+        location="Quayside",
+        events=[EventDraft(name="10K", cap=20, priceCents=3000, minAge=16, maxAge=80)],
     )
     event_id = api.get(f"/api/races/{race.raceId}").json()["events"][0]["eventId"]
     wait_confirmed(api, [hold_and_register(api, race.raceId, event_id, runner() | {"lastName": "Keys"})[1]])
 
     page = signed_in(new_page, demo_seed, viewport={"width": width, "height": 900})
-    _accessible(page, "races")
+    accessible(page, "races")
     # The race list → the race, by Tab and Enter; each page's heading takes focus.
     link = page.get_by_role("link", name=race.name)
     for _ in range(40):
@@ -667,7 +602,7 @@ def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
     expect(page.get_by_test_id("event-row")).to_have_count(1)
-    _accessible(page, "race")
+    accessible(page, "race")
     for tab, heading in (("runners", "Runners"), ("results", "Results"), ("audit", "Audit trail")):
         page.goto(f"{CONSOLE}#/races/{race.raceId}")  # the first time, already there
         # Exactly the race's heading: "Results · <race>" contains its name too, and the walk
@@ -679,21 +614,21 @@ def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
         expect(page.get_by_role("heading", level=1)).to_be_focused()
         if tab == "runners":
             expect(page.get_by_test_id("runner-row")).to_have_count(1)
-        _accessible(page, tab)
+        accessible(page, tab)
         if tab == "runners":
             # The runner's detail and the cancel dialog, by keyboard: focus goes to each heading.
             tab_to(page, "runner-open")
             page.keyboard.press("Enter")
             expect(page.locator("#runner-heading")).to_be_focused()
             expect(page.get_by_test_id("ledger-entry")).to_have_count(1)
-            _accessible(page, "runner detail")
+            accessible(page, "runner detail")
             tab_to(page, "cancel-registration")
             page.keyboard.press("Enter")
             expect(page.locator("#runner-heading")).to_be_focused()
             tab_to(page, "review-refund")
             page.keyboard.press("Enter")
             expect(page.get_by_test_id("confirm-cancel")).to_have_text("Cancel and refund $30.00")
-            _accessible(page, "cancel confirmation")
+            accessible(page, "cancel confirmation")
             snap(page, f"cancel-{width}")
 
     # Back on the race: an event's price change added with the keyboard alone.
@@ -702,7 +637,7 @@ def test_the_console_pages_by_keyboard_alone_with_labels_and_contrast(
     tab_to(page, "add-tier")
     page.keyboard.press("Enter")
     expect(page.get_by_label("Price change 1 starts")).to_be_focused()
-    _accessible(page, "race with a price change row")
+    accessible(page, "race with a price change row")
     snap(page, f"race-{width}")
 
 
@@ -724,19 +659,13 @@ def test_an_events_questions_stock_and_waiver_are_set_and_a_runners_answers_are_
     from tests.integration.flows import hold_and_register, runner, wait_confirmed
 
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Questions 10K"),
-            location="Harbour",
-            listing="LISTED",
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now - timedelta(minutes=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="10K", cap=20, priceCents=3000)],
-        ),
-        open_now=True,
+        opened=True,
+        name=unique("Questions 10K"),
+        location="Harbour",
+        events=[EventDraft(name="10K", cap=20, priceCents=3000)],
     )
     page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900})
     page.goto(f"{CONSOLE}#/races/{race.raceId}")
@@ -781,7 +710,7 @@ def test_an_events_questions_stock_and_waiver_are_set_and_a_runners_answers_are_
     page.get_by_label("Emergency contact: a name and a phone number (required)").check()
     page.get_by_label("Runners must accept a waiver", exact=False).check()
     page.get_by_label("Waiver text").fill("I take part at my own risk.")
-    _accessible(page, "questions being written")
+    accessible(page, "questions being written")
 
     page.get_by_test_id("save-questions").click()
     largest = pace.get_by_label("Largest answer (optional)")
@@ -841,9 +770,9 @@ def test_an_events_questions_stock_and_waiver_are_set_and_a_runners_answers_are_
     expect(rows.first.locator("[data-field='questions.0.options.1.quantity'] .hint")).to_have_text(
         "1 taken · 0 left of 1."
     )
-    _accessible(page, "questions")
+    accessible(page, "questions")
     page.set_viewport_size({"width": 768, "height": 1024})
-    _accessible(page, "questions at 768 px")
+    accessible(page, "questions at 768 px")
     snap(page, "questions")
 
     page.goto(f"{CONSOLE}#/races/{race.raceId}/runners")
@@ -852,4 +781,4 @@ def test_an_events_questions_stock_and_waiver_are_set_and_a_runners_answers_are_
     expect(shown.get_by_test_id("answer-t_shirt_size")).to_have_text("Medium")
     expect(shown.get_by_test_id("answer-club_name")).to_have_text("Harbour Harriers")
     expect(shown.get_by_test_id("answer-waiver")).to_contain_text("Accepted version 3")
-    _accessible(page, "runner detail with answers")
+    accessible(page, "runner detail with answers")

@@ -5,19 +5,15 @@ keyboard, labelled, in contrast, at desktop and tablet widths."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
-from racecap.setup.models import EventDraft, RaceDraft
+from playwright.sync_api import expect
+from racecap.setup.models import EventDraft
 
-from local import directors
-from local.stack import LocalStack
 from tests.browser.conftest import CHROMIUM
-from tests.browser.steps import contrast_failures, horizontal_overflow, tab_to, unique, unlabelled_controls
-from tests.browser.test_console import CONSOLE, _clients, signed_in
-from tools.smoke_director import DirectorSecret
+from tests.browser.steps import accessible, console_race, tab_to, unique
+from tests.browser.test_console import CONSOLE, signed_in
 
 pytestmark = [
     pytest.mark.browser,
@@ -25,38 +21,20 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def seed(stack: LocalStack) -> str:
-    """The demo director's TOTP seed, as test_console.py reads it."""
-    return DirectorSecret.read(_clients(stack)[1], directors.DEMO_SECRET).totpSeed
-
-
-def _accessible(page: Page, what: str) -> None:
-    assert contrast_failures(page) == [], what
-    assert unlabelled_controls(page) == [], what
-    assert horizontal_overflow(page) == 0, what
-
-
 @pytest.mark.parametrize("width", [1280, 768])
-def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, backend, api, seed, width) -> None:
+def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, backend, api, demo_seed, width) -> None:
     from tests.integration.flows import hold
 
     assert stack.directors is not None
-    now = datetime.now(UTC)
-    race = backend.admin().create_race(
+    race = console_race(
+        backend,
         stack.directors.demo_sub,
-        RaceDraft(
-            name=unique("Codes 10K"),
-            location="Harbour",
-            listing="LISTED",
-            raceDate=(now + timedelta(days=90)).date().isoformat(),
-            registrationOpensAt=now - timedelta(minutes=1),
-            registrationClosesAt=now + timedelta(days=30),
-            events=[EventDraft(name="5K", cap=20, priceCents=2000), EventDraft(name="10K", cap=20, priceCents=3000)],
-        ),
-        open_now=True,
+        opened=True,
+        name=unique("Codes 10K"),
+        location="Harbour",
+        events=[EventDraft(name="5K", cap=20, priceCents=2000), EventDraft(name="10K", cap=20, priceCents=3000)],
     )
-    page = signed_in(new_page, seed, viewport={"width": width, "height": 900})
+    page = signed_in(new_page, demo_seed, viewport={"width": width, "height": 900})
     page.goto(f"{CONSOLE}#/races/{race.raceId}")
     expect(page.get_by_role("heading", name=race.name, level=1)).to_be_focused()
     tab_to(page, "tab-codes")
@@ -65,7 +43,7 @@ def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, b
     expect(heading).to_have_text(f"Discount codes · {race.name}")
     expect(heading).to_be_focused()
     expect(page.get_by_test_id("codes-empty")).to_be_visible()
-    _accessible(page, "no codes")
+    accessible(page, "no codes")
 
     # One code, typed with the keyboard; a percentage over 100 is refused on its field.
     one = page.get_by_test_id("code-form")
@@ -79,7 +57,7 @@ def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, b
     expect(value).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_test_id("code-value-error")).not_to_be_empty()
     expect(value).to_be_focused()
-    _accessible(page, "a field error")
+    accessible(page, "a field error")
     value.fill("10")
     value.press("Enter")
     expect(page.get_by_test_id("code-alert")).to_have_text("Code SPRING10 created.")
@@ -121,4 +99,4 @@ def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, b
         batch_row = page.get_by_test_id("code-row").filter(has_text=code)
         expect(batch_row).to_contain_text("$5.00 off")
         expect(batch_row.get_by_test_id("code-uses")).to_have_text("0 / 1")
-    _accessible(page, "codes")
+    accessible(page, "codes")

@@ -5,16 +5,17 @@ link that resumes on another device."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 import pytest
 from playwright.sync_api import Page, expect
-from racecap.setup.models import EventDraft, RaceDraft
+from racecap.setup.models import EventDraft
 
 from tests.browser.conftest import CHROMIUM
 from tests.browser.steps import (
     CARD_FRAME,
     Runner,
+    console_race,
     event_card,
     expect_confirmed,
     field,
@@ -37,22 +38,19 @@ def _years_before(day: date, years: int, days: int) -> date:
 
 
 def _kids_and_marathon(backend) -> tuple[str, date]:
-    now = datetime.now(UTC)
-    race_day = (now + timedelta(days=60)).date()
-    draft = RaceDraft(
+    race = console_race(
+        backend,
+        "director-test",
+        opened=True,
         name=unique("Family Day"),
         location="Riverside Park",
-        listing="LISTED",
-        raceDate=race_day.isoformat(),
-        registrationOpensAt=now - timedelta(minutes=1),
-        registrationClosesAt=now + timedelta(days=30),
+        race_in=timedelta(days=60),
         events=[
             EventDraft(name="Kids 1K", cap=10, priceCents=500, minAge=4, maxAge=12),
             EventDraft(name="Marathon", cap=10, priceCents=9000, minAge=18),
         ],
     )
-    race_id = backend.admin().create_race("director-test", draft, open_now=True).raceId
-    return published(backend, race_id), race_day
+    return published(backend, race.raceId), date.fromisoformat(race.raceDate)
 
 
 def _details(page: Page, born: date) -> None:
@@ -138,18 +136,18 @@ def test_a_hold_link_opened_elsewhere_before_the_details_shows_the_form_with_the
 
 
 def test_a_races_times_are_shown_in_its_own_time_zone_whatever_the_runners(page: Page, backend) -> None:
-    now = datetime.now(UTC)
-    draft = RaceDraft(
+    race = console_race(
+        backend,
+        "director-test",
         name=unique("Auckland Harbour Run"),
         location="Auckland",
         listing="LISTED",
         timeZone="Pacific/Auckland",
-        raceDate=(now + timedelta(days=60)).date().isoformat(),
-        registrationOpensAt=now + timedelta(days=2),
-        registrationClosesAt=now + timedelta(days=30),
+        race_in=timedelta(days=60),
+        opens_in=timedelta(days=2),
         events=[EventDraft(name="10K", cap=10, priceCents=3000)],
     )
-    race_id = published(backend, backend.admin().create_race("director-test", draft).raceId)
+    race_id = published(backend, race.raceId)
     page.goto(f"/#/races/{race_id}")  # the browser is in UTC here
     countdown = page.get_by_test_id("race-countdown")
     expect(countdown).to_contain_text("Registration opens in")

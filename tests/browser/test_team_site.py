@@ -4,12 +4,13 @@ member, pays once, and the team is registered — each member a registration wit
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from playwright.sync_api import expect
-from racecap.setup.models import EventDraft, RaceDraft
+from racecap.setup.models import EventDraft
 
 from tests.browser.steps import (
+    console_race,
     event_card,
     expect_confirmed,
     horizontal_overflow,
@@ -21,17 +22,17 @@ from tests.browser.steps import (
 
 
 def _team_race(backend, name: str) -> str:
-    now = datetime.now(UTC)
-    draft = RaceDraft(
+    race = console_race(
+        backend,
+        "director-test",
+        opened=True,
         name=name,
         location="Harbour",
-        listing="LISTED",
-        raceDate=(now + timedelta(days=30)).date().isoformat(),
-        registrationOpensAt=now - timedelta(minutes=1),
-        registrationClosesAt=now + timedelta(days=1),
+        race_in=timedelta(days=30),
+        closes_in=timedelta(days=1),
         events=[EventDraft(name="Relay 4x5K", cap=20, priceCents=2000, teamMinSize=2, teamMaxSize=4)],
     )
-    return published(backend, backend.admin().create_race("director-test", draft, open_now=True).raceId)
+    return published(backend, race.raceId)
 
 
 def test_a_captain_on_a_phone_registers_a_team_of_three_with_one_payment(new_page, backend, snap) -> None:

@@ -118,13 +118,6 @@ def backend(stack: LocalStack) -> Backend:
 
 
 @pytest.fixture
-def api(stack: LocalStack) -> Iterator[requests.Session]:
-    session = api_session(stack)
-    yield session
-    session.close()
-
-
-@pytest.fixture
 def director(stack: LocalStack) -> Iterator[Any]:
     """``director(name)``: an API session signed in as that race director (local issuer)."""
     from .admin import DirectorSession
