@@ -287,7 +287,7 @@ def synthesized_template() -> dict[str, Any]:
         if path not in sys.path:
             sys.path.insert(0, path)
     from aws_cdk.assertions import Template
-    from racecap_cdk import build_app
+    from racecap_cdk.app import build_app
 
     with tempfile.TemporaryDirectory() as out:
         _, stack = build_app(out, nag=False, **{"aws:cdk:disable-asset-staging": True})
