@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 ROOT = Path(__file__).resolve().parents[2]
 HOURS = 730
