@@ -17,7 +17,7 @@ for path in (ROOT, ROOT / "cdk"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from racecap_cdk import build_app  # noqa: E402
+from racecap_cdk.app import build_app  # noqa: E402
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-import blueprint
+from local.run_dir import RUN_DIR, running_stack
 
 ISSUER = "https://issuer.racecap.localhost/directors"
 AUDIENCE = "racecap-local-directors"  # the "app client id" of the local user pool
@@ -43,7 +43,6 @@ DEFAULT_DIRECTOR = "demo"
 TOKEN_TTL_S = 3600  # Cognito's default ID-token lifetime
 LEEWAY_S = 5  # clock skew tolerated, as small as API Gateway's
 _SUB_NAMESPACE = uuid.UUID("6f1d1c55-7a53-4c43-9a53-2f0c9a0e5e11")
-RUN_DIR = blueprint.ROOT / ".local-stack" / "run"
 
 KEY_FILE = "issuer-key.pem"
 JWKS_FILE = "jwks.json"
@@ -201,12 +200,6 @@ def _as_api_gateway_string(value: Any) -> str:
 # ---------------------------------------------------------------------------
 # make token
 # ---------------------------------------------------------------------------
-def _running_stack(work_dir: Path) -> dict[str, Any] | None:
-    from local.stack import running_stack
-
-    return running_stack(work_dir)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m local.auth", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -217,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     token.add_argument("--work-dir", type=Path, default=RUN_DIR, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    info = _running_stack(args.work_dir)
+    info = running_stack(args.work_dir)
     issuer = Issuer(args.work_dir / "auth")
     if info is None or not issuer.key_file.exists():
         sys.exit(
@@ -230,8 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     if director == DEFAULT_DIRECTOR and info.get("directors"):
         # The demo race belongs to the demo director of moto's user pool (the console's sign-in):
         # sign in as it, by SRP and TOTP as the console does.
+        from local.cognito import DirectorSecret, sign_in
         from local.directors import _clients
-        from tools.smoke_director import DirectorSecret, sign_in
 
         cognito, secrets = _clients(info)
         print(sign_in(cognito, DirectorSecret.read(secrets, info["directors"]["demoSecret"])))

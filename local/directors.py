@@ -6,7 +6,7 @@ CDK pool it requires TOTP MFA (moto checks the code when the moto server runs wi
 ``MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP=true``; it does not check the SRP proof) and its
 app client allows SRP only. The smoke director and its secret are made as the stack
 declares them, then enrolled by the same code an operator runs after a deploy
-(``tools.smoke_director.enroll``). The gateway trusts the pool's tokens next to the local
+(``local.cognito.enroll``). The gateway trusts the pool's tokens next to the local
 issuer's (``LocalAuthorizer.from_env``).
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 import requests
 
 import blueprint
+from local.run_dir import RUN_DIR, running_stack
 
 JWKS_FILE = "cognito-jwks.json"
 # The demo director: owns `make run`'s demo race under this pool identity (its ``sub``) and
@@ -30,7 +31,6 @@ JWKS_FILE = "cognito-jwks.json"
 DEMO_EMAIL = "demo@racecap.localhost"
 DEMO_PASSWORD = "Racecap-demo-2026!"  # noqa: S105 - the local demo account, printed by make run
 DEMO_SECRET = f"{blueprint.APP_NAME}-local/demo-director"
-RUN_DIR = blueprint.ROOT / ".local-stack" / "run"
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def user_sub(cognito: Any, user_pool_id: str, username: str) -> str:
 def provision_demo_director(cognito: Any, secrets: Any, user_pool_id: str, client_id: str) -> str:
     """The demo director, enrolled (permanent password, TOTP seed kept in a local secret) by
     the code an operator runs for the smoke director; returns its ``sub``."""
-    from tools.smoke_director import enroll
+    from local.cognito import enroll
 
     invite(cognito, user_pool_id, DEMO_EMAIL)
     secrets.create_secret(
@@ -109,7 +109,7 @@ def provision_demo_director(cognito: Any, secrets: Any, user_pool_id: str, clien
 
 
 def provision_directors(cognito: Any, secrets: Any, moto_url: str, auth_dir: Path) -> DirectorPool:
-    from tools.smoke_director import enroll
+    from local.cognito import enroll
 
     smoke = blueprint.SMOKE_DIRECTOR
     pool = cognito.create_user_pool(
@@ -189,8 +189,6 @@ def _clients(info: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from local.stack import running_stack
-
     parser = argparse.ArgumentParser(prog="python -m local.directors", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
@@ -217,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  temporary password: {password}")
         print("  (the first sign-in sets a new password and enrols an authenticator app)")
         return
-    from tools.smoke_director import DirectorSecret, totp_code
+    from local.cognito import DirectorSecret, totp_code
 
     print(totp_code(DirectorSecret.read(secrets, pool["demoSecret"]).totpSeed))
 

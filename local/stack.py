@@ -27,6 +27,7 @@ from typing import Any
 
 import blueprint
 from local import auth, directors, faults, provision, servers
+from local.run_dir import RUN_DIR, running_stack
 from local.runtime import ACCOUNT, LAYER_PATH, REGION, install_layer_path
 from local.stripe_standin import server as stripe_standin
 
@@ -480,31 +481,14 @@ class LocalStack:
         return self._spawn("pollers", cmd, 0, self.function_env())
 
 
-def running_stack(work_dir: Path) -> dict[str, Any] | None:
-    """What a running ``make run`` stack wrote about itself (stack.json), or None."""
-    return _already_running(work_dir)
-
-
-def _already_running(work_dir: Path) -> dict[str, Any] | None:
-    info_file = work_dir / "stack.json"
-    if not info_file.exists():
-        return None
-    info = json.loads(info_file.read_text())
-    try:
-        os.kill(int(info["pid"]), 0)
-    except (OSError, ValueError, KeyError):
-        return None
-    return info
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["run"])
     parser.add_argument("--no-seed", action="store_true")
-    parser.add_argument("--work-dir", type=Path, default=ROOT / ".local-stack" / "run")
+    parser.add_argument("--work-dir", type=Path, default=RUN_DIR)
     args = parser.parse_args()
 
-    running = _already_running(args.work_dir)
+    running = running_stack(args.work_dir)
     if running:
         sys.exit(f"Racecap is already running (pid {running['pid']}) at {running['url']}; stop it with Ctrl-C first.")
     stack = LocalStack(args.work_dir)

@@ -202,8 +202,7 @@ def _local_stack_defaults(target: str) -> str | None:
     """Against ``make run``'s stack: point boto3 at its servers, answer its smoke secret."""
     if urlparse(target).hostname not in {"127.0.0.1", "localhost"}:
         return None
-    from local.auth import RUN_DIR
-    from local.stack import running_stack
+    from local.run_dir import RUN_DIR, running_stack
 
     info = running_stack(RUN_DIR)
     if info is None or not info.get("smokeSecret"):

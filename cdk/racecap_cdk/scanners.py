@@ -9,14 +9,12 @@ fails on any suppression without one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterable
+from typing import Literal
 
-from aws_cdk import CfnResource
+from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
-
-if TYPE_CHECKING:
-    from .stack import RacecapStack
 
 Tool = Literal["checkov", "cfn-lint"]
 
@@ -74,9 +72,12 @@ WHY_CDK_HANDLER = (
 )
 
 
-def suppress_cdk_internals(stack: RacecapStack) -> None:
+def suppress_cdk_internals(stack: Stack, upload_buckets: Iterable[IConstruct]) -> None:
     """What aws-cdk-lib generates and we do not configure (the site's deployment handler, the bucket
-    notifications handler), and the upload buckets' S3 -> Lambda wiring."""
+    notifications handler), and the upload buckets' S3 -> Lambda wiring.
+
+    Typed on ``Stack`` with the buckets passed in: every construct imports this module, so it
+    cannot import the stack (or the buckets construct) back."""
     for child in stack.node.children:
         if child.node.id.startswith(BUCKET_DEPLOYMENT_PREFIX) and isinstance(child, lambda_.Function):
             for check in ("CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_115", "CKV_AWS_173"):
@@ -91,6 +92,6 @@ def suppress_cdk_internals(stack: RacecapStack) -> None:
                 suppress(function, "checkov", check, WHY_NOTIFICATIONS_HANDLER)
             for check in ("W3005", "WS1000", "WS1004", "ES1005"):
                 suppress(function, "cfn-lint", check, WHY_NOTIFICATIONS_HANDLER)
-    for bucket in stack.buckets.by_id.values():
+    for bucket in upload_buckets:
         suppress(bucket, "checkov", "CKV_AWS_18", WHY_UPLOADS_BUCKET)
         suppress(bucket, "checkov", "CKV_AWS_21", WHY_UPLOADS_BUCKET)

@@ -14,8 +14,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from aws_cdk import App
 from aws_cdk.assertions import Template
-from racecap_cdk import build_app
 from racecap_cdk import constants as c
+from racecap_cdk.app import build_app
 from racecap_cdk.stack import RacecapStack
 
 import blueprint

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
-from racecap_cdk import build_app
 from racecap_cdk import constants as c
+from racecap_cdk.app import build_app
 from racecap_cdk.constructs import edge
 
 import blueprint

@@ -20,7 +20,7 @@ import blueprint
 from local.runtime import LAYER_PATH
 from local.stack import LocalStack
 from tools.bench.load import measured_quietly
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 ROOT = blueprint.ROOT
 COLD_START_TARGET_MS = 250  # issue 14

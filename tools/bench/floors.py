@@ -23,7 +23,7 @@ from typing import Any
 
 from tools.bench.cpu import run_as_function
 from tools.bench.load import measured_quietly
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 # Runs with the functions' environment in a fresh interpreter, as a gateway worker does.
 _CPU_CHILD = r"""

@@ -21,7 +21,7 @@ from tools.bench.costs import (
     writes_by_function,
 )
 from tools.bench.floors import floor_per_registration
-from tools.bench.sections import Bench
+from tools.bench.section import Bench
 
 RUNSIGNUP_HOURLY = 440_510
 P99_TARGET_MS = 1000

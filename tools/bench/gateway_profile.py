@@ -12,7 +12,7 @@ from typing import Any
 
 from local.stack import LocalStack
 from tools.bench.cpu import run_as_function
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 
 def _bucket(filename: str) -> str:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 ROOT = Path(__file__).resolve().parents[2]
 HOURS = 730
@@ -287,7 +287,7 @@ def synthesized_template() -> dict[str, Any]:
         if path not in sys.path:
             sys.path.insert(0, path)
     from aws_cdk.assertions import Template
-    from racecap_cdk import build_app
+    from racecap_cdk.app import build_app
 
     with tempfile.TemporaryDirectory() as out:
         _, stack = build_app(out, nag=False, **{"aws:cdk:disable-asset-staging": True})

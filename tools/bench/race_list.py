@@ -17,7 +17,7 @@ import requests
 from racecap.races.catalog import LIST_TTL
 
 from tools import awscalls
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 REQUESTS = 600
 SPREAD_S = 3 * LIST_TTL + 1

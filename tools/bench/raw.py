@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import Any
 
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 _AUTH = (
     "AWS4-HMAC-SHA256 Credential=local/20240101/us-east-1/dynamodb/aws4_request, "

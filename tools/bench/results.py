@@ -35,7 +35,7 @@ from urllib.parse import quote
 import requests
 
 import blueprint
-from tools.bench.sections import Bench, Section
+from tools.bench.section import Bench, Section
 
 RUNNERS = 5_000
 PAGE_SIZE = 10

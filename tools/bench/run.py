@@ -19,7 +19,8 @@ from local.runtime import LAYER_PATH
 from tools import awscalls
 from tools.bench import flow
 from tools.bench.cpu import cpu_snapshot
-from tools.bench.sections import Bench, sections
+from tools.bench.section import Bench
+from tools.bench.sections import sections
 from tools.burst import BurstConfig, provider, run_burst, start_stack
 
 ROOT = blueprint.ROOT

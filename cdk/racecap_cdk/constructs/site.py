@@ -213,28 +213,10 @@ class Site(Construct):
 
     def _console_headers(self, console_origins: blueprint.ConsoleOrigins) -> cloudfront.ResponseHeadersPolicy:
         """``blueprint.console_security_headers`` as the /admin/* response headers policy."""
-        h = blueprint.console_security_headers(console_origins)
-        hsts = int(h["Strict-Transport-Security"].removeprefix("max-age="))
-        referrer = cloudfront.HeadersReferrerPolicy[h["Referrer-Policy"].upper().replace("-", "_")]
-        assert h["X-Content-Type-Options"] == "nosniff"
-        assert h["X-Frame-Options"] == "DENY"
-        return cloudfront.ResponseHeadersPolicy(
-            self,
+        return self._headers_policy(
             c.CONSOLE_HEADERS_POLICY_ID,
-            comment="Racecap console: security headers and its CSP (blueprint.console_security_headers)",
-            security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
-                content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(
-                    content_security_policy=h["Content-Security-Policy"], override=True
-                ),
-                strict_transport_security=cloudfront.ResponseHeadersStrictTransportSecurity(
-                    access_control_max_age=Duration.seconds(hsts), include_subdomains=False, override=True
-                ),
-                content_type_options=cloudfront.ResponseHeadersContentTypeOptions(override=True),
-                frame_options=cloudfront.ResponseHeadersFrameOptions(
-                    frame_option=cloudfront.HeadersFrameOption.DENY, override=True
-                ),
-                referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(referrer_policy=referrer, override=True),
-            ),
+            "Racecap console: security headers and its CSP (blueprint.console_security_headers)",
+            blueprint.console_security_headers(console_origins),
         )
 
     def _api_behaviours(self, api_origin: origins.HttpOrigin) -> dict[str, cloudfront.BehaviorOptions]:
@@ -281,15 +263,23 @@ class Site(Construct):
         origins, from cdk.json context if not Stripe's."""
         origin = self.node.try_get_context(c.PAYMENT_ORIGIN_CONTEXT)
         payments = blueprint.PaymentOrigins.single(origin) if origin else blueprint.STRIPE_ORIGINS
-        h = blueprint.security_headers(payments)
+        return self._headers_policy(
+            c.SECURITY_HEADERS_POLICY_ID,
+            "Racecap: security headers and the content security policy (blueprint.security_headers)",
+            blueprint.security_headers(payments),
+        )
+
+    def _headers_policy(self, id: str, comment: str, headers: dict[str, str]) -> cloudfront.ResponseHeadersPolicy:
+        """A blueprint headers dict (the site's or the console's) as a response headers policy:
+        CloudFront sets the CSP, HSTS, nosniff, frame and referrer headers, overriding the origin's."""
+        h = headers
         hsts = int(h["Strict-Transport-Security"].removeprefix("max-age="))
-        frame = {"DENY": cloudfront.HeadersFrameOption.DENY, "SAMEORIGIN": cloudfront.HeadersFrameOption.SAMEORIGIN}
         referrer = cloudfront.HeadersReferrerPolicy[h["Referrer-Policy"].upper().replace("-", "_")]
         assert h["X-Content-Type-Options"] == "nosniff"
         return cloudfront.ResponseHeadersPolicy(
             self,
-            c.SECURITY_HEADERS_POLICY_ID,
-            comment="Racecap: security headers and the content security policy (blueprint.security_headers)",
+            id,
+            comment=comment,
             security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
                 content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(
                     content_security_policy=h["Content-Security-Policy"], override=True
@@ -299,7 +289,7 @@ class Site(Construct):
                 ),
                 content_type_options=cloudfront.ResponseHeadersContentTypeOptions(override=True),
                 frame_options=cloudfront.ResponseHeadersFrameOptions(
-                    frame_option=frame[h["X-Frame-Options"]], override=True
+                    frame_option=cloudfront.HeadersFrameOption[h["X-Frame-Options"]], override=True
                 ),
                 referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(referrer_policy=referrer, override=True),
             ),
