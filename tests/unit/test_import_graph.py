@@ -1,13 +1,12 @@
-"""No import circle outside the product layer: none inside ``racecap_cdk``, ``local`` or ``tools``,
-and none between ``local`` and ``tools`` (``tools`` may use ``local``, never the other way round).
+"""No import circle anywhere: none inside the product layer ``racecap``, ``racecap_cdk``, ``local``
+or ``tools``, and none between ``local`` and ``tools`` (``tools`` may use ``local``, never the other way round).
 
 The graph (``tests/import_graph.py``) counts every import statement, lazy and type-only ones
 too, and the parent packages' ``__init__`` each import runs. The planted trees at the end prove
 the check finds a circle closed by a parent ``__init__``, by a function-level import and by a
 ``TYPE_CHECKING`` import, and one between two top-level packages.
 
-The product layer (``layers/racecap/python/racecap``) joins ``PACKAGES`` with its rank table once
-its own circles are gone.
+The product layer's rank table (which capability may import which) is in ``test_layer_ranks.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # package -> (its folder, the module prefixes left out of its cycle check: say why beside each)
 PACKAGES: dict[str, tuple[Path, tuple[str, ...]]] = {
+    "racecap": (ROOT / "layers/racecap/python/racecap", ()),
     "racecap_cdk": (ROOT / "cdk/racecap_cdk", ()),
     "local": (ROOT / "local", ()),
     # tools/burst: its __init__ re-exports are removed on branch i36-burstfix

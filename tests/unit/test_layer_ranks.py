@@ -1,7 +1,6 @@
-"""The layer's shape, checked on the import statements themselves (AST), as LAYOUT.md 2.1 sets it:
+"""The layer's shape, checked on the import statements themselves (AST), as LAYOUT.md 2.1 sets it
+(no import cycle in it: ``test_import_graph.py``):
 
-* no import cycle in ``racecap``, counting every import (module level, in functions, under
-  ``TYPE_CHECKING``) and the parent packages each import runs;
 * ranks: a capability imports only lower-ranked ones (the kernel and ``aws`` import none);
 * only the edge (handlers and the API routers) imports a capability's ``wiring``; a wiring
   imports its own package, the kernel and lower-ranked wirings (the ranks give that);
@@ -74,64 +73,6 @@ def imports_of(source: str) -> Iterable[tuple[int, str, list[str]]]:
             yield node.lineno, node.module, [a.name for a in node.names]
 
 
-def import_graph(paths: list[Path], package: str, base: Path = LAYER, read: Reader = _read) -> dict[str, set[str]]:
-    """Module → the package's modules it imports, with the parents each import runs first."""
-    modules = {module_name(p, base): p for p in paths}
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for name, path in modules.items():
-        for _, module, names in imports_of(read(path)):
-            if module != package and not module.startswith(package + "."):
-                continue
-            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules] or [module]
-            for target in targets:
-                parts = target.split(".")
-                graph[name].update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-        graph[name] = {t for t in graph[name] if t in modules and t != name}
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan, iteratively)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                group = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    group.append(member)
-                    if member == node:
-                        break
-                if len(group) > 1:
-                    found.append(sorted(group))
-    return found
-
-
 def room_of(module: str) -> str | None:
     parts = module.split(".")
     return parts[1] if parts[0] == "racecap" and len(parts) > 1 else None
@@ -195,10 +136,6 @@ def _handlers() -> list[Path]:
 
 
 # -- the rules hold --------------------------------------------------------------------------
-def test_the_layer_has_no_import_cycle():
-    assert cycles(import_graph(_layer(), "racecap")) == []
-
-
 def test_every_import_points_down_the_ranks():
     assert rank_violations(_layer()) == []
 
@@ -260,28 +197,6 @@ def test_a_planted_upward_import_is_caught(module, planted):
     else:
         assert found
         assert all(planted.split()[1] in f for f in found)
-
-
-def test_a_planted_cycle_is_caught_even_through_a_function_level_import():
-    target = PACKAGE / "races/rules.py"
-    graph = import_graph(_layer(), "racecap", read=_planted(target, "def f():\n    from racecap.races import catalog"))
-    assert [g for g in cycles(graph) if "racecap.races.rules" in g]
-
-
-def test_a_cycle_through_a_parent_package_is_caught(tmp_path):
-    """``import a.b.c`` runs ``a/__init__`` first: an ``__init__`` that imports its children closes
-    a circle with any child that imports a sibling."""
-    pkg = tmp_path / "pkg"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("from pkg.app import build\n")  # the package builds the app...
-    (pkg / "app.py").write_text("from pkg.sub.leaf import X\n\ndef build(): ...\n")
-    (pkg / "sub/__init__.py").write_text("")
-    (pkg / "sub/leaf.py").write_text("from pkg import constants\n")  # ...and a leaf reads a sibling
-    (pkg / "constants.py").write_text("X = 1\n")
-    graph = import_graph(sorted(pkg.rglob("*.py")), "pkg", base=tmp_path)
-    assert cycles(graph) == [["pkg", "pkg.app", "pkg.sub.leaf"]]
-    (pkg / "__init__.py").write_text('"""A docstring only."""\n')
-    assert cycles(import_graph(sorted(pkg.rglob("*.py")), "pkg", base=tmp_path)) == []
 
 
 def test_a_handler_importing_a_store_is_caught():
