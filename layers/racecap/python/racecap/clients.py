@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     import botocore.session
     import redis
 
-# Retries per service (issue 31), chosen from the chaos burst's per-request timings (README
-# "Faults without a collapse"). Every API request also has a time budget (racecap.deadline):
+# Retries per service (issue 31), chosen from the chaos burst's per-request timings
+# (docs/faults.md). Every API request also has a time budget (racecap.deadline):
 # a retry whose worst backoff does not fit in what is left is not made, and the runner gets
 # 503 + Retry-After instead of an answer after 20 s.
 #
@@ -148,7 +148,7 @@ def cache() -> redis.Redis:
     )
 
 
-# -- Warm starts (README "Cold starts") ------------------------------------------------------------
+# -- Warm starts (docs/cold-starts.md) ------------------------------------------------------------
 # Why Lambda runs an init (its AWS_LAMBDA_INITIALIZATION_TYPE): these two run before any
 # request reaches the environment, so what they build is off every runner's path.
 WARM_INITS = frozenset({"provisioned-concurrency", "snap-start"})

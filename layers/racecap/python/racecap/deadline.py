@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 # Well under API Gateway's 30 s, and under what a runner waits before reloading. The
-# chaos burst's answers that took longer were retries asleep, not work (README "Faults
-# without a collapse"): a 503 with Retry-After after 6 s is a better answer than 20 s.
+# chaos burst's answers that took longer were retries asleep, not work (docs/faults.md): a
+# 503 with Retry-After after 6 s is a better answer than 20 s.
 HANDLER_BUDGET_S = 6.0
 # Kept from the Lambda context's remaining time: the answer still has to be built,
 # logged and flushed (metrics) after the last call.

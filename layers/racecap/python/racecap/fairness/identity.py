@@ -1,6 +1,6 @@
 """Who is a client: defined here once, for rate limits, hold limits and the queue.
 
-Three identities, weakest to strongest (the README says what each stops and what not):
+Three identities, weakest to strongest (docs/fairness.md says what each stops and what not):
 
 * **address** — the network the runner's IP address belongs to: an IPv4 address by itself,
   an IPv6 address by its /64 (the prefix lengths are settings: ``ADDRESS_IPV4_PREFIX`` and
