@@ -14,17 +14,22 @@ from racecap.audit.store import AuditStore, DynamoAudit
 from racecap.aws.items import query_all, to_item, values
 from racecap.aws.keys import code_pk
 from racecap.aws.transactions import TransactItem, transact
+from racecap.codes.hold_store import DynamoCodeHolds
+from racecap.codes.service import CodeHolds
 from racecap.holds.store import DynamoHolds, HoldStore
 from racecap.ledger.store import DynamoLedger, LedgerStore
 from racecap.places.store import DynamoInventory, Inventory
 from racecap.questions.store import DynamoQuestions, QuestionStore
 from racecap.races.store import DynamoRaceStore, RaceStore
+from racecap.registration.attempts import Attempts, DynamoAttempts
 from racecap.registration.store import DynamoRegistrations, RegistrationStore
 from racecap.window.store import DynamoWindows, WindowStore
 
 import blueprint
 from local import servers
 from local.provision import create_table_params
+from tests.fakes.attempts import FakeAttempts
+from tests.fakes.code_holds import FakeCodeHolds
 from tests.fakes.ledger import FakeLedger
 from tests.fakes.questions import FakeQuestions
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows
@@ -47,6 +52,8 @@ class StoresUnderTest:
     questions: QuestionStore
     add_code: Callable[[str, str, list[int]], None]  # a discount code's use counter: race, code, shard caps
     code_uses: Callable[[str, str], int]
+    attempts: Attempts  # the payment step's writes on the same holds
+    code_holds: CodeHolds  # a code's writes on the same holds
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
@@ -68,6 +75,8 @@ def fake_stores() -> Iterator[StoresUnderTest]:
             {(race_id, code): {f"SHARD#{n:03d}": [cap, 0] for n, cap in enumerate(caps)}}
         ),
         tables.code_uses,
+        FakeAttempts(tables),
+        FakeCodeHolds(tables),
     )
 
 
@@ -98,6 +107,8 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 DynamoQuestions(client, races),
                 lambda race_id, code, caps: _add_code(client, inv, race_id, code, caps),
                 lambda race_id, code: _code_uses(client, inv, race_id, code),
+                DynamoAttempts(client, inv),
+                DynamoCodeHolds(client, inv),
             )
         finally:
             server.stop()

@@ -81,7 +81,7 @@ def _paid(hold: Hold, attempt: Attempt) -> PaidRegistration:
 def _paying(s: StoresUnderTest, race: str, email: str) -> tuple[Hold, Attempt]:
     hold = _held(s, race)
     attempt = _attempt(email)
-    assert s.holds.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED
+    assert s.attempts.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED
     return hold, attempt
 
 
@@ -138,10 +138,10 @@ def test_a_hold_expires_only_once_its_time_is_up(stores, race):
 
 def test_begin_payment_claims_the_email_once_per_race(stores, race):
     hold, attempt = _paying(stores, race, "ann@example.com")
-    assert stores.holds.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED  # the same attempt again
-    assert stores.holds.begin_payment(hold, _attempt("ann@example.com"), NOW) == BeginOutcome.HOLD_GONE
+    assert stores.attempts.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED  # the same attempt again
+    assert stores.attempts.begin_payment(hold, _attempt("ann@example.com"), NOW) == BeginOutcome.HOLD_GONE
     other = _held(stores, race)
-    assert stores.holds.begin_payment(other, _attempt("ann@example.com"), NOW) == BeginOutcome.EMAIL_TAKEN
+    assert stores.attempts.begin_payment(other, _attempt("ann@example.com"), NOW) == BeginOutcome.EMAIL_TAKEN
     found = stores.holds.get(hold.holdId)
     assert found is not None and found.status == HoldPhase.PAYING and found.attempt == attempt
 
@@ -151,46 +151,46 @@ def test_a_registration_call_has_its_turn_until_the_intent_is_recorded(stores, r
     while the first call creates the intent; the turn ends with the intent, on failure, or in time."""
     hold = _held(stores, race)
     attempt = _attempt("tu@example.com")
-    assert stores.holds.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
-    assert stores.holds.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.HOLD_GONE  # a duplicate
-    stores.holds.end_call(hold, attempt)  # the first call failed: the retry may begin at once
-    assert stores.holds.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.HOLD_GONE  # a duplicate
+    stores.attempts.end_call(hold, attempt)  # the first call failed: the retry may begin at once
+    assert stores.attempts.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
     later = NOW + timedelta(seconds=26)  # a crashed call's turn runs out
-    assert stores.holds.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
-    assert stores.holds.set_intent(hold, attempt, "pi_turn")
+    assert stores.attempts.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
+    assert stores.attempts.set_intent(hold, attempt, "pi_turn")
     found = stores.holds.get(hold.holdId)
     assert found is not None and found.busyUntil is None and found.intentId == "pi_turn"
     # With the intent recorded, repeats begin freely (they replay that intent).
-    assert stores.holds.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
-    assert stores.holds.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
 
 
 def test_an_expired_hold_cannot_begin_paying(stores, race):
     hold = _held(stores, race)
     late = NOW + timedelta(minutes=11)
-    assert stores.holds.begin_payment(hold, _attempt("late@example.com"), late) == BeginOutcome.HOLD_GONE
+    assert stores.attempts.begin_payment(hold, _attempt("late@example.com"), late) == BeginOutcome.HOLD_GONE
 
 
 def test_a_decline_keeps_the_place_and_frees_the_email(stores, race):
     hold, attempt = _paying(stores, race, "bo@example.com")
-    stores.holds.payment_declined(hold, attempt)
+    stores.attempts.payment_declined(hold, attempt)
     found = stores.holds.get(hold.holdId)
     assert found is not None and (found.status, found.attempt) == (HoldPhase.HELD, None)
     assert stores.taken(race, "ev") == 1
     other = _held(stores, race)
-    assert stores.holds.begin_payment(other, _attempt("bo@example.com"), NOW) == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(other, _attempt("bo@example.com"), NOW) == BeginOutcome.STARTED
     with pytest.raises(ConditionFailed):
-        stores.holds.payment_declined(hold, attempt)  # no longer paying
+        stores.attempts.payment_declined(hold, attempt)  # no longer paying
 
 
 def test_an_abandoned_payment_frees_place_and_email(stores, race):
     hold, attempt = _paying(stores, race, "cy@example.com")
-    assert stores.holds.abandon_payment(hold, attempt)
-    assert not stores.holds.abandon_payment(hold, attempt)
+    assert stores.attempts.abandon_payment(hold, attempt)
+    assert not stores.attempts.abandon_payment(hold, attempt)
     found = stores.holds.get(hold.holdId)
     assert found is not None and found.status == HoldPhase.EXPIRED
     assert stores.taken(race, "ev") == 0
-    assert stores.holds.begin_payment(_held(stores, race), _attempt("cy@example.com"), NOW) == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(_held(stores, race), _attempt("cy@example.com"), NOW) == BeginOutcome.STARTED
 
 
 def test_a_queued_hold_leaves_the_sweepers_view_until_its_resend_time(stores, race):
@@ -199,8 +199,8 @@ def test_a_queued_hold_leaves_the_sweepers_view_until_its_resend_time(stores, ra
     later = NOW + timedelta(minutes=30)
     due = NOW + timedelta(hours=1)
     assert {h.holdId for h in stores.holds.expired(later)} >= {hold.holdId, held.holdId}
-    stores.holds.mark_queued(hold, attempt, "pi_9", NOW, due)
-    stores.holds.mark_queued(hold, attempt, "pi_9", NOW, due)  # a repeat is harmless
+    stores.attempts.mark_queued(hold, attempt, "pi_9", NOW, due)
+    stores.attempts.mark_queued(hold, attempt, "pi_9", NOW, due)  # a repeat is harmless
     found = stores.holds.get(hold.holdId)
     assert found is not None
     assert (found.status, found.chargeId, found.queuedAt, found.requeueAt) == (HoldPhase.QUEUED, "pi_9", NOW, due)
@@ -215,12 +215,12 @@ def test_a_queued_hold_leaves_the_sweepers_view_until_its_resend_time(stores, ra
 def test_one_of_many_sweepers_claims_a_due_resend_and_a_confirmed_hold_is_never_resent(stores, race):
     hold, attempt = _paying(stores, race, "dj@example.com")
     due = NOW + timedelta(minutes=5)
-    stores.holds.mark_queued(hold, attempt, "pi_10", NOW, due)
+    stores.attempts.mark_queued(hold, attempt, "pi_10", NOW, due)
     seen = stores.holds.get(hold.holdId)
     assert seen is not None
     later = due + timedelta(minutes=10)
-    assert stores.holds.postpone_requeue(seen, later)
-    assert not stores.holds.postpone_requeue(seen, later)  # a second sweeper read the same due time
+    assert stores.attempts.postpone_requeue(seen, later)
+    assert not stores.attempts.postpone_requeue(seen, later)  # a second sweeper read the same due time
     found = stores.holds.get(hold.holdId)
     assert found is not None and (found.requeueAt, found.requeues) == (later, 1)
     assert hold.holdId not in {h.holdId for h in stores.holds.expired(due)}
@@ -228,7 +228,7 @@ def test_one_of_many_sweepers_claims_a_due_resend_and_a_confirmed_hold_is_never_
     # Confirmed by the writer: out of the index, and a stale view cannot claim it.
     stores.regs.confirm_batch(race, "ev", stores.regs.next_bib(race, "ev"), [_paid(found, attempt)], NOW.isoformat())
     assert hold.holdId not in {h.holdId for h in stores.holds.expired(later + timedelta(days=1))}
-    assert not stores.holds.postpone_requeue(found, later + timedelta(hours=1))
+    assert not stores.attempts.postpone_requeue(found, later + timedelta(hours=1))
 
 
 # -- registrations ----------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ def test_a_cancellation_moves_place_email_and_counters_once(stores, race):
         "outsideRefunds": 0,
     }  # fmt: skip
     again = _held(stores, race)
-    assert stores.holds.begin_payment(again, _attempt(reg.email), NOW) == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(again, _attempt(reg.email), NOW) == BeginOutcome.STARTED
 
 
 def test_an_undone_cancellation_is_confirmed_again(stores, race):
@@ -317,17 +317,17 @@ def test_a_code_change_on_a_paying_hold_is_one_at_a_time_and_finishes_once(store
     stores.add_code(race, "SAVE", [1])
     stores.add_code(race, "MORE", [1])
     hold, attempt = _paying(stores, race, "di@example.com")
-    assert stores.holds.set_intent(hold, attempt, "pi_contract")
+    assert stores.attempts.set_intent(hold, attempt, "pi_contract")
     paying = stores.holds.get(hold.holdId)
     assert paying is not None
     change = _reprice("SAVE", 2000)
-    stores.holds.begin_reprice(paying, change)
+    stores.code_holds.begin_reprice(paying, change)
     assert stores.code_uses(race, "SAVE") == 1
     with pytest.raises(ConditionFailed) as busy:  # one change at a time
-        stores.holds.begin_reprice(paying, _reprice("MORE", 1500))
+        stores.code_holds.begin_reprice(paying, _reprice("MORE", 1500))
     assert busy.value.first == 0 and stores.code_uses(race, "MORE") == 0
     # The details sent again meanwhile would write the old price back: told to wait instead.
-    assert stores.holds.begin_payment(paying, attempt, NOW) == BeginOutcome.HOLD_GONE
+    assert stores.attempts.begin_payment(paying, attempt, NOW) == BeginOutcome.HOLD_GONE
     assert stores.holds.finish_reprice(paying, change)
     assert not stores.holds.finish_reprice(paying, change)
     assert not stores.holds.undo_reprice(paying, change)
@@ -348,11 +348,11 @@ def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stor
     stores.add_code(race, "SAVE", [1])
     stores.add_code(race, "MORE", [1])
     hold, attempt = _paying(stores, race, "ed@example.com")
-    assert stores.holds.set_intent(hold, attempt, "pi_contract")
+    assert stores.attempts.set_intent(hold, attempt, "pi_contract")
     paying = stores.holds.get(hold.holdId)
     assert paying is not None
     change = _reprice("MORE", 1500)
-    stores.holds.begin_reprice(paying, change)
+    stores.code_holds.begin_reprice(paying, change)
     with_change = stores.holds.get(hold.holdId)
     assert with_change is not None and with_change.reprice == change
     assert stores.holds.undo_reprice(paying, change)
@@ -360,13 +360,13 @@ def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stor
     undone = stores.holds.get(hold.holdId)
     assert undone is not None and (undone.code, undone.amountCents, undone.reprice) == (None, paying.amountCents, None)
     assert stores.code_uses(race, "MORE") == 0
-    stores.holds.begin_reprice(paying, _reprice("SAVE", 2000))
+    stores.code_holds.begin_reprice(paying, _reprice("SAVE", 2000))
     other, other_attempt = _paying(stores, race, "fy@example.com")
-    assert stores.holds.set_intent(other, other_attempt, "pi_other")
+    assert stores.attempts.set_intent(other, other_attempt, "pi_other")
     other_paying = stores.holds.get(other.holdId)
     assert other_paying is not None
     with pytest.raises(ConditionFailed) as used_up:
-        stores.holds.begin_reprice(other_paying, _reprice("SAVE", 2000))
+        stores.code_holds.begin_reprice(other_paying, _reprice("SAVE", 2000))
     assert used_up.value.first == 1 and stores.code_uses(race, "SAVE") == 1
 
 
@@ -374,19 +374,19 @@ def test_an_abandoned_payment_with_a_code_change_under_way_gives_both_uses_back(
     stores.add_code(race, "SAVE", [2])
     stores.add_code(race, "MORE", [2])
     hold, attempt = _paying(stores, race, "gu@example.com")
-    assert stores.holds.set_intent(hold, attempt, "pi_contract")
+    assert stores.attempts.set_intent(hold, attempt, "pi_contract")
     paying = stores.holds.get(hold.holdId)
     assert paying is not None
     first = _reprice("SAVE", 2000)
-    stores.holds.begin_reprice(paying, first)
+    stores.code_holds.begin_reprice(paying, first)
     assert stores.holds.finish_reprice(paying, first)
     with_save = stores.holds.get(hold.holdId)
     assert with_save is not None
-    stores.holds.begin_reprice(with_save, _reprice("MORE", 1500))
+    stores.code_holds.begin_reprice(with_save, _reprice("MORE", 1500))
     assert (stores.code_uses(race, "SAVE"), stores.code_uses(race, "MORE")) == (1, 1)
-    assert not stores.holds.abandon_payment(with_save, attempt)  # read before the change: refused
+    assert not stores.attempts.abandon_payment(with_save, attempt)  # read before the change: refused
     now_hold = stores.holds.get(hold.holdId)
     assert now_hold is not None and now_hold.attempt is not None
-    assert stores.holds.abandon_payment(now_hold, now_hold.attempt)
+    assert stores.attempts.abandon_payment(now_hold, now_hold.attempt)
     assert (stores.code_uses(race, "SAVE"), stores.code_uses(race, "MORE")) == (0, 0)
     assert stores.taken(race, "ev") == 0

@@ -15,6 +15,7 @@ from racecap.errors import SoldOut
 from racecap.holds.models import Attempt
 from racecap.holds.service import HoldService
 from racecap.holds.store import DynamoHolds
+from racecap.registration.attempts import DynamoAttempts
 from racecap.registration.store import CounterMoved, DynamoRegistrations
 from racecap.registration.writer import RegistrationWriter
 
@@ -66,7 +67,7 @@ def test_given_conflicts_and_throttling_when_holds_burst_then_exactly_cap_are_he
 
 def _paid_registrations(backend, race_id: str, event_id: str, n: int) -> list[dict]:
     """Holds in PAYING with their email claimed, and the messages the API would enqueue."""
-    holds = DynamoHolds(backend.dynamodb, backend.table("Inventory"))
+    holds = DynamoAttempts(backend.dynamodb, backend.table("Inventory"))
     service = HoldService(backend.catalog(), holds, backend.cache())
     messages = []
     for i in range(n):

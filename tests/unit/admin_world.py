@@ -20,6 +20,7 @@ from racecap.setup.service import RaceAdmin
 from racecap.stats.service import RaceStats
 from racecap.window.service import WindowControl, WindowTasks
 
+from tests.fakes.attempts import FakeAttempts
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows, FakeWorkflow, local_cache
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
 
@@ -50,6 +51,7 @@ class AdminWorld:
         self.windows = FakeWindows(t)
         self.audit_store = FakeAuditStore(t)
         self.holds = FakeHolds(t)
+        self.attempts = FakeAttempts(t)
         self.regs = FakeRegistrations(t)
         self.cache = local_cache()
         self.catalog = RaceCatalog(self.races, self.inventory, self.cache)
@@ -120,8 +122,8 @@ def register(
 ) -> None:
     """Pay for ``hold`` and confirm it, as the registration service and the writer do."""
     attempt = Attempt(f"k-{hold.holdId}", email, first, last, "1990-01-01", amount, currency, w.clock.now.isoformat())
-    assert w.holds.begin_payment(hold, attempt, w.clock.now) == BeginOutcome.STARTED
-    w.holds.mark_queued(hold, attempt, f"pi_{hold.holdId}", w.clock.now, w.clock.now + timedelta(minutes=5))
+    assert w.attempts.begin_payment(hold, attempt, w.clock.now) == BeginOutcome.STARTED
+    w.attempts.mark_queued(hold, attempt, f"pi_{hold.holdId}", w.clock.now, w.clock.now + timedelta(minutes=5))
     paid = PaidRegistration(
         registrationId=hold.registrationId,
         holdId=hold.holdId,

@@ -16,7 +16,9 @@ from racecap.registration.service import RegistrationService
 from racecap.registration.sweeper import HoldSweeper
 from racecap.registration.writer import RegistrationWriter
 
+from tests.fakes.attempts import FakeAttempts
 from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
+from tests.fakes.code_holds import FakeCodeHolds
 from tests.fakes.ledger import FakeLedger
 from tests.fakes.payments import FakePaymentProvider
 from tests.fakes.questions import FakeQuestions
@@ -38,6 +40,8 @@ class World:
     def __post_init__(self) -> None:
         self.catalog = FakeCatalog(self.tables)
         self.holds = FakeHolds(self.tables)
+        self.attempts = FakeAttempts(self.tables)
+        self.code_holds = FakeCodeHolds(self.tables)
         self.regs = FakeRegistrations(self.tables)
         self.question_store = FakeQuestions(self.tables)
         self.questions = Questions(
@@ -46,14 +50,14 @@ class World:
         self.hold_service = HoldService(self.catalog, self.holds, self.flags)  # type: ignore[arg-type]
         self.registration = RegistrationService(
             self.catalog,  # type: ignore[arg-type]
-            self.holds,
+            self.attempts,
             self.regs,
             self.payments,
             self.queue,
             pace=self.pace,
             questions=self.questions,
         )
-        self.sweeper = HoldSweeper(self.holds, self.payments, self.registration, self.catalog, self.flags)  # type: ignore[arg-type]
+        self.sweeper = HoldSweeper(self.attempts, self.payments, self.registration, self.catalog, self.flags)  # type: ignore[arg-type]
         self.writer = RegistrationWriter(self.regs, self.emails, pace=self.pace)  # type: ignore[arg-type]
         self.ledger_store = FakeLedger(self.tables)
         self.cancellations = Cancellations(

@@ -111,8 +111,8 @@ def test_live_figures_add_up_per_event_and_in_total(w):
     for n, hold in enumerate(holds[:2]):
         register(w, hold, f"ann{n}@example.com")
     attempt = Attempt("k-q", "q@example.com", "Q", "R", "1990-01-01", 2500, "USD", w.clock.now.isoformat())
-    assert w.holds.begin_payment(holds[2], attempt, w.clock.now) == BeginOutcome.STARTED
-    w.holds.mark_queued(
+    assert w.attempts.begin_payment(holds[2], attempt, w.clock.now) == BeginOutcome.STARTED
+    w.attempts.mark_queued(
         holds[2], attempt, "pi_q", w.clock.now, w.clock.now + timedelta(minutes=5)
     )  # paid, on the queue
     view = w.stats.stats(w.race(race.raceId), [ev, other], minutes=3)

@@ -56,7 +56,7 @@ def codes(world: World) -> FakeCodes:
 
 @pytest.fixture
 def discounts(world: World, codes: FakeCodes) -> Discounts:
-    return Discounts(codes, world.holds, world.catalog, world.payments)  # type: ignore[arg-type]
+    return Discounts(codes, world.code_holds, world.catalog, world.payments)  # type: ignore[arg-type]
 
 
 def _paying(world: World) -> str:

@@ -114,9 +114,10 @@ def adapter_imports(paths: list[Path], read: Reader = _read) -> list[str]:
     """Adapters a service imports (it should take a port and let the wiring build the adapter)."""
     found = []
     for path in paths:
-        if path.name in ("store.py", "wiring.py") or room_of(module_name(path)) in KERNEL | {None}:
-            continue
-        for line, module, names in imports_of(read(path)):
+        source = read(path)
+        if path.name == "wiring.py" or room_of(module_name(path)) in KERNEL | {None} or _defines_adapter(source):
+            continue  # wirings build adapters; an adapter's module may build on another (a subclass)
+        for line, module, names in imports_of(source):
             if module.startswith("racecap."):
                 allowed = NO_SECOND_IMPLEMENTATION.get(str(path.relative_to(PACKAGE)), set())
                 found += [
@@ -125,6 +126,10 @@ def adapter_imports(paths: list[Path], read: Reader = _read) -> list[str]:
                     if ADAPTER.match(n) and n not in allowed
                 ]
     return found
+
+
+def _defines_adapter(source: str) -> bool:
+    return any(isinstance(n, ast.ClassDef) and ADAPTER.match(n.name) for n in ast.parse(source).body)
 
 
 def _layer() -> list[Path]:

@@ -726,7 +726,7 @@ def test_with_redis_down_the_registration_reads_the_current_version_from_dynamod
         )
         for _ in range(2)
     )  # fmt: skip
-    service = RegistrationService(w.catalog, w.holds, w.regs, w.payments, w.queue, pace=w.pace, questions=runners)  # type: ignore[arg-type]
+    service = RegistrationService(w.catalog, w.attempts, w.regs, w.payments, w.queue, pace=w.pace, questions=runners)  # type: ignore[arg-type]
     admin.save(DANA, race, event, QuestionSetDraft(questions=[q("shirt", "SINGLE_CHOICE", options=opts("M"))]))
     event_id = event.eventId
     assert runners.current(race_id, event_id)[0] == 1

@@ -257,7 +257,7 @@ def test_a_late_webhook_after_the_writer_outran_the_api_is_not_an_orphan(world, 
     """The writer confirms the hold before the API's own mark_queued runs (a fast queue): the
     hold never passes through QUEUED with its chargeId, and the webhook must still see it as paid."""
     hold_id = _hold(world)
-    monkeypatch.setattr(world.holds, "mark_queued", lambda *a, **k: None)  # the API is still on its way
+    monkeypatch.setattr(world.attempts, "mark_queued", lambda *a, **k: None)  # the API is still on its way
     world.registration.register(hold_id, request())
     assert world.write_queued() == []
     hold = world.holds.get(hold_id)
@@ -301,7 +301,7 @@ def test_a_failed_registration_says_so(world):
     with pytest.raises(Busy):
         world.registration.register(hold_id, request())
     hold = world.holds.get(hold_id)
-    world.holds.abandon_payment(hold, hold.attempt)
+    world.attempts.abandon_payment(hold, hold.attempt)
     status, retry = world.registration.status(hold.registrationId)
     assert (status.status, retry) == ("FAILED", None)
     assert status.message

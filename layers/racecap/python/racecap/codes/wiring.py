@@ -9,14 +9,22 @@ from typing import TYPE_CHECKING
 from racecap import clients
 from racecap.audit.wiring import audit_trail
 from racecap.config import get_settings
-from racecap.holds.wiring import holds
 from racecap.payments.wiring import payments
 from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
+    from racecap.codes.hold_store import DynamoCodeHolds
     from racecap.codes.models import CodeUses
     from racecap.codes.service import CodesAdmin, Discounts
     from racecap.codes.store import DynamoCodes
+
+
+@lru_cache(maxsize=1)
+def code_holds() -> DynamoCodeHolds:
+    """A code's writes on a hold (change it, begin a re-price), beside the hold's own."""
+    from racecap.codes.hold_store import DynamoCodeHolds
+
+    return DynamoCodeHolds(clients.dynamodb(), get_settings().inventory_table)
 
 
 @lru_cache(maxsize=1)
@@ -31,7 +39,7 @@ def code_store() -> DynamoCodes:
 def discounts() -> Discounts:
     from racecap.codes.service import Discounts
 
-    return Discounts(code_store(), holds(), catalog(), payments())
+    return Discounts(code_store(), code_holds(), catalog(), payments())
 
 
 @lru_cache(maxsize=1)

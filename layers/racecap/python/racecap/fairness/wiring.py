@@ -8,17 +8,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.audit.wiring import audit_trail
+from racecap.cache import shared as cache
 from racecap.config import get_settings
+from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
     from racecap.fairness.buckets import AddressBuckets
     from racecap.fairness.identity import AddressPrefixes, Client
     from racecap.fairness.queue import OpeningQueue
     from racecap.fairness.tokens import Signer
-
-from racecap.audit.wiring import audit_trail
-from racecap.cache import shared as cache
-from racecap.races.wiring import catalog
 
 
 # -- fairness: who a client is, rate limits, the opening queue ------------------------------

@@ -136,7 +136,7 @@ class Hold(_Record):
     chargeId: str | None = None  # the provider's payment (intent) id, once paid
     # The hold's one PaymentIntent, recorded when it is created (idempotency key ``intent-<holdId>``).
     intentId: str | None = None
-    # While one registration call creates the hold's intent (holds.store.BUSY_FOR): duplicates wait.
+    # While one registration call creates the hold's intent (registration.attempts.BUSY_FOR): duplicates wait.
     busyUntil: datetime | None = None
     # Pushed back once (bounded) while the runner's bank asks for 3-D Secure at expiry.
     extended: bool = False

@@ -7,14 +7,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.cache import shared as cache
 from racecap.config import get_settings
+from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
     from racecap.holds.service import HoldService
     from racecap.holds.store import DynamoHolds
-
-from racecap.cache import shared as cache
-from racecap.races.wiring import catalog
 
 
 @lru_cache(maxsize=1)

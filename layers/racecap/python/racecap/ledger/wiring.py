@@ -10,17 +10,16 @@ from racecap import clients
 from racecap.audit.wiring import audit_trail
 from racecap.aws.wiring import transact
 from racecap.config import get_settings
+from racecap.emails.wiring import emails_queue
+from racecap.holds.wiring import holds
 from racecap.payments.wiring import payments
-from racecap.registration.wiring import registrations
+from racecap.races.wiring import catalog
+from racecap.registration.wiring import registration_service, registrations
 
 if TYPE_CHECKING:
     from racecap.ledger.cancellations import Cancellations
     from racecap.ledger.events import PaymentEvents
 
-from racecap.emails.wiring import emails_queue
-from racecap.holds.wiring import holds
-from racecap.races.wiring import catalog
-from racecap.registration.wiring import registration_service
 
 if TYPE_CHECKING:
     from racecap.ledger.service import Ledger

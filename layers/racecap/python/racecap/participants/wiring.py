@@ -6,15 +6,15 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from racecap.questions.wiring import questions
+from racecap.registration.wiring import registrations
+
 if TYPE_CHECKING:
     from racecap.participants.service import Participants
-
-from racecap.registration.wiring import registrations
 
 
 @lru_cache(maxsize=1)
 def participants() -> Participants:
     from racecap.participants.service import Participants
-    from racecap.questions.wiring import questions  # the capability's root imports this one
 
     return Participants(registrations(), questions())

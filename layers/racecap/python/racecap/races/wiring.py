@@ -7,14 +7,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.cache import shared as cache
 from racecap.config import get_settings
+from racecap.places.wiring import inventory
 
 if TYPE_CHECKING:
     from racecap.races.catalog import RaceCatalog
     from racecap.races.store import DynamoRaceStore
-
-from racecap.cache import shared as cache
-from racecap.places.wiring import inventory
 
 
 @lru_cache(maxsize=1)

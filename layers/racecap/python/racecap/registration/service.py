@@ -66,7 +66,6 @@ from racecap.holds.models import (
     TeamMember,
 )
 from racecap.holds.service import hold_id_for
-from racecap.holds.store import HoldStore, MemberEmailTaken, OptionShardFull
 from racecap.observability import logger, metrics
 from racecap.payments.calls import provider_call
 from racecap.payments.port import (
@@ -81,6 +80,7 @@ from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.races.rules import age_on, check_age
 from racecap.registration import status as backlog
+from racecap.registration.attempts import Attempts, MemberEmailTaken, OptionShardFull
 from racecap.registration.messages import registration_message
 from racecap.registration.models import (
     RegistrationAccepted,
@@ -150,7 +150,7 @@ class RegistrationService:
     def __init__(
         self,
         catalog: RaceDefinitions,
-        holds: HoldStore,
+        holds: Attempts,
         registrations: RegistrationStore,
         payments: PaymentProvider,
         queue: MessageQueue,

@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 
 from racecap.cache import Flags
 from racecap.holds.models import Hold, HoldPhase
-from racecap.holds.store import HoldStore
 from racecap.observability import logger, metrics
 from racecap.payments.port import (
     IntentNotCancelable,
@@ -27,6 +26,7 @@ from racecap.payments.port import (
     PaymentUnavailable,
 )
 from racecap.races.catalog import RaceDefinitions, sold_out_flag
+from racecap.registration.attempts import Attempts
 from racecap.registration.service import RegistrationService
 
 # How long a hold waiting for 3-D Secure at its expiry is kept, once: enough for a bank's
@@ -37,7 +37,7 @@ THREE_DS_EXTENSION = timedelta(minutes=5)
 class HoldSweeper:
     def __init__(
         self,
-        holds: HoldStore,
+        holds: Attempts,
         payments: PaymentProvider,
         registration: RegistrationService,
         catalog: RaceDefinitions,

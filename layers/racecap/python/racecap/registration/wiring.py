@@ -8,20 +8,28 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.cache import shared as cache
 from racecap.config import get_settings
+from racecap.emails.wiring import emails_queue
+from racecap.payments.wiring import payments
+from racecap.questions.wiring import questions
+from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
+    from racecap.registration.attempts import DynamoAttempts
     from racecap.registration.service import RegistrationService
     from racecap.registration.status import SqsWriterPace
     from racecap.registration.store import DynamoRegistrations
     from racecap.registration.sweeper import HoldSweeper
     from racecap.registration.writer import RegistrationWriter
 
-from racecap.cache import shared as cache
-from racecap.emails.wiring import emails_queue
-from racecap.holds.wiring import holds
-from racecap.payments.wiring import payments
-from racecap.races.wiring import catalog
+
+@lru_cache(maxsize=1)
+def attempts() -> DynamoAttempts:
+    """The holds' payment attempts (the payment step's writes on a hold, beside its own)."""
+    from racecap.registration.attempts import DynamoAttempts
+
+    return DynamoAttempts(clients.dynamodb(), get_settings().inventory_table)
 
 
 @lru_cache(maxsize=1)
@@ -35,13 +43,12 @@ def registrations() -> DynamoRegistrations:
 @lru_cache(maxsize=1)
 def registration_service() -> RegistrationService:
     from racecap.aws.queues import SqsQueue
-    from racecap.questions.wiring import questions  # the capability's root imports this one
     from racecap.registration.service import RegistrationService
 
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
     requeue_after = timedelta(seconds=get_settings().requeue_after_s)
     return RegistrationService(
-        catalog(), holds(), registrations(), payments(), queue, requeue_after, writer_pace(), questions()
+        catalog(), attempts(), registrations(), payments(), queue, requeue_after, writer_pace(), questions()
     )
 
 
@@ -55,7 +62,6 @@ def writer_pace() -> SqsWriterPace:
 
 @lru_cache(maxsize=1)
 def writer() -> RegistrationWriter:
-    from racecap.questions.wiring import questions  # the capability's root imports this one
     from racecap.registration.writer import RegistrationWriter
 
     return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace(), answers=questions())
@@ -65,4 +71,4 @@ def writer() -> RegistrationWriter:
 def sweeper() -> HoldSweeper:
     from racecap.registration.sweeper import HoldSweeper
 
-    return HoldSweeper(holds(), payments(), registration_service(), catalog(), cache())
+    return HoldSweeper(attempts(), payments(), registration_service(), catalog(), cache())

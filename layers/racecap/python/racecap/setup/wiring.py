@@ -6,14 +6,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from racecap.setup.service import RaceAdmin
-
 from racecap.audit.wiring import audit_trail
 from racecap.aws.wiring import transact
 from racecap.places.wiring import inventory
 from racecap.races.wiring import catalog, race_store
 from racecap.window.wiring import window_control
+
+if TYPE_CHECKING:
+    from racecap.setup.service import RaceAdmin
 
 
 @lru_cache(maxsize=1)

@@ -7,19 +7,18 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
+from racecap.audit.wiring import audit_trail
+from racecap.aws.wiring import transact
+from racecap.cache import shared as cache
 from racecap.config import ConfigurationError, get_settings
+from racecap.fairness.wiring import opening_queue
+from racecap.places.wiring import inventory
+from racecap.races.wiring import catalog, race_store
 
 if TYPE_CHECKING:
     from racecap.window.prewarm import WarmStarts
     from racecap.window.service import WindowControl, WindowTasks
     from racecap.window.store import DynamoWindows
-
-from racecap.audit.wiring import audit_trail
-from racecap.aws.wiring import transact
-from racecap.cache import shared as cache
-from racecap.fairness.wiring import opening_queue
-from racecap.places.wiring import inventory
-from racecap.races.wiring import catalog, race_store
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,367 @@
+"""A hold's payment attempts in the Inventory table: the payment step's writes on a hold (begin, the
+provider's intent, the end of a call, a decline, abandoning, the queued paid hold, the sweeper's
+extension), each claiming or freeing the runner's email (a team's emails) and its stocked options in
+the same transaction as the hold's phase. On the holds' own writes (``holds.store.DynamoHolds``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from racecap.aws.items import (
+    is_conditional_failure,
+    to_item,
+    values,
+)
+from racecap.aws.keys import (
+    email_key,
+    email_pk,
+    hold_key,
+    requeue_partition,
+    stock_key,
+)
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
+from racecap.holds.models import (
+    Attempt,
+    BeginOutcome,
+    EmailClaimPhase,
+    Hold,
+    HoldPhase,
+)
+from racecap.holds.store import DynamoHolds, HoldStore, live_sort_key
+
+
+class Attempts(HoldStore, Protocol):
+    """A hold's payment attempts, beside its own writes (``DynamoAttempts``; a fake in tests)."""
+
+    def begin_payment(
+        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+    ) -> BeginOutcome:
+        """HELD → PAYING with ``attempt`` and its email claimed; the same attempt again. With
+        ``turn``, not while another call of it is still creating the intent (then HOLD_GONE).
+        With ``take_stock``, the attempt's stocked options are taken too, from HELD only
+        (``OptionShardFull`` when one's shard is full)."""
+        ...
+
+    def end_call(self, hold: Hold, attempt: Attempt) -> None:
+        """The call that began ``attempt`` failed before recording the intent: the next may begin."""
+        ...
+
+    def payment_declined(self, hold: Hold, attempt: Attempt) -> None: ...
+
+    def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool: ...
+
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
+        """PAYING → QUEUED (paid, on the queue); the sweeper sees it again at ``requeue_at``
+        unless the writer has confirmed it by then."""
+        ...
+
+    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
+        """Record the hold's one PaymentIntent while ``attempt`` pays (ending its call's turn);
+        False: the hold moved on."""
+        ...
+
+    def extend(self, hold: Hold, until: datetime) -> bool:
+        """Push a PAYING hold's expiry to ``until``, once; False: moved on or extended already."""
+        ...
+
+    def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
+        """Claim a QUEUED hold's due re-send (the next one at ``until``); False: another
+        sweeper did, or the writer confirmed it."""
+        ...
+
+
+# How long one registration call has the hold to itself until its intent is recorded: longer
+# than the provider's bounded create call (2 + 5 s per try, 2 retries), so a duplicate cannot
+# race it; ended at once when the call fails, so only a crashed call makes a retry wait.
+BUSY_FOR = timedelta(seconds=25)
+
+
+class OptionShardFull(Exception):
+    """One stocked option's shard (``entry``: ``aws.keys.stock_entry``) had no unit left:
+    nothing was written; the caller tries its other shards, or says the option is sold out."""
+
+    def __init__(self, entry: str) -> None:
+        super().__init__(f"stock shard full: {entry}")
+        self.entry = entry
+
+
+class MemberEmailTaken(Exception):
+    """A team member's email (``index`` in the team, the captain 0) is registered for the race
+    already, or claimed by a payment under way: nothing was written."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"member {index}'s email is taken")
+        self.index = index
+
+
+def email_claims(hold: Hold, attempt: Attempt) -> list[tuple[str, str]]:
+    """The (email, registration id) pairs an attempt claims: its runner's, or every member's."""
+    if hold.is_team:
+        return [(m.email, m.registrationId) for m in attempt.team()]
+    return [(attempt.email, hold.registrationId)]
+
+
+class DynamoAttempts(DynamoHolds):
+    # -- paying -------------------------------------------------------------------------------
+    def _stock_items(self, hold: Hold, attempt: Attempt, delta: int) -> list[TransactItem]:
+        """Take (+1, only below the shard's cap) or give back (-1) the attempt's stocked options."""
+        return [
+            update_item(
+                self._table,
+                stock_key(hold.raceId, hold.eventId, entry),
+                "SET taken = taken + :d",
+                condition="taken < cap" if delta > 0 else None,
+                vals={":d": delta},
+            )
+            for entry in attempt.stock or ()
+        ]
+
+    def begin_payment(
+        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+    ) -> BeginOutcome:
+        """Claim the email for the race and move the hold to PAYING, atomically.
+
+        The same attempt may begin again (a retry after a crash or a lost response);
+        a different attempt cannot while one is paying. With ``turn`` (the registration call),
+        one call at a time until the hold's intent is recorded (``set_intent``): ``busyUntil``
+        marks the call creating it, so a duplicate arriving meanwhile is told HOLD_GONE (the
+        caller answers "already being processed") instead of racing it to the provider. That
+        is the call's idempotency, kept on the hold itself: no separate record to write.
+
+        The attempt's stocked options (``attempt.stock``) are taken in the same transaction,
+        each ``taken < cap`` on its shard (OPTION_GONE when one is full). Taking them, the hold
+        must still be HELD: a retry of an attempt already paying has its stock (the caller
+        passes ``take_stock=False``), so no interleaving takes one unit twice.
+        """
+        expression = "SET #s = :paying, attempt = :attempt"
+        again = "#s = :paying AND attempt.#k = :key"
+        vals: dict[str, Any] = {
+            ":paying": HoldPhase.PAYING,
+            ":held": HoldPhase.HELD,
+            ":now": now.isoformat(),
+            # Fields an attempt leaves empty (no answers) are left out: not a byte more written.
+            ":attempt": {k: v for k, v in asdict(attempt).items() if v is not None},
+            ":key": attempt.key,
+        }
+        # From HELD only with the discount code the caller read (its price is the attempt's):
+        # a code applied or removed meanwhile from another tab fails this, never charging the
+        # price from before it.
+        same_code = "code = :code" if hold.code else "attribute_not_exists(code)"
+        held = "#s = :held AND expiresAt > :now AND " + same_code
+        if hold.code:
+            vals[":code"] = hold.code
+        # Again, too, only with that code and no code change under way (``begin_reprice``):
+        # the attempt written again carries the price read, which must stay the intent's.
+        again += f" AND {same_code} AND attribute_not_exists(reprice)"
+        if turn:
+            expression += ", busyUntil = :busy"
+            again += " AND (attribute_exists(intentId) OR attribute_not_exists(busyUntil) OR busyUntil <= :now)"
+            vals[":busy"] = (now + BUSY_FOR).isoformat()
+        stock = self._stock_items(hold, attempt, +1) if take_stock else []
+        claims = email_claims(hold, attempt)
+        condition = held if stock else f"({held}) OR ({again})"
+        if stock:
+            del vals[":key"]  # only the again branch names it (DynamoDB refuses unused values)
+        try:
+            transact(
+                self._db,
+                [
+                    self._update_hold(hold, expression, condition, vals),
+                    *(
+                        {
+                            "Put": {
+                                "TableName": self._table,
+                                "Item": to_item(
+                                    {
+                                        "pk": email_pk(hold.raceId, email),
+                                        "sk": "EMAIL",
+                                        "registrationId": rid,
+                                        "holdId": hold.holdId,
+                                        "eventId": hold.eventId,
+                                        "status": EmailClaimPhase.CLAIMED,
+                                    }
+                                ),
+                                "ConditionExpression": "attribute_not_exists(pk) OR registrationId = :rid",
+                                "ExpressionAttributeValues": values({":rid": rid}),
+                            }
+                        }
+                        for email, rid in claims
+                    ),
+                    *stock,
+                ],
+            )
+        except ConditionFailed as exc:
+            if exc.first > len(claims):
+                raise OptionShardFull((attempt.stock or [])[exc.first - 1 - len(claims)]) from exc
+            if exc.first == 0:
+                return BeginOutcome.HOLD_GONE
+            if hold.is_team:
+                raise MemberEmailTaken(exc.first - 1) from exc
+            return BeginOutcome.EMAIL_TAKEN
+        return BeginOutcome.STARTED
+
+    def payment_declined(self, hold: Hold, attempt: Attempt) -> None:
+        """Back to HELD, email released: the runner keeps the place and may try another card."""
+        transact(
+            self._db,
+            [
+                self._update_hold(
+                    hold,
+                    "SET #s = :held, lastDecline = :now REMOVE attempt, busyUntil",
+                    "#s = :paying AND attempt.#k = :key",
+                    {
+                        ":held": HoldPhase.HELD,
+                        ":paying": HoldPhase.PAYING,
+                        ":key": attempt.key,
+                        ":now": datetime.now(UTC).isoformat(),
+                    },
+                ),
+                *self._release_emails(hold, attempt),
+                *self._stock_items(hold, attempt, -1),
+            ],
+        )
+
+    def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool:
+        """An attempt that never charged, found after the hold expired: release all of it."""
+        vals = {":paying": HoldPhase.PAYING, ":key": attempt.key, ":new": HoldPhase.EXPIRED}
+        return self._transition_and_return_place(
+            hold,
+            "#s = :paying AND attempt.#k = :key",
+            vals,
+            extra=[*self._release_emails(hold, attempt), *self._stock_items(hold, attempt, -1)],
+        )
+
+    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
+        """Record the hold's one PaymentIntent while this attempt pays. False when the hold
+        moved on (expired, or another attempt) or already names another intent."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="SET intentId = :intent REMOVE busyUntil",
+                ConditionExpression=(
+                    "#s = :paying AND attempt.#k = :key AND (attribute_not_exists(intentId) OR intentId = :intent)"
+                ),
+                ExpressionAttributeNames={"#s": "status", "#k": "key"},
+                ExpressionAttributeValues=values(
+                    {":paying": HoldPhase.PAYING, ":key": attempt.key, ":intent": intent_id}
+                ),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
+
+    def end_call(self, hold: Hold, attempt: Attempt) -> None:
+        """The call that began this attempt failed before recording the intent (the provider
+        busy or not answering): let the runner's retry in at once rather than after ``BUSY_FOR``."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="REMOVE busyUntil",
+                ConditionExpression="attempt.#k = :key",
+                ExpressionAttributeNames={"#k": "key"},
+                ExpressionAttributeValues=values({":key": attempt.key}),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+
+    def extend(self, hold: Hold, until: datetime) -> bool:
+        """Push a PAYING hold's expiry back once (3-D Secure under way): bounded by the caller,
+        and only once (``extended``), so a hold can never be kept forever."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="SET expiresAt = :until, gsi1sk = :due, extended = :yes",
+                ConditionExpression="#s = :paying AND expiresAt = :was AND attribute_not_exists(extended)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values(
+                    {
+                        ":paying": HoldPhase.PAYING,
+                        ":until": until.isoformat(),
+                        ":due": live_sort_key(hold, until),
+                        ":was": hold.expiresAt.isoformat(),
+                        ":yes": True,
+                    }
+                ),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
+
+    def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
+        """Claim a QUEUED hold's due re-send and set the next one: True for exactly one of any
+        number of concurrent sweepers (the condition is the due time they all read)."""
+        if hold.requeueAt is None:
+            return False
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="SET requeueAt = :until, gsi1sk = :until ADD requeues :one",
+                ConditionExpression="#s = :queued AND requeueAt = :was",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values(
+                    {
+                        ":queued": HoldPhase.QUEUED,
+                        ":until": until.isoformat(),
+                        ":was": hold.requeueAt.isoformat(),
+                        ":one": 1,
+                    }
+                ),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
+
+    def _release_emails(self, hold: Hold, attempt: Attempt) -> list[TransactItem]:
+        return [
+            {
+                "Delete": {
+                    "TableName": self._table,
+                    "Key": email_key(hold.raceId, email),
+                    "ConditionExpression": "registrationId = :rid AND #s = :claimed",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": values({":rid": rid, ":claimed": EmailClaimPhase.CLAIMED}),
+                }
+            }
+            for email, rid in email_claims(hold, attempt)
+        ]
+
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
+        """Paid and on the queue: the hold can no longer expire. It stays in the sweeper's
+        sparse index, keyed by ``requeue_at`` instead of its expiry, until the writer confirms
+        it (the writer's transaction removes it): if the message is lost, the sweeper finds
+        the hold there and sends it again. In a normal opening the writer gets there first, so
+        the index costs one key change per registration and no read."""
+        update = self._update_hold(
+            hold,
+            "SET #s = :queued, chargeId = :charge, queuedAt = :now, requeueAt = :due, gsi1pk = :part, gsi1sk = :due",
+            "#s = :paying AND attempt.#k = :key",
+            {
+                ":queued": HoldPhase.QUEUED,
+                ":paying": HoldPhase.PAYING,
+                ":key": attempt.key,
+                ":charge": payment_id,
+                ":now": now.isoformat(),
+                ":due": requeue_at.isoformat(),
+                ":part": requeue_partition(hold.holdId),
+            },
+        )
+        # A paid place no longer counts against its client's hold limit: freed in the same
+        # transaction as the move, so a retry (condition fails) never frees it twice.
+        try:
+            transact(self._db, [update, *self._free_client_slots(hold)])
+        except ConditionFailed as exc:
+            if exc.first != 0:
+                raise
