@@ -17,6 +17,7 @@ from racecap.aws.transactions import TransactItem, transact
 from racecap.codes.hold_store import DynamoCodeHolds
 from racecap.codes.service import CodeHolds
 from racecap.holds.store import DynamoHolds, HoldStore
+from racecap.ledger.cancel_store import CancelStore, DynamoCancelStore
 from racecap.ledger.store import DynamoLedger, LedgerStore
 from racecap.places.store import DynamoInventory, Inventory
 from racecap.questions.store import DynamoQuestions, QuestionStore
@@ -29,6 +30,7 @@ import blueprint
 from local import servers
 from local.provision import create_table_params
 from tests.fakes.attempts import FakeAttempts
+from tests.fakes.cancel_store import FakeCancelStore
 from tests.fakes.code_holds import FakeCodeHolds
 from tests.fakes.ledger import FakeLedger
 from tests.fakes.questions import FakeQuestions
@@ -54,6 +56,7 @@ class StoresUnderTest:
     code_uses: Callable[[str, str], int]
     attempts: Attempts  # the payment step's writes on the same holds
     code_holds: CodeHolds  # a code's writes on the same holds
+    cancel_store: CancelStore  # the ledger's writes on the same registrations
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
@@ -77,6 +80,7 @@ def fake_stores() -> Iterator[StoresUnderTest]:
         tables.code_uses,
         FakeAttempts(tables),
         FakeCodeHolds(tables),
+        FakeCancelStore(tables),
     )
 
 
@@ -109,6 +113,7 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 lambda race_id, code: _code_uses(client, inv, race_id, code),
                 DynamoAttempts(client, inv),
                 DynamoCodeHolds(client, inv),
+                DynamoCancelStore(client, regs, inv),
             )
         finally:
             server.stop()

@@ -281,16 +281,16 @@ def test_directors_read_an_event_in_bib_order(stores, race):
 
 def test_a_cancellation_moves_place_email_and_counters_once(stores, race):
     (reg,) = _confirm(stores, race, 1)
-    stores.transact([stores.regs.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
+    stores.transact([stores.cancel_store.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
     with pytest.raises(ConditionFailed):
-        stores.transact([stores.regs.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
+        stores.transact([stores.cancel_store.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
     cancelling = stores.regs.get(reg.registrationId)
     assert cancelling is not None and cancelling.status == RegistrationPhase.CANCELLING
     hold = stores.holds.get(reg.holdId)
     assert hold is not None
-    stores.transact(stores.regs.finish_cancel_items(cancelling, hold, "re_1", NOW.isoformat()))
+    stores.transact(stores.cancel_store.finish_cancel_items(cancelling, hold, "re_1", NOW.isoformat()))
     with pytest.raises(ConditionFailed):
-        stores.transact(stores.regs.finish_cancel_items(cancelling, hold, "re_1", NOW.isoformat()))
+        stores.transact(stores.cancel_store.finish_cancel_items(cancelling, hold, "re_1", NOW.isoformat()))
     done = stores.regs.get(reg.registrationId)
     assert done is not None and (done.status, done.refundId) == (RegistrationPhase.CANCELLED, "re_1")
     assert stores.taken(race, "ev") == 0
@@ -306,8 +306,8 @@ def test_a_cancellation_moves_place_email_and_counters_once(stores, race):
 
 def test_an_undone_cancellation_is_confirmed_again(stores, race):
     (reg,) = _confirm(stores, race, 1)
-    stores.transact([stores.regs.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
-    stores.transact([stores.regs.undo_cancel_item(reg.registrationId)])
+    stores.transact([stores.cancel_store.begin_cancel_item(reg.registrationId, NOW.isoformat(), "dir")])
+    stores.transact([stores.cancel_store.undo_cancel_item(reg.registrationId)])
     back = stores.regs.get(reg.registrationId)
     assert back is not None and (back.status, back.cancelledBy) == (RegistrationPhase.CONFIRMED, None)
 

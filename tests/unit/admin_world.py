@@ -21,6 +21,7 @@ from racecap.stats.service import RaceStats
 from racecap.window.service import WindowControl, WindowTasks
 
 from tests.fakes.attempts import FakeAttempts
+from tests.fakes.cancel_store import FakeCancelStore
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows, FakeWorkflow, local_cache
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
 
@@ -53,6 +54,7 @@ class AdminWorld:
         self.holds = FakeHolds(t)
         self.attempts = FakeAttempts(t)
         self.regs = FakeRegistrations(t)
+        self.cancel_store = FakeCancelStore(t)
         self.cache = local_cache()
         self.catalog = RaceCatalog(self.races, self.inventory, self.cache)
         self.audit = AuditTrail(self.audit_store)

@@ -17,6 +17,7 @@ from racecap.registration.sweeper import HoldSweeper
 from racecap.registration.writer import RegistrationWriter
 
 from tests.fakes.attempts import FakeAttempts
+from tests.fakes.cancel_store import FakeCancelStore
 from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
 from tests.fakes.code_holds import FakeCodeHolds
 from tests.fakes.ledger import FakeLedger
@@ -43,6 +44,7 @@ class World:
         self.attempts = FakeAttempts(self.tables)
         self.code_holds = FakeCodeHolds(self.tables)
         self.regs = FakeRegistrations(self.tables)
+        self.cancel_store = FakeCancelStore(self.tables)  # the ledger's writes on the same registrations
         self.question_store = FakeQuestions(self.tables)
         self.questions = Questions(
             self.question_store, self.tables.transact, FakeAudit(self.tables), local_cache(), FakeInventory(self.tables)
@@ -61,7 +63,7 @@ class World:
         self.writer = RegistrationWriter(self.regs, self.emails, pace=self.pace)  # type: ignore[arg-type]
         self.ledger_store = FakeLedger(self.tables)
         self.cancellations = Cancellations(
-            self.regs,
+            self.cancel_store,
             self.holds,
             self.payments,
             self.emails,
@@ -70,7 +72,9 @@ class World:
             self.catalog,  # type: ignore[arg-type]
             self.ledger_store,
         )
-        self.ledger = Ledger(self.ledger_store, self.regs, self.payments, self.tables.transact, FakeAudit(self.tables))
+        self.ledger = Ledger(
+            self.ledger_store, self.cancel_store, self.payments, self.tables.transact, FakeAudit(self.tables)
+        )
 
     def race(self, race_id: str = "race-1", caps: tuple[int, ...] = (2,), **over: object) -> str:
         self.catalog.add(*open_race(race_id, caps=caps, **over))  # type: ignore[arg-type]

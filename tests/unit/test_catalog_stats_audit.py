@@ -145,11 +145,11 @@ def test_the_money_is_gross_refunded_and_net_with_the_outside_refunds_flagged(w)
         register(w, hold, f"ann{n}@example.com")
     # One cancelled keeping 15.00 (a 10.00 refund), one refunded 3.00 in the provider's dashboard.
     cancelled = holds[0].registrationId
-    w.tables.transact([w.regs.begin_cancel_item(cancelled, "2027-01-01T00:00:00", "dir-1", choice="AMOUNT")])
+    w.tables.transact([w.cancel_store.begin_cancel_item(cancelled, "2027-01-01T00:00:00", "dir-1", choice="AMOUNT")])
     reg = w.regs.get(cancelled)
     assert reg is not None
-    w.tables.transact(w.regs.finish_cancel_items(reg, holds[0], "re_1", "2027-01-01T00:00:01", 1000))
-    w.tables.transact([w.regs.refunds_counted_item(race.raceId, ev.eventId, 300, outside=True)])
+    w.tables.transact(w.cancel_store.finish_cancel_items(reg, holds[0], "re_1", "2027-01-01T00:00:01", 1000))
+    w.tables.transact([w.cancel_store.refunds_counted_item(race.raceId, ev.eventId, 300, outside=True)])
     (event,) = w.stats.stats(w.race(race.raceId), [ev]).events
     assert (event.grossCents, event.refundedCents, event.netCents) == (7500, 1300, 6200)
     assert (event.revenueCents, event.outsideRefunds, event.currency) == (5000, 1, "USD")

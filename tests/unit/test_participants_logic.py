@@ -31,10 +31,10 @@ def race(w):
     for hold, (first, last) in zip(holds, PEOPLE, strict=True):
         register(w, hold, f"{first.strip('=').lower()}@example.com", first, last)
     bo = holds[1].registrationId  # cancelled by the director, as Cancellations does it
-    w.tables.transact([w.regs.begin_cancel_item(bo, "2027-01-01T00:00:00", "dir-1")])
+    w.tables.transact([w.cancel_store.begin_cancel_item(bo, "2027-01-01T00:00:00", "dir-1")])
     cancelling = w.regs.get(bo)
     assert cancelling is not None
-    w.tables.transact(w.regs.finish_cancel_items(cancelling, holds[1], "re_1", "2027-01-01T00:00:00"))
+    w.tables.transact(w.cancel_store.finish_cancel_items(cancelling, holds[1], "re_1", "2027-01-01T00:00:00"))
     return race, ten, five
 
 

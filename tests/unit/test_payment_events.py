@@ -54,7 +54,7 @@ def events(world: World, log: FakeLog) -> PaymentEvents:
         world.payments,
         world.registration,
         world.holds,
-        world.regs,
+        world.cancel_store,
         world.cancellations,
         world.emails,
         log,

@@ -37,6 +37,7 @@ from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.emails.models import EmailMessage
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
 from racecap.holds.store import HoldStore
+from racecap.ledger.cancel_store import CancelStore
 from racecap.ledger.models import CancellationView, LedgerEntry, RefundPhase
 from racecap.ledger.service import RefundTooLarge, too_large
 from racecap.ledger.store import LedgerStore
@@ -46,7 +47,6 @@ from racecap.payments.port import AlreadyRefunded, PaymentProvider, PaymentRejec
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
 from racecap.registration.models import Registration, RegistrationPhase
-from racecap.registration.store import RegistrationStore
 
 MAX_STEPS = 4  # each loop moves the registration one state on; more means a concurrent fight
 
@@ -87,7 +87,7 @@ def refunded_by_cancel(reg: Registration) -> int:
 class Cancellations:
     def __init__(
         self,
-        registrations: RegistrationStore,
+        registrations: CancelStore,
         holds: HoldStore,
         payments: PaymentProvider,
         emails: MessageQueue,

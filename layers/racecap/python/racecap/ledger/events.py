@@ -38,6 +38,7 @@ from racecap.emails.models import EmailMessage
 from racecap.errors import Busy, InvalidSignature
 from racecap.holds.models import DONE_PHASES, Hold, HoldPhase
 from racecap.holds.store import HoldStore
+from racecap.ledger.cancel_store import CancelStore
 from racecap.ledger.cancellations import Cancellations
 from racecap.ledger.store import LedgerStore
 from racecap.observability import logger, metrics
@@ -54,7 +55,6 @@ from racecap.payments.webhook_log import EventLog
 from racecap.registration.models import Registration
 from racecap.registration.payment import already_applied
 from racecap.registration.service import RegistrationService
-from racecap.registration.store import RegistrationStore
 
 HANDLED = (
     "payment_intent.succeeded",
@@ -114,7 +114,7 @@ class PaymentEvents:
         payments: PaymentProvider,
         registration: RegistrationService,
         holds: HoldStore,
-        registrations: RegistrationStore,
+        registrations: CancelStore,
         cancellations: Cancellations,
         emails: MessageQueue,
         log: EventLog,

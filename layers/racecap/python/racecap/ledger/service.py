@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from racecap.audit.service import AuditTrail
 from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
+from racecap.ledger.cancel_store import CancelStore
 from racecap.ledger.models import LedgerEntry, RefundPhase, RefundView, RegistrationDetail, Statement
 from racecap.ledger.store import LedgerStore
 from racecap.models import Director
@@ -33,7 +34,6 @@ from racecap.observability import logger, metrics
 from racecap.payments.port import PaymentProvider, PaymentRejected, PaymentUnavailable
 from racecap.races.models import Race
 from racecap.registration.models import Registration, RegistrationPhase, registration_row
-from racecap.registration.store import RegistrationStore
 
 
 class RefundTooLarge(Conflict):
@@ -60,7 +60,7 @@ class Ledger:
     def __init__(
         self,
         store: LedgerStore,
-        registrations: RegistrationStore,
+        registrations: CancelStore,
         payments: PaymentProvider,
         transact: Callable[[list[TransactItem]], None],
         audit: AuditTrail,

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from racecap.aws.items import from_item, query_raw, to_item, values
 from racecap.aws.keys import key
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
+from racecap.ledger.cancel_store import LEDGER_PENDING, LEDGER_SUM
 from racecap.ledger.models import LedgerEntry, RefundPhase
 from racecap.registration.models import Registration
-from racecap.registration.store import LEDGER_PENDING, LEDGER_SUM
 
 _REG_SK = "REG"
 _REFUND = "REFUND#"
@@ -52,7 +52,7 @@ class LedgerStore(Protocol):
 
     def entry_item(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
         """Put the entry only if its key is new (the cancellation's refund: its amount is
-        reserved by the update that begins the cancellation, ``RegistrationStore.begin_cancel_item``)."""
+        reserved by the update that begins the cancellation, ``CancelStore.begin_cancel_item``)."""
         ...
 
     def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:

@@ -14,9 +14,10 @@ from racecap.emails.wiring import emails_queue
 from racecap.holds.wiring import holds
 from racecap.payments.wiring import payments
 from racecap.races.wiring import catalog
-from racecap.registration.wiring import registration_service, registrations
+from racecap.registration.wiring import registration_service
 
 if TYPE_CHECKING:
+    from racecap.ledger.cancel_store import DynamoCancelStore
     from racecap.ledger.cancellations import Cancellations
     from racecap.ledger.events import PaymentEvents
 
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from racecap.ledger.service import Ledger
     from racecap.ledger.store import DynamoLedger
+
+
+@lru_cache(maxsize=1)
+def cancel_store() -> DynamoCancelStore:
+    """The registrations with the ledger's writes on them (a cancellation, a dispute)."""
+    from racecap.ledger.cancel_store import DynamoCancelStore
+
+    s = get_settings()
+    return DynamoCancelStore(clients.dynamodb(), s.registrations_table, s.inventory_table)
 
 
 @lru_cache(maxsize=1)
@@ -37,7 +47,7 @@ def ledger_store() -> DynamoLedger:
 def ledger() -> Ledger:
     from racecap.ledger.service import Ledger
 
-    return Ledger(ledger_store(), registrations(), payments(), transact, audit_trail())
+    return Ledger(ledger_store(), cancel_store(), payments(), transact, audit_trail())
 
 
 @lru_cache(maxsize=1)
@@ -53,7 +63,7 @@ def payment_events() -> PaymentEvents:
         payments(),
         registration_service(),
         holds(),
-        registrations(),
+        cancel_store(),
         cancellations(),
         emails_queue(),
         log,
@@ -76,5 +86,5 @@ def cancellations() -> Cancellations:
 
     ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
     return Cancellations(
-        registrations(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger
+        cancel_store(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger
     )

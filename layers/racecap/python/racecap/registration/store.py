@@ -14,7 +14,6 @@ from typing import Any, Protocol, cast
 from racecap.aws.items import (
     from_item,
     get_all,
-    is_conditional_failure,
     query_all,
     query_raw,
     to_item,
@@ -30,14 +29,11 @@ from racecap.aws.keys import (
     minute_sk,
     reg_key,
     reg_pk,
-    shard_key,
     stats_key,
     stats_pk,
-    stock_key,
 )
-from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact
 from racecap.holds.models import (
-    Hold,
     HoldPhase,
 )
 from racecap.registration.models import (
@@ -75,39 +71,6 @@ class RegistrationStore(Protocol):
     def stats(self, race_id: str, event_id: str) -> dict[str, int]: ...
 
     def per_minute(self, race_id: str, event_id: str, since: str) -> dict[str, int]: ...
-
-    def begin_cancel_item(
-        self,
-        registration_id: str,
-        now: str,
-        by: str,
-        *,
-        choice: str | None = None,
-        refund_cents: int = 0,
-        refund_key: str | None = None,
-        charged: int = 0,
-    ) -> TransactItem: ...
-
-    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
-
-    def finish_cancel_items(
-        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
-    ) -> list[TransactItem]: ...
-
-    def refunds_counted_item(
-        self, race_id: str, event_id: str, cents: int, *, outside: bool = False
-    ) -> TransactItem: ...
-
-    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool: ...
-
-
-# The ledger's sum of a registration's refunds, reserved or made (racecap.ledger.store owns it;
-# the cancellation reserves its refund in the same update that begins it).
-LEDGER_SUM = "ledgerRefundedCents"
-
-
-# How many of a registration's refunds are reserved and not answered by the provider yet.
-LEDGER_PENDING = "ledgerPending"
 
 
 # An event's money and counts (``STATS#`` item): revenue is what the confirmed registrations
@@ -299,182 +262,6 @@ class DynamoRegistrations:
             ExpressionAttributeValues=values({":pk": stats_pk(race_id, event_id), ":since": f"MIN#{since}"}),
         )
         return {i["sk"].removeprefix("MIN#"): int(i["confirmed"]) for i in items if i["sk"].startswith("MIN#")}
-
-    # -- directors: cancelling -----------------------------------------------------------------
-    @staticmethod
-    def _update_status(
-        table: str, key: dict[str, Any], expression: str, condition: str, vals: dict[str, Any]
-    ) -> TransactItem:
-        """An Update of a registration's or a hold's item, ``#s`` naming its status."""
-        return update_item(table, key, expression, condition=condition, names={"#s": "status"}, vals=vals)
-
-    def begin_cancel_item(
-        self,
-        registration_id: str,
-        now: str,
-        by: str,
-        *,
-        choice: str | None = None,
-        refund_cents: int = 0,
-        refund_key: str | None = None,
-        charged: int = 0,
-    ) -> TransactItem:
-        """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves.
-        With a refund ``choice``, the refund's amount is reserved in the ledger's sum in the
-        same update (one write on the item: a transaction may not touch it twice), only while
-        the sum stays within ``charged`` — the ledger's reservation (racecap.ledger.store)."""
-        sets = "SET #s = :cancelling, cancelRequestedAt = :now, cancelledBy = :by"
-        condition = "#s = :confirmed"
-        vals: dict[str, Any] = {
-            ":cancelling": RegistrationPhase.CANCELLING,
-            ":confirmed": RegistrationPhase.CONFIRMED,
-            ":now": now,
-            ":by": by,
-        }
-        if choice is not None:
-            sets += ", cancelRefund = :choice, cancelRefundCents = :cents"
-            vals |= {":choice": choice, ":cents": refund_cents}
-        if refund_key is not None:
-            sets += ", cancelRefundKey = :key"
-            vals[":key"] = refund_key
-        if refund_cents:
-            sets += f" ADD {LEDGER_SUM} :cents"
-            condition += (
-                f" AND amountCents = :charged AND (attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)"
-            )
-            vals |= {":charged": charged, ":room": charged - refund_cents}
-        return self._update_status(self._regs, reg_key(registration_id), sets, condition, vals)
-
-    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem:
-        """CANCELLING → CONFIRMED (the provider refused the refund), giving back the amount the
-        cancellation had reserved in the ledger's sum."""
-        expression = (
-            "SET #s = :confirmed "
-            "REMOVE cancelRequestedAt, cancelledBy, cancelRefund, cancelRefundCents, cancelRefundKey"
-        )
-        vals: dict[str, Any] = {":cancelling": RegistrationPhase.CANCELLING, ":confirmed": RegistrationPhase.CONFIRMED}
-        if release_cents:
-            expression += f" ADD {LEDGER_SUM} :minus"
-            vals[":minus"] = -release_cents
-        return self._update_status(self._regs, reg_key(registration_id), expression, "#s = :cancelling", vals)
-
-    def refunds_counted_item(self, race_id: str, event_id: str, cents: int, *, outside: bool = False) -> TransactItem:
-        """The event's counters see a refund of ``cents`` (negative: one given back) that leaves
-        the registration as it is: a partial refund, ours or one made outside Racecap."""
-        expression = "ADD refundedCents :amt" + (", outsideRefunds :one" if outside else "")
-        return {
-            "Update": {
-                "TableName": self._inv,
-                "Key": stats_key(race_id, event_id),
-                "UpdateExpression": expression,
-                "ExpressionAttributeValues": values({":amt": cents} | ({":one": 1} if outside else {})),
-            }
-        }
-
-    def finish_cancel_items(
-        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
-    ) -> list[TransactItem]:
-        """Refunded (``refunded_cents`` by this cancellation; None: the whole charge, as a
-        cancellation begun before the refund choice did): the registration is CANCELLED, its
-        place goes back to its shard, its email may register again, and the counters move —
-        all or nothing, exactly once (the registration's CANCELLING state is the condition).
-        ``cancelledCents`` keeps what the cancelled registrations had paid, so the gross stays
-        what was taken: revenue (the confirmed ones') + cancelled."""
-        rid, race_id, event_id = reg.registrationId, reg.raceId, reg.eventId
-        amount = reg.amountCents
-        refunded = amount if refunded_cents is None else refunded_cents
-        return [
-            self._update_status(
-                self._regs,
-                reg_key(rid),
-                "SET #s = :cancelled, cancelledAt = :now, refundId = :refund",
-                "#s = :cancelling",
-                {
-                    ":cancelled": RegistrationPhase.CANCELLED,
-                    ":cancelling": RegistrationPhase.CANCELLING,
-                    ":now": now,
-                    ":refund": refund_id,
-                },
-            ),
-            (
-                # A team's hold stays CONFIRMED while any member is: it counts its cancelled ones.
-                self._update_status(
-                    self._inv,
-                    hold_key(hold.holdId),
-                    "ADD cancelledPlaces :one",
-                    "#s = :confirmed",
-                    {":confirmed": HoldPhase.CONFIRMED, ":one": 1},
-                )
-                if hold.is_team
-                else self._update_status(
-                    self._inv,
-                    hold_key(hold.holdId),
-                    "SET #s = :cancelled",
-                    "registrationId = :rid AND #s = :confirmed",
-                    {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid},
-                )
-            ),
-            update_item(
-                self._inv,
-                shard_key(race_id, event_id, reg.shard or hold.shard),
-                "SET taken = taken - :one",
-                condition="taken >= :one",
-                vals={":one": 1},
-            ),
-            {
-                "Delete": {
-                    "TableName": self._inv,
-                    "Key": email_key(race_id, reg.email),
-                    "ConditionExpression": "attribute_not_exists(pk) OR registrationId = :rid",
-                    "ExpressionAttributeValues": values({":rid": rid}),
-                }
-            },
-            {
-                "Update": {
-                    "TableName": self._inv,
-                    "Key": stats_key(race_id, event_id),
-                    "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
-                    "refundedCents :amt, cancelledCents :paid",
-                    "ExpressionAttributeValues": values(
-                        {":minus": -1, ":lost": -amount, ":one": 1, ":amt": refunded, ":paid": amount}
-                    ),
-                }
-            },
-            # The options with stock it took (a T-shirt size) go back with the place.
-            *(
-                update_item(
-                    self._inv, stock_key(race_id, event_id, entry), "SET taken = taken - :one", vals={":one": 1}
-                )
-                for entry in _stock_of(reg, hold)
-            ),
-        ]
-
-    # -- disputes -------------------------------------------------------------------------------
-    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool:
-        """Mark a registration as disputed (the director sees it); False when it does not exist."""
-        try:
-            self._db.update_item(
-                TableName=self._regs,
-                Key=reg_key(registration_id),
-                UpdateExpression="SET disputeId = :d, disputedAt = if_not_exists(disputedAt, :now)",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues=values({":d": dispute_id, ":now": now}),
-            )
-        except Exception as exc:
-            if not is_conditional_failure(exc):
-                raise
-            return False
-        return True
-
-
-def _stock_of(reg: Registration, hold: Hold) -> list[str]:
-    """The options with stock this registration took: its hold's, or its own in a team's."""
-    if hold.attempt is None:
-        return []
-    if hold.is_team:
-        mine = next((m for m in hold.attempt.team() if m.registrationId == reg.registrationId), None)
-        return list(mine.stock or []) if mine else []
-    return list(hold.attempt.stock or [])
 
 
 # A projection keeps 50,000 rows to a few MB of reads and skips the slow generic deserializer.

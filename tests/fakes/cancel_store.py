@@ -1,0 +1,140 @@
+"""In-memory ledger writes on registrations (``ledger.cancel_store.CancelStore``), on the registrations
+of ``FakeRegistrations`` and the same ``FakeTables``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from racecap.aws.transactions import TransactItem
+from racecap.holds.models import (
+    Hold,
+    HoldPhase,
+)
+from racecap.registration.models import (
+    Registration,
+    RegistrationPhase,
+)
+
+from tests.fakes.stores import FakeRegistrations, fake_item
+
+
+class FakeCancelStore(FakeRegistrations):
+    def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool:
+        with self.tables.lock:
+            reg = self.tables.regs.get(registration_id)
+            if reg is None:
+                return False
+            self.tables.regs[registration_id] = reg.model_copy(
+                update={"disputeId": dispute_id, "disputedAt": reg.disputedAt or now}
+            )
+            return True
+
+    def begin_cancel_item(
+        self,
+        registration_id: str,
+        now: str,
+        by: str,
+        *,
+        choice: str | None = None,
+        refund_cents: int = 0,
+        refund_key: str | None = None,
+        charged: int = 0,
+    ) -> TransactItem:
+        t, rid = self.tables, registration_id
+
+        def ok() -> bool:
+            reg = t.regs.get(rid)
+            if reg is None or reg.status != RegistrationPhase.CONFIRMED:
+                return False
+            return not refund_cents or (reg.amountCents == charged and t.ledger_sums[rid] <= charged - refund_cents)
+
+        def apply() -> None:
+            changes: dict[str, Any] = {
+                "status": RegistrationPhase.CANCELLING,
+                "cancelRequestedAt": now,
+                "cancelledBy": by,
+            }
+            if choice is not None:
+                changes |= {"cancelRefund": choice, "cancelRefundCents": refund_cents}
+            if refund_key is not None:
+                changes["cancelRefundKey"] = refund_key
+            t.ledger_sums[rid] += refund_cents
+            t.regs[rid] = t.regs[rid].model_copy(update=changes | {"ledgerRefundedCents": t.ledger_sums[rid]})
+
+        return fake_item(ok, apply)
+
+    def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem:
+        t, rid = self.tables, registration_id
+
+        def apply() -> None:
+            t.ledger_sums[rid] -= release_cents
+            t.regs[rid] = t.regs[rid].model_copy(
+                update={
+                    "status": RegistrationPhase.CONFIRMED,
+                    "cancelRequestedAt": None,
+                    "cancelledBy": None,
+                    "cancelRefund": None,
+                    "cancelRefundCents": None,
+                    "cancelRefundKey": None,
+                    "ledgerRefundedCents": t.ledger_sums[rid],
+                }
+            )
+
+        return fake_item(lambda: rid in t.regs and t.regs[rid].status == RegistrationPhase.CANCELLING, apply)
+
+    def refunds_counted_item(self, race_id: str, event_id: str, cents: int, *, outside: bool = False) -> TransactItem:
+        def count() -> None:
+            self.tables.stats[(race_id, event_id)].update(refundedCents=cents, outsideRefunds=int(outside))
+
+        return fake_item(lambda: True, count)
+
+    def finish_cancel_items(
+        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+    ) -> list[TransactItem]:
+        t = self.tables
+        rid = reg.registrationId
+        refunded = reg.amountCents if refunded_cents is None else refunded_cents
+
+        def count() -> None:
+            t.stats[(reg.raceId, reg.eventId)].update(
+                confirmed=-1,
+                revenueCents=-reg.amountCents,
+                cancelled=1,
+                refundedCents=refunded,
+                cancelledCents=reg.amountCents,
+            )
+
+        return [
+            self._reg_item(
+                rid,
+                RegistrationPhase.CANCELLING,
+                status=RegistrationPhase.CANCELLED,
+                cancelledAt=now,
+                refundId=refund_id,
+            ),
+            (
+                # A team's hold stays CONFIRMED while any member is (as the adapter's).
+                t.hold_item(hold.holdId, lambda h: h.status == HoldPhase.CONFIRMED)
+                if hold.is_team
+                else t.hold_item(
+                    hold.holdId,
+                    lambda h: h.registrationId == rid and h.status == HoldPhase.CONFIRMED,
+                    status=HoldPhase.CANCELLED,
+                )
+            ),
+            t.shard_item(hold, -1, guard=True, shard=reg.shard if hold.is_team else None),
+            t.release_email_item(reg.raceId, reg.email, rid, only_claimed=False),
+            fake_item(lambda: True, count),
+            *(
+                t.stock_items(hold, replace(hold.attempt, stock=_member_stock(reg, hold)), -1)
+                if hold.attempt is not None
+                else []
+            ),
+        ]
+
+
+def _member_stock(reg: Registration, hold: Hold) -> list[str] | None:
+    if hold.attempt is None or not hold.is_team:
+        return hold.attempt.stock if hold.attempt else None
+    return next((m.stock for m in hold.attempt.team() if m.registrationId == reg.registrationId), None)
