@@ -46,18 +46,10 @@ from racecap.errors import (
     HoldExpired,
     HoldNotFound,
     OptionSoldOut,
-    PaymentDeclined,
-    PaymentNotStarted,
-    PaymentPending,
-    PaymentRefused,
-    RegistrationNotFound,
     ValidationFailed,
 )
 from racecap.holds.models import (
-    DONE_PHASES,
     GONE_PHASES,
-    PAID_PHASES,
-    SETTLED_PHASES,
     TRANSACTION_ITEMS,
     Attempt,
     BeginOutcome,
@@ -65,33 +57,25 @@ from racecap.holds.models import (
     HoldPhase,
     TeamMember,
 )
-from racecap.holds.service import hold_id_for
-from racecap.observability import logger, metrics
-from racecap.payments.calls import provider_call
+from racecap.observability import metrics
 from racecap.payments.port import (
     IntentStatus,
-    NewIntent,
-    PaymentIntent,
     PaymentProvider,
-    PaymentRejected,
 )
 from racecap.questions.models import StockedChoice, StoredAnswers, WaiverAcceptance
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.races.rules import age_on, check_age
-from racecap.registration import status as backlog
 from racecap.registration.attempts import Attempts, MemberEmailTaken, OptionShardFull
-from racecap.registration.messages import registration_message
 from racecap.registration.models import (
     RegistrationAccepted,
     RegistrationRequest,
-    RegistrationStatus,
     RunnerDetails,
     TeamRegistrationRequest,
     member_fields,
 )
-from racecap.registration.payment import already_applied, attempt_key, intent_key, payment_metadata
-from racecap.registration.status import Backlog, WriterPace
+from racecap.registration.payment import PaymentStep, attempt_key
+from racecap.registration.status import StatusReads, WriterPace
 from racecap.registration.store import RegistrationStore
 
 # The default wait before a queued, unconfirmed registration is re-sent (the deployed value is
@@ -100,15 +84,6 @@ REQUEUE_AFTER = timedelta(minutes=5)
 
 
 CONFIRMABLE = frozenset({IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION})
-
-
-# What the runner sees of an unpaid intent (``RegistrationAccepted.status``).
-UNPAID_STATUS = {
-    IntentStatus.REQUIRES_PAYMENT_METHOD: "PAYMENT_REQUIRED",
-    IntentStatus.REQUIRES_CONFIRMATION: "PAYMENT_REQUIRED",
-    IntentStatus.REQUIRES_ACTION: "REQUIRES_ACTION",
-    IntentStatus.PROCESSING: "PROCESSING",
-}
 
 
 class AnswerCheck(Protocol):
@@ -146,7 +121,7 @@ def _stocked_answers_changed(previous: Attempt, attempt: Attempt, stocked: list[
     return any(_answers_of(previous, m).get(qid) != _answers_of(attempt, m).get(qid) for m, qid in asked)
 
 
-class RegistrationService:
+class RegistrationService(PaymentStep, StatusReads):
     def __init__(
         self,
         catalog: RaceDefinitions,
@@ -336,118 +311,6 @@ class RegistrationService:
             registrationId=hold.registrationId, status="QUEUED", amountCents=0, currency=attempt.currency
         )
 
-    def confirm(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
-        """The runner's browser says it confirmed the intent: the server asks the provider."""
-        answer, intent = self._settle_paying(hold_id, now or datetime.now(UTC), by_clock=False, report_decline=True)
-        if intent is None:
-            return answer  # already paid
-        if answer.status == "PAYMENT_REQUIRED" and intent.decline_code is None:
-            raise PaymentPending("The payment has not been confirmed yet.", retry_after=2)
-        if answer.status in ("REQUIRES_ACTION", "PROCESSING"):
-            raise PaymentPending("Your payment is still being processed; please retry in a moment.", retry_after=2)
-        return answer
-
-    def payment_step(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
-        """The card step of a hold whose details were sent, wherever its link is opened: the
-        hold's one intent (its client secret), without the runner's details. A payment that
-        already succeeded queues the registration, as the confirm call would."""
-        answer, _ = self._settle_paying(hold_id, now or datetime.now(UTC), by_clock=True, report_decline=False)
-        return answer
-
-    def _settle_paying(
-        self, hold_id: str, now: datetime, *, by_clock: bool, report_decline: bool
-    ) -> tuple[RegistrationAccepted, PaymentIntent | None]:
-        """A paying hold settled by what the provider says of its intent (and that intent), or
-        the answer for a hold already paid (and no intent: nothing was asked)."""
-        hold = self._paying_hold(hold_id, now, by_clock=by_clock)
-        if isinstance(hold, RegistrationAccepted):
-            return hold, None
-        assert hold.attempt is not None  # _paying_hold's promise
-        intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
-        race, event = self._race_event(hold)
-        return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=report_decline), intent
-
-    def _paying_hold(self, hold_id: str, now: datetime, *, by_clock: bool) -> Hold | RegistrationAccepted:
-        """The hold a payment call is about, PAYING with its details and intent, or the answer
-        for one already paid; HoldNotFound, HoldExpired (by its phase, and with ``by_clock`` by
-        its expiry too) or PaymentNotStarted otherwise."""
-        hold = self._holds.get(hold_id)
-        if hold is None:
-            raise HoldNotFound(f"No hold with id {hold_id}.")
-        if hold.status in DONE_PHASES:
-            return RegistrationAccepted(
-                registrationId=hold.registrationId,
-                status="CONFIRMED" if hold.status == HoldPhase.CONFIRMED else "QUEUED",
-            )
-        if hold.status in GONE_PHASES or hold.status == HoldPhase.CANCELLED or (by_clock and hold.expired(now)):
-            raise HoldExpired("Your hold on this place has expired; please hold a new place.")
-        if hold.status != HoldPhase.PAYING or hold.attempt is None or hold.intentId is None:
-            raise PaymentNotStarted("Send the runner's details first; no payment has started for this hold.")
-        return hold
-
-    def payment_succeeded(self, intent: PaymentIntent, now: datetime | None = None) -> str:
-        """A succeeded intent, however we learnt of it (webhook, reconciliation): queue the
-        registration once. Answers "queued", "already" (nothing to do) or "orphan" (no hold
-        is entitled to this payment: the caller refunds it)."""
-        now = now or datetime.now(UTC)
-        hold_id = intent.metadata.get("holdId", "")
-        hold = self._holds.get(hold_id) if hold_id else None
-        if hold is None:
-            return self._registered_by(intent)
-        if hold.status in SETTLED_PHASES:
-            return "already" if already_applied(hold, intent) else "orphan"
-        if hold.status != HoldPhase.PAYING or hold.attempt is None:
-            return "orphan"
-        hold = self._price_settled(hold, intent)
-        if hold.attempt is None or hold.intentId not in (None, intent.id) or not self._pays_for(intent, hold.attempt):
-            return "orphan"
-        race, event = self._race_event(hold)
-        self.enqueue_paid(hold, hold.attempt, intent.id, race, event, now)
-        metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
-        return "queued"
-
-    def _registered_by(self, intent: PaymentIntent) -> str:
-        """A payment whose hold is gone: the TTL of old holds, or the retention job (which
-        also empties the registration's payment id). If its registration exists and this
-        payment paid for it, or its data was purged, it is "already" — never refunded as an
-        orphan: a webhook redelivered or a reconciliation window reaching back that far would
-        otherwise refund a runner who is registered."""
-        rid = intent.metadata.get("registrationId", "")
-        reg = self._registrations.get(rid) if rid else None
-        if (
-            reg is not None
-            and reg.holdId == intent.metadata.get("holdId")
-            and (reg.purgedAt or reg.chargeId == intent.id)
-        ):
-            return "already"
-        return "orphan"
-
-    def enqueue_paid(
-        self, hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
-    ) -> None:
-        self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
-        self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after)
-
-    def resend_unconfirmed(self, hold: Hold, now: datetime) -> bool:
-        """The backstop for a lost message: a hold paid and queued ``requeue_after`` ago that
-        the writer has not confirmed gets its registration message again (the writer keys on
-        the registration id, so if the first one was only late, the second changes nothing).
-        The claim comes first, so of concurrent sweepers exactly one sends; each later re-send
-        waits twice as long, so a long backlog is not flooded with copies. True: sent."""
-        if hold.status != HoldPhase.QUEUED or hold.attempt is None or hold.chargeId is None:
-            return False
-        wait = self._requeue_after * 2 ** min(hold.requeues + 1, 6)
-        if not self._holds.postpone_requeue(hold, now + wait):
-            return False  # another sweeper sent it, or the writer confirmed it meanwhile
-        race, event = self._race_event(hold)
-        self._queue.send(registration_message(hold, hold.attempt, hold.chargeId, race, event, now))
-        logger.warning(
-            "re-sent a paid registration the writer had not confirmed",
-            extra={"registrationId": hold.registrationId, "queuedAt": str(hold.queuedAt), "resends": hold.requeues + 1},
-        )
-        metrics.add_metric(name="RegistrationResent", unit="Count", value=1)
-        return True
-
     # -- steps ---------------------------------------------------------------------------------
     def _begin(
         self, hold: Hold, attempt: Attempt, answered: StoredAnswers | None, now: datetime
@@ -527,129 +390,6 @@ class RegistrationService:
             return None
         return self._questions.check(hold.raceId, hold.eventId, request.answers)
 
-    def _race_event(self, hold: Hold) -> tuple[Race, Event]:
-        race, events = self._catalog.definition(hold.raceId)
-        return race, next(e for e in events if e.eventId == hold.eventId)
-
-    def _hold_intent(self, hold: Hold, attempt: Attempt, race: Race, event: Event) -> PaymentIntent:
-        """The hold's one intent: recorded already, or created now (the same key replays it)."""
-        try:
-            if hold.intentId is not None:
-                intent_id = hold.intentId
-                return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
-            intent = provider_call(
-                lambda: self._payments.create_intent(
-                    NewIntent(
-                        amount_cents=attempt.amountCents,
-                        currency=attempt.currency,
-                        metadata=payment_metadata(hold, attempt),
-                        description=f"{race.name} — {event.name}",
-                    ),
-                    idempotency_key=intent_key(hold.holdId),
-                ),
-                hold.holdId,
-            )
-        except PaymentRejected as exc:
-            # The provider refused the request itself (a price under its minimum set before
-            # prices were checked, a currency the account cannot take...): nothing was charged,
-            # and no retry by the runner can change it, so a 4xx that says so, never a 500.
-            logger.error(
-                "payment provider refused the hold's intent",
-                extra={"holdId": hold.holdId, "raceId": hold.raceId, "eventId": hold.eventId, "code": exc.code},
-            )
-            metrics.add_metric(name="PaymentRefused", unit="Count", value=1)
-            raise PaymentRefused(
-                f"The payment service cannot take this event's payment ({exc.code}); nothing was charged. "
-                "Your place stays held; please tell the race organiser."
-            ) from exc
-        if not self._holds.set_intent(hold, attempt, intent.id):
-            # Moved on meanwhile (expired and swept, or queued by a webhook): say what it is now.
-            return self._explain_moved(hold.holdId, attempt.email, intent)
-        return intent
-
-    def _explain_moved(self, hold_id: str, email: str, intent: PaymentIntent) -> PaymentIntent:
-        now_hold = self._holds.get(hold_id)
-        if now_hold is not None and now_hold.status == HoldPhase.PAYING and now_hold.intentId == intent.id:
-            return intent
-        if now_hold is not None and self._already_registered(now_hold, email) is not None:
-            return intent
-        raise HoldExpired("Your hold on this place has expired; please hold a new place.")
-
-    def _confirm_on_server(self, hold: Hold, intent: PaymentIntent, payment_method: str) -> PaymentIntent:
-        try:
-            return provider_call(
-                lambda: self._payments.confirm_intent(
-                    intent.id, payment_method=payment_method, idempotency_key=f"confirm-{intent.id}-{payment_method}"
-                ),
-                hold.holdId,
-            )
-        except PaymentRejected as exc:
-            # An unknown PaymentMethod, or an intent no longer confirmable: nothing charged.
-            metrics.add_metric(name="PaymentRejected", unit="Count", value=1)
-            raise PaymentDeclined("That card was not accepted. Your place is still held: try another card.") from exc
-
-    def _settle(
-        self,
-        hold: Hold,
-        attempt: Attempt,
-        intent: PaymentIntent,
-        race: Race,
-        event: Event,
-        now: datetime,
-        *,
-        report_decline: bool,
-    ) -> RegistrationAccepted:
-        if intent.status == IntentStatus.SUCCEEDED:
-            if hold.reprice is not None:
-                hold = self._price_settled(hold, intent)
-                attempt = hold.attempt or attempt
-            if not self._pays_for(intent, attempt):
-                raise Conflict("This payment does not match the hold; nothing was registered.")
-            self.enqueue_paid(hold, attempt, intent.id, race, event, now)
-            metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
-            return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
-        if intent.status == IntentStatus.CANCELED:
-            raise HoldExpired("Your hold on this place has expired; please hold a new place.")
-        if report_decline and intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD and intent.decline_code:
-            metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
-            if intent.decline_code == "payment_intent_authentication_failure":
-                raise PaymentDeclined("The card's 3-D Secure check failed. Your place is still held: try again.")
-            raise PaymentDeclined("Your card was declined. Your place is still held: try another card.")
-        return RegistrationAccepted(
-            registrationId=hold.registrationId,
-            status=UNPAID_STATUS[intent.status],  # type: ignore[arg-type]
-            clientSecret=intent.client_secret,
-            amountCents=attempt.amountCents,
-            currency=attempt.currency,
-        )
-
-    def _price_settled(self, hold: Hold, intent: PaymentIntent) -> Hold:
-        """A discount code's change of the amount under way when the intent succeeded
-        (racecap.codes): the amount paid says whether it happened — the hold's price becomes
-        it, or the change is dropped and its use given back. The hold as it is then."""
-        change = hold.reprice
-        if change is None:
-            return hold
-        if intent.amount_cents == change.amountCents:
-            self._holds.finish_reprice(hold, change)
-        else:
-            self._holds.undo_reprice(hold, change)
-        return self._holds.get(hold.holdId) or hold
-
-    @staticmethod
-    def _pays_for(intent: PaymentIntent, attempt: Attempt) -> bool:
-        """The server's price, in the server's currency: a payment for anything else is not this place's."""
-        return intent.amount_cents == attempt.amountCents and intent.currency.lower() == attempt.currency.lower()
-
-    def _already_registered(self, hold: Hold, email: str) -> RegistrationAccepted | None:
-        if hold.status not in DONE_PHASES:
-            return None
-        if hold.attempt is None or hold.attempt.email != email:
-            raise Conflict("This hold has already been used for another registration.")
-        if hold.status == HoldPhase.CONFIRMED:
-            return RegistrationAccepted(registrationId=hold.registrationId, status="CONFIRMED")
-        return RegistrationAccepted(registrationId=hold.registrationId, status="QUEUED")
-
     def _explain_hold_gone(self, hold_id: str, attempt: Attempt) -> RegistrationAccepted:
         hold = self._holds.get(hold_id)
         done = self._already_registered(hold, attempt.email) if hold else None
@@ -664,48 +404,3 @@ class RegistrationService:
             # Still held: a discount code was applied or removed between reading and paying.
             raise Conflict("Your price changed meanwhile (a discount code); please send your details again.")
         raise HoldExpired("Your hold on this place has expired; please hold a new place.")
-
-    # -- the waiting screen -----------------------------------------------------------------
-    def first_wait(self) -> int:
-        """Seconds until a registration queued now is likely confirmed: the waiting screen's
-        first check (the queued answer's ``Retry-After``)."""
-        return backlog.wait_s(0.0, self._backlog())
-
-    def _backlog(self) -> Backlog | None:
-        if self._pace is None:
-            return None
-        try:
-            return self._pace.backlog()
-        except Exception:
-            # Only the wait's estimate is lost: the paper's schedule answers instead.
-            logger.warning("writer backlog unavailable", exc_info=True)
-            return None
-
-    def status(self, registration_id: str, now: datetime | None = None) -> tuple[RegistrationStatus, int | None]:
-        now = now or datetime.now(UTC)
-        reg = self._registrations.get(registration_id)
-        if reg is not None:
-            return RegistrationStatus(
-                registrationId=registration_id,
-                status="CONFIRMED",
-                raceId=reg.raceId,
-                eventId=reg.eventId,
-                bib=reg.bib,
-                firstName=reg.firstName,
-                lastName=reg.lastName,
-                eventName=reg.eventName,
-                raceName=reg.raceName,
-                confirmedAt=datetime.fromisoformat(reg.confirmedAt),
-            ), None
-        hold = self._holds.get(hold_id_for(registration_id)) if registration_id.startswith("reg_") else None
-        if hold is None or registration_id not in (hold.registrationId, *hold.memberIds) or hold.attempt is None:
-            raise RegistrationNotFound(f"No registration with id {registration_id}.")
-        base = RegistrationStatus(
-            registrationId=registration_id, status="QUEUED", raceId=hold.raceId, eventId=hold.eventId
-        )
-        if hold.status in PAID_PHASES:
-            since = hold.queuedAt or datetime.fromisoformat(hold.attempt.startedAt)
-            return base, backlog.wait_s((now - since).total_seconds(), self._backlog())
-        base.status = "FAILED"
-        base.message = "The registration could not be completed and no payment was kept."
-        return base, None

@@ -6,12 +6,25 @@ environment together from that tally and the queue's own depth (one SQS call).""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from racecap.cache import TieredCache
+from racecap.errors import (
+    RegistrationNotFound,
+)
+from racecap.holds.models import (
+    PAID_PHASES,
+)
+from racecap.holds.service import hold_id_for
 from racecap.observability import logger
+from racecap.registration.attempts import Attempts
+from racecap.registration.models import (
+    RegistrationStatus,
+)
+from racecap.registration.store import RegistrationStore
 
 
 @dataclass(frozen=True)
@@ -124,3 +137,56 @@ def wait_s(queued_for_s: float, backlog: Backlog | None) -> int:
     if queued_for_s > expected + OVERDUE_AFTER_S:
         return ceiling
     return max(1, min(ceiling, round(expected - queued_for_s)))
+
+
+class StatusReads:
+    """What the waiting screen reads: a registration's status and when to look again. Part of RegistrationService."""
+
+    _holds: Attempts
+    _registrations: RegistrationStore
+    _pace: WriterPace | None
+
+    # -- the waiting screen -----------------------------------------------------------------
+    def first_wait(self) -> int:
+        """Seconds until a registration queued now is likely confirmed: the waiting screen's
+        first check (the queued answer's ``Retry-After``)."""
+        return wait_s(0.0, self._backlog())
+
+    def _backlog(self) -> Backlog | None:
+        if self._pace is None:
+            return None
+        try:
+            return self._pace.backlog()
+        except Exception:
+            # Only the wait's estimate is lost: the paper's schedule answers instead.
+            logger.warning("writer backlog unavailable", exc_info=True)
+            return None
+
+    def status(self, registration_id: str, now: datetime | None = None) -> tuple[RegistrationStatus, int | None]:
+        now = now or datetime.now(UTC)
+        reg = self._registrations.get(registration_id)
+        if reg is not None:
+            return RegistrationStatus(
+                registrationId=registration_id,
+                status="CONFIRMED",
+                raceId=reg.raceId,
+                eventId=reg.eventId,
+                bib=reg.bib,
+                firstName=reg.firstName,
+                lastName=reg.lastName,
+                eventName=reg.eventName,
+                raceName=reg.raceName,
+                confirmedAt=datetime.fromisoformat(reg.confirmedAt),
+            ), None
+        hold = self._holds.get(hold_id_for(registration_id)) if registration_id.startswith("reg_") else None
+        if hold is None or registration_id not in (hold.registrationId, *hold.memberIds) or hold.attempt is None:
+            raise RegistrationNotFound(f"No registration with id {registration_id}.")
+        base = RegistrationStatus(
+            registrationId=registration_id, status="QUEUED", raceId=hold.raceId, eventId=hold.eventId
+        )
+        if hold.status in PAID_PHASES:
+            since = hold.queuedAt or datetime.fromisoformat(hold.attempt.startedAt)
+            return base, wait_s((now - since).total_seconds(), self._backlog())
+        base.status = "FAILED"
+        base.message = "The registration could not be completed and no payment was kept."
+        return base, None
