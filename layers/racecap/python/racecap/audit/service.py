@@ -6,13 +6,20 @@ import base64
 import re
 import secrets
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from racecap.audit.models import AuditEntry, AuditPage
 from racecap.audit.store import AuditStore
 from racecap.aws.transactions import TransactItem
 from racecap.errors import ValidationFailed
 from racecap.models import Director
+
+
+class AuditEntries(Protocol):
+    """What a change writes to the trail: an entry in the change's own transaction (``AuditTrail``;
+    ``tests/fakes`` has one of its own)."""
+
+    def item(self, director: Director, race_id: str, action: str, target: str, **details: Any) -> TransactItem: ...
 
 
 class AuditTrail:

@@ -28,15 +28,15 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.ledger.models import ledger_state, refunded_of
 from racecap.money import in_units
 from racecap.participants.models import AnsweredPage, AnsweredRow
-from racecap.questions.models import AnswerView, WaiverRecord
+from racecap.questions.models import WaiverRecord
 from racecap.races.models import Event, Race
 from racecap.registration.models import (
     EMAIL_RE,
@@ -46,6 +46,9 @@ from racecap.registration.models import (
     normalize_email,
 )
 from racecap.registration.store import RegistrationStore
+
+if TYPE_CHECKING:
+    from racecap.questions.service import Questions  # the answers' one implementation
 
 PAGE_MAX = 500
 
@@ -138,20 +141,8 @@ class ExportPage:
     gzipped: bool
 
 
-class AnswerReader(Protocol):
-    """The registration questions' answers as directors read them (``racecap.questions.service.Questions``)."""
-
-    def described(self, race_id: str, event_id: str, answers: str | None, version: int | None) -> list[AnswerView]: ...
-
-    def columns(self, race_id: str, event_ids: Sequence[str]) -> list[tuple[str, str]]: ...
-
-    def cells(
-        self, race_id: str, event_id: str, answers: str | None, version: int | None, ids: Sequence[str]
-    ) -> list[str]: ...
-
-
 class Participants:
-    def __init__(self, registrations: RegistrationStore, answers: AnswerReader | None = None) -> None:
+    def __init__(self, registrations: RegistrationStore, answers: Questions | None = None) -> None:
         self._regs = registrations
         self._answers = answers
 

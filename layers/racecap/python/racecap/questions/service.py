@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from racecap.audit.service import AuditEntries
 from racecap.aws.keys import option_counter
 from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.cache import TieredCache
@@ -71,7 +72,7 @@ class Questions:
         self,
         store: QuestionStore,
         transact: Callable[[list[TransactItem]], None],
-        audit: Any,  # audit.service.AuditTrail
+        audit: AuditEntries,
         cache: TieredCache,
         inventory: Inventory | None = None,  # the options' stock counters (the caps' shards)
     ) -> None:

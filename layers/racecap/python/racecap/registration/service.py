@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from racecap.aws.keys import stock_entry
 from racecap.aws.queues import MessageQueue
@@ -62,7 +61,7 @@ from racecap.payments.port import (
     IntentStatus,
     PaymentProvider,
 )
-from racecap.questions.models import StockedChoice, StoredAnswers, WaiverAcceptance
+from racecap.questions.models import StockedChoice, StoredAnswers
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.races.rules import age_on, check_age
@@ -78,24 +77,15 @@ from racecap.registration.payment import PaymentStep, attempt_key
 from racecap.registration.status import StatusReads, WriterPace
 from racecap.registration.store import RegistrationStore
 
+if TYPE_CHECKING:
+    from racecap.questions.service import Questions  # the answers' one implementation
+
 # The default wait before a queued, unconfirmed registration is re-sent (the deployed value is
 # the REQUEUE_UNCONFIRMED_AFTER_SECONDS setting).
 REQUEUE_AFTER = timedelta(minutes=5)
 
 
 CONFIRMABLE = frozenset({IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION})
-
-
-class AnswerCheck(Protocol):
-    """The event's registration questions (``racecap.questions.service.Questions``)."""
-
-    def check(self, race_id: str, event_id: str, answers: Mapping[str, Any] | None) -> StoredAnswers | None: ...
-
-    def stocked(self, race_id: str, event_id: str, answered: StoredAnswers) -> list[StockedChoice]: ...
-
-    def accept_waiver(
-        self, race_id: str, event_id: str, version: int | None, given: WaiverAcceptance | None, age: int, now: datetime
-    ) -> str | None: ...
 
 
 def _stock_by_member(attempt: Attempt) -> list[tuple[int, str]]:
@@ -131,7 +121,7 @@ class RegistrationService(PaymentStep, StatusReads):
         queue: MessageQueue,
         requeue_after: timedelta = REQUEUE_AFTER,
         pace: WriterPace | None = None,
-        questions: AnswerCheck | None = None,
+        questions: Questions | None = None,
     ) -> None:
         self._catalog = catalog
         self._holds = holds

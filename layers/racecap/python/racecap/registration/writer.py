@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from racecap.aws.queues import MessageQueue
 from racecap.emails.models import EmailMessage
@@ -24,6 +24,10 @@ from racecap.observability import logger, metrics
 from racecap.registration.models import PaidRegistration, PaidTeam, Registration
 from racecap.registration.status import WriterPace
 from racecap.registration.store import MAX_PER_TRANSACTION, CounterMoved, DuplicateRegistration, RegistrationStore
+
+if TYPE_CHECKING:
+    from racecap.cache import TieredCache
+    from racecap.questions.service import Questions  # the answers' one implementation
 
 MAX_TRIES = 12
 
@@ -57,26 +61,14 @@ def confirmation_email(reg: Registration, answers: Sequence[tuple[str, str]] = (
     )
 
 
-class AnswerReader(Protocol):
-    """The answers as words (``racecap.questions.service.Questions.described``)."""
-
-    def described(self, race_id: str, event_id: str, answers: str | None, version: int | None) -> list[Any]: ...
-
-
-class Turns(Protocol):
-    """``racecap.cache.TieredCache.turn``: one environment at a time per key, best effort."""
-
-    def turn(self, key: str, *, hold_ms: int = ..., wait_s: float = ...) -> AbstractContextManager[bool]: ...
-
-
 class RegistrationWriter:
     def __init__(
         self,
         registrations: RegistrationStore,
         emails: MessageQueue,
-        turns: Turns | None = None,
+        turns: TieredCache | None = None,
         pace: WriterPace | None = None,
-        answers: AnswerReader | None = None,
+        answers: Questions | None = None,
     ) -> None:
         self._answers = answers
         self._regs = registrations

@@ -33,8 +33,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
+from racecap.audit.service import AuditEntries
 from racecap.aws.transactions import TransactItem
 from racecap.ledger.store import LedgerStore
 from racecap.models import Director
@@ -83,7 +84,7 @@ class RetentionPurge:
         store: RetentionStore,
         races: RaceStore,
         transact: Callable[[list[TransactItem]], None],
-        audit: Any,  # audit.service.AuditTrail
+        audit: AuditEntries,
         ledger: LedgerStore,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:

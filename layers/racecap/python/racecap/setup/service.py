@@ -16,7 +16,9 @@ from pydantic import (
     ValidationError,
 )
 
+from racecap.audit.service import AuditEntries
 from racecap.aws.transactions import ConditionFailed, TransactItem
+from racecap.config import ConfigurationError
 from racecap.errors import (
     CapBelowTaken,
     Conflict,
@@ -28,6 +30,7 @@ from racecap.errors import (
 from racecap.models import Director
 from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, shards_for, split_cap
 from racecap.places.store import Inventory
+from racecap.races.catalog import RaceCatalog
 from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges
 from racecap.races.rules import (
     purge_due,
@@ -61,6 +64,7 @@ from racecap.setup.rules import (
     _tiers,
     new_id,
 )
+from racecap.window.service import WindowControl
 
 
 # -- the service ---------------------------------------------------------------------------
@@ -71,9 +75,9 @@ class RaceAdmin:
         inventory: Inventory,
         *,
         transact: Callable[[list[TransactItem]], None] | None = None,
-        audit: Any = None,  # audit.service.AuditTrail
-        catalog: Any = None,  # races.catalog.RaceCatalog
-        window: Any = None,  # window.service.WindowControl
+        audit: AuditEntries | None = None,
+        catalog: RaceCatalog | None = None,
+        window: WindowControl | None = None,
     ) -> None:
         self._store = store
         self._inventory = inventory
@@ -81,6 +85,20 @@ class RaceAdmin:
         self._audit = audit
         self._catalog = catalog
         self._window = window
+
+    # Built with a store and inventory alone, an admin only creates races (the demo seed, the burst
+    # tools); every other change needs the trail and the catalog's cache.
+    @property
+    def _trail(self) -> AuditEntries:
+        if self._audit is None:
+            raise ConfigurationError("this RaceAdmin was built without an audit trail")
+        return self._audit
+
+    @property
+    def _races(self) -> RaceCatalog:
+        if self._catalog is None:
+            raise ConfigurationError("this RaceAdmin was built without the race catalog")
+        return self._catalog
 
     # -- reading -----------------------------------------------------------------------
     def owned(self, director: Director, race_id: str) -> tuple[Race, list[Event]]:
@@ -217,7 +235,7 @@ class RaceAdmin:
                 [
                     self._store.put_event_item(event),
                     self._store.version_item(race),
-                    self._audit.item(director, race_id, "event.create", event.eventId, **draft.model_dump()),
+                    self._trail.item(director, race_id, "event.create", event.eventId, **draft.model_dump()),
                 ]
             )
         except ConditionFailed as exc:
@@ -255,7 +273,7 @@ class RaceAdmin:
                 _check_prices(changes["currency"], {"currency": min(paid)})
             also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
         also.append(
-            self._audit.item(
+            self._trail.item(
                 director,
                 race_id,
                 "race.update",
@@ -264,7 +282,7 @@ class RaceAdmin:
             )
         )
         updated = self._store.apply_update(race, changes, also)
-        self._catalog.invalidate(race_id, updated.version)
+        self._races.invalidate(race_id, updated.version)
         if self._window is not None and {"registrationOpensAt", "registrationClosesAt"} & changes.keys():
             self._window.follow_new_times(director, updated)
         return self.get(director, race_id)
@@ -341,14 +359,14 @@ class RaceAdmin:
                     [
                         self._store.update_event_item(event, changes),
                         self._store.version_item(race),
-                        self._audit.item(director, race_id, "event.update", event_id, changes=details),
+                        self._trail.item(director, race_id, "event.update", event_id, changes=details),
                         *shard_items,
                     ]
                 )
             except ConditionFailed:
                 continue  # a hold, or another edit, moved something we read: read again
             if changes.get("cap", 0) > event.cap:
-                self._catalog.places_came_back(race_id, event_id)
+                self._races.places_came_back(race_id, event_id)
             return self._changed(director, race_id)
         raise Conflict("The event kept changing while we tried to save; please retry.")
 
@@ -430,13 +448,13 @@ class RaceAdmin:
         return self._relist(director, race, "DRAFT")
 
     def _relist(self, director: Director, race: Race, listing: Listing) -> AdminRaceView:
-        audit = self._audit.item(
+        audit = self._trail.item(
             director, race.raceId, "race.publish" if listing != "DRAFT" else "race.unpublish", race.raceId,
             changes={"listing": {"from": race.listing, "to": listing}},
         )  # fmt: skip
         updated = self._store.apply_update(race, {"listing": listing}, [audit])
-        self._catalog.invalidate(race.raceId, updated.version)
-        self._catalog.invalidate_listing()
+        self._races.invalidate(race.raceId, updated.version)
+        self._races.invalidate_listing()
         return self.get(director, race.raceId)
 
     # -- helpers ---------------------------------------------------------------------------
@@ -447,5 +465,5 @@ class RaceAdmin:
 
     def _changed(self, director: Director, race_id: str) -> AdminRaceView:
         race, events = self.owned(director, race_id)
-        self._catalog.invalidate(race_id, race.version)
+        self._races.invalidate(race_id, race.version)
         return self.view(race, events)

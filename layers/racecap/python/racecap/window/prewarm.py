@@ -21,13 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Protocol
 
 from racecap.observability import logger
 from racecap.races.store import RaceStore
-from racecap.window.models import WindowRecord
 from racecap.window.service import RaceGone
-from racecap.window.store import WarmStartScaler
+from racecap.window.store import WarmStartScaler, WindowStore
 
 CALLS_PER_RUNNER = 4  # a hold, the registration, two status polls
 
@@ -41,10 +39,6 @@ HEADROOM = 1.5
 COOL_DOWN_PREFIX = "racecap-cooldown-"
 
 
-class CurrentWindows(Protocol):
-    def get(self, race_id: str) -> WindowRecord | None: ...
-
-
 def environments_for(runners_per_minute: float, maximum: int) -> int:
     """Warm environments a burst of ``runners_per_minute`` keeps busy, within 1..maximum."""
     busy = runners_per_minute / 60 * CALLS_PER_RUNNER * SECONDS_PER_CALL * HEADROOM
@@ -55,7 +49,7 @@ class WarmStarts:
     def __init__(
         self,
         store: RaceStore,
-        windows: CurrentWindows,
+        windows: WindowStore,
         scaler: WarmStartScaler | None,
         maximum: int,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),

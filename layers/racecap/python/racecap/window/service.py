@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
+from racecap.audit.service import AuditEntries
 from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.cache import TieredCache
 from racecap.errors import Conflict
@@ -147,7 +147,7 @@ class WindowControl:
         windows: WindowStore,
         workflow: Workflow,
         transact: Callable[[list[TransactItem]], None],
-        audit: Any,  # audit.service.AuditTrail
+        audit: AuditEntries,
         catalog: RaceCatalog,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         opened: Callable[[str, list[Event]], None] | None = None,
