@@ -8,6 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from racecap.api.runner.common import client_of
 from racecap.fairness.identity import (
@@ -21,6 +22,15 @@ from racecap.http import NO_STORE
 from racecap.observability import tracer
 
 router = Router()
+
+# What refuses a hold besides the event itself (a single's or a team's): the device and admission
+# tokens, the race's queue, the limits per device and address.
+HOLD_REFUSED: dict[int, OpenAPIResponse] = {
+    401: {"description": "INVALID_TOKEN, TOKEN_EXPIRED (device or admission token)"},
+    403: {"description": "QUEUE_ADMISSION_REQUIRED (the race's queue is on), TOKEN_NOT_YOURS"},
+    404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
+    429: {"description": "TOO_MANY_HOLDS (device or address at its limit) or TOO_MANY_REQUESTS; see Retry-After"},
+}
 _client = client_of(router)
 
 
@@ -44,10 +54,7 @@ _client = client_of(router)
             },
         },
         409: {"description": "SOLD_OUT or REGISTRATION_CLOSED"},
-        401: {"description": "INVALID_TOKEN, TOKEN_EXPIRED (device or admission token)"},
-        403: {"description": "QUEUE_ADMISSION_REQUIRED (the race's queue is on), TOKEN_NOT_YOURS"},
-        404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
-        429: {"description": "TOO_MANY_HOLDS (device or address at its limit) or TOO_MANY_REQUESTS; see Retry-After"},
+        **HOLD_REFUSED,
     },
 )
 @tracer.capture_method
@@ -115,10 +122,7 @@ def release_hold(holdId: str) -> Response[None]:
         },
         400: {"description": "VALIDATION_ERROR: `places` outside the event's team sizes, or no team entries"},
         409: {"description": "NOT_ENOUGH_PLACES, SOLD_OUT or REGISTRATION_CLOSED"},
-        401: {"description": "INVALID_TOKEN, TOKEN_EXPIRED (device or admission token)"},
-        403: {"description": "QUEUE_ADMISSION_REQUIRED (the race's queue is on), TOKEN_NOT_YOURS"},
-        404: {"description": "RACE_NOT_FOUND or EVENT_NOT_FOUND"},
-        429: {"description": "TOO_MANY_HOLDS (device or address at its limit) or TOO_MANY_REQUESTS; see Retry-After"},
+        **HOLD_REFUSED,
     },
 )
 @tracer.capture_method
