@@ -79,7 +79,7 @@ def test_3d_secure_waits_for_the_runner_and_a_cancel_is_repeatable(standin: str)
 
 
 def test_importing_the_adapter_does_not_import_the_sdk() -> None:
-    code = "import sys, payments.stripe_provider; print('stripe' in sys.modules)"
+    code = "import sys, racecap.payments.stripe_provider; print('stripe' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
