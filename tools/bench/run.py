@@ -20,7 +20,10 @@ from tools import awscalls
 from tools.bench import flow
 from tools.bench.cpu import cpu_snapshot
 from tools.bench.sections import Bench, sections
-from tools.burst import BurstConfig, provider, run_burst, start_stack
+from tools.burst import provider
+from tools.burst.config import BurstConfig
+from tools.burst.run import run_burst
+from tools.burst.stack import start_stack
 
 ROOT = blueprint.ROOT
 # The report's keys in reading order; a new section's key goes after these (before target).

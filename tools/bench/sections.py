@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from local.stack import LocalStack
-    from tools.burst import BurstConfig
+    from tools.burst.config import BurstConfig
 
 
 @dataclass

@@ -37,23 +37,8 @@ The package, one room per job:
     provider.py   the Stripe stand-in's limit during the burst, and the calls it counted
     run.py        run_burst: one whole burst, hooks included
     cli.py        the command line and the printed figures
+
+Import what you need from its module (``tools.burst.config``, ``.run``, ``.stack`` …): this
+``__init__`` runs before every one of them, so it re-exports nothing (a re-export made it
+import ``run``, which imports the scenarios, which import ``config``: a circle).
 """
-
-from __future__ import annotations
-
-from tools.burst.artillery import artillery_command
-from tools.burst.config import BurstConfig, BurstResult, BurstRun, Scenario
-from tools.burst.run import run_burst
-from tools.burst.stack import Clients, seed_race, start_stack
-
-__all__ = [
-    "BurstConfig",
-    "BurstResult",
-    "BurstRun",
-    "Clients",
-    "Scenario",
-    "artillery_command",
-    "run_burst",
-    "seed_race",
-    "start_stack",
-]

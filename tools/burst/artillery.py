@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from local.stack import node_binary
+from tools.burst.clients import Clients
 from tools.burst.config import P99_LIMIT_MS, ROOT, BurstConfig
 from tools.burst.scenarios import scenario
-from tools.burst.stack import Clients, confirmed_count
+from tools.burst.stack import confirmed_count
 
 
 def artillery_command() -> tuple[list[str], dict[str, str]]:

@@ -13,7 +13,7 @@ import blueprint
 
 if TYPE_CHECKING:
     from local.stack import LocalStack
-    from tools.burst.stack import Clients
+    from tools.burst.clients import Clients
 
 ROOT = blueprint.ROOT
 ARTILLERY_DIR = ROOT / "artillery"
