@@ -101,13 +101,14 @@ def run_artillery(
         sc.phases(cfg) if sc.phases else [{"name": sc.phase, "duration": cfg.arrival_s, "arrivalCount": cfg.runners}]
     )
     overrides: dict[str, Any] = {"config": {"target": base, "phases": phases}}
-    # Artillery replaces arrays given in --overrides; a scenario naming no endpoint drops them.
+    # Artillery replaces arrays given in --overrides; a scenario naming no endpoint, or a run
+    # with no latency threshold (p99_limit_ms None), drops them.
     if cfg.p99_limit_ms != P99_LIMIT_MS or not sc.threshold_endpoints:
+        limit = cfg.p99_limit_ms
         overrides["config"]["ensure"] = {
-            "thresholds": [
-                {f"plugins.metrics-by-endpoint.response_time.{name}.p99": cfg.p99_limit_ms}
-                for name in sc.threshold_endpoints
-            ]
+            "thresholds": []
+            if limit is None
+            else [{f"plugins.metrics-by-endpoint.response_time.{name}.p99": limit} for name in sc.threshold_endpoints]
         }
     if sc.ensure_conditions is not None:
         overrides["config"].setdefault("ensure", {})["conditions"] = [

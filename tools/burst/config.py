@@ -48,7 +48,10 @@ class BurstConfig:
     warm: bool = True
     warm_registrations: int = 400  # JIT warm-up of the local JVMs (a separate race); 0 to skip
     warm_concurrency: int | None = None  # default: one request per gateway thread, twice over
-    p99_limit_ms: int = P99_LIMIT_MS  # the scenario's `ensure` p99 thresholds (the product's: 1 s)
+    # The scenario's `ensure` p99 thresholds (the product's: 1 s; `make burst`, `make bench`).
+    # None: no latency threshold in the run (the integration tests: they assert behaviour and
+    # bound latency themselves, far above a loaded machine: tests/integration/latency.py).
+    p99_limit_ms: int | None = P99_LIMIT_MS
     # The Stripe stand-in's request limit during the burst (requests/s; locally only). None:
     # its default, Stripe's test-mode 25/s. Set low, runners meet the provider's limit.
     provider_rate_per_second: float | None = None
