@@ -45,20 +45,10 @@ PAYMENTS_BUDGET_SHARE = 0.96
 
 
 def burst_config(args: argparse.Namespace) -> BurstConfig:
-    return BurstConfig(
+    return BurstConfig.from_args(
+        args,
         scenario="opening",
-        runners=args.runners,
-        arrival_s=args.arrival,
-        think_min_s=args.think_min,
-        think_max_s=max(args.think_min, args.think_max),
-        backoff_scale=args.backoff_scale,
-        gateway_environments=args.gateway_environments,
-        gateway_workers=args.gateway_workers,
-        gateway_threads=args.gateway_threads,
-        email_rate=args.email_rate,
-        provider_rate_per_second=args.provider_rate,
         payments_budget_per_second=args.provider_rate * PAYMENTS_BUDGET_SHARE,
-        out_dir=args.out,
         report=True,
         answers=getattr(args, "answers", 0),
     )

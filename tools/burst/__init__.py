@@ -37,8 +37,9 @@ The package, one room per job:
     provider.py   the Stripe stand-in's limit during the burst, and the calls it counted
     run.py        run_burst: one whole burst, hooks included
     cli.py        the command line and the printed figures
-
-Import what you need from its module (``tools.burst.config``, ``.run``, ``.stack`` …): this
-``__init__`` runs before every one of them, so it re-exports nothing (a re-export made it
-import ``run``, which imports the scenarios, which import ``config``: a circle).
 """
+
+# The docstring only (it is `python -m tools.burst --help`'s text). Import what you need from
+# its module (tools.burst.config, .run, .stack …): this __init__ runs before every one of
+# them, so it re-exports nothing (a re-export made it import run, which imports the
+# scenarios, which import config: a circle).
