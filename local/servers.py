@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import http.client
 import os
+import re
 import shutil
 import signal
 import socket
@@ -405,10 +406,11 @@ def elasticmq_conf(
 ) -> str:
     """ElasticMQ's config: REST SQS on 127.0.0.1:``port``, queue URLs naming the same address.
 
-    With ``store`` (a folder), queues and their messages are persisted there (the queue
-    definitions in a .conf ElasticMQ rewrites, the messages in an H2 database), so a
-    restarted ElasticMQ comes back with every queue and every message, in flight included,
-    as SQS never loses an accepted message. Without it everything lives in memory."""
+    With ``store`` (a folder), queues and their messages are persisted there, in one H2
+    database (``messages-storage``: its ``queues`` table holds the queue definitions, one
+    table per queue its messages), so a restarted ElasticMQ comes back with every queue and
+    every message, in flight included, as SQS never loses an accepted message. Without it
+    everything lives in memory."""
     return f"""\
 include classpath("application.conf")
 
@@ -444,12 +446,9 @@ def _elasticmq_storage(store: Path | None) -> str:
     # its own schema in it and prunes nothing on start (prune-data-on-init false).
     # WRITE_DELAY=0: H2 writes a commit when it happens, not up to 500 ms later (its
     # default), so a message ElasticMQ acknowledged survives a SIGKILL, as SQS's do.
+    # No ``queues-storage``: with ``messages-storage`` on, ElasticMQ (1.7) keeps the queues
+    # in the same database and ignores ``queues-storage`` (it never wrote its .conf).
     return f"""
-queues-storage {{
-  enabled = true
-  path = "{store / "queues.conf"}"
-}}
-
 messages-storage {{
   enabled = true
   driver-class = "org.h2.Driver"
@@ -471,11 +470,20 @@ def start_elasticmq(
     timeout: float = JAVA_START_TIMEOUT,
     jvm_args: Sequence[str] = (),
     persist: bool = False,
+    restore: Sequence[str] = (),
 ) -> ServerProcess:
     """ElasticMQ (SQS API) on 127.0.0.1:``port``; its .conf is written into ``work_dir``.
 
     ``persist``: queues and messages are kept in ``work_dir/elasticmq-store`` and survive a
-    restart on the same ``work_dir`` (see ``elasticmq_conf``)."""
+    restart on the same ``work_dir`` (see ``elasticmq_conf``). ``restore``: the names of the
+    queues that store holds; the call returns only once each is back with its messages.
+
+    ElasticMQ restores a persisted store *after* its REST server is up (1.7's
+    ``ElasticMQServer.start`` binds, then sends ``QueueEvent.Restore``; each queue is created
+    and then refilled, logging "Restored N messages in queue <name>"). In between it answers
+    ``ListQueues`` with 200 and no queues, and every call naming a queue with
+    ``QueueDoesNotExist``: ready on the REST server alone, a restart looked like one that
+    lost its queues whenever a loaded machine stretched that gap past the readiness probe."""
     if port > 0 and port_in_use(port):
         raise PortInUseError(port, _port_var("elasticmq"))
     _require(ELASTICMQ_DIR, "elasticmq-server_*.jar", "ElasticMQ")
@@ -503,10 +511,21 @@ def start_elasticmq(
             raise ServerStartError(f"elasticmq failed to start on {where}:\n{s.log_tail()}")
         if not _log_contains(s, f"Started SQS rest server, bind address {HOST}:{s.port}"):
             return False
+        if not elasticmq_restored(s.log_path.read_text(errors="replace"), restore):
+            return False
         status, body = _http(s.port, "GET", "/?Action=ListQueues")
-        return status == 200 and b"ListQueuesResponse" in body
+        if status != 200 or b"ListQueuesResponse" not in body:
+            return False
+        return all(f"/{name}</QueueUrl>".encode() in body for name in restore)
 
     return spawn("elasticmq", cmd, port, log_dir, cwd=work_dir, ready=ready, timeout=timeout)
+
+
+def elasticmq_restored(log: str, queues: Sequence[str]) -> bool:
+    """True once ElasticMQ's log says each of ``queues`` got its persisted messages back
+    (the last step of its restore, after the queue itself was created)."""
+    restored = set(re.findall(r"Restored \d+ messages in queue (\S+)", log))
+    return set(queues) <= restored
 
 
 def start_redis(port: int, log_dir: Path, *, timeout: float = REDIS_START_TIMEOUT) -> ServerProcess:

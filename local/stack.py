@@ -346,8 +346,12 @@ class LocalStack:
 
     def _start_elasticmq(self) -> servers.ServerProcess:
         # Queues and messages persisted in the work folder: a restarted ElasticMQ has lost
-        # nothing, as SQS never loses an accepted message (the chaos burst restarts it).
-        return servers.start_elasticmq(self.ports.sqs, self.log_dir, self.work_dir, persist=self.persist_queues)
+        # nothing, as SQS never loses an accepted message (the chaos burst restarts it). On
+        # a restart it is ready once every queue provisioned so far is back with its messages.
+        restore = [url.rsplit("/", 1)[1] for url in self.queue_urls.values()] if self.persist_queues else []
+        return servers.start_elasticmq(
+            self.ports.sqs, self.log_dir, self.work_dir, persist=self.persist_queues, restore=restore
+        )
 
     def _start_ses(self) -> servers.ServerProcess:
         cmd = [

@@ -4,9 +4,11 @@ Twenty runners arrive within a few seconds and go race page -> hold -> form -> d
 the card form (the hold's PaymentIntent confirmed at the Stripe stand-in with the
 publishable key, as Stripe.js does: 2 in 20 declined first and then paid with a good card,
 1 in 20 through 3-D Secure) -> the confirm route -> waiting screen, exactly as
-``make burst`` runs them, against the session's local stack. Latency thresholds are relaxed (a loaded two-core machine is not a
-benchmark); everything else is as strict as the full burst: every runner who got a
-place is confirmed, nothing failed, and the post-burst audit finds no violation.
+``make burst`` runs them, against the session's local stack. Latency is not judged here (a
+loaded two-core machine is not a benchmark; ``make burst`` judges it against 1 s): only a
+request that hung fails it (tests/integration/latency.py). Everything else is as strict as
+the full burst: every runner who got a place is confirmed, nothing failed, and the
+post-burst audit finds no violation.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import requests
 
 from local.stack import LocalStack
 from local.stripe_standin.server import Keys
-from tools.burst import BurstConfig, BurstResult, artillery_command, run_burst
+from tests.integration.latency import assert_p99_within, machine
+from tools.burst.artillery import artillery_command
+from tools.burst.config import BurstConfig, BurstResult
+from tools.burst.run import run_burst
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -49,9 +54,7 @@ def _config(tmp_path: Path, **kw: object) -> BurstConfig:
         cap=RUNNERS * 5,  # roomy: the smoke checks the flow, the oversubscribed burst the caps
         warm_concurrency=4,
         warm_registrations=0,
-        # A loaded two-core machine is not a benchmark, but a runner waiting 8 s for an
-        # answer is a failure anywhere (the bench measures real latency).
-        p99_limit_ms=8_000,
+        p99_limit_ms=None,  # behaviour here; latency bounded generously below, judged by `make burst`
         drain_timeout_s=60,
         artillery_timeout_s=120,
         out_dir=tmp_path / "reports",
@@ -64,8 +67,9 @@ def _assert_every_runner_paid_once_and_the_audit_is_clean(result: BurstResult, w
     """``members``: the team members registered by their captains (runners of their own, who
     paid through their captain's one payment)."""
     s = result.summary
-    assert result.problems == [], result.problems
+    assert result.problems == [], (result.problems, machine())
     assert s["outcomes"] == {"confirmed": RUNNERS}, s["outcomes"]
+    assert_p99_within(s)
     assert s["held"] == RUNNERS
     assert s["success_rate"] == 1
     # Every runner paid through the card form: the declined ones got past it with a good card.
@@ -120,10 +124,10 @@ def test_given_a_small_opening_burst_when_artillery_runs_it_then_every_runner_wi
     assert s["first_to_last_s"] == pytest.approx(span)
     registered = RUNNERS + 2 * teams["held"]  # a team's members are registrations too
     assert s["estimated_hourly_registrations"] == pytest.approx(registered / span * 3600)
-    # Twenty runners arrive within 4 s and think < 1 s per step: all are through in well
-    # under a minute, so the hourly figure cannot be below 20 per minute's worth.
-    assert span < 60, s
-    assert s["estimated_hourly_registrations"] > RUNNERS * 60
+    # All through before Artillery's own limit (a quiet machine takes ~15 s; this bounds only
+    # a run that hung, not its speed, which `make burst` judges).
+    assert span < cfg.artillery_timeout_s, (span, machine())
+    assert s["estimated_hourly_registrations"] > registered / cfg.artillery_timeout_s * 3600
     assert {c["ok"] for c in result.checks} == {True} and len(result.checks) >= 4, result.checks
     assert {"race", "hold", "register", "confirm", "status"} <= set(s["endpoints"])
     assert result.report_path is not None

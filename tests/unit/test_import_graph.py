@@ -24,8 +24,7 @@ PACKAGES: dict[str, tuple[Path, tuple[str, ...]]] = {
     "racecap": (ROOT / "layers/racecap/python/racecap", ()),
     "racecap_cdk": (ROOT / "cdk/racecap_cdk", ()),
     "local": (ROOT / "local", ()),
-    # tools/burst: its __init__ re-exports are removed on branch i36-burstfix
-    "tools": (ROOT / "tools", ("tools.burst",)),
+    "tools": (ROOT / "tools", ()),
 }
 
 

@@ -7,11 +7,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from pathlib import Path
 
 from tools.bench import __doc__ as USAGE
 from tools.bench.run import ROOT, run
 from tools.bench.sections import sections
+from tools.burst.config import BurstConfig
+
+# The burst knobs the bench's bursts take from its command line (tools/burst/config.py FLAGS).
+BENCH_FLAGS = (
+    "runners",
+    "arrival",
+    "think-min",
+    "think-max",
+    "backoff-scale",
+    "gateway-environments",
+    "gateway-workers",
+    "gateway-threads",
+    "email-rate",
+    "provider-rate",
+)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -20,31 +34,27 @@ def _env_float(name: str, default: float) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runners", type=int, default=int(_env_float("RUNNERS", 900)))
-    p.add_argument("--arrival", type=float, default=_env_float("ARRIVAL_S", 30))
-    p.add_argument("--think-min", type=float, default=_env_float("THINK_MIN", 1))
-    p.add_argument("--think-max", type=float, default=_env_float("THINK_MAX", 3))
-    p.add_argument("--backoff-scale", type=float, default=_env_float("BACKOFF_SCALE", 0.05))
-    p.add_argument(
-        "--gateway-environments",
-        choices=("own", "shared"),
-        default=os.environ.get("GATEWAY_ENVIRONMENTS") or "own",
-    )
-    p.add_argument("--gateway-workers", type=int, default=int(_env_float("GATEWAY_WORKERS", 8)))
-    p.add_argument("--gateway-threads", type=int, default=int(_env_float("GATEWAY_THREADS", 1)))
-    p.add_argument(
-        "--email-rate",
-        type=float,
-        default=_env_float("EMAIL_RATE", 50),
-        help="SES sends/s (a production account's rate; confirmation emails drain behind the burst)",
-    )
-    p.add_argument(
-        "--provider-rate",
-        type=float,
-        default=_env_float("PROVIDER_RATE", 100),
-        help="the payment provider's request limit (/s) during the bursts: a live Stripe account's 100 by "
-        "default, like --email-rate's production SES rate (test mode's 25/s bounds the flow at ~4 "
-        "registrations/s: 6 provider calls each); the API's budget is 96%% of it",
+    # The burst's knobs (tools/burst/config.py), with the bench's own defaults and help.
+    BurstConfig.add_arguments(
+        p,
+        flags=BENCH_FLAGS,
+        defaults={
+            "runners": 900,
+            "arrival": 30,
+            "think-min": 1,
+            "think-max": 3,
+            "backoff-scale": 0.05,
+            "email-rate": 50,
+            "provider-rate": 100,
+        },
+        helps={
+            "arrival": None,
+            "backoff-scale": None,
+            "email-rate": "SES sends/s (a production account's rate; confirmation emails drain behind the burst)",
+            "provider-rate": "the payment provider's request limit (/s) during the bursts: a live Stripe account's "
+            "100 by default, like --email-rate's production SES rate (test mode's 25/s bounds the flow at ~4 "
+            "registrations/s: 6 provider calls each); the API's budget is 96%% of it",
+        },
     )
     p.add_argument(
         "--steady-runners",
@@ -58,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         default=int(_env_float("ANSWERS", 0)),
         help="registration questions each runner answers (0-5; ANSWERS=5 make bench: a registration with five)",
     )
-    p.add_argument("--out", type=Path, default=ROOT / "reports")
+    BurstConfig.add_arguments(p, flags=("out",), defaults={"out": ROOT / "reports"})
     p.add_argument(
         "--only-flow",
         action="store_true",

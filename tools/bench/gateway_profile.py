@@ -41,7 +41,8 @@ def profile_flows(stack: LocalStack, flows: int = 100) -> dict[str, Any]:
     the profile has the gateway's share only, without HTTP serving or other processes.
     Runs in a fresh interpreter with the functions' environment, as a gateway worker does.
     """
-    from tools.burst import Clients, seed_race
+    from tools.burst.clients import Clients
+    from tools.burst.stack import seed_race
 
     race_id = seed_race(Clients.for_stack(stack), [("Profile", 2 * flows + 50, 1000)], name="Profile Race")
     proc = run_as_function(stack, _PROFILE_CHILD, race_id, str(flows))

@@ -21,7 +21,10 @@ from tools.bench import flow
 from tools.bench.cpu import cpu_snapshot
 from tools.bench.section import Bench
 from tools.bench.sections import sections
-from tools.burst import BurstConfig, provider, run_burst, start_stack
+from tools.burst import provider
+from tools.burst.config import BurstConfig
+from tools.burst.run import run_burst
+from tools.burst.stack import start_stack
 
 ROOT = blueprint.ROOT
 # The report's keys in reading order; a new section's key goes after these (before target).
@@ -43,20 +46,10 @@ PAYMENTS_BUDGET_SHARE = 0.96
 
 
 def burst_config(args: argparse.Namespace) -> BurstConfig:
-    return BurstConfig(
+    return BurstConfig.from_args(
+        args,
         scenario="opening",
-        runners=args.runners,
-        arrival_s=args.arrival,
-        think_min_s=args.think_min,
-        think_max_s=max(args.think_min, args.think_max),
-        backoff_scale=args.backoff_scale,
-        gateway_environments=args.gateway_environments,
-        gateway_workers=args.gateway_workers,
-        gateway_threads=args.gateway_threads,
-        email_rate=args.email_rate,
-        provider_rate_per_second=args.provider_rate,
         payments_budget_per_second=args.provider_rate * PAYMENTS_BUDGET_SHARE,
-        out_dir=args.out,
         report=True,
         answers=getattr(args, "answers", 0),
     )

@@ -39,21 +39,7 @@ The package, one room per job:
     cli.py        the command line and the printed figures
 """
 
-from __future__ import annotations
-
-from tools.burst.artillery import artillery_command
-from tools.burst.config import BurstConfig, BurstResult, BurstRun, Scenario
-from tools.burst.run import run_burst
-from tools.burst.stack import Clients, seed_race, start_stack
-
-__all__ = [
-    "BurstConfig",
-    "BurstResult",
-    "BurstRun",
-    "Clients",
-    "Scenario",
-    "artillery_command",
-    "run_burst",
-    "seed_race",
-    "start_stack",
-]
+# The docstring only (it is `python -m tools.burst --help`'s text). Import what you need from
+# its module (tools.burst.config, .run, .stack …): this __init__ runs before every one of
+# them, so it re-exports nothing (a re-export made it import run, which imports the
+# scenarios, which import config: a circle).

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from local.stack import node_binary
+from tools.burst.clients import Clients
 from tools.burst.config import P99_LIMIT_MS, ROOT, BurstConfig
 from tools.burst.scenarios import scenario
-from tools.burst.stack import Clients, confirmed_count
+from tools.burst.stack import confirmed_count
 
 
 def artillery_command() -> tuple[list[str], dict[str, str]]:
@@ -100,13 +101,14 @@ def run_artillery(
         sc.phases(cfg) if sc.phases else [{"name": sc.phase, "duration": cfg.arrival_s, "arrivalCount": cfg.runners}]
     )
     overrides: dict[str, Any] = {"config": {"target": base, "phases": phases}}
-    # Artillery replaces arrays given in --overrides; a scenario naming no endpoint drops them.
+    # Artillery replaces arrays given in --overrides; a scenario naming no endpoint, or a run
+    # with no latency threshold (p99_limit_ms None), drops them.
     if cfg.p99_limit_ms != P99_LIMIT_MS or not sc.threshold_endpoints:
+        limit = cfg.p99_limit_ms
         overrides["config"]["ensure"] = {
-            "thresholds": [
-                {f"plugins.metrics-by-endpoint.response_time.{name}.p99": cfg.p99_limit_ms}
-                for name in sc.threshold_endpoints
-            ]
+            "thresholds": []
+            if limit is None
+            else [{f"plugins.metrics-by-endpoint.response_time.{name}.p99": limit} for name in sc.threshold_endpoints]
         }
     if sc.ensure_conditions is not None:
         overrides["config"].setdefault("ensure", {})["conditions"] = [

@@ -8,11 +8,10 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from tools.burst import __doc__ as USAGE
-from tools.burst.config import P99_LIMIT_MS, BurstConfig
+from tools.burst.config import BurstConfig
 from tools.burst.run import run_burst
 from tools.burst.scenarios import SCENARIOS, scenario
 
@@ -127,10 +126,6 @@ SCENARIO_OPTIONS = (
 )
 
 
-def _env_float(name: str, default: float) -> float:
-    return float(os.environ[name]) if os.environ.get(name) else default
-
-
 def parse_args(argv: list[str] | None = None) -> BurstConfig:
     d = BurstConfig()
     # The scenario's own defaults for the runners and their arrival window (e.g. the opening
@@ -143,93 +138,21 @@ def parse_args(argv: list[str] | None = None) -> BurstConfig:
         elif arg.startswith("--scenario="):
             named = arg.split("=", 1)[1]
     sc = SCENARIOS.get(named)
-    default_runners = (sc.default_runners if sc else None) or d.runners
-    default_arrival = (sc.default_arrival_s if sc else None) or d.arrival_s
     p = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default=os.environ.get("SCENARIO", d.scenario))
-    p.add_argument(
-        "--provider-rate",
-        type=float,
-        default=_env_float("PROVIDER_RATE", 0) or None,
-        help="the Stripe stand-in's requests/s during the burst (default: its 25/s, Stripe's test mode)",
+    BurstConfig.add_arguments(
+        p,
+        defaults={
+            "runners": (sc.default_runners if sc else None) or d.runners,
+            "arrival": (sc.default_arrival_s if sc else None) or d.arrival_s,
+            "code-share": 0.2,
+            "team-share": 0.05,
+        },
     )
-    p.add_argument("--runners", type=int, default=int(_env_float("RUNNERS", default_runners)))
-    p.add_argument("--arrival", type=float, default=_env_float("ARRIVAL_S", default_arrival), help="seconds")
-    p.add_argument("--think-min", type=float, default=_env_float("THINK_MIN", d.think_min_s))
-    p.add_argument("--think-max", type=float, default=_env_float("THINK_MAX", d.think_max_s))
-    p.add_argument(
-        "--backoff-scale",
-        type=float,
-        default=_env_float("BACKOFF_SCALE", d.backoff_scale),
-        help="multiplies the waiting screen's 10/20/40/60 s (1 = real)",
-    )
-    p.add_argument("--cap", type=int, default=int(os.environ["CAP"]) if os.environ.get("CAP") else None)
-    p.add_argument("--target", default=os.environ.get("TARGET") or None, help="a deployed stage's URL")
-    p.add_argument("--race-id", default=os.environ.get("RACE_ID") or None)
-    p.add_argument(
-        "--gateway-environments",
-        choices=("own", "shared"),
-        default=os.environ.get("GATEWAY_ENVIRONMENTS") or d.gateway_environments,
-    )
-    p.add_argument("--gateway-workers", type=int, default=int(_env_float("GATEWAY_WORKERS", d.gateway_workers)))
-    p.add_argument("--gateway-threads", type=int, default=int(_env_float("GATEWAY_THREADS", d.gateway_threads)))
-    p.add_argument("--email-rate", type=float, default=_env_float("EMAIL_RATE", d.email_rate))
-    p.add_argument("--no-warm", action="store_true")
-    p.add_argument(
-        "--warm-registrations",
-        type=int,
-        default=int(_env_float("WARM_REGISTRATIONS", d.warm_registrations)),
-        help="full flows on a separate race first, to warm the local JVMs (0: none)",
-    )
-    p.add_argument(
-        "--p99-limit", type=int, default=int(_env_float("P99_LIMIT_MS", P99_LIMIT_MS)), help="ms (default 1000)"
-    )
-    p.add_argument(
-        "--code-share",
-        type=float,
-        default=_env_float("CODE_SHARE", 0.2),
-        help="share of runners applying a discount code once they hold a place (0.2; 0: none)",
-    )
-    p.add_argument(
-        "--code-uses",
-        type=int,
-        default=int(os.environ["CODE_USES"]) if os.environ.get("CODE_USES") else None,
-        help="the code's use limit (default: half of the runners who try it, so it runs out)",
-    )
-    p.add_argument("--code", default=os.environ.get("CODE") or d.code, help="the code (on a stage: an existing one)")
-    p.add_argument(
-        "--team-share",
-        type=float,
-        default=_env_float("TEAM_SHARE", 0.05),
-        help="share of runners who are team captains, holding and paying for a whole team at once (0.05; 0: none)",
-    )
-    p.add_argument("--team-size", type=int, default=int(_env_float("TEAM_SIZE", d.team_size)), help="a team's size (4)")
-    p.add_argument("--out", type=Path, default=d.out_dir)
     a = p.parse_args(argv)
-    return BurstConfig(
+    return BurstConfig.from_args(
+        a,
         scenario=a.scenario,
-        runners=a.runners,
-        arrival_s=a.arrival,
-        think_min_s=a.think_min,
-        think_max_s=max(a.think_min, a.think_max),
-        backoff_scale=a.backoff_scale,
-        cap=a.cap,
-        target=a.target,
-        race_id=a.race_id,
-        gateway_environments=a.gateway_environments,
-        gateway_workers=a.gateway_workers,
-        gateway_threads=a.gateway_threads,
-        email_rate=a.email_rate,
-        warm=not a.no_warm,
-        warm_registrations=a.warm_registrations,
-        p99_limit_ms=a.p99_limit,
-        provider_rate_per_second=a.provider_rate,
-        out_dir=a.out,
-        code_share=a.code_share,
-        code_uses=a.code_uses,
-        team_share=a.team_share,
-        team_size=a.team_size,
-        code=a.code,
         options={k.lower(): int(os.environ[k]) for k in SCENARIO_OPTIONS if os.environ.get(k)},
     )
 

@@ -4,7 +4,9 @@ of a scenario (``Scenario``, registered in ``tools/burst/scenarios.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +15,7 @@ import blueprint
 
 if TYPE_CHECKING:
     from local.stack import LocalStack
-    from tools.burst.stack import Clients
+    from tools.burst.clients import Clients
 
 ROOT = blueprint.ROOT
 ARTILLERY_DIR = ROOT / "artillery"
@@ -48,7 +50,10 @@ class BurstConfig:
     warm: bool = True
     warm_registrations: int = 400  # JIT warm-up of the local JVMs (a separate race); 0 to skip
     warm_concurrency: int | None = None  # default: one request per gateway thread, twice over
-    p99_limit_ms: int = P99_LIMIT_MS  # the scenario's `ensure` p99 thresholds (the product's: 1 s)
+    # The scenario's `ensure` p99 thresholds (the product's: 1 s; `make burst`, `make bench`).
+    # None: no latency threshold in the run (the integration tests: they assert behaviour and
+    # bound latency themselves, far above a loaded machine: tests/integration/latency.py).
+    p99_limit_ms: int | None = P99_LIMIT_MS
     # The Stripe stand-in's request limit during the burst (requests/s; locally only). None:
     # its default, Stripe's test-mode 25/s. Set low, runners meet the provider's limit.
     provider_rate_per_second: float | None = None
@@ -80,6 +85,126 @@ class BurstConfig:
     @property
     def local(self) -> bool:
         return not self.target
+
+    @staticmethod
+    def add_arguments(
+        parser: argparse.ArgumentParser,
+        flags: Sequence[str] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        helps: Mapping[str, str | None] | None = None,
+    ) -> None:
+        """Declare the burst's knobs ``flags`` (``FLAGS``' names, in that order; all by default)
+        on ``parser``.
+
+        Each one's default: its environment variable when set, else ``defaults[flag]`` (a
+        command line's own, e.g. the bench's 900 runners), else ``BurstConfig``'s. ``helps``
+        replaces a flag's help text (None: none)."""
+        base = BurstConfig()
+        for name in flags if flags is not None else FLAGS:
+            knob = FLAGS[name]
+            default = (defaults or {}).get(name, getattr(base, knob.field) if knob.field else None)
+            raw = os.environ.get(knob.env) if knob.env else None
+            if raw:
+                default = knob.from_env(raw)
+            text = helps[name] if helps and name in helps else knob.help
+            kw: dict[str, Any] = {"help": text} if text is not None else {}
+            if knob.store_true:
+                parser.add_argument(f"--{name}", action="store_true", **kw)
+            elif knob.choices:
+                parser.add_argument(f"--{name}", choices=knob.choices, default=default, **kw)
+            else:
+                parser.add_argument(f"--{name}", type=knob.type, default=default, **kw)
+
+    @classmethod
+    def from_args(cls, ns: argparse.Namespace, **fixed: Any) -> BurstConfig:
+        """The config from parsed ``add_arguments`` flags (those the parser declared), plus
+        ``fixed`` fields; the rest keep their defaults."""
+        given = vars(ns)
+        values: dict[str, Any] = {}
+        for name, knob in FLAGS.items():
+            dest = name.replace("-", "_")
+            if knob.field is None or dest not in given:
+                continue
+            values[knob.field] = given[dest]
+        if "no_warm" in given:
+            values["warm"] = not given["no_warm"]
+        if "think_max_s" in values:
+            values["think_max_s"] = max(values.get("think_min_s", cls.think_min_s), values["think_max_s"])
+        if "provider_rate_per_second" in values:  # 0: the stand-in's own limit, as unset
+            values["provider_rate_per_second"] = values["provider_rate_per_second"] or None
+        return cls(**(values | fixed))
+
+
+def _int(raw: str) -> int:
+    return int(float(raw))
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line knob of a burst: the ``BurstConfig`` field it sets, the environment
+    variable that sets its default, and how that variable's text is read."""
+
+    field: str | None
+    env: str | None = None
+    type: Callable[[str], Any] = float
+    from_env: Callable[[str], Any] = float
+    help: str | None = None
+    choices: tuple[str, ...] | None = None
+    store_true: bool = False
+
+
+# Every knob `python -m tools.burst` has, in its order (the bench declares a few of them);
+# ``--scenario`` is the burst command's own (its choices are the scenario registry).
+FLAGS: dict[str, Flag] = {
+    "provider-rate": Flag(
+        "provider_rate_per_second",
+        "PROVIDER_RATE",
+        help="the Stripe stand-in's requests/s during the burst (default: its 25/s, Stripe's test mode)",
+    ),
+    "runners": Flag("runners", "RUNNERS", int, _int),
+    "arrival": Flag("arrival_s", "ARRIVAL_S", help="seconds"),
+    "think-min": Flag("think_min_s", "THINK_MIN"),
+    "think-max": Flag("think_max_s", "THINK_MAX"),
+    "backoff-scale": Flag(
+        "backoff_scale", "BACKOFF_SCALE", help="multiplies the waiting screen's 10/20/40/60 s (1 = real)"
+    ),
+    "cap": Flag("cap", "CAP", int, int),
+    "target": Flag("target", "TARGET", str, str, help="a deployed stage's URL"),
+    "race-id": Flag("race_id", "RACE_ID", str, str),
+    "gateway-environments": Flag("gateway_environments", "GATEWAY_ENVIRONMENTS", str, str, choices=("own", "shared")),
+    "gateway-workers": Flag("gateway_workers", "GATEWAY_WORKERS", int, _int),
+    "gateway-threads": Flag("gateway_threads", "GATEWAY_THREADS", int, _int),
+    "email-rate": Flag("email_rate", "EMAIL_RATE"),
+    "no-warm": Flag(None, store_true=True),
+    "warm-registrations": Flag(
+        "warm_registrations",
+        "WARM_REGISTRATIONS",
+        int,
+        _int,
+        help="full flows on a separate race first, to warm the local JVMs (0: none)",
+    ),
+    "p99-limit": Flag("p99_limit_ms", "P99_LIMIT_MS", int, _int, help=f"ms (default {P99_LIMIT_MS})"),
+    "code-share": Flag(
+        "code_share",
+        "CODE_SHARE",
+        help="share of runners applying a discount code once they hold a place (0.2; 0: none)",
+    ),
+    "code-uses": Flag(
+        "code_uses",
+        "CODE_USES",
+        int,
+        int,
+        help="the code's use limit (default: half of the runners who try it, so it runs out)",
+    ),
+    "code": Flag("code", "CODE", str, str, help="the code (on a stage: an existing one)"),
+    "team-share": Flag(
+        "team_share",
+        "TEAM_SHARE",
+        help="share of runners who are team captains, holding and paying for a whole team at once (0.05; 0: none)",
+    ),
+    "team-size": Flag("team_size", "TEAM_SIZE", int, _int, help="a team's size (4)"),
+    "out": Flag("out_dir", None, Path, Path),
+}
 
 
 @dataclass

@@ -18,15 +18,14 @@ from pathlib import Path
 from local.stack import LocalStack
 from tools.audit import AuditReport
 from tools.burst.artillery import ARTILLERY_CPU_S, ensure_checks, run_artillery
+from tools.burst.clients import Clients
 from tools.burst.config import BurstConfig, BurstResult, BurstRun
 from tools.burst.provider import ProviderWindow
-from tools.burst.scenarios import scenario
+from tools.burst.scenarios import event_caps, scenario
 from tools.burst.stack import (
-    Clients,
     audit_until_clean,
     confirmations,
     drain,
-    event_caps,
     seed_code,
     seed_questions,
     seed_race,

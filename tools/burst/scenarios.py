@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tools.burst.bots import BOTS
 from tools.burst.chaos import CHAOS
-from tools.burst.config import ARTILLERY_DIR, Scenario
+from tools.burst.config import ARTILLERY_DIR, EVENT_SPLIT, BurstConfig, Scenario
 from tools.burst.opening_queue import OPENING_QUEUE
 
 OPENING = Scenario(
@@ -39,3 +39,11 @@ def scenario(name: str) -> Scenario:
         return SCENARIOS[name]
     except KeyError:
         raise SystemExit(f"unknown scenario {name!r}; one of {sorted(SCENARIOS)}") from None
+
+
+def event_caps(cfg: BurstConfig) -> list[tuple[str, int, int]]:
+    """(distance, places, price) per distance: ``--cap`` or the scenario's places in all, split
+    as ``EVENT_SPLIT``."""
+    total = cfg.cap if cfg.cap is not None else scenario(cfg.scenario).places(cfg)
+    caps = [(n, max(1, round(total * share)), price) for n, share, price in EVENT_SPLIT]
+    return caps if total >= len(caps) else [("Marathon", total, 9500)]

@@ -5,12 +5,9 @@ and queues hold (the progress line, the drain, the audit, the confirmations).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-
-import boto3
 
 import blueprint
 from local.auth import director_sub
@@ -27,8 +24,8 @@ from racecap.setup.service import RaceAdmin  # noqa: E402
 
 from tools import audit as auditing  # noqa: E402
 from tools.audit import AuditReport  # noqa: E402
-from tools.burst.config import DIRECTOR, EVENT_SPLIT, BurstConfig  # noqa: E402
-from tools.burst.scenarios import scenario  # noqa: E402
+from tools.burst.clients import Clients  # noqa: E402
+from tools.burst.config import DIRECTOR, BurstConfig  # noqa: E402
 
 
 def start_stack(
@@ -55,23 +52,6 @@ def start_stack(
         quiet=True,
     )
     return stack.start()
-
-
-@dataclass
-class Clients:
-    dynamodb: Any
-    sqs: Any
-
-    @classmethod
-    def for_stack(cls, stack: LocalStack) -> Clients:
-        env = stack.aws_env()
-        session = boto3.session.Session(
-            aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
-        )
-        return cls(
-            session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"]),
-            session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"]),
-        )
 
 
 def seed_race(
@@ -188,12 +168,6 @@ def seed_code(clients: Clients, race_id: str, cfg: BurstConfig) -> int:
     director = Director(sub=director_sub(DIRECTOR), username=DIRECTOR)
     store.create([code], audit.item(director, race_id, "code.create", code.code, maxUses=uses))
     return uses
-
-
-def event_caps(cfg: BurstConfig) -> list[tuple[str, int, int]]:
-    total = cfg.cap if cfg.cap is not None else scenario(cfg.scenario).places(cfg)
-    caps = [(n, max(1, round(total * share)), price) for n, share, price in EVENT_SPLIT]
-    return caps if total >= len(caps) else [("Marathon", total, 9500)]
 
 
 def confirmed_count(clients: Clients, race_id: str, event_ids: list[str]) -> int:

@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from local.stack import LocalStack
-from tools.burst.stack import Clients, drain, seed_race
+from tools.burst.clients import Clients
+from tools.burst.stack import drain, seed_race
 
 
 def http(method: str, url: str, body: Any = None, timeout: float = 30.0) -> tuple[int, dict[str, Any]]:
