@@ -38,6 +38,8 @@ GATEWAY_NOT_FOUND = {"message": "Not Found"}
 GATEWAY_UNAUTHORIZED = {"message": "Unauthorized"}
 GATEWAY_TOO_LARGE = {"message": "Request Entity Too Large"}
 GATEWAY_ERROR = {"message": "Internal Server Error"}
+# How the gateway logs an invocation Lambda ended at the function's timeout (tests count them).
+FUNCTION_TIMEOUT = "function timeout:"
 # CloudFront refuses a URL (path and query) over 8,192 bytes with its own HTML 414 page,
 # before the API sees it. Below that, the handlers validate every parameter themselves.
 CLOUDFRONT_MAX_URL = 8192
@@ -312,7 +314,13 @@ class Gateway:
         # CloudFront's custom origin header: set on every API request, replacing any a client
         # sent, so the handlers' origin check passes only for requests through the CDN.
         event["headers"][blueprint.ORIGIN_VERIFY_HEADER] = self.origin_secret
-        result, timing = self.host.invoke_timed(compiled.route.function, event)
+        try:
+            result, timing = self.host.invoke_timed(compiled.route.function, event)
+        except TimeoutError as exc:
+            # Lambda ended the invocation at the function's timeout; the HTTP API answers as for
+            # any failed function. One line a reader (and a test on a loaded machine) can count.
+            print(f"{FUNCTION_TIMEOUT} {compiled.route.function} {method} {path}: {exc}", flush=True)
+            return _json(start, 500, GATEWAY_ERROR)
         # Where the request's time went, for the burst report (API Gateway adds nothing of the
         # kind; the runner's own latency minus "gateway" is the time it queued before this).
         timing_header = timing.server_timing(time.monotonic() - started)
