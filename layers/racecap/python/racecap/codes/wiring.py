@@ -7,10 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.audit.wiring import audit_trail
 from racecap.config import get_settings
-from racecap.payments.wiring import payments
-from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
     from racecap.codes.hold_store import DynamoCodeHolds
@@ -38,12 +35,15 @@ def code_store() -> DynamoCodes:
 @lru_cache(maxsize=1)
 def discounts() -> Discounts:
     from racecap.codes.service import Discounts
+    from racecap.payments.wiring import payments
+    from racecap.races.wiring import catalog
 
     return Discounts(code_store(), code_holds(), catalog(), payments())
 
 
 @lru_cache(maxsize=1)
 def codes_admin() -> CodesAdmin:
+    from racecap.audit.wiring import audit_trail
     from racecap.codes.service import CodesAdmin
     from racecap.setup.wiring import race_admin
 

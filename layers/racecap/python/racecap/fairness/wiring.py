@@ -8,10 +8,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.audit.wiring import audit_trail
-from racecap.cache import shared as cache
 from racecap.config import get_settings
-from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
     from racecap.fairness.buckets import AddressBuckets
@@ -65,8 +62,11 @@ def runner_rate_limit(headers: Mapping[str, str]) -> int:
 
 @lru_cache(maxsize=1)
 def opening_queue() -> OpeningQueue:
+    from racecap.audit.wiring import audit_trail
+    from racecap.cache import shared as cache
     from racecap.fairness.queue import OpeningQueue
     from racecap.fairness.store import DynamoQueueStore
+    from racecap.races.wiring import catalog
 
     store = DynamoQueueStore(clients.dynamodb(), get_settings().inventory_table)
     return OpeningQueue(catalog(), store, cache(), signer, audit=audit_trail)

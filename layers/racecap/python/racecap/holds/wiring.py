@@ -7,9 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.cache import shared as cache
 from racecap.config import get_settings
-from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
     from racecap.holds.service import HoldService
@@ -25,6 +23,8 @@ def holds() -> DynamoHolds:
 
 @lru_cache(maxsize=1)
 def hold_service() -> HoldService:
+    from racecap.cache import shared as cache
     from racecap.holds.service import HoldService
+    from racecap.races.wiring import catalog
 
     return HoldService(catalog(), holds(), cache())

@@ -7,14 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.audit.wiring import audit_trail
-from racecap.aws.wiring import transact
 from racecap.config import get_settings
-from racecap.emails.wiring import emails_queue
-from racecap.holds.wiring import holds
-from racecap.payments.wiring import payments
-from racecap.races.wiring import catalog
-from racecap.registration.wiring import registration_service
 
 if TYPE_CHECKING:
     from racecap.ledger.cancel_store import DynamoCancelStore
@@ -45,15 +38,22 @@ def ledger_store() -> DynamoLedger:
 
 @lru_cache(maxsize=1)
 def ledger() -> Ledger:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
     from racecap.ledger.service import Ledger
+    from racecap.payments.wiring import payments
 
     return Ledger(ledger_store(), cancel_store(), payments(), transact, audit_trail())
 
 
 @lru_cache(maxsize=1)
 def payment_events() -> PaymentEvents:
+    from racecap.emails.wiring import emails_queue
+    from racecap.holds.wiring import holds
     from racecap.ledger.events import PaymentEvents
     from racecap.payments.webhook_log import DynamoWebhookLog
+    from racecap.payments.wiring import payments
+    from racecap.registration.wiring import registration_service
 
     log = DynamoWebhookLog(clients.dynamodb(), get_settings().inventory_table)
     from racecap.ledger.store import DynamoLedger
@@ -73,6 +73,8 @@ def payment_events() -> PaymentEvents:
 
 
 def _race_name(race_id: str) -> str | None:
+    from racecap.races.wiring import catalog
+
     try:
         return catalog().definition(race_id)[0].name
     except Exception:  # a refund email must not wait on a race that no longer exists
@@ -81,8 +83,14 @@ def _race_name(race_id: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def cancellations() -> Cancellations:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.emails.wiring import emails_queue
+    from racecap.holds.wiring import holds
     from racecap.ledger.cancellations import Cancellations
     from racecap.ledger.store import DynamoLedger
+    from racecap.payments.wiring import payments
+    from racecap.races.wiring import catalog
 
     ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
     return Cancellations(

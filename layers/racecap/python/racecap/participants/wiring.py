@@ -6,9 +6,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from racecap.questions.wiring import questions
-from racecap.registration.wiring import registrations
-
 if TYPE_CHECKING:
     from racecap.participants.service import Participants
 
@@ -16,5 +13,7 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def participants() -> Participants:
     from racecap.participants.service import Participants
+    from racecap.questions.wiring import questions
+    from racecap.registration.wiring import registrations
 
     return Participants(registrations(), questions())

@@ -7,11 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.audit.wiring import audit_trail
-from racecap.aws.wiring import transact
-from racecap.cache import shared as cache
 from racecap.config import get_settings
-from racecap.places.wiring import inventory
 
 if TYPE_CHECKING:
     from racecap.questions.service import Questions
@@ -27,6 +23,10 @@ def question_store() -> DynamoQuestions:
 
 @lru_cache(maxsize=1)
 def questions() -> Questions:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.cache import shared as cache
+    from racecap.places.wiring import inventory
     from racecap.questions.service import Questions
 
     return Questions(question_store(), transact, audit_trail(), cache(), inventory())

@@ -7,9 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.cache import shared as cache
 from racecap.config import get_settings
-from racecap.places.wiring import inventory
 
 if TYPE_CHECKING:
     from racecap.races.catalog import RaceCatalog
@@ -25,6 +23,8 @@ def race_store() -> DynamoRaceStore:
 
 @lru_cache(maxsize=1)
 def catalog() -> RaceCatalog:
+    from racecap.cache import shared as cache
+    from racecap.places.wiring import inventory
     from racecap.races.catalog import RaceCatalog
 
     return RaceCatalog(race_store(), inventory(), cache())

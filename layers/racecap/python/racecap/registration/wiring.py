@@ -8,12 +8,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.cache import shared as cache
 from racecap.config import get_settings
-from racecap.emails.wiring import emails_queue
-from racecap.payments.wiring import payments
-from racecap.questions.wiring import questions
-from racecap.races.wiring import catalog
 
 if TYPE_CHECKING:
     from racecap.registration.attempts import DynamoAttempts
@@ -43,6 +38,9 @@ def registrations() -> DynamoRegistrations:
 @lru_cache(maxsize=1)
 def registration_service() -> RegistrationService:
     from racecap.aws.queues import SqsQueue
+    from racecap.payments.wiring import payments
+    from racecap.questions.wiring import questions
+    from racecap.races.wiring import catalog
     from racecap.registration.service import RegistrationService
 
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
@@ -55,6 +53,7 @@ def registration_service() -> RegistrationService:
 @lru_cache(maxsize=1)
 def writer_pace() -> SqsWriterPace:
     """The writer's pace and backlog: it records, the waiting screen reads (``registration.status``)."""
+    from racecap.cache import shared as cache
     from racecap.registration.status import SqsWriterPace
 
     return SqsWriterPace(clients.sqs(), get_settings().registrations_queue_url, cache())
@@ -62,6 +61,9 @@ def writer_pace() -> SqsWriterPace:
 
 @lru_cache(maxsize=1)
 def writer() -> RegistrationWriter:
+    from racecap.cache import shared as cache
+    from racecap.emails.wiring import emails_queue
+    from racecap.questions.wiring import questions
     from racecap.registration.writer import RegistrationWriter
 
     return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace(), answers=questions())
@@ -69,6 +71,9 @@ def writer() -> RegistrationWriter:
 
 @lru_cache(maxsize=1)
 def sweeper() -> HoldSweeper:
+    from racecap.cache import shared as cache
+    from racecap.payments.wiring import payments
+    from racecap.races.wiring import catalog
     from racecap.registration.sweeper import HoldSweeper
 
     return HoldSweeper(attempts(), payments(), registration_service(), catalog(), cache())

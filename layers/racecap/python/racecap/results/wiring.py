@@ -7,12 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.audit.wiring import audit_trail
-from racecap.aws.wiring import transact
-from racecap.cache import shared as cache
 from racecap.config import ConfigurationError, get_settings
-from racecap.races.wiring import catalog, race_store
-from racecap.registration.wiring import registrations
 
 if TYPE_CHECKING:
     from racecap.results.service import ResultsAdmin, ResultsProcessor, ResultsReader
@@ -45,6 +40,10 @@ def files() -> S3Files:
 
 @lru_cache(maxsize=1)
 def results_admin() -> ResultsAdmin:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.cache import shared as cache
+    from racecap.races.wiring import race_store
     from racecap.results.service import ResultsAdmin
 
     return ResultsAdmin(results_store(), files(), race_store(), transact, audit_trail(), cache())
@@ -52,6 +51,11 @@ def results_admin() -> ResultsAdmin:
 
 @lru_cache(maxsize=1)
 def results_processor() -> ResultsProcessor:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.cache import shared as cache
+    from racecap.races.wiring import race_store
+    from racecap.registration.wiring import registrations
     from racecap.results.service import ResultsProcessor
 
     return ResultsProcessor(results_store(), files(), race_store(), registrations(), transact, audit_trail(), cache())
@@ -59,6 +63,8 @@ def results_processor() -> ResultsProcessor:
 
 @lru_cache(maxsize=1)
 def results_reader() -> ResultsReader:
+    from racecap.cache import shared as cache
+    from racecap.races.wiring import catalog
     from racecap.results.service import ResultsReader
 
     return ResultsReader(results_store(), catalog(), cache())

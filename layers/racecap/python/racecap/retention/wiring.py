@@ -7,10 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.audit.wiring import audit_trail
-from racecap.aws.wiring import transact
 from racecap.config import get_settings
-from racecap.races.wiring import race_store
 
 if TYPE_CHECKING:
     from racecap.retention.service import RetentionPurge
@@ -18,6 +15,9 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def retention_purge() -> RetentionPurge:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.races.wiring import race_store
     from racecap.retention.service import RetentionPurge
     from racecap.retention.store import DynamoRetention
 

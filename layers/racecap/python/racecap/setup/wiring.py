@@ -6,19 +6,18 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from racecap.audit.wiring import audit_trail
-from racecap.aws.wiring import transact
-from racecap.places.wiring import inventory
-from racecap.races.wiring import catalog, race_store
-from racecap.window.wiring import window_control
-
 if TYPE_CHECKING:
     from racecap.setup.service import RaceAdmin
 
 
 @lru_cache(maxsize=1)
 def race_admin() -> RaceAdmin:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.places.wiring import inventory
+    from racecap.races.wiring import catalog, race_store
     from racecap.setup.service import RaceAdmin
+    from racecap.window.wiring import window_control
 
     return RaceAdmin(
         race_store(),

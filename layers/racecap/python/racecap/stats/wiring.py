@@ -6,18 +6,17 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from racecap.cache import shared as cache
-from racecap.codes.wiring import race_code_uses
-from racecap.holds.wiring import holds
-from racecap.places.wiring import inventory
-from racecap.registration.wiring import registrations
-
 if TYPE_CHECKING:
     from racecap.stats.service import RaceStats
 
 
 @lru_cache(maxsize=1)
 def race_stats() -> RaceStats:
+    from racecap.cache import shared as cache
+    from racecap.codes.wiring import race_code_uses
+    from racecap.holds.wiring import holds
+    from racecap.places.wiring import inventory
+    from racecap.registration.wiring import registrations
     from racecap.stats.service import RaceStats
 
     return RaceStats(inventory(), registrations(), holds().live_counts, cache(), code_uses=race_code_uses)

@@ -7,13 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from racecap import clients
-from racecap.audit.wiring import audit_trail
-from racecap.aws.wiring import transact
-from racecap.cache import shared as cache
 from racecap.config import ConfigurationError, get_settings
-from racecap.fairness.wiring import opening_queue
-from racecap.places.wiring import inventory
-from racecap.races.wiring import catalog, race_store
 
 if TYPE_CHECKING:
     from racecap.window.prewarm import WarmStarts
@@ -30,6 +24,10 @@ def windows() -> DynamoWindows:
 
 @lru_cache(maxsize=1)
 def window_tasks() -> WindowTasks:
+    from racecap.cache import shared as cache
+    from racecap.fairness.wiring import opening_queue
+    from racecap.places.wiring import inventory
+    from racecap.races.wiring import catalog, race_store
     from racecap.window.service import WindowTasks
 
     return WindowTasks(race_store(), inventory(), catalog(), cache(), windows(), opened=opening_queue().opened)
@@ -37,6 +35,7 @@ def window_tasks() -> WindowTasks:
 
 @lru_cache(maxsize=1)
 def warm_starts() -> WarmStarts:
+    from racecap.races.wiring import race_store
     from racecap.window.prewarm import WarmStarts
     from racecap.window.store import AutoScalingWarmStarts
 
@@ -48,6 +47,10 @@ def warm_starts() -> WarmStarts:
 
 @lru_cache(maxsize=1)
 def window_control() -> WindowControl:
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.fairness.wiring import opening_queue
+    from racecap.races.wiring import catalog, race_store
     from racecap.window.service import WindowControl
     from racecap.window.store import StepFunctionsWorkflow
 
