@@ -6,9 +6,7 @@ import math
 from collections.abc import Callable
 from typing import TypeVar
 
-from racecap.errors import (
-    Busy,
-)
+from racecap.errors import Busy
 from racecap.observability import logger, metrics
 from racecap.payments.port import (
     PaymentRateLimited,

@@ -36,9 +36,7 @@ from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.registration.attempts import Attempts
 from racecap.registration.messages import registration_message
-from racecap.registration.models import (
-    RegistrationAccepted,
-)
+from racecap.registration.models import RegistrationAccepted
 from racecap.registration.store import RegistrationStore
 
 # What the runner sees of an unpaid intent (``RegistrationAccepted.status``).

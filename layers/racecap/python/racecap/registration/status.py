@@ -1,4 +1,4 @@
-"""The registration writer's pace and backlog (``registration.status``): the writer tallies what it
+"""The registration writer's pace and backlog, and what the waiting screen reads: the writer tallies what it
 confirmed and how long each took from the queue (Redis, one round trip a batch); the waiting
 screen's status answer reads the backlog, rebuilt at most every ``BACKLOG_TTL_S`` for every
 environment together from that tally and the queue's own depth (one SQS call)."""
@@ -12,18 +12,12 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from racecap.cache import TieredCache
-from racecap.errors import (
-    RegistrationNotFound,
-)
-from racecap.holds.models import (
-    PAID_PHASES,
-)
+from racecap.errors import RegistrationNotFound
+from racecap.holds.models import PAID_PHASES
 from racecap.holds.service import hold_id_for
 from racecap.observability import logger
 from racecap.registration.attempts import Attempts
-from racecap.registration.models import (
-    RegistrationStatus,
-)
+from racecap.registration.models import RegistrationStatus
 from racecap.registration.store import RegistrationStore
 
 

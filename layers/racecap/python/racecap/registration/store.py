@@ -33,9 +33,7 @@ from racecap.aws.keys import (
     stats_pk,
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact
-from racecap.holds.models import (
-    HoldPhase,
-)
+from racecap.holds.models import HoldPhase
 from racecap.registration.models import (
     ROW_FIELDS,
     PaidRegistration,

@@ -16,9 +16,7 @@ from racecap.errors import (
 from racecap.money import charge_problem
 from racecap.races.catalog import race_status
 from racecap.races.models import Event, PriceTier, Race
-from racecap.races.rules import (
-    team_range_problem,
-)
+from racecap.races.rules import team_range_problem
 from racecap.setup.models import (
     AdminRaceSummary,
     EventDraft,

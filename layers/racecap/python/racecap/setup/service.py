@@ -12,9 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import Any, Literal, cast
 
-from pydantic import (
-    ValidationError,
-)
+from pydantic import ValidationError
 
 from racecap.audit.service import AuditEntries
 from racecap.aws.transactions import ConditionFailed, TransactItem

@@ -18,7 +18,6 @@ from racecap.observability import tracer
 router = Router()
 _director = director_of(router)
 _owned = owner_of(router)
-_json = as_json
 
 
 @router.get(
@@ -35,4 +34,4 @@ def audit(
     cursor: Annotated[str | None, Query(max_length=400, pattern=AUDIT_CURSOR)] = None,
 ) -> Response[AuditPage]:
     _owned(raceId)
-    return _json(200, audit_trail().page(raceId, limit, cursor))
+    return as_json(200, audit_trail().page(raceId, limit, cursor))

@@ -18,7 +18,6 @@ from racecap.observability import tracer
 router = Router()
 _director = director_of(router)
 _owned = owner_of(router)
-_json = as_json
 
 
 @router.get(
@@ -30,7 +29,7 @@ _json = as_json
 )
 @tracer.capture_method
 def list_codes(raceId: str) -> Response[CodeList]:
-    return _json(200, codes_admin().list(_director(), raceId))
+    return as_json(200, codes_admin().list(_director(), raceId))
 
 
 @router.post(
@@ -45,7 +44,7 @@ def list_codes(raceId: str) -> Response[CodeList]:
 )
 @tracer.capture_method
 def create_code(raceId: str, body: Annotated[CodeDraft, Body()]) -> Response[CodeView]:
-    return _json(201, codes_admin().create(_director(), raceId, body))
+    return as_json(201, codes_admin().create(_director(), raceId, body))
 
 
 @router.post(

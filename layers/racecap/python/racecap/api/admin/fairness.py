@@ -17,7 +17,6 @@ from racecap.observability import tracer
 router = Router()
 _director = director_of(router)
 _owned = owner_of(router)
-_json = as_json
 
 
 # -- fairness: hold limits, the opening queue ----------------------------------------------------------
@@ -31,7 +30,7 @@ _json = as_json
 @tracer.capture_method
 def get_fairness(raceId: str) -> Response[FairnessView]:
     _owned(raceId)
-    return _json(200, opening_queue().view(raceId))
+    return as_json(200, opening_queue().view(raceId))
 
 
 @router.patch(
@@ -46,7 +45,7 @@ def get_fairness(raceId: str) -> Response[FairnessView]:
 @tracer.capture_method
 def edit_fairness(raceId: str, body: Annotated[FairnessPatch, Body()]) -> Response[FairnessView]:
     director, _, _ = _owned(raceId)
-    return _json(200, opening_queue().configure(raceId, body, director))
+    return as_json(200, opening_queue().configure(raceId, body, director))
 
 
 @router.post(
@@ -59,7 +58,7 @@ def edit_fairness(raceId: str, body: Annotated[FairnessPatch, Body()]) -> Respon
 @tracer.capture_method
 def pause_queue(raceId: str) -> Response[FairnessView]:
     director, _, _ = _owned(raceId)
-    return _json(200, opening_queue().pause(raceId, director))
+    return as_json(200, opening_queue().pause(raceId, director))
 
 
 @router.post(
@@ -72,4 +71,4 @@ def pause_queue(raceId: str) -> Response[FairnessView]:
 @tracer.capture_method
 def resume_queue(raceId: str) -> Response[FairnessView]:
     director, _, _ = _owned(raceId)
-    return _json(200, opening_queue().resume(raceId, director))
+    return as_json(200, opening_queue().resume(raceId, director))

@@ -21,7 +21,6 @@ from racecap.races.models import Event, Race
 router = Router()
 _director = director_of(router)
 _owned = owner_of(router)
-_json = as_json
 
 
 # -- registration questions ----------------------------------------------------------------------
@@ -46,7 +45,7 @@ NO_EVENT: dict[int, OpenAPIResponse] = {404: {"description": "RACE_NOT_FOUND (or
 @tracer.capture_method
 def get_questions(raceId: str, eventId: str) -> Response[QuestionSetView]:
     _, race, event = _owned_event(raceId, eventId)
-    return _json(200, questions().view(race, event))
+    return as_json(200, questions().view(race, event))
 
 
 @router.put(
@@ -66,7 +65,7 @@ def get_questions(raceId: str, eventId: str) -> Response[QuestionSetView]:
 @tracer.capture_method
 def save_questions(raceId: str, eventId: str, body: Annotated[QuestionSetDraft, Body()]) -> Response[QuestionSetView]:
     director, race, event = _owned_event(raceId, eventId)
-    return _json(200, questions().save(director, race, event, body))
+    return as_json(200, questions().save(director, race, event, body))
 
 
 @router.get(
@@ -81,4 +80,4 @@ def get_questions_version(
     raceId: str, eventId: str, version: Annotated[int, Path(ge=1, le=1_000_000)]
 ) -> Response[QuestionSetView]:
     _, race, event = _owned_event(raceId, eventId)
-    return _json(200, questions().view(race, event, version))
+    return as_json(200, questions().view(race, event, version))

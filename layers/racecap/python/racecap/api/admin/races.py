@@ -28,14 +28,13 @@ from racecap.setup.wiring import race_admin
 router = Router()
 _director = director_of(router)
 _owned = owner_of(router)
-_json = as_json
 
 
 # -- races and events -------------------------------------------------------------------------
 @router.get("/api/admin/races", summary="Your races", tags=["Admin: races"], security=SECURITY)
 @tracer.capture_method
 def list_races() -> Response[AdminRaceList]:
-    return _json(200, race_admin().list_races(_director()))
+    return as_json(200, race_admin().list_races(_director()))
 
 
 @router.post(
@@ -51,7 +50,7 @@ def list_races() -> Response[AdminRaceList]:
 def create_race(body: Annotated[RaceDraft, Body()]) -> Response[AdminRaceView]:
     director = _director()
     race = race_admin().create_race(director.sub, body, director=director)
-    return _json(201, race_admin().get(director, race.raceId))
+    return as_json(201, race_admin().get(director, race.raceId))
 
 
 @router.get(
@@ -63,7 +62,7 @@ def create_race(body: Annotated[RaceDraft, Body()]) -> Response[AdminRaceView]:
 )
 @tracer.capture_method
 def get_race(raceId: str) -> Response[AdminRaceView]:
-    return _json(200, race_admin().get(_director(), raceId))
+    return as_json(200, race_admin().get(_director(), raceId))
 
 
 @router.patch(
@@ -76,7 +75,7 @@ def get_race(raceId: str) -> Response[AdminRaceView]:
 )
 @tracer.capture_method
 def edit_race(raceId: str, body: Annotated[RacePatch, Body()]) -> Response[AdminRaceView]:
-    return _json(200, race_admin().update_race(_director(), raceId, body))
+    return as_json(200, race_admin().update_race(_director(), raceId, body))
 
 
 @router.post(
@@ -94,7 +93,7 @@ def edit_race(raceId: str, body: Annotated[RacePatch, Body()]) -> Response[Admin
 )
 @tracer.capture_method
 def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[AdminRaceView]:
-    return _json(201, race_admin().add_event(_director(), raceId, body))
+    return as_json(201, race_admin().add_event(_director(), raceId, body))
 
 
 @router.patch(
@@ -112,7 +111,7 @@ def add_event(raceId: str, body: Annotated[EventDraft, Body()]) -> Response[Admi
 )
 @tracer.capture_method
 def edit_event(raceId: str, eventId: str, body: Annotated[EventPatch, Body()]) -> Response[AdminRaceView]:
-    return _json(200, race_admin().update_event(_director(), raceId, eventId, body))
+    return as_json(200, race_admin().update_event(_director(), raceId, eventId, body))
 
 
 @router.post(
@@ -128,7 +127,7 @@ def edit_event(raceId: str, eventId: str, body: Annotated[EventPatch, Body()]) -
 def copy_race(raceId: str, body: Annotated[CopyRequest | None, Body()] = None) -> Response[AdminRaceView]:
     director = _director()
     copy = race_admin().copy_race(director, raceId, body or CopyRequest())
-    return _json(201, race_admin().get(director, copy.raceId))
+    return as_json(201, race_admin().get(director, copy.raceId))
 
 
 @router.post(
@@ -143,7 +142,7 @@ def copy_race(raceId: str, body: Annotated[CopyRequest | None, Body()] = None) -
 @tracer.capture_method
 def publish_race(raceId: str, body: Annotated[PublishRequest | None, Body()] = None) -> Response[AdminRaceView]:
     asked = body or PublishRequest()
-    return _json(200, race_admin().publish(_director(), raceId, asked.listing, asked.expectedVersion))
+    return as_json(200, race_admin().publish(_director(), raceId, asked.listing, asked.expectedVersion))
 
 
 @router.post(
@@ -155,4 +154,4 @@ def publish_race(raceId: str, body: Annotated[PublishRequest | None, Body()] = N
 )
 @tracer.capture_method
 def unpublish_race(raceId: str, body: Annotated[UnpublishRequest | None, Body()] = None) -> Response[AdminRaceView]:
-    return _json(200, race_admin().unpublish(_director(), raceId, body.expectedVersion if body else None))
+    return as_json(200, race_admin().unpublish(_director(), raceId, body.expectedVersion if body else None))

@@ -23,7 +23,6 @@ from racecap.participants.wiring import participants
 router = Router()
 _director = director_of(router)
 _owned = owner_of(router)
-_json = as_json
 
 
 @router.get(
@@ -46,7 +45,7 @@ def list_registrations(
 ) -> Response[AnsweredPage]:
     _, race, events = _owned(raceId)
     page = participants().page(race, events, q=q, event_id=eventId, status=status, limit=limit, cursor=cursor)
-    return _json(200, page)
+    return as_json(200, page)
 
 
 @router.get(
@@ -100,7 +99,7 @@ def export_registrations(
 @tracer.capture_method
 def get_registration(raceId: str, registrationId: str) -> Response[RegistrationDetail]:
     _, race, _ = _owned(raceId)
-    return _json(200, ledger().registration(race, registrationId))
+    return as_json(200, ledger().registration(race, registrationId))
 
 
 @router.post(
@@ -127,7 +126,7 @@ def cancel_registration(
     director, race, _ = _owned(raceId)
     body = body or CancelRequest()
     view = cancellations().cancel(director, race, registrationId, body.reason, body.refund, body.amountCents)
-    return _json(200, view)
+    return as_json(200, view)
 
 
 @router.post(
@@ -150,4 +149,4 @@ def refund_registration(
     raceId: str, registrationId: str, body: Annotated[RefundRequest, Body()]
 ) -> Response[RefundView]:
     director, race, _ = _owned(raceId)
-    return _json(201, ledger().refund(director, race, registrationId, body.amountCents, body.reason))
+    return as_json(201, ledger().refund(director, race, registrationId, body.amountCents, body.reason))

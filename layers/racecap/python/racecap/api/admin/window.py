@@ -16,7 +16,6 @@ from racecap.window.wiring import window_control
 router = Router()
 _director = director_of(router)
 _owned = owner_of(router)
-_json = as_json
 
 
 # -- the registration window ----------------------------------------------------------------------
@@ -30,7 +29,7 @@ _json = as_json
 @tracer.capture_method
 def get_window(raceId: str) -> Response[WindowView]:
     _, race, _ = _owned(raceId)
-    return _json(200, window_control().view(race))
+    return as_json(200, window_control().view(race))
 
 
 WINDOW_ACTIONS = {
@@ -44,7 +43,7 @@ def _window_action(action: Literal["schedule", "open", "close"], race_id: str) -
     director, race, _ = _owned(race_id)
     control = window_control()
     do = {"schedule": control.schedule, "open": control.open_now, "close": control.close_now}[action]
-    return _json(200, do(director, race))
+    return as_json(200, do(director, race))
 
 
 @router.post(

@@ -11,9 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from racecap.api.runner.common import client_of
-from racecap.fairness.identity import (
-    HOLDS_SECURITY,
-)
+from racecap.fairness.identity import HOLDS_SECURITY
 from racecap.fairness.limits import client_limits
 from racecap.fairness.wiring import opening_queue
 from racecap.holds.models import HoldCreated, HoldView, TeamHoldRequest
