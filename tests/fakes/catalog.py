@@ -52,7 +52,7 @@ class FakeCatalog:
             raise RaceNotFound(f"No race {race_id}.")
         return self.races[race_id]
 
-    def for_runners(self, race_id: str) -> tuple[Race, list[Event]]:
+    def for_runners(self, race_id: str, *, fresh: bool = False) -> tuple[Race, list[Event]]:
         race, events = self.definition(race_id)
         if race.is_draft:
             raise RaceNotFound(f"No race {race_id}.")

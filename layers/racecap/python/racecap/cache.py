@@ -196,14 +196,15 @@ class TieredCache:
         self.shared.call(lambda r: r.delete(self._prefix + key), None)
 
     # -- version stamps -------------------------------------------------------
-    def stamp(self, name: str, load: Callable[[], int], *, shared_ttl: int = 3600) -> int:
-        """The current version stamp ``name``, read once per ``stamp_ttl`` per environment.
+    def stamp(self, name: str, load: Callable[[], int], *, shared_ttl: int = 3600, fresh: bool = False) -> int:
+        """The current version stamp ``name``, read once per ``stamp_ttl`` per environment
+        (``fresh``: read from Redis now, for an answer that must not rest on a second-old view).
 
         ``shared_ttl`` bounds how long Redis keeps it: a bump that missed Redis (down at the
         time, then back without a restart) leaves the old stamp there at most that long."""
         key = f"stamp:{name}"
         value = self.local.get(key)
-        if value is not _MISSING:
+        if value is not _MISSING and not fresh:
             return int(value)
         full = self._prefix + key
         raw = self.shared.call(lambda r: r.get(full), None)

@@ -13,7 +13,15 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from racecap.cache import Flags
-from racecap.errors import Conflict, EventNotFound, HoldNotFound, NotEnoughPlaces, RegistrationClosed, SoldOut
+from racecap.errors import (
+    Conflict,
+    EventNotFound,
+    HoldNotFound,
+    NotEnoughPlaces,
+    RaceNotFound,
+    RegistrationClosed,
+    SoldOut,
+)
 from racecap.holds.models import DONE_PHASES, PAID_PHASES, Hold, HoldCreated, HoldPhase, HoldView
 from racecap.holds.store import HoldStore
 from racecap.observability import metrics
@@ -114,7 +122,17 @@ class HoldService:
         return _created(hold)
 
     def _open_event(self, race_id: str, event_id: str, now: datetime) -> tuple[Race, Event]:
-        race, events = self._catalog.for_runners(race_id)
+        try:
+            return self._open_event_as_seen(race_id, event_id, now, fresh=False)
+        except (RaceNotFound, RegistrationClosed):
+            # This environment's view of the race is up to a second old (its version stamp): a
+            # window that opened or a race published since would be refused, as a runner the
+            # opening queue has just admitted was. A refusal is only given on a fresh look (one
+            # Redis read, on refusals alone).
+            return self._open_event_as_seen(race_id, event_id, now, fresh=True)
+
+    def _open_event_as_seen(self, race_id: str, event_id: str, now: datetime, *, fresh: bool) -> tuple[Race, Event]:
+        race, events = self._catalog.for_runners(race_id, fresh=fresh)
         event = next((e for e in events if e.eventId == event_id), None)
         if event is None:
             raise EventNotFound(f"Race {race_id} has no event {event_id}.")

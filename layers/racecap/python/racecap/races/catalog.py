@@ -75,7 +75,7 @@ class RaceDefinitions(Protocol):
 
     def definition(self, race_id: str) -> tuple[Race, list[Event]]: ...
 
-    def for_runners(self, race_id: str) -> tuple[Race, list[Event]]: ...
+    def for_runners(self, race_id: str, *, fresh: bool = False) -> tuple[Race, list[Event]]: ...
 
     def places_came_back(self, race_id: str, event_id: str) -> None: ...
 
@@ -158,8 +158,10 @@ class RaceCatalog:
         )
 
     # -- building blocks shared with holds -----------------------------------
-    def definition(self, race_id: str) -> tuple[Race, list[Event]]:
-        version = self._cache.stamp(f"race:{race_id}", lambda: self._store.race_version(race_id))
+    def definition(self, race_id: str, *, fresh: bool = False) -> tuple[Race, list[Event]]:
+        """The race and its events at its current version (``fresh``: the version read from
+        Redis now rather than this environment's view of up to a second ago)."""
+        version = self._cache.stamp(f"race:{race_id}", lambda: self._store.race_version(race_id), fresh=fresh)
         if version == 0:
             raise RaceNotFound(f"No race with id {race_id}.")
 
@@ -180,9 +182,9 @@ class RaceCatalog:
             raise RaceNotFound(f"No race with id {race_id}.")
         return Race.model_validate(doc["race"]), [Event.model_validate(e) for e in doc["events"]]
 
-    def for_runners(self, race_id: str) -> tuple[Race, list[Event]]:
+    def for_runners(self, race_id: str, *, fresh: bool = False) -> tuple[Race, list[Event]]:
         """The race as runners may see it: a draft does not exist for them (404, no holds)."""
-        race, events = self.definition(race_id)
+        race, events = self.definition(race_id, fresh=fresh)
         if race.is_draft:
             raise RaceNotFound(f"No race with id {race_id}.")
         return race, events
