@@ -182,6 +182,7 @@ function afterJoin(req, res, context, events, done) {
       v.queueToken = body.queueToken;
       v.arrival = arrival;
       v.joined = v.tJoin;
+      v.answered = Date.now(); // joins answered before another was sent must keep that order
       base.record({ e: 'joined', t: Date.now() }); // tools/burst opens registration once the early ones are in
       v.pollWait = base.retryAfter(res, body.retryAfterSeconds || 1);
       events.emit('counter', 'racecap.queue.joined', 1);
@@ -314,6 +315,7 @@ function queueDone(context, events, done) {
     base.record({
       e: 'queue',
       joined: v.joined || null,
+      answered: v.answered || null,
       arrival: v.arrival === undefined ? null : v.arrival,
       number: v.number === undefined ? null : v.number,
       admitted: v.admitted || null,

@@ -71,7 +71,7 @@ def test_given_an_opening_behind_the_queue_then_lottery_before_fifo_after_one_pl
     assert result.problems == [], (result.problems, f, machine())
     assert f["pool"] == EARLY and f["joined"] == f["numbers_issued"] == f["admitted"] == EARLY + LATER, f
     assert f["rho_pool"]["n"] == EARLY and f["rho_later"]["n"] == LATER, f
-    assert abs(f["rho_pool"]["rho"]) < 0.35 and f["rho_later"]["rho"] > 0.9, f
+    assert abs(f["rho_pool"]["rho"]) < 0.35 and f["rho_later"]["fifo_violations"] == 0, f
     assert f["second_tabs"]["opened"] >= (EARLY + LATER) // 20, f  # one in ten per Artillery worker
     assert f["second_tabs"]["same_place"] == f["second_tabs"]["opened"], f
     held = f["outcomes"].get("held", 0) + f["outcomes"].get("confirmed", 0)
