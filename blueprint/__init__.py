@@ -535,7 +535,8 @@ TABLES: tuple[Table, ...] = (
     # Every race director's change, per race (pk RACE#<raceId>, sk <at>#<id>). Its own
     # table, not the race's partition in Races: it only grows, it is read by directors
     # alone, and a race definition load (every cache miss in a burst) must stay one
-    # small query. Only AdminApi may write it.
+    # small query. Directors write it through AdminApi; the payment functions add the
+    # provider's own entries (outside refunds, refunds it failed).
     Table("Audit", PK, SK),
     # Race results: per event a pointer to the current version, the uploads with their
     # validation reports, and each version's rows in a few compressed chunks (a version
@@ -700,13 +701,15 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         "HoldSweeper",
         "functions/hold_sweeper",
-        "Returns the places of expired holds to the pool; reconciles payments with the provider",
+        "Returns the places of expired holds to the pool; reconciles payments and refunds with the provider",
         grants=(
             TableAccess("Races", "read"),
             TableAccess("Inventory", "readwrite"),
+            TableAccess("Registrations", "readwrite"),  # settles refunds waiting for the provider's word
+            TableAccess("Audit", "readwrite"),  # a refund the provider failed, or a cancellation finished
             QueueAccess("Registrations", "send"),  # a paid hold found at expiry or by reconciliation
-            QueueAccess("Emails", "send"),  # the email that goes with an automatic refund
-            ReadSecret("PaymentProvider"),  # cancels an expiring hold's payment; lists succeeded payments
+            QueueAccess("Emails", "send"),  # the email that goes with an automatic refund or cancellation
+            ReadSecret("PaymentProvider"),  # cancels an expiring hold's payment; lists payments and refunds
         ),
         timeout_s=60,
         reserved_concurrency=1,

@@ -1,6 +1,7 @@
 """HoldSweeper: every minute (EventBridge), expired holds give their places back, then the
 payments reconciliation: every payment that succeeded is queued or refunded (never paid
-without a place), whatever happened to its webhook."""
+without a place), whatever happened to its webhook; then every refund still waiting for the
+provider's word is settled with it (a lost answer, a pending refund whose webhook was lost)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.ledger.wiring import payment_events
+from racecap.ledger.wiring import cancellations, ledger, payment_events
 from racecap.observability import logger, metrics, tracer
 from racecap.registration.wiring import sweeper
 
@@ -22,4 +23,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     counts = sweeper().sweep()
     logger.info("swept holds", extra=counts)
     reconciled = payment_events().reconcile()
-    return {**counts, **{f"reconciled_{k}": v for k, v in reconciled.items()}}
+    refunds = ledger().settle_open(resume_cancellation=cancellations().after_refund_settled)
+    return (
+        counts | {f"reconciled_{k}": v for k, v in reconciled.items()} | {f"refunds_{k}": v for k, v in refunds.items()}
+    )

@@ -26,11 +26,19 @@ API_VERSION = "2025-10-29.clover"  # what the events say they were rendered with
 SUCCEEDS, DECLINED, INSUFFICIENT, THREE_DS = "succeeds", "generic_decline", "insufficient_funds", "3ds"
 
 
+# What a card's refunds do, as Stripe's refund test cards do: succeed at once; start pending and
+# succeed some time later; or succeed at once and fail some time later (charge.refund.updated).
+REFUND_SUCCEEDS, REFUND_PENDING, REFUND_FAILS = "succeeds", "pending", "fails"
+# How long "some time later" is here (seconds; the control endpoint sets it).
+REFUND_SETTLE_S = 2.0
+
+
 @dataclass(frozen=True)
 class TestCard:
     number: str
     brand: str
     outcome: str
+    refund: str = REFUND_SUCCEEDS
 
 
 TEST_CARDS: dict[str, TestCard] = {
@@ -43,6 +51,8 @@ TEST_CARDS: dict[str, TestCard] = {
         TestCard("4000002500003155", "visa", THREE_DS),
         TestCard("4000002760003184", "visa", THREE_DS),
         TestCard("4000000000003220", "visa", THREE_DS),
+        TestCard("4000000000007726", "visa", SUCCEEDS, refund=REFUND_PENDING),
+        TestCard("4000000000005126", "visa", SUCCEEDS, refund=REFUND_FAILS),
     )
 }
 
@@ -56,6 +66,8 @@ TEST_PAYMENT_METHODS: dict[str, str] = {
     "pm_card_authenticationRequiredOnSetup": "4000002500003155",
     "pm_card_authenticationRequired": "4000002760003184",
     "pm_card_threeDSecure2Required": "4000000000003220",
+    "pm_card_pendingRefund": "4000000000007726",
+    "pm_card_refundFail": "4000000000005126",
 }
 
 CANCELABLE = ("requires_payment_method", "requires_confirmation", "requires_action")
@@ -153,6 +165,7 @@ class Book:
         self.payment_methods: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []  # oldest first
         self.on_event = on_event
+        self.refund_settle_s = REFUND_SETTLE_S
 
     # -- events ------------------------------------------------------------------------------
     def _emit(self, type_: str, obj: dict[str, Any], request: dict[str, Any] | None = None) -> None:
@@ -214,6 +227,7 @@ class Book:
             "created": int(time.time()),
             # What the card does; private (``_copy`` drops it), as is the number, never stored.
             "_outcome": card.outcome if card else DECLINED,
+            "_refund": card.refund if card else REFUND_SUCCEEDS,
         }
         self.payment_methods[pm["id"]] = pm
         return pm
@@ -329,6 +343,7 @@ class Book:
             "payment_method": pm["id"],
             "refunded": False,
             "status": "succeeded" if ok else "failed",
+            "_refund": pm.get("_refund", REFUND_SUCCEEDS),
         }
         self.charges[charge["id"]] = charge
         intent["latest_charge"] = charge["id"]
@@ -504,14 +519,47 @@ class Book:
                 "metadata": _metadata(p.get("metadata")),
                 "payment_intent": charge["payment_intent"],
                 "reason": reason,
-                "status": "succeeded",
+                "status": "pending" if charge["_refund"] == REFUND_PENDING else "succeeded",
+                "failure_reason": None,
             }
             self.refunds[refund["id"]] = refund
             charge["amount_refunded"] += amount
             charge["refunded"] = charge["amount_refunded"] >= charge["amount"]
             self._emit("refund.created", refund, request)
             self._emit("charge.refunded", charge, request)
+            if charge["_refund"] != REFUND_SUCCEEDS:
+                later = threading.Timer(self.refund_settle_s, self._settle_refund, args=(refund["id"],))
+                later.daemon = True
+                later.start()
             return _copy(refund)
+
+    def _settle_refund(self, re_id: str) -> None:
+        """Some time later: a pending refund succeeds; the failing card's refund fails, its
+        amount back on the charge (Stripe's refund test cards)."""
+        with self._lock:
+            refund = self.refunds[re_id]
+            charge = self.charges[refund["charge"]]
+            if charge["_refund"] == REFUND_PENDING and refund["status"] == "pending":
+                refund["status"] = "succeeded"
+            elif charge["_refund"] == REFUND_FAILS and refund["status"] == "succeeded":
+                refund["status"] = "failed"
+                refund["failure_reason"] = "expired_or_canceled_card"
+                charge["amount_refunded"] -= refund["amount"]
+                charge["refunded"] = False
+                self._emit("refund.failed", refund)
+            else:
+                return
+            self._emit("charge.refund.updated", refund)
+            self._emit("refund.updated", refund)
+
+    def list_refunds(self, payment_intent: str | None) -> list[dict[str, Any]]:
+        """Newest first, as Stripe lists them; of one PaymentIntent's charges when named."""
+        with self._lock:
+            return [
+                _copy(r)
+                for r in reversed(self.refunds.values())
+                if payment_intent is None or r["payment_intent"] == payment_intent
+            ]
 
     def refund_by_id(self, re_id: str) -> dict[str, Any]:
         with self._lock:

@@ -85,6 +85,13 @@ class RateLimiter:
 class _Stored:
     fingerprint: str
     response: Response | None = None  # None while the first request is still running
+    at: float = field(default_factory=time.monotonic)
+
+
+# Stripe keeps idempotency keys for at least 24 hours and may prune them after (its docs): a key
+# older than this is forgotten here, and the control endpoint can shorten it to prove callers do
+# not rely on a key for ever.
+IDEMPOTENCY_TTL_S = 24 * 3600.0
 
 
 @dataclass
@@ -94,7 +101,11 @@ class StandIn:
     webhooks: WebhookSender
     limiter: RateLimiter
     latency_s: float = 0.0
-    faults: dict[str, int] = field(default_factory=lambda: {"fail_next": 0, "fail_after_next": 0})
+    idempotency_ttl_s: float = IDEMPOTENCY_TTL_S
+    # fail_next: answered 500 before running; fail_after_next: run (and stored under its key),
+    # answered 500; lose_answers: whatever the request (a replay too), the answer is lost (500),
+    # as when the connection drops every time until it comes back.
+    faults: dict[str, int] = field(default_factory=lambda: {"fail_next": 0, "fail_after_next": 0, "lose_answers": 0})
     stats: Counter[str] = field(default_factory=Counter)
     _idem: dict[str, _Stored] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -111,6 +122,10 @@ class StandIn:
         """Stripe's idempotency: replay, refuse other parameters, 409 while in flight."""
         with self._lock:
             stored = self._idem.get(key)
+            pruned = stored is not None and stored.response is not None
+            if pruned and stored is not None and time.monotonic() - stored.at > self.idempotency_ttl_s:
+                stored = None  # pruned: the key starts over, as a new request
+                self.stats["idempotency_expired"] += 1
             if stored is None:
                 self._idem[key] = stored = _Stored(fingerprint)
                 first = True
@@ -339,6 +354,9 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 return _json(200, _page(app.book.search_intents(str(q["query"])), q, path, "search_result"))
             if m := re.fullmatch(r"/v1/refunds/(re_[A-Za-z0-9_]+)", path):
                 return _json(200, app.book.refund_by_id(m.group(1)))
+            if path == "/v1/refunds":
+                intent = q.get("payment_intent")
+                return _json(200, _page(app.book.list_refunds(str(intent) if intent else None), q, path))
             if path == "/v1/events":
                 types = q.get("types") or ([q["type"]] if q.get("type") else None)
                 created = q.get("created")
@@ -417,6 +435,8 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 response = app.keyed(key, path + " " + json.dumps(params, sort_keys=True), work)
             if lost:  # done (and stored under its key), but the client hears a 500
                 return _error(ApiError(500, "api_error", "Injected fault after the request ran."))
+            if app.take_fault("lose_answers"):
+                return _error(ApiError(500, "api_error", "Injected fault: the answer was lost."))
             return response
 
         def _route(self, path: str, p: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
@@ -441,7 +461,19 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                             app.faults[name] = max(0, int(body[name]))
                 if "latency_s" in body:
                     app.latency_s = max(0.0, float(body["latency_s"]))
-                return _json(200, {**app.faults, "latency_s": app.latency_s})
+                if "idempotency_ttl_s" in body:
+                    app.idempotency_ttl_s = max(0.0, float(body["idempotency_ttl_s"]))
+                if "refund_settle_s" in body:
+                    app.book.refund_settle_s = max(0.0, float(body["refund_settle_s"]))
+                return _json(
+                    200,
+                    {
+                        **app.faults,
+                        "latency_s": app.latency_s,
+                        "idempotency_ttl_s": app.idempotency_ttl_s,
+                        "refund_settle_s": app.book.refund_settle_s,
+                    },
+                )
             if path == "/_standin/ratelimit":
                 app.limiter.per_second = max(0.0, float(body.get("per_second", app.limiter.per_second)))
                 return _json(200, {"per_second": app.limiter.per_second})

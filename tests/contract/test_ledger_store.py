@@ -63,3 +63,35 @@ def test_a_release_gives_the_amount_back_once_and_a_settled_refund_keeps_its_id(
     settled = ledger.refund(rid, "k2")
     assert settled is not None and (settled.status, settled.providerId) == (RefundPhase.SUCCEEDED, "re_123")
     assert ledger.refunded_cents(rid) == 2500 and stores.regs.get(rid).ledgerPending == 0
+
+
+def test_a_refund_waits_on_the_open_list_until_the_providers_word_and_a_failure_gives_it_back(stores, race):  # noqa: F811
+    (reg,) = _confirm(stores, race, 1)
+    rid, ledger = reg.registrationId, stores.ledger
+    later = "9999-12-31T00:00:00+00:00"
+    stores.transact(ledger.reserve_items(reg, _refund("k1", 1000)))
+    assert [(r, e.key) for r, e in ledger.open_refunds(later) if r == rid] == [(rid, "k1")]
+    assert [r for r, _ in ledger.open_refunds(NOW) if r == rid] == []  # recorded at NOW: not before it
+    pending = ledger.refund(rid, "k1")
+    stores.transact(ledger.move_items(rid, pending, RefundPhase.PROCESSING, refund_id="re_1", at=NOW))
+    processing = ledger.refund(rid, "k1")
+    assert (processing.status, processing.providerId) == (RefundPhase.PROCESSING, "re_1")
+    assert [e.status for r, e in ledger.open_refunds(later) if r == rid] == [RefundPhase.PROCESSING]
+    assert stores.regs.get(rid).ledgerPending == 1  # still waiting
+    with pytest.raises(ConditionFailed):  # moved from a state it is no longer in: nothing changes
+        stores.transact(ledger.move_items(rid, pending, RefundPhase.SUCCEEDED, refund_id="re_1", at=NOW))
+    stores.transact(ledger.move_items(rid, processing, RefundPhase.SUCCEEDED, refund_id="re_1", at=NOW))
+    assert [r for r, _ in ledger.open_refunds(later) if r == rid] == []  # off the open list
+    after = stores.regs.get(rid)
+    assert (after.ledgerRefundedCents, after.ledgerPending) == (1000, 0)
+    succeeded = ledger.refund(rid, "k1")
+    stores.transact(
+        ledger.move_items(rid, succeeded, RefundPhase.FAILED, refund_id="", at=NOW, why="expired_or_canceled_card")
+    )
+    failed = ledger.refund(rid, "k1")
+    assert (failed.status, failed.failureReason, failed.providerId) == (
+        RefundPhase.FAILED, "expired_or_canceled_card", "re_1"
+    )  # fmt: skip
+    after = stores.regs.get(rid)
+    assert (after.ledgerRefundedCents, after.ledgerPending, after.refundFailures) == (0, 0, 1)
+    assert ledger.refunded_cents(rid) == 0

@@ -161,6 +161,28 @@ def test_a_partial_refund_takes_its_amount_each_under_its_own_key_never_more_tha
         refund(intent_id=intent.id, idempotency_key=f"re-e-{hold_id}", amount_cents=1)
 
 
+def test_a_refund_carries_its_metadata_and_is_found_again_by_listing_the_payments_refunds(payment_port, hold_id):
+    """How a refund whose answer was lost is found once the provider may have forgotten its key."""
+    intent = _pay(payment_port, hold_id, amount=5000)
+    refund = payment_port.provider.refund
+    mark = {"registrationId": "reg_1", "refundKey": f"refund-{hold_id}-a"}
+    first = refund(intent_id=intent.id, idempotency_key=f"re-a-{hold_id}", amount_cents=1000, metadata=mark)
+    second = refund(intent_id=intent.id, idempotency_key=f"re-b-{hold_id}", amount_cents=500)
+    assert dict(first.metadata) == mark and second.metadata == {}
+    listed = payment_port.provider.list_refunds(intent_id=intent.id)
+    assert [(r.id, r.amount_cents, dict(r.metadata)) for r in listed] == [
+        (second.id, 500, {}), (first.id, 1000, mark)
+    ]  # fmt: skip
+    assert payment_port.provider.list_refunds(intent_id=_pay(payment_port, hold_id + "x").id) == []
+    assert payment_port.provider.admitted() is not None  # no budget here: the provider itself
+
+
+def test_a_refund_of_a_pending_refund_card_starts_pending(payment_port, hold_id):
+    intent = _pay(payment_port, hold_id, "pendingRefund")
+    refund = payment_port.provider.refund(intent_id=intent.id, idempotency_key=f"re-{hold_id}", amount_cents=700)
+    assert (refund.status, refund.amount_cents) == ("pending", 700)
+
+
 def test_a_declined_payment_cannot_be_refunded(payment_port, hold_id):
     intent = _pay(payment_port, hold_id, "declined")
     with pytest.raises(PaymentRejected) as err:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from racecap.aws.transactions import TransactItem
-from racecap.ledger.models import LedgerEntry, RefundPhase
+from racecap.ledger.models import OPEN_PHASES, LedgerEntry, RefundPhase
+from racecap.ledger.store import counter_moves
 from racecap.registration.models import Registration, RegistrationPhase
 
 from tests.fakes.stores import FakeTables, fake_item
@@ -118,3 +119,38 @@ class FakeLedger:
         with self.tables.lock:
             keys = [k for k, e in self.entries.items() if k[0] == registration_id and e.providerId]
         return [forget(k) for k in keys]
+
+    def move_items(
+        self, registration_id: str, entry: LedgerEntry, to: RefundPhase, *, refund_id: str, at: str, why: str = ""
+    ) -> list[TransactItem]:
+        k = (registration_id, entry.key)
+        frm = RefundPhase(entry.status)
+
+        def still() -> bool:
+            found = self.entries.get(k)
+            return found is not None and found.status == frm
+
+        def move() -> None:
+            update: dict[str, object] = {"status": to}
+            if refund_id:
+                update["providerId"] = refund_id
+            if why:
+                update["failureReason"] = why
+            self.entries[k] = self.entries[k].model_copy(update=update)
+
+        items = [fake_item(still, move)]
+        adds = counter_moves(entry, frm, to)
+        if adds:
+            sum_delta = adds.pop("ledgerRefundedCents", 0)
+            items.append(
+                fake_item(
+                    lambda: registration_id in self.tables.regs,
+                    lambda: self._add(registration_id, sum_delta, **adds),
+                )
+            )
+        return items
+
+    def open_refunds(self, before: str) -> list[tuple[str, LedgerEntry]]:
+        with self.tables.lock:
+            found = [(rid, e) for (rid, _), e in self.entries.items() if e.status in OPEN_PHASES and e.at < before]
+        return sorted(found, key=lambda pair: pair[1].at)

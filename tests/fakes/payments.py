@@ -14,7 +14,15 @@ nothing. Faults, to prove callers recover:
   anything;
 * ``fail_after_next = N`` — the next N mutating calls do their work, then raise
   ``PaymentUnavailable`` (charged, but the caller did not hear);
-* ``rate_limit_next = N`` — the next N calls raise ``PaymentRateLimited``.
+* ``rate_limit_next = N`` — the next N calls raise ``PaymentRateLimited``;
+* ``budget_refuses = N`` — the next N ``admitted()`` raise ``PaymentRateLimited`` (the request
+  budget, before anything is asked);
+* ``forget_keys()`` — every idempotency key is forgotten, as Stripe may after 24 hours.
+
+Refunds of a charge paid with ``pm_card_pendingRefund`` start ``pending``, and of one paid
+with ``pm_card_refundFail`` start ``succeeded``; ``finish_refunds()`` then settles them
+(succeeded, or failed with the amount back on the charge) with a ``charge.refund.updated``
+event each, as Stripe's test cards do some time later.
 
 Webhooks are signed like Stripe's (``t=<unix>,v1=<HMAC-SHA256 of "t.payload">``); ``sign``
 makes a valid header. Thread-safe: one lock per key, as the provider serialises a key.
@@ -28,7 +36,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from racecap.money import MAXIMUM_CHARGE, charge_problem
@@ -46,7 +54,9 @@ from racecap.payments.port import (
     Refund,
 )
 
-SUCCEEDS = frozenset({"pm_card_visa"})
+SUCCEEDS = frozenset({"pm_card_visa", "pm_card_pendingRefund", "pm_card_refundFail"})
+# Stripe's test cards for refunds that settle later: ``finish_refunds`` plays "later".
+PENDING_REFUND, FAILING_REFUND = "pm_card_pendingRefund", "pm_card_refundFail"
 DECLINES = {"pm_card_chargeDeclined": "card_declined", "pm_card_chargeDeclinedInsufficientFunds": "insufficient_funds"}
 NEEDS_ACTION = frozenset({"pm_card_authenticationRequired"})
 WEBHOOK_SECRET = "whsec_fake"
@@ -65,6 +75,7 @@ class FakeIntent:
     intent: PaymentIntent
     description: str
     refunded_cents: int = 0
+    payment_method: str | None = None
 
 
 # Stripe updates the amount of an intent that can still be paid, and no other.
@@ -79,6 +90,7 @@ class FakePaymentProvider:
         self.fail_next = 0
         self.fail_after_next = 0
         self.rate_limit_next = 0
+        self.budget_refuses = 0
         self.calls: list[str] = []
         self._lock = threading.Lock()
         self._keys: dict[str, _Key] = {}
@@ -139,7 +151,7 @@ class FakePaymentProvider:
                     raise PaymentRejected("parameter_missing", "confirm needs a payment_method", 400)
                 intent = self._apply(intent, payment_method)
             with self._lock:
-                self._intents[intent.id] = FakeIntent(intent, new.description)
+                self._intents[intent.id] = FakeIntent(intent, new.description, payment_method=payment_method)
                 self._event("payment_intent.created", intent)
                 self._record_outcome(intent)
             return intent
@@ -165,6 +177,7 @@ class FakePaymentProvider:
             intent = self._apply(current, payment_method)
             with self._lock:
                 self._intents[intent_id].intent = intent
+                self._intents[intent_id].payment_method = payment_method
                 self._record_outcome(intent)
             return intent
 
@@ -209,7 +222,13 @@ class FakePaymentProvider:
         return [i for i in self.intents if i.metadata.get("holdId") == hold_id]
 
     def refund(
-        self, *, intent_id: str, idempotency_key: str, amount_cents: int | None = None, reason: str | None = None
+        self,
+        *,
+        intent_id: str,
+        idempotency_key: str,
+        amount_cents: int | None = None,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> Refund:
         def work() -> Refund:
             with self._lock:
@@ -226,13 +245,78 @@ class FakePaymentProvider:
                     raise PaymentRejected("amount_too_large", f"Refund amount ({amount}) is more than {left}", 400)
                 record.refunded_cents += amount
                 refund = Refund(
-                    id=f"re_fake_{next(self._ids):06d}", intent_id=intent_id, amount_cents=amount, status="succeeded"
+                    id=f"re_fake_{next(self._ids):06d}",
+                    intent_id=intent_id,
+                    amount_cents=amount,
+                    status="pending" if record.payment_method == PENDING_REFUND else "succeeded",
+                    metadata=dict(metadata or {}),
                 )
                 self._refunds[refund.id] = refund
                 self._event("charge.refunded", record.intent)
             return refund
 
-        return self._keyed(idempotency_key, ("refund", intent_id, amount_cents, reason), work)  # type: ignore[return-value]
+        fingerprint = ("refund", intent_id, amount_cents, reason, tuple(sorted((metadata or {}).items())))
+        return self._keyed(idempotency_key, fingerprint, work)  # type: ignore[return-value]
+
+    def list_refunds(self, *, intent_id: str) -> list[Refund]:
+        self._enter("list_refunds")
+        with self._lock:
+            return [r for r in reversed(self._refunds.values()) if r.intent_id == intent_id]
+
+    def admitted(self) -> FakePaymentProvider:
+        with self._lock:
+            if self.budget_refuses > 0:
+                self.budget_refuses -= 1
+                raise PaymentRateLimited("injected: the request budget is spent", retry_after=2.0)
+        return self
+
+    # -- later, at the provider ---------------------------------------------------------------
+    def finish_refunds(self) -> list[ProviderEvent]:
+        """What Stripe does some time after a test card's refund: pending ones succeed, the
+        failing card's fail (its amount back on the charge). Returns the events, to deliver."""
+        events: list[ProviderEvent] = []
+        with self._lock:
+            for refund in list(self._refunds.values()):
+                method = self._intents[refund.intent_id].payment_method
+                if refund.status == "pending":
+                    done = replace(refund, status="succeeded")
+                elif method == FAILING_REFUND and refund.status == "succeeded":
+                    done = replace(refund, status="failed", failure_reason="expired_or_canceled_card")
+                    self._intents[refund.intent_id].refunded_cents -= refund.amount_cents
+                else:
+                    continue
+                self._refunds[refund.id] = done
+                events.append(self._refund_event(done))
+        return events
+
+    def fail_refund(self, refund_id: str) -> ProviderEvent:
+        """A refund that fails later whatever the card (the account's balance, a closed card)."""
+        with self._lock:
+            refund = self._refunds[refund_id]
+            done = replace(refund, status="failed", failure_reason="expired_or_canceled_card")
+            self._intents[refund.intent_id].refunded_cents -= refund.amount_cents
+            self._refunds[refund_id] = done
+            return self._refund_event(done)
+
+    def _refund_event(self, refund: Refund) -> ProviderEvent:
+        data = {
+            "id": refund.id,
+            "object": "refund",
+            "amount": refund.amount_cents,
+            "payment_intent": refund.intent_id,
+            "status": refund.status,
+            "metadata": dict(refund.metadata),
+            "failure_reason": refund.failure_reason,
+        }
+        event = ProviderEvent(
+            id=f"evt_fake_{next(self._ids):06d}", type="charge.refund.updated", created=int(self.clock()), data=data
+        )
+        self._events.append(event)
+        return event
+
+    def forget_keys(self) -> None:
+        with self._lock:
+            self._keys.clear()
 
     def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:
         self._enter("events")

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from racecap.emails.templates import render_refund
 from racecap.errors import Busy, Conflict, DomainError, RefundFailed, RegistrationNotFound
 from racecap.ledger.models import RefundPhase, ledger_state
-from racecap.ledger.service import RefundTooLarge
-from racecap.payments.port import PaymentRejected
+from racecap.ledger.service import SETTLE_AFTER, RefundKeyReused, RefundTooLarge
+from racecap.payments.port import PaymentRejected, refund_from
 from racecap.registration.models import RegistrationPhase
 
 from tests.unit.core_world import DIRECTOR, World, request
@@ -23,9 +24,9 @@ def world() -> World:
     return w
 
 
-def _confirmed(world: World, email: str = "ann@example.com") -> str:
+def _confirmed(world: World, email: str = "ann@example.com", card: str = "pm_card_visa") -> str:
     hold_id = world.hold_service.hold("race-1", "ev0").holdId
-    rid = world.registration.register(hold_id, request(email)).registrationId
+    rid = world.registration.register(hold_id, request(email, card)).registrationId
     assert world.write_queued() == []
     return rid
 
@@ -97,8 +98,8 @@ def test_no_answer_keeps_the_amount_reserved_and_the_same_action_resumes(world):
     rid = _confirmed(world)
     reg = world.regs.get(rid)
     world.payments.fail_next = 1
-    with pytest.raises(Busy):
-        world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "")
+    pending = world.ledger.refund_registration(reg, 2000, "refund-click-1", DIRECTOR, "")
+    assert pending.status == RefundPhase.PENDING  # answered 202: settled later, never lost
     assert world.ledger_store.refund(rid, "refund-click-1").status == RefundPhase.PENDING
     # The director's sheet says so while the provider has not answered.
     row = world.regs.get(rid).model_dump()
@@ -226,3 +227,103 @@ def test_a_registration_of_another_race_is_not_found(world):
         world.ledger.registration(other, rid)
     with pytest.raises(RegistrationNotFound):
         world.ledger.registration(_race(world), "reg_nope")
+
+
+# -- every refund settles exactly once (issue 37) -------------------------------------------------
+def later() -> datetime:
+    """The sweeper's next run, past the grace a refund's own request has to be answered."""
+    return datetime.now(UTC) + SETTLE_AFTER + timedelta(seconds=1)
+
+
+def _books(world: World, rid: str) -> tuple[int, int]:
+    """(the ledger's sum of refunds, what the provider refunded in all) for one registration."""
+    reg = world.regs.get(rid)
+    given = sum(r.amount_cents for r in world.payments.refunds if r.intent_id == reg.chargeId and r.status != "failed")
+    return world.ledger_store.refunded_cents(rid), given
+
+
+def test_a_spent_budget_refuses_before_anything_is_reserved_and_the_same_key_then_refunds_once(world):
+    rid = _confirmed(world)
+    world.payments.budget_refuses = 1
+    with pytest.raises(Busy) as spent:
+        world.ledger.refund(DIRECTOR, _race(world), rid, 1000, client_key="dialog-0001")
+    assert spent.value.retry_after >= 1
+    assert world.ledger_store.refunds(rid) == [] and _books(world, rid) == (0, 0)  # nothing reserved, nothing asked
+    first = world.ledger.refund(DIRECTOR, _race(world), rid, 1000, client_key="dialog-0001")
+    again = world.ledger.refund(DIRECTOR, _race(world), rid, 1000, client_key="dialog-0001")  # a double click
+    assert first.refund.status == again.refund.status == RefundPhase.SUCCEEDED
+    assert first.refund.providerId == again.refund.providerId and _books(world, rid) == (1000, 1000)
+    with pytest.raises(RefundKeyReused):  # the same key for another amount: nothing done
+        world.ledger.refund(DIRECTOR, _race(world), rid, 500, client_key="dialog-0001")
+    assert _books(world, rid) == (1000, 1000)
+
+
+@pytest.mark.parametrize("forgotten", [False, True], ids=["key-kept", "key-expired"])
+def test_a_lost_answer_is_settled_by_the_sweeper_as_one_refund(world, forgotten):
+    rid = _confirmed(world)
+    world.payments.fail_after_next = 1  # the provider refunds; its answer never arrives
+    view = world.ledger.refund(DIRECTOR, _race(world), rid, 1200, client_key="dialog-lost")
+    assert view.refund.status == RefundPhase.PENDING and view.statement.pendingCents == 1200
+    assert world.ledger.settle_open() == {}  # within the grace: the request may still be answered
+    if forgotten:
+        world.payments.forget_keys()  # the provider forgot the key: only the metadata finds it
+    assert world.ledger.settle_open(later()) == {"succeeded": 1}
+    (entry,) = world.ledger_store.refunds(rid)
+    assert entry.status == RefundPhase.SUCCEEDED and entry.providerId == world.payments.refunds[0].id
+    assert _books(world, rid) == (1200, 1200) and len(world.payments.refunds) == 1
+    assert ledger_state(world.regs.get(rid).model_dump()) == "PARTLY_REFUNDED"  # pending no more
+    assert world.ledger.settle_open(later()) == {}  # settled: off the open list
+
+
+def test_a_refund_the_provider_never_received_is_asked_again_under_its_key(world):
+    rid = _confirmed(world)
+    world.payments.fail_next = 1  # nothing reached the provider
+    assert world.ledger.refund(DIRECTOR, _race(world), rid, 800).refund.status == RefundPhase.PENDING
+    world.payments.rate_limit_next = 1  # the sweeper's first look meets the provider's 429: next run
+    assert world.ledger.settle_open(later()) == {"waiting": 1}
+    assert world.ledger.settle_open(later()) == {"asked-succeeded": 1}
+    assert _books(world, rid) == (800, 800) and len(world.payments.refunds) == 1
+
+
+def test_a_pending_refund_is_processing_until_the_provider_says_it_succeeded(world):
+    rid = _confirmed(world, card="pm_card_pendingRefund")
+    view = world.ledger.refund(DIRECTOR, _race(world), rid, 900, client_key="dialog-pend")
+    assert view.refund.status == RefundPhase.PROCESSING and view.statement.pendingCents == 900
+    assert ledger_state(world.regs.get(rid).model_dump()) == "REFUND_PENDING"
+    (update,) = world.payments.finish_refunds()  # later, charge.refund.updated: succeeded
+    assert world.ledger.provider_refund(refund_from(update.data)) == "refund succeeded"
+    assert world.ledger.provider_refund(refund_from(update.data)) == "refund succeeded"  # a redelivery: no change
+    assert world.ledger_store.refunds(rid)[0].status == RefundPhase.SUCCEEDED
+    assert ledger_state(world.regs.get(rid).model_dump()) == "PARTLY_REFUNDED"
+
+
+def test_a_refund_that_fails_later_gives_its_amount_back_in_the_ledger_and_the_stats_and_is_audited(world):
+    rid = _confirmed(world, card="pm_card_refundFail")
+    reg = world.regs.get(rid)
+    stats = world.tables.stats[("race-1", reg.eventId)]
+    view = world.ledger.refund(DIRECTOR, _race(world), rid, 2500, client_key="dialog-fail")
+    assert view.refund.status == RefundPhase.SUCCEEDED and stats["refundedCents"] == 2500
+    (update,) = world.payments.finish_refunds()  # later: the card was closed, the refund failed
+    assert world.ledger.provider_refund(refund_from(update.data)) == "refund failed"
+    (entry,) = world.ledger_store.refunds(rid)
+    assert (entry.status, entry.failureReason) == (RefundPhase.FAILED, "expired_or_canceled_card")
+    after = world.regs.get(rid)
+    assert (after.ledgerRefundedCents, after.refundFailures, stats["refundedCents"]) == (0, 1, 0)
+    assert ledger_state(after.model_dump()) == "PAID"
+    failed = [a for a in world.tables.audit if a["action"] == "registration.refund.failed"]
+    assert [(a["actor"], a["target"], a["amountCents"]) for a in failed] == [("payment-provider", rid, 2500)]
+    # The amount can be refunded again (another way, e.g. after the runner gave a new card).
+    assert world.ledger.refund(DIRECTOR, _race(world), rid, 2500).statement.leftCents == 0
+
+
+def test_a_cancellation_whose_answer_was_lost_is_finished_by_the_sweeper(world):
+    rid = _confirmed(world)
+    world.payments.fail_after_next = 1
+    with pytest.raises(Busy):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid)
+    assert world.regs.get(rid).status == RegistrationPhase.CANCELLING
+    world.payments.forget_keys()
+    counts = world.ledger.settle_open(later(), resume_cancellation=world.cancellations.after_refund_settled)
+    assert counts == {"succeeded": 1}
+    assert world.regs.get(rid).status == RegistrationPhase.CANCELLED
+    assert _books(world, rid) == (2500, 2500) and len(world.payments.refunds) == 1

@@ -60,6 +60,7 @@ def events(world: World, log: FakeLog) -> PaymentEvents:
         log,
         lambda race_id: "Harbor 10K" if race_id == "race-1" else None,
         world.ledger_store,
+        world.ledger.provider_refund,
     )
 
 

@@ -39,7 +39,7 @@ from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
 from racecap.holds.store import HoldStore
 from racecap.ledger.cancel_store import CancelStore
 from racecap.ledger.models import CancellationView, LedgerEntry, RefundPhase
-from racecap.ledger.service import RefundTooLarge, too_large
+from racecap.ledger.service import RefundTooLarge, entry_phase, refund_metadata, too_large
 from racecap.ledger.store import LedgerStore
 from racecap.models import Director
 from racecap.observability import logger, metrics
@@ -179,6 +179,8 @@ class Cancellations:
             reason=OUTSIDE_REASON,
             actor=PROVIDER.sub,
             at=datetime.now(UTC).isoformat(),
+            origin="outside",
+            intentId=reg.chargeId,
         )
         audit = self._audit.item(
             PROVIDER, reg.raceId, "registration.refund.outside", rid,
@@ -231,6 +233,8 @@ class Cancellations:
                 actor=director.sub,
                 at=now,
                 status=RefundPhase.PENDING,
+                origin="cancel",
+                intentId=reg.chargeId,
             )
             items.append(self._ledger.entry_item(rid, entry))
         try:
@@ -251,14 +255,19 @@ class Cancellations:
         entry = self._ledger.refund(rid, reg.cancelRefundKey) if reg.cancelRefundKey else None
         if entry is None:
             return "", 0  # NONE, a free entry, or nothing left: no provider is asked
-        if entry.status == RefundPhase.SUCCEEDED:
+        if entry.status != RefundPhase.PENDING:
+            # The provider has answered (the sweeper or a webhook may have recorded it): asking
+            # again could, once the provider forgot the key, refund twice.
             return entry.providerId, entry.amountCents
         return self._ask(reg, entry.key, entry.amountCents, entry), entry.amountCents
 
     def _ask(self, reg: Registration, key: str, amount: int | None, entry: LedgerEntry | None) -> str:
         rid = reg.registrationId
         try:
-            refund_id = self._payments.refund(intent_id=reg.chargeId, idempotency_key=key, amount_cents=amount).id
+            refund = self._payments.refund(
+                intent_id=reg.chargeId, idempotency_key=key, amount_cents=amount, metadata=refund_metadata(reg, key)
+            )
+            refund_id = refund.id
         except AlreadyRefunded:
             # Refunded under another key (by hand, in the provider's dashboard): the money
             # is back with the runner either way; finish the cancellation.
@@ -277,9 +286,26 @@ class Cancellations:
             except ConditionFailed:
                 pass
             raise RefundFailed(f"The payment provider refused the refund ({exc.code}); nothing was changed.") from exc
-        if entry is not None:
+        if entry is not None and refund_id != "refunded-elsewhere" and entry_phase(refund) != RefundPhase.SUCCEEDED:
+            # Pending at the provider: the cancellation goes on (the refund is on its way) and
+            # its entry waits, open, for the provider's last word (``Ledger.settle``).
+            now = datetime.now(UTC).isoformat()
+            moved = self._ledger.move_items(rid, entry, RefundPhase.PROCESSING, refund_id=refund_id, at=now)
+            try:
+                self._transact(moved)
+            except ConditionFailed:
+                pass  # moved on by the webhook or the sweeper meanwhile
+        elif entry is not None:
             self._ledger.settle(rid, key, refund_id, datetime.now(UTC).isoformat())
         return refund_id
+
+    def after_refund_settled(self, reg: Registration, entry: LedgerEntry) -> None:
+        """The sweeper found the provider's answer to a refund: if it was a cancellation's that
+        stopped waiting for it, the cancellation finishes now (the place back, the email)."""
+        if reg.cancelRefundKey != entry.key or reg.status != RegistrationPhase.CANCELLING:
+            return
+        race, _ = self._catalog.definition(reg.raceId)
+        self.cancel(PROVIDER, race, reg.registrationId)
 
     def _refund_and_release(self, reg: Registration) -> None:
         rid = reg.registrationId

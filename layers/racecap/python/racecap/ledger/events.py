@@ -14,7 +14,11 @@ Each event is applied by the state it describes, never by its order or count:
   what the charge says was refunded) change nothing; a partial refund made outside goes in
   the ledger and leaves the registration confirmed, flagged to the director in the stats
   (``outsideRefunds``), the export and the audit trail (``Cancellations.record_outside``);
-* ``charge.dispute.created`` → the registration is flagged; the director sees it.
+* ``charge.dispute.created`` → the registration is flagged; the director sees it;
+* ``charge.refund.updated``, ``refund.updated``, ``refund.failed`` → one of the ledger's refunds
+  (found by the ``registrationId`` and ``refundKey`` it carries) takes the provider's word: a
+  pending one succeeded, or one failed later and its amount is refundable again
+  (``Ledger.provider_refund``); the entry's state is the log, so a repeat changes nothing.
 
 An event is answered 2xx only once its effect is durable; when it cannot be applied yet (the
 writer has not written the registration) ``NotYet`` asks the provider to deliver it again.
@@ -29,7 +33,7 @@ effects are not all visible from one item, so their applied event ids are rememb
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -50,6 +54,8 @@ from racecap.payments.port import (
     PaymentProvider,
     PaymentUnavailable,
     ProviderEvent,
+    Refund,
+    refund_from,
 )
 from racecap.payments.webhook_log import EventLog
 from racecap.registration.models import Registration
@@ -61,11 +67,12 @@ HANDLED = (
     "payment_intent.payment_failed",
     "charge.refunded",
     "charge.dispute.created",
+    *(REFUND_UPDATES := ("charge.refund.updated", "refund.updated", "refund.failed")),
 )
 
 
 # Events whose effect is read back from state (the hold) rather than from the event log.
-STATE_IS_THE_LOG = frozenset({"payment_intent.succeeded", "payment_intent.payment_failed"})
+STATE_IS_THE_LOG = frozenset({"payment_intent.succeeded", "payment_intent.payment_failed", *REFUND_UPDATES})
 
 
 # Reconciliation re-reads the provider's succeeded payments from a little before its last
@@ -120,6 +127,7 @@ class PaymentEvents:
         log: EventLog,
         race_name: Any,
         ledger: LedgerStore,
+        refund_updates: Callable[[Refund], str] | None = None,
     ) -> None:
         self._payments = payments
         self._registration = registration
@@ -130,6 +138,7 @@ class PaymentEvents:
         self._log = log
         self._race_name = race_name  # race id -> its name, for the refund email (None: unknown)
         self._ledger = ledger
+        self._refund_updates = refund_updates  # Ledger.provider_refund
 
     def receive(self, payload: bytes, signature: str | None) -> str:
         """A webhook delivery: verified, then applied once. Answers what was done."""
@@ -160,6 +169,8 @@ class PaymentEvents:
             return self._refunded(data)
         if event.type == "charge.dispute.created":
             return self._disputed(data)
+        if event.type in REFUND_UPDATES and self._refund_updates is not None:
+            return self._refund_updates(refund_from(data))
         return "ignored"
 
     def reconcile(self, now: datetime | None = None) -> dict[str, int]:

@@ -24,8 +24,18 @@ from racecap.registration.models import RegistrationRow
 
 class RefundPhase(StrEnum):
     PENDING = "PENDING"  # the amount is reserved; the provider's answer is not recorded yet
+    PROCESSING = "PROCESSING"  # the provider has it and says pending (the card's bank has not confirmed)
     SUCCEEDED = "SUCCEEDED"
     REFUSED = "REFUSED"  # the provider refused: the reservation was released
+    FAILED = "FAILED"  # the provider failed or cancelled it later: its amount is refundable again
+
+
+# Reserved in the registration's sum, the provider's last word not in yet: the sweeper looks again.
+OPEN_PHASES = frozenset({RefundPhase.PENDING, RefundPhase.PROCESSING})
+# Counted in the registration's sum of refunds (a pending one may succeed).
+COUNTED_PHASES = frozenset({RefundPhase.PENDING, RefundPhase.PROCESSING, RefundPhase.SUCCEEDED})
+
+RefundOrigin = Literal["refund", "cancel", "outside"]
 
 
 class LedgerEntry(Model):
@@ -37,7 +47,22 @@ class LedgerEntry(Model):
     reason: str = ""
     actor: str = Field(description="Who moved the money: 'runner' for the entry payment, else a director's id.")
     at: str
-    status: RefundPhase | Literal["SUCCEEDED"] = "SUCCEEDED"
+    status: RefundPhase | Literal["SUCCEEDED"] = Field(
+        default="SUCCEEDED",
+        description="PENDING: reserved, waiting for the provider's answer (settled automatically, "
+        "never lost); PROCESSING: the provider has it, the card's bank has not confirmed; SUCCEEDED; "
+        "REFUSED: the provider refused, nothing was refunded; FAILED: the provider failed it later, "
+        "its amount can be refunded again.",
+    )
+    origin: RefundOrigin = Field(
+        default="refund",
+        description="A refund's origin: a director's refund of an amount, a cancellation's refund, or one made "
+        "outside Racecap (the provider's dashboard).",
+    )
+    intentId: str = Field(
+        default="", description="The payment a refund goes back to ('' on older entries: the entry payment)."
+    )
+    failureReason: str = Field(default="", description="Why the provider failed a refund (FAILED only).")
 
 
 class Statement(Model):
@@ -45,6 +70,10 @@ class Statement(Model):
     currency: str
     chargedCents: int
     refundedCents: int = Field(description="Refunds reserved or made (a pending refund counts: it may succeed).")
+    pendingCents: int = Field(
+        default=0,
+        description="Of `refundedCents`, what waits for the provider's last word (PENDING or PROCESSING).",
+    )
     leftCents: int = Field(description="What can still be refunded.")
     entries: list[LedgerEntry] = Field(description="Oldest first: the entry payment, then every refund.")
 

@@ -1,37 +1,60 @@
-"""The ledger's use cases: a director's refund of an amount, the cancellation's refund, a statement.
+"""The ledger's use cases: a director's refund of an amount, the cancellation's refund, a statement,
+and settling every refund with the provider's last word.
 
 A refund, in the order that keeps the sum of refunds within the charge under concurrent clicks
-and makes a crash or a repeat harmless:
+and makes a crash, a repeat or a lost answer harmless:
 
-1. reserve: one conditional transaction adds the amount to the registration's refunded sum
+1. room in the provider's request budget is taken first (``PaymentProvider.admitted``): past
+   it, a 429 with Retry-After and nothing reserved, because nothing was asked;
+2. reserve: one conditional transaction adds the amount to the registration's refunded sum
    (only while it stays within the charge) and records the refund entry, PENDING, under the
-   refund's own key (a director's click: ``refund-<registrationId>-<entryId>``, new per click;
-   the cancellation: ``refund-<registrationId>``, one per registration);
-2. ask the provider with that key (the same key replays the same refund);
-3. the provider refunded: the entry gets its refund id. It refused: the reservation is
-   released (the sum goes back down, the entry is REFUSED) and nothing was refunded. It did not
-   answer: the entry stays PENDING and its amount reserved, so a retry of the same action
-   resumes under the same key and no other refund can spend that money meanwhile.
+   refund's own key: a director's refund is keyed by the client's ``Idempotency-Key`` (one per
+   refund dialog: a retry of the same refund resumes it; a request without one is a new refund),
+   ``refund-<registrationId>-<key>``; the cancellation's is recorded on the registration;
+3. ask the provider with that key and the key in the refund's metadata (the same key replays
+   the same refund; the metadata finds it once the provider has forgotten the key);
+4. the provider's word moves the entry (``settle``): succeeded → SUCCEEDED; pending →
+   PROCESSING; refused → REFUSED and the amount released; failed or cancelled, now or later
+   (``charge.refund.updated``) → FAILED, the amount refundable again, the director told. No
+   answer: the entry stays PENDING, its amount reserved so no other refund can spend it, and
+   the sweeper (``settle_open``) asks the provider for it by its key until it has an answer.
 
-A click refused by step 1 never reaches the provider: it is a 409 saying what is left.
+A click refused by step 2 never reaches the provider: it is a 409 saying what is left.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from racecap.audit.service import AuditTrail
 from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
 from racecap.ledger.cancel_store import CancelStore
-from racecap.ledger.models import LedgerEntry, RefundPhase, RefundView, RegistrationDetail, Statement
+from racecap.ledger.models import (
+    COUNTED_PHASES,
+    OPEN_PHASES,
+    LedgerEntry,
+    RefundPhase,
+    RefundView,
+    RegistrationDetail,
+    Statement,
+)
 from racecap.ledger.store import LedgerStore
 from racecap.models import Director
 from racecap.money import in_units
 from racecap.observability import logger, metrics
-from racecap.payments.port import PaymentProvider, PaymentRejected, PaymentUnavailable
+from racecap.payments.port import (
+    REFUND_UNDONE,
+    PaymentProvider,
+    PaymentRateLimited,
+    PaymentRejected,
+    PaymentUnavailable,
+    Refund,
+    RefundStatus,
+)
 from racecap.races.models import Race
 from racecap.registration.models import Registration, RegistrationPhase, registration_row
 
@@ -40,6 +63,37 @@ class RefundTooLarge(Conflict):
     """More than is left of the charge: nothing was reserved and the provider was not asked."""
 
     code = "REFUND_TOO_LARGE"
+
+
+class RefundKeyReused(Conflict):
+    """An ``Idempotency-Key`` already used for another refund (another amount): nothing was done."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+
+# A client's idempotency key: what Stripe accepts in a key (up to 255), less our prefix.
+CLIENT_KEY = re.compile(r"[A-Za-z0-9_.:-]{8,100}")
+# How long a refund waits for its own request's answer before the sweeper looks for it: longer
+# than a provider call can take with its retries (stripe_provider: ~22.5 s at worst).
+SETTLE_AFTER = timedelta(seconds=30)
+# The provider's words that leave a refund waiting: pending, or an answer with no verdict yet.
+_STILL_OPEN = frozenset({RefundStatus.PENDING, RefundStatus.REQUIRES_ACTION})
+# Who the audit names for a refund the provider failed after the fact.
+PROVIDER_REFUNDS = Director(sub="payment-provider", username="payment provider (a refund's outcome)")
+
+
+def refund_metadata(reg: Registration, key: str) -> dict[str, str]:
+    """What a refund carries at the provider: how its webhook and the sweeper find its entry."""
+    return {"registrationId": reg.registrationId, "raceId": reg.raceId, "refundKey": key}
+
+
+def entry_phase(refund: Refund) -> RefundPhase:
+    """The ledger's phase for the provider's refund status."""
+    if refund.status == RefundStatus.SUCCEEDED:
+        return RefundPhase.SUCCEEDED
+    if refund.status in REFUND_UNDONE:
+        return RefundPhase.FAILED
+    return RefundPhase.PROCESSING
 
 
 def payment_entry(reg: Registration) -> LedgerEntry:
@@ -74,12 +128,13 @@ class Ledger:
     # -- reads --------------------------------------------------------------------------------
     def statement(self, reg: Registration) -> Statement:
         refunds = self._store.refunds(reg.registrationId)
-        reserved = sum(e.amountCents for e in refunds if e.status != RefundPhase.REFUSED)
+        reserved = sum(e.amountCents for e in refunds if e.status in COUNTED_PHASES)
         return Statement(
             registrationId=reg.registrationId,
             currency=reg.currency,
             chargedCents=reg.amountCents,
             refundedCents=reserved,
+            pendingCents=sum(e.amountCents for e in refunds if e.status in OPEN_PHASES),
             leftCents=reg.amountCents - reserved,
             entries=[payment_entry(reg), *refunds],
         )
@@ -98,20 +153,41 @@ class Ledger:
 
     # -- a director's refund of an amount (the registration stays confirmed) -----------------
     def refund(
-        self, director: Director, race: Race, registration_id: str, amount_cents: int, reason: str = ""
+        self,
+        director: Director,
+        race: Race,
+        registration_id: str,
+        amount_cents: int,
+        reason: str = "",
+        client_key: str | None = None,
     ) -> RefundView:
+        """``client_key`` (the request's ``Idempotency-Key``) names this refund: a repeat with it
+        resumes or replays it, with another amount is ``RefundKeyReused``; without one, a new
+        refund. The view's refund may be PENDING or PROCESSING: settled later, never lost."""
         reg = self._owned(race, registration_id)
+        refund_key = f"refund-{registration_id}-{client_key or secrets.token_hex(6)}"
+        known = self._store.refund(registration_id, refund_key)
+        if known is not None and known.amountCents != amount_cents:
+            raise RefundKeyReused(
+                f"This Idempotency-Key was used for a refund of {in_units(known.amountCents, reg.currency)} "
+                f"{reg.currency.upper()}; use a new key for another refund."
+            )
+        if known is None:
+            self._refundable(reg)
+        entry = self.refund_registration(reg, amount_cents, refund_key, director, reason)
+        return RefundView(registrationId=registration_id, refund=entry, statement=self.statement(reg))
+
+    @staticmethod
+    def _refundable(reg: Registration) -> None:
+        rid = reg.registrationId
         if reg.status != RegistrationPhase.CONFIRMED:
-            raise Conflict(f"Registration {registration_id} is {reg.status}: only a confirmed one is refunded in part.")
+            raise Conflict(f"Registration {rid} is {reg.status}: only a confirmed one is refunded in part.")
         if reg.amountCents == 0:
             raise RefundTooLarge("A free entry: there is no payment to refund.")
         if reg.purgedAt or not reg.chargeId:
             raise Conflict(
                 "The registration's payment data was deleted (retention): refund in the provider's dashboard."
             )
-        refund_key = f"refund-{registration_id}-{secrets.token_hex(6)}"  # this click, and only this one
-        entry = self.refund_registration(reg, amount_cents, refund_key, director, reason)
-        return RefundView(registrationId=registration_id, refund=entry, statement=self.statement(reg))
 
     # -- the core, shared with the cancellation ---------------------------------------------
     def refund_registration(
@@ -119,14 +195,29 @@ class Ledger:
     ) -> LedgerEntry:
         """Refund ``amount_cents`` (all that is left when None) under ``refund_key``; a repeat
         of one key resumes or replays that refund. Raises ``RefundTooLarge`` (nothing asked),
-        ``RefundFailed`` (the provider refused; released) or ``Busy`` (no answer; reserved)."""
-        rid = reg.registrationId
-        entry = self._store.refund(rid, refund_key)
+        ``RefundFailed`` (the provider refused; released) or ``Busy`` (the request budget is
+        spent: nothing reserved, or the refund stays as it was). The entry returned may still be
+        PENDING (no answer) or PROCESSING: the sweeper settles it."""
+        entry = self._store.refund(reg.registrationId, refund_key)
+        if entry is not None and entry.status != RefundPhase.PENDING:
+            return entry  # answered before: a replay
+        provider = self._admitted()
         if entry is None:
             entry = self._reserve(reg, amount_cents, refund_key, director, reason)
-        if entry.status != RefundPhase.PENDING:
-            return entry
-        return self._ask_provider(reg, entry)
+            if entry.status != RefundPhase.PENDING:
+                return entry  # recorded and answered by a concurrent call of the same refund
+        return self._ask_provider(provider, reg, entry)
+
+    def _admitted(self) -> PaymentProvider:
+        try:
+            return self._payments.admitted()
+        except PaymentRateLimited as exc:
+            metrics.add_metric(name="RefundBudgetRefused", unit="Count", value=1)
+            raise Busy(
+                "The payment provider's request budget is spent for now; nothing was refunded or reserved. "
+                "Retry with the same Idempotency-Key.",
+                retry_after=max(1, round(exc.retry_after + 0.5)),
+            ) from exc
 
     def _reserve(
         self, reg: Registration, amount_cents: int | None, refund_key: str, director: Director, reason: str
@@ -146,6 +237,7 @@ class Ledger:
             actor=director.sub,
             at=datetime.now(UTC).isoformat(),
             status=RefundPhase.PENDING,
+            intentId=reg.chargeId,
         )
         audit = self._audit.item(
             director, reg.raceId, "registration.refund", rid, amountCents=amount, currency=reg.currency, key=refund_key,
@@ -164,30 +256,153 @@ class Ledger:
             raise
         return entry
 
-    def _ask_provider(self, reg: Registration, entry: LedgerEntry) -> LedgerEntry:
+    def _ask_provider(self, provider: PaymentProvider, reg: Registration, entry: LedgerEntry) -> LedgerEntry:
         rid = reg.registrationId
         try:
-            refund = self._payments.refund(
-                intent_id=reg.chargeId, idempotency_key=entry.key, amount_cents=entry.amountCents
+            refund = provider.refund(
+                intent_id=entry.intentId or reg.chargeId,
+                idempotency_key=entry.key,
+                amount_cents=entry.amountCents,
+                metadata=refund_metadata(reg, entry.key),
             )
-        except PaymentUnavailable as exc:
-            logger.warning("refund outcome unknown; its amount stays reserved", extra={"registrationId": rid})
-            raise Busy(
-                "The payment provider is not answering; the refund is pending. Retry in a moment.", retry_after=5
-            ) from exc
+        except PaymentUnavailable:
+            # No answer (or the provider's own 429, after the adapter's retries): the outcome is
+            # unknown, so the amount stays reserved and the sweeper finds the answer by the key.
+            logger.warning("refund outcome unknown; the sweeper settles it", extra={"registrationId": rid})
+            metrics.add_metric(name="RefundOutcomeUnknown", unit="Count", value=1)
+            return entry
         except PaymentRejected as exc:
-            now = datetime.now(UTC).isoformat()
-            given_back = self._regs.refunds_counted_item(reg.raceId, reg.eventId, -entry.amountCents)
-            try:
-                self._transact([*self._store.release_items(rid, entry, now), given_back])
-            except ConditionFailed:
-                pass  # released by a concurrent call of the same action
+            self.settle(reg, entry, RefundPhase.REFUSED)
             raise RefundFailed(f"The payment provider refused the refund ({exc.code}); nothing was refunded.") from exc
-        now = datetime.now(UTC).isoformat()
-        self._store.settle_reserved(rid, entry.key, refund.id, now)
+        return self.settle(reg, entry, entry_phase(refund), refund)
+
+    # -- the provider's word ------------------------------------------------------------------
+    def settle(
+        self, reg: Registration, entry: LedgerEntry, to: RefundPhase, refund: Refund | None = None
+    ) -> LedgerEntry:
+        """Move ``entry`` to ``to`` with its registration's counters, once: a concurrent move
+        (the webhook and the request's own answer) is read back and moved on from where it is.
+        A refund that FAILED (or was REFUSED) gives its amount back to what can be refunded, in
+        the stats too; a failure is audited for the director."""
+        rid = reg.registrationId
+        refund_id = refund.id if refund is not None else ""
+        why = (refund.failure_reason or "failed") if refund is not None and to == RefundPhase.FAILED else ""
+        for _ in range(3):
+            if entry.status == to or not _moves(RefundPhase(entry.status), to):
+                return entry
+            now = datetime.now(UTC).isoformat()
+            items = self._store.move_items(rid, entry, to, refund_id=refund_id, at=now, why=why)
+            if entry.status in COUNTED_PHASES and to not in COUNTED_PHASES:
+                items.append(self._regs.refunds_counted_item(reg.raceId, reg.eventId, -entry.amountCents))
+            if to == RefundPhase.FAILED:
+                failed = {"amountCents": entry.amountCents, "currency": reg.currency, "key": entry.key}
+                audit = self._audit.item(
+                    PROVIDER_REFUNDS, reg.raceId, "registration.refund.failed", rid, **failed, failureReason=why
+                )
+                items.append(audit)
+            try:
+                self._transact(items)
+            except ConditionFailed:
+                again = self._store.refund(rid, entry.key)
+                if again is None:
+                    return entry
+                entry = again
+                continue
+            _report(rid, entry, to, refund_id)
+            update: dict[str, object] = {"status": to} | ({"providerId": refund_id} if refund_id else {})
+            return entry.model_copy(update=update | ({"failureReason": why} if why else {}))
+        return entry
+
+    def provider_refund(self, refund: Refund) -> str:
+        """A refund's update from the provider (``charge.refund.updated``, ``refund.failed``...):
+        its entry, found by the metadata the ledger gave it, takes the provider's word."""
+        rid, key = refund.metadata.get("registrationId"), refund.metadata.get("refundKey")
+        if not rid or not key:
+            return "ignored"  # not one of the ledger's (one made in the dashboard: charge.refunded has it)
+        reg = self._regs.get(rid)
+        entry = self._store.refund(rid, key)
+        if reg is None or entry is None:
+            return "ignored"
+        moved = self.settle(reg, entry, entry_phase(refund), refund)
+        return "refund " + str(moved.status).lower()
+
+    def settle_open(
+        self,
+        now: datetime | None = None,
+        resume_cancellation: Callable[[Registration, LedgerEntry], None] | None = None,
+    ) -> dict[str, int]:
+        """The sweeper's run: every refund still waiting for the provider's word after
+        ``SETTLE_AFTER`` is looked for at the provider, by its key in the refund's metadata (so
+        a refund whose answer was lost is found even once the provider forgot its idempotency
+        key), and settled; one the provider never received is asked again under its key. A
+        cancellation's refund goes back to its cancellation (``resume_cancellation``), which
+        finishes it or asks again itself. A provider that does not answer leaves it for the next
+        run. Returns counts per outcome."""
+        now = now or datetime.now(UTC)
+        counts: dict[str, int] = {}
+        for rid, entry in self._store.open_refunds((now - SETTLE_AFTER).isoformat()):
+            reg = self._regs.get(rid)
+            if reg is None:
+                continue
+            try:
+                outcome = self._settle_one(reg, entry)
+                if entry.origin == "cancel" and resume_cancellation is not None:
+                    resume_cancellation(self._regs.get(rid) or reg, self._store.refund(rid, entry.key) or entry)
+            except (PaymentUnavailable, Busy):
+                outcome = "waiting"
+            except RefundFailed:
+                outcome = "refused"
+            counts[outcome] = counts.get(outcome, 0) + 1
+        if counts:
+            logger.info("settled open refunds", extra=counts)
+        return counts
+
+    def _settle_one(self, reg: Registration, entry: LedgerEntry) -> str:
+        try:
+            provider = self._payments.admitted()
+        except PaymentRateLimited:
+            return "waiting"
+        found = _find(provider.list_refunds(intent_id=entry.intentId or reg.chargeId), entry)
+        if found is not None:
+            return str(self.settle(reg, entry, entry_phase(found), found).status).lower()
+        if entry.status != RefundPhase.PENDING:
+            return "waiting"  # PROCESSING but not listed (yet): the provider's list is eventually consistent
+        if entry.origin == "cancel":
+            return "resumed"  # its cancellation asks again, and undoes itself if refused
+        moved = self._ask_provider(self._admitted(), reg, entry)  # never received: ask, same key
+        return "asked-" + str(moved.status).lower()
+
+
+def _find(refunds: list[Refund], entry: LedgerEntry) -> Refund | None:
+    return next(
+        (
+            r
+            for r in refunds
+            if r.metadata.get("refundKey") == entry.key or (entry.providerId and r.id == entry.providerId)
+        ),
+        None,
+    )
+
+
+def _moves(frm: RefundPhase, to: RefundPhase) -> bool:
+    """The moves the provider's word can make: forward only, and a settled refund may still fail."""
+    if frm == RefundPhase.PENDING:
+        return to != RefundPhase.PENDING
+    if frm == RefundPhase.PROCESSING:
+        return to in (RefundPhase.SUCCEEDED, RefundPhase.FAILED)
+    return frm == RefundPhase.SUCCEEDED and to == RefundPhase.FAILED
+
+
+def _report(rid: str, entry: LedgerEntry, to: RefundPhase, refund_id: str) -> None:
+    extra = {"registrationId": rid, "refundId": refund_id, "amountCents": entry.amountCents, "to": str(to)}
+    if to == RefundPhase.SUCCEEDED:
         metrics.add_metric(name="Refunded", unit="Count", value=1)
-        logger.info("refunded", extra={"registrationId": rid, "refundId": refund.id, "amountCents": entry.amountCents})
-        return entry.model_copy(update={"providerId": refund.id, "status": RefundPhase.SUCCEEDED})
+        logger.info("refunded", extra=extra)
+    elif to == RefundPhase.FAILED:
+        metrics.add_metric(name="RefundFailed", unit="Count", value=1)
+        logger.warning("the provider failed a refund; its amount is refundable again", extra=extra)
+    else:
+        logger.info("refund moved", extra=extra)
 
 
 def too_large(amount: int, left: int, currency: str) -> str:

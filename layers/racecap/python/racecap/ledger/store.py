@@ -4,7 +4,11 @@
                                            amountCents, currency and paidAt are the entry
                                            payment; ``ledgerRefundedCents`` is the sum of its
                                            refunds, reserved or made (absent: none)
-  REG#<registrationId> / REFUND#<key>      one refund, keyed by its idempotency key
+  REG#<registrationId> / REFUND#<key>      one refund, keyed by its idempotency key; while it
+                                           waits for the provider's last word (PENDING,
+                                           PROCESSING) it is in the table's index under
+                                           ``LEDGER#OPEN`` (a sparse partition: refunds are
+                                           rare), which the sweeper reads to settle it
 
 A refund is reserved before the provider is asked: one transaction adds its amount to
 ``ledgerRefundedCents`` only if the sum stays within the charge (the condition compares the
@@ -21,11 +25,13 @@ from racecap.aws.items import from_item, query_raw, to_item, values
 from racecap.aws.keys import key
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.ledger.cancel_store import LEDGER_PENDING, LEDGER_SUM
-from racecap.ledger.models import LedgerEntry, RefundPhase
+from racecap.ledger.models import COUNTED_PHASES, OPEN_PHASES, LedgerEntry, RefundPhase
 from racecap.registration.models import Registration
 
 _REG_SK = "REG"
 _REFUND = "REFUND#"
+OPEN_PARTITION = "LEDGER#OPEN"
+_OFF_INDEX = " REMOVE gsi1pk, gsi1sk"
 
 
 def _pk(registration_id: str) -> str:
@@ -80,6 +86,20 @@ class LedgerStore(Protocol):
     def forget_provider_ids_items(self, registration_id: str, at: str) -> list[TransactItem]:
         """Retention: empty the provider's refund id on every entry that has one (any number
         of items: the caller splits them into transactions)."""
+        ...
+
+    def move_items(
+        self, registration_id: str, entry: LedgerEntry, to: RefundPhase, *, refund_id: str, at: str, why: str = ""
+    ) -> list[TransactItem]:
+        """The provider's word on a refund: the entry from ``entry.status`` (its condition: a
+        concurrent move fails it) to ``to``, and the registration's counters with it: a refund
+        that FAILED (or was REFUSED) leaves the sum and counts a failure; one that stops waiting
+        counts a director's refund's pending down. Off the open index unless still open."""
+        ...
+
+    def open_refunds(self, before: str) -> list[tuple[str, LedgerEntry]]:
+        """(registration id, entry) of every refund still waiting for the provider's word that
+        was recorded before ``before`` (ISO time), oldest first."""
         ...
 
 
@@ -143,6 +163,8 @@ class DynamoLedger:
             "sk": _REFUND + entry.key,
             "registrationId": registration_id,
         }
+        if entry.status in OPEN_PHASES:
+            doc |= {"gsi1pk": OPEN_PARTITION, "gsi1sk": f"{entry.at}#{registration_id}#{entry.key}"}
         return {
             "Put": {"TableName": self.table, "Item": to_item(doc), "ConditionExpression": "attribute_not_exists(pk)"}
         }
@@ -169,7 +191,7 @@ class DynamoLedger:
             "Update": {
                 "TableName": self.table,
                 "Key": key(_pk(registration_id), _REFUND + entry.key),
-                "UpdateExpression": "SET #s = :refused, settledAt = :at",
+                "UpdateExpression": "SET #s = :refused, settledAt = :at" + _OFF_INDEX,
                 "ConditionExpression": "#s = :pending",
                 "ExpressionAttributeNames": {"#s": "status"},
                 "ExpressionAttributeValues": values(
@@ -196,7 +218,7 @@ class DynamoLedger:
         self._db.update_item(
             TableName=self.table,
             Key=key(_pk(registration_id), _REFUND + refund_key),
-            UpdateExpression="SET #s = :ok, providerId = :id, settledAt = :at",
+            UpdateExpression="SET #s = :ok, providerId = :id, settledAt = :at" + _OFF_INDEX,
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues=values({":ok": RefundPhase.SUCCEEDED.value, ":id": refund_id, ":at": at}),
@@ -212,7 +234,7 @@ class DynamoLedger:
                     update_item(
                         self.table,
                         key(_pk(registration_id), _REFUND + refund_key),
-                        "SET #s = :ok, providerId = :id, settledAt = :at",
+                        "SET #s = :ok, providerId = :id, settledAt = :at" + _OFF_INDEX,
                         condition="#s = :pending",
                         names={"#s": "status"},
                         vals={":ok": RefundPhase.SUCCEEDED.value, ":pending": RefundPhase.PENDING.value}
@@ -244,3 +266,57 @@ class DynamoLedger:
             for entry in self.refunds(registration_id)
             if entry.providerId
         ]
+
+    def move_items(
+        self, registration_id: str, entry: LedgerEntry, to: RefundPhase, *, refund_id: str, at: str, why: str = ""
+    ) -> list[TransactItem]:
+        frm = RefundPhase(entry.status)
+        sets = "SET #s = :to, settledAt = :at" + (", providerId = :id" if refund_id else "")
+        sets += ", failureReason = :why" if why else ""
+        vals: dict[str, Any] = {":to": to.value, ":from": frm.value, ":at": at}
+        vals |= ({":id": refund_id} if refund_id else {}) | ({":why": why} if why else {})
+        items = [
+            update_item(
+                self.table,
+                key(_pk(registration_id), _REFUND + entry.key),
+                sets + ("" if to in OPEN_PHASES else _OFF_INDEX),
+                condition="#s = :from",
+                names={"#s": "status"},
+                vals=vals,
+            )
+        ]
+        adds = counter_moves(entry, frm, to)
+        if adds:
+            items.append(
+                update_item(
+                    self.table,
+                    key(_pk(registration_id), _REG_SK),
+                    "ADD " + ", ".join(f"{name} :{name}" for name in adds),
+                    condition="attribute_exists(pk)",
+                    vals={f":{name}": v for name, v in adds.items()},
+                )
+            )
+        return items
+
+    def open_refunds(self, before: str) -> list[tuple[str, LedgerEntry]]:
+        items = query_raw(
+            self._db,
+            TableName=self.table,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :p AND gsi1sk < :before",
+            ExpressionAttributeValues=values({":p": OPEN_PARTITION, ":before": before}),
+        )
+        found = [(str(i["registrationId"]["S"]), LedgerEntry.model_validate(from_item(i))) for i in items]
+        return [(rid, e) for rid, e in found if e.status in OPEN_PHASES]  # the index lags the table
+
+
+def counter_moves(entry: LedgerEntry, frm: RefundPhase, to: RefundPhase) -> dict[str, int]:
+    """What a refund's move does to its registration's counters (one rule for every store)."""
+    adds: dict[str, int] = {}
+    if frm in COUNTED_PHASES and to not in COUNTED_PHASES:
+        adds[LEDGER_SUM] = -entry.amountCents  # refundable again
+    if entry.origin == "refund" and frm in OPEN_PHASES and to not in OPEN_PHASES:
+        adds[LEDGER_PENDING] = -1  # only a director's refund counts itself pending (reserve_items)
+    if to == RefundPhase.FAILED:
+        adds["refundFailures"] = 1  # the director's list and export flag it
+    return adds

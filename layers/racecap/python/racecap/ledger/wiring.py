@@ -56,9 +56,6 @@ def payment_events() -> PaymentEvents:
     from racecap.registration.wiring import registration_service
 
     log = DynamoWebhookLog(clients.dynamodb(), get_settings().inventory_table)
-    from racecap.ledger.store import DynamoLedger
-
-    ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
     return PaymentEvents(
         payments(),
         registration_service(),
@@ -68,7 +65,8 @@ def payment_events() -> PaymentEvents:
         emails_queue(),
         log,
         _race_name,
-        ledger,
+        ledger_store(),
+        refund_updates=ledger().provider_refund,
     )
 
 
@@ -88,11 +86,9 @@ def cancellations() -> Cancellations:
     from racecap.emails.wiring import emails_queue
     from racecap.holds.wiring import holds
     from racecap.ledger.cancellations import Cancellations
-    from racecap.ledger.store import DynamoLedger
     from racecap.payments.wiring import payments
     from racecap.races.wiring import catalog
 
-    ledger = DynamoLedger(clients.dynamodb(), get_settings().registrations_table)
     return Cancellations(
-        cancel_store(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger
+        cancel_store(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger_store()
     )

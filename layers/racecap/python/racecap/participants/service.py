@@ -102,6 +102,7 @@ CSV_COLUMNS = (
     "waiverVersion",
     "waiverAcceptedAt",
     "waiverGuardian",
+    "refundFailures",  # refunds the provider failed after the fact (flagged: > 0): refund again
 )
 
 
@@ -243,6 +244,7 @@ class Participants:
                     _in_units(item, item.get("discountCents")) if item.get("discountCents") else "",
                     item.get("teamName", ""),
                     *_waiver_cells(item.get("waiver")),
+                    item.get("refundFailures", 0),
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids

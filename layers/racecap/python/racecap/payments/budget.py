@@ -14,6 +14,7 @@ and is not limited.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
@@ -57,13 +58,30 @@ class LimitedPaymentProvider:
         self._max_wait = max_wait_s
         self._sleep = sleep
 
-    def _limited(self, call: Callable[[], T]) -> T:
+    def _take_slot(self) -> None:
         wait = self._reserve(self._max_wait)
         if wait > self._max_wait:
             raise PaymentRateLimited("the payment provider's request budget is spent for now", retry_after=wait)
         if wait > 0:
             self._sleep(wait)
+
+    def _limited(self, call: Callable[[], T]) -> T:
+        self._take_slot()
         return call()
+
+    def admitted(self) -> PaymentProvider:
+        """A slot taken now (or ``PaymentRateLimited``, nothing asked); the provider returned
+        spends it on its first call and goes through the budget after that."""
+        self._take_slot()
+        spent = threading.Event()
+
+        def reserve(max_wait_s: float) -> float:
+            if not spent.is_set():
+                spent.set()
+                return 0.0
+            return self._reserve(max_wait_s)
+
+        return LimitedPaymentProvider(self._provider, reserve, max_wait_s=self._max_wait, sleep=self._sleep)
 
     create_intent = _through_limiter(PaymentProvider.create_intent)
     retrieve_intent = _through_limiter(PaymentProvider.retrieve_intent)
@@ -72,6 +90,7 @@ class LimitedPaymentProvider:
     update_intent_amount = _through_limiter(PaymentProvider.update_intent_amount)
     find_intents = _through_limiter(PaymentProvider.find_intents)
     refund = _through_limiter(PaymentProvider.refund)
+    list_refunds = _through_limiter(PaymentProvider.list_refunds)
 
     def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:
         # One reservation for the listing: its pages follow each other, not in parallel.

@@ -21,7 +21,7 @@ Outcomes:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -62,12 +62,46 @@ class NewIntent:
     confirm: bool = False
 
 
+class RefundStatus(StrEnum):
+    """Stripe's own Refund statuses. A card refund may be ``pending`` for a while and end
+    ``succeeded``, ``failed`` or ``canceled``; one ``succeeded`` at first may still fail later
+    (the card was closed): ``charge.refund.updated`` says so."""
+
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    REQUIRES_ACTION = "requires_action"  # non-card refunds only; never for a card charge
+
+
+# A refund that did not happen after all: its amount goes back to what can be refunded.
+REFUND_UNDONE = frozenset({RefundStatus.FAILED, RefundStatus.CANCELED})
+
+
 @dataclass(frozen=True)
 class Refund:
     id: str
     intent_id: str
     amount_cents: int
-    status: str  # "succeeded" | "pending" | "failed"
+    status: str  # a RefundStatus value
+    metadata: Mapping[str, str] = field(default_factory=dict)  # registrationId, refundKey: set by the ledger
+    failure_reason: str | None = None
+
+
+def refund_from(found: Any, intent_id: str = "") -> Refund:
+    """A Refund from Stripe's refund object: the SDK's (``to_dict``) or a webhook's ``data.object``."""
+    obj: Mapping[str, Any] = found.to_dict() if hasattr(found, "to_dict") else found
+    try:
+        return Refund(
+            id=str(obj["id"]),
+            intent_id=str(obj.get("payment_intent") or intent_id),
+            amount_cents=int(obj["amount"]),
+            status=str(obj["status"]),
+            metadata={str(k): str(v) for k, v in (obj.get("metadata") or {}).items()},
+            failure_reason=obj.get("failure_reason"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PaymentUnavailable(f"unreadable refund from the provider: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -108,11 +142,32 @@ class PaymentProvider(Protocol):
         ...
 
     def refund(
-        self, *, intent_id: str, idempotency_key: str, amount_cents: int | None = None, reason: str | None = None
+        self,
+        *,
+        intent_id: str,
+        idempotency_key: str,
+        amount_cents: int | None = None,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> Refund:
         """``amount_cents`` of the charge (all that is left of it when None); each refund its own
         key. Raises ``AlreadyRefunded`` when nothing is left to refund, and
-        ``PaymentRejected("amount_too_large")`` for more than is left."""
+        ``PaymentRejected("amount_too_large")`` for more than is left. The answer's status may
+        be ``pending``: the outcome comes later, by ``charge.refund.updated``."""
+        ...
+
+    def list_refunds(self, *, intent_id: str) -> list[Refund]:
+        """Every refund of the intent's charge, newest first: how a refund whose answer was lost
+        is found again once its idempotency key may have expired (Stripe keeps keys for 24
+        hours at least, not for ever), by the ``refundKey`` in its metadata."""
+        ...
+
+    def admitted(self) -> PaymentProvider:
+        """Room for one call in the request budget, taken now: raises ``PaymentRateLimited``
+        before anything is asked of the provider, so a caller can refuse an action that would
+        otherwise reserve money and then find it could not ask (the ledger's refunds). The
+        provider returned makes its first call in that room; a provider without a budget
+        returns itself."""
         ...
 
     def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:

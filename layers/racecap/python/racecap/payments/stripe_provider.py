@@ -38,6 +38,7 @@ from racecap.payments.port import (
     PaymentUnavailable,
     ProviderEvent,
     Refund,
+    refund_from,
 )
 
 if TYPE_CHECKING:
@@ -233,16 +234,31 @@ class StripePaymentProvider:
 
     # -- refunds -----------------------------------------------------------------------------------
     def refund(
-        self, *, intent_id: str, idempotency_key: str, amount_cents: int | None = None, reason: str | None = None
+        self,
+        *,
+        intent_id: str,
+        idempotency_key: str,
+        amount_cents: int | None = None,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> Refund:
         params: Any = {"payment_intent": intent_id}
         if amount_cents is not None:
             params["amount"] = amount_cents
         if reason is not None:
             params["reason"] = reason
+        if metadata:
+            params["metadata"] = dict(metadata)
         options: Any = {"idempotency_key": idempotency_key}
-        r = self._call(lambda c: c.v1.refunds.create(params=params, options=options))
-        return Refund(id=r.id, intent_id=r.payment_intent or intent_id, amount_cents=int(r.amount), status=r.status)
+        return refund_from(self._call(lambda c: c.v1.refunds.create(params=params, options=options)), intent_id)
+
+    def list_refunds(self, *, intent_id: str) -> list[Refund]:
+        params: Any = {"payment_intent": intent_id, "limit": 100}
+        page = self._call(lambda c: c.v1.refunds.list(params=params))
+        return [refund_from(r, intent_id) for r in page.auto_paging_iter()]
+
+    def admitted(self) -> StripePaymentProvider:
+        return self  # no budget of its own: LimitedPaymentProvider keeps it
 
     # -- events ------------------------------------------------------------------------------------
     def list_events(self, *, types: Sequence[str], created_after: int) -> Iterator[ProviderEvent]:

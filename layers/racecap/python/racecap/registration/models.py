@@ -94,6 +94,7 @@ class Registration(PaidRegistration):
     ledgerRefundedCents: int | None = None
     ledgerPending: int | None = None  # refunds reserved, the provider's answer not recorded yet
     outsideRefunds: int | None = None
+    refundFailures: int | None = None  # refunds the provider failed after the fact: flagged to the director
     # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
     disputeId: str | None = None
     disputedAt: str | None = None
@@ -127,6 +128,7 @@ class RegistrationRowData(TypedDict, total=False):
     ledgerRefundedCents: int
     ledgerPending: int
     outsideRefunds: int
+    refundFailures: int
     cancelRefund: str
     cancelRefundCents: int
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted

@@ -9,11 +9,19 @@ from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
 from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, director_of, owner_of
 from racecap.http import NO_STORE
-from racecap.ledger.models import CancellationView, CancelRequest, RefundRequest, RefundView, RegistrationDetail
+from racecap.ledger.models import (
+    OPEN_PHASES,
+    CancellationView,
+    CancelRequest,
+    RefundRequest,
+    RefundView,
+    RegistrationDetail,
+)
+from racecap.ledger.service import CLIENT_KEY
 from racecap.ledger.wiring import cancellations, ledger
 from racecap.observability import tracer
 from racecap.participants.models import AnsweredPage
@@ -132,21 +140,42 @@ def cancel_registration(
 @router.post(
     "/api/admin/races/<raceId>/registrations/<registrationId>/refunds",
     summary="Refund part of a registration's payment (the registration stays confirmed)",
-    description="Each call is its own refund, with its own idempotency key at the provider. The sum of "
-    "refunds never exceeds the payment: a refund past what is left is 409 REFUND_TOO_LARGE and reaches "
-    "no provider, however many clicks arrive at once. The answer shows the refund and the ledger.",
+    description="Send an `Idempotency-Key` header, one per refund you mean (the console makes one per refund "
+    "dialog): repeating the request with it resumes or replays that refund, never a second one, and the same "
+    "key with another amount is 409 IDEMPOTENCY_KEY_REUSED. Without the header each request is a new refund. "
+    "The sum of refunds never exceeds the payment: a refund past what is left is 409 REFUND_TOO_LARGE and "
+    "reaches no provider, however many clicks arrive at once. 201: the provider refunded it; 202: the refund "
+    "is reserved and waits for the provider's last word (`PENDING`: no answer yet; `PROCESSING`: the card's "
+    "bank has not confirmed), settled automatically within minutes. The answer shows the refund and the ledger.",
     tags=["Admin: participants"],
     security=SECURITY,
     responses={
         **NOT_YOURS,
-        409: {"description": "REFUND_TOO_LARGE (more than is left), or the registration is not confirmed"},
-        429: {"description": "The payment provider is not answering; the refund is pending (its amount reserved)"},
+        202: {"description": "Reserved; the provider's last word is not in yet (settled automatically)"},
+        409: {
+            "description": "REFUND_TOO_LARGE (more than is left), IDEMPOTENCY_KEY_REUSED, or the registration "
+            "is not confirmed"
+        },
+        429: {
+            "description": "The payment provider's request budget is spent for now: nothing was reserved or "
+            "refunded; retry after Retry-After with the same Idempotency-Key"
+        },
         502: {"description": "REFUND_FAILED: the provider refused; nothing was refunded"},
     },
 )
 @tracer.capture_method
 def refund_registration(
-    raceId: str, registrationId: str, body: Annotated[RefundRequest, Body()]
+    raceId: str,
+    registrationId: str,
+    body: Annotated[RefundRequest, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            pattern=f"^{CLIENT_KEY.pattern}$",
+            description="One per refund you mean (8-100 of A-Z a-z 0-9 _ . : -): a retry with it never refunds twice.",
+        ),
+    ] = None,
 ) -> Response[RefundView]:
     director, race, _ = _owned(raceId)
-    return as_json(201, ledger().refund(director, race, registrationId, body.amountCents, body.reason))
+    view = ledger().refund(director, race, registrationId, body.amountCents, body.reason, idempotency_key)
+    return as_json(202 if view.refund.status in OPEN_PHASES else 201, view)
