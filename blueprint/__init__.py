@@ -711,6 +711,10 @@ FUNCTIONS: tuple[Function, ...] = (
             QueueAccess("Emails", "send"),  # the email that goes with an automatic refund or cancellation
             ReadSecret("PaymentProvider"),  # cancels an expiring hold's payment; lists payments and refunds
         ),
+        # A refund with no answer yet is looked for at the provider once it is this old: longer
+        # than its own request can take (~22.5 s with the SDK's retries). Its key makes an
+        # earlier look harmless (the tests' stacks look after a few seconds), only wasteful.
+        extra_env={"REFUND_SETTLE_AFTER_SECONDS": Param("RefundSettleAfterSeconds", "30")},
         timeout_s=60,
         reserved_concurrency=1,
     ),

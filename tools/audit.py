@@ -122,6 +122,20 @@ class Provider:
     def events(self, event_type: str) -> list[dict[str, Any]]:
         return self._all("/v1/events", {"type": event_type})
 
+    def refunds(self) -> list[dict[str, Any]]:
+        """Every refund as it stands now, a failed or cancelled one too (its status says so):
+        a refund's own events only say how it started (a pending one may succeed or fail)."""
+        return self._all("/v1/refunds", {})
+
+
+# A refund that did not happen after all: it moved no money.
+UNDONE = ("failed", "canceled")
+
+
+def live_refunds(provider: Provider) -> list[dict[str, Any]]:
+    """The provider's refunds that moved money or still may (succeeded, pending)."""
+    return [r for r in provider.refunds() if r.get("status") not in UNDONE]
+
 
 def local_provider(stack: Any) -> Provider:
     from local.stripe_standin.server import Keys
@@ -210,8 +224,8 @@ def audit(
     succeeded = [i for i in intents if i["status"] == "succeeded"]
     report.charges_succeeded = len(succeeded)
     refunded: Counter[str] = Counter()
-    for e in provider.events("refund.created"):
-        refund = e["data"]["object"]
+    live = live_refunds(provider)
+    for refund in live:
         if refund.get("payment_intent"):
             refunded[refund["payment_intent"]] += int(refund.get("amount", 0))
     report.refunds = sum(1 for i in succeeded if refunded[i["id"]])
@@ -231,7 +245,7 @@ def audit(
     # The other way round: a confirmed registration that paid has its payment; a free one none.
     by_id = {i["id"]: i for i in succeeded}
     _audit_teams(every_reg, by_id, refunded, report)
-    _audit_refunds(dynamodb, regs_table, every_reg, provider, report)
+    _audit_refunds(dynamodb, regs_table, every_reg, live, report)
     _audit_prices(dynamodb, inventory, every_reg, report)
     for r in regs:
         rid, charge = r["registrationId"], str(r.get("chargeId", ""))
@@ -344,17 +358,18 @@ def _audit_prices(
 
 
 def _audit_refunds(
-    dynamodb: Any, regs_table: str, every_reg: Mapping[str, Mapping[str, Any]], provider: Provider, report: AuditReport
+    dynamodb: Any,
+    regs_table: str,
+    every_reg: Mapping[str, Mapping[str, Any]],
+    live: list[dict[str, Any]],
+    report: AuditReport,
 ) -> None:
     """Each refund, one by one, in cents: every refund the ledger says the provider made is the
     provider's, of that registration's payment, for that amount; and per payment the provider's
     refunds add up to what its registrations' ledgers recorded (a refund made outside Racecap is
     recorded by the charge's refunded total, so only the sum can match it)."""
     ledger = DynamoLedger(dynamodb, regs_table)
-    by_refund = {}
-    for e in provider.events("refund.created"):
-        refund = e["data"]["object"]
-        by_refund[refund["id"]] = refund
+    by_refund = {refund["id"]: refund for refund in live}
     ledgered: Counter[str] = Counter()
     charges = set()
     for rid, r in every_reg.items():
@@ -362,8 +377,10 @@ def _audit_refunds(
             continue
         charges.add(str(r["chargeId"]))
         for entry in ledger.refunds(rid):
-            if entry.status != "SUCCEEDED":
-                continue
+            if entry.status == "PENDING":  # the sweeper settles it within minutes: audit_until_clean waits
+                report.violations.append(f"registration {rid}: refund {entry.key} still waits for the provider")
+            if entry.status not in ("SUCCEEDED", "PROCESSING"):
+                continue  # PENDING: not settled yet (audit_until_clean waits); REFUSED, FAILED: no money moved
             ledgered[str(r["chargeId"])] += entry.amountCents
             if entry.reason == OUTSIDE_REASON or not entry.providerId:
                 continue

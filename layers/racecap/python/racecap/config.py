@@ -50,6 +50,8 @@ class Settings(BaseModel):
     fairness_key_secret_id: str = Field(alias="FAIRNESS_KEY_SECRET_ID", min_length=1)
     # What CloudFront sends in the origin-verify header: requests without it are refused.
     origin_verify_secret: str = Field(alias="ORIGIN_VERIFY_SECRET", min_length=16, repr=False)
+    # HoldSweeper only: how old a refund with no answer is before the sweeper asks the provider.
+    refund_settle_after_s: int = Field(default=30, alias="REFUND_SETTLE_AFTER_SECONDS", ge=1, le=3600)
     # AdminApi only (a function's ``extra_env`` in the blueprint); None elsewhere.
     window_state_machine_arn: str | None = Field(
         default=None, alias="WINDOW_STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:"

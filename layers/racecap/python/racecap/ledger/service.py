@@ -118,7 +118,9 @@ class Ledger:
         payments: PaymentProvider,
         transact: Callable[[list[TransactItem]], None],
         audit: AuditTrail,
+        settle_after: timedelta = SETTLE_AFTER,
     ) -> None:
+        self._settle_after = settle_after
         self._store = store
         self._regs = registrations
         self._payments = payments
@@ -332,7 +334,7 @@ class Ledger:
         resume_cancellation: Callable[[Registration, LedgerEntry], None] | None = None,
     ) -> dict[str, int]:
         """The sweeper's run: every refund still waiting for the provider's word after
-        ``SETTLE_AFTER`` is looked for at the provider, by its key in the refund's metadata (so
+        ``settle_after`` is looked for at the provider, by its key in the refund's metadata (so
         a refund whose answer was lost is found even once the provider forgot its idempotency
         key), and settled; one the provider never received is asked again under its key. A
         cancellation's refund goes back to its cancellation (``resume_cancellation``), which
@@ -340,7 +342,7 @@ class Ledger:
         run. Returns counts per outcome."""
         now = now or datetime.now(UTC)
         counts: dict[str, int] = {}
-        for rid, entry in self._store.open_refunds((now - SETTLE_AFTER).isoformat()):
+        for rid, entry in self._store.open_refunds((now - self._settle_after).isoformat()):
             reg = self._regs.get(rid)
             if reg is None:
                 continue

@@ -3,6 +3,7 @@ loads only what it uses (issue 14). Only handlers import it; it imports lower ra
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,8 @@ def ledger() -> Ledger:
     from racecap.ledger.service import Ledger
     from racecap.payments.wiring import payments
 
-    return Ledger(ledger_store(), cancel_store(), payments(), transact, audit_trail())
+    after = timedelta(seconds=get_settings().refund_settle_after_s)
+    return Ledger(ledger_store(), cancel_store(), payments(), transact, audit_trail(), settle_after=after)
 
 
 @lru_cache(maxsize=1)
