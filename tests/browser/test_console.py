@@ -317,6 +317,7 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
     expect(detail.get_by_test_id("refund-amount")).to_contain_text("refunded $5.00")
     detail.get_by_test_id("confirm-cancel").click()
     expect(detail.get_by_test_id("ledger-entry")).to_have_count(2)
+    expect(detail.get_by_test_id("ledger-entry").nth(1)).to_contain_text("done")  # one key per dialog, settled
     expect(detail.get_by_test_id("ledger-summary")).to_have_text(
         "Charged $20.00 · refunded $5.00 · $15.00 left to refund"
     )

@@ -13,7 +13,7 @@ export class ApiError extends Error {
 }
 
 export function adminApi(session, { onSignedOut = () => {} } = {}) {
-  async function request(method, path, body, { raw = false, signal } = {}) {
+  async function request(method, path, body, { raw = false, signal, headers = {} } = {}) {
     for (let attempt = 0; attempt < 2; attempt++) {
       const token = await session.idToken({ force: attempt > 0 });
       if (!token) {
@@ -23,7 +23,7 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
       const response = await fetch(`/api/admin${path}`, {
         method,
         credentials: 'omit',
-        headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+        headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
         body: body !== undefined ? JSON.stringify(body) : undefined,
         signal,
       });
@@ -43,7 +43,8 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
   function client(signal) {
     return {
       get: (path) => request('GET', path, undefined, { signal }),
-      post: (path, body = {}) => request('POST', path, body),
+      // ``headers``: e.g. an Idempotency-Key, so a retried change is the same change.
+      post: (path, body = {}, { headers } = {}) => request('POST', path, body, { headers }),
       patch: (path, body) => request('PATCH', path, body),
       put: (path, body) => request('PUT', path, body),
       download: (path) => request('GET', path, undefined, { raw: true, signal }),

@@ -48,6 +48,20 @@ export async function runnersPage(api, raceId, subnav) {
       h('td', { 'data-testid': 'runner-status' }, r.status), h('td', { class: 'num' }, money(r.amountCents, r.currency)));
   }
 
+  // A refund's state in words: PENDING and PROCESSING are settled automatically (the sweeper
+  // asks the provider); FAILED means the money did not go back and can be refunded again.
+  const STATE_WORDS = {
+    SUCCEEDED: 'done',
+    PENDING: 'pending with the payment provider',
+    PROCESSING: "with the card's bank",
+    REFUSED: 'refused by the payment provider: nothing refunded',
+    FAILED: 'failed at the payment provider: refundable again',
+  };
+  function actorWord(e) {
+    if (e.actor === 'runner') return 'The runner';
+    return e.origin === 'outside' || e.actor === 'payment-provider' ? 'The payment provider' : 'A director';
+  }
+
   // The runner's detail, read fresh from the API each time it opens (after a refund, too).
   async function openDetail(registrationId) {
     let r;
@@ -79,14 +93,16 @@ export async function runnersPage(api, raceId, subnav) {
       h('tbody', {}, statement.entries.map((e) => h('tr', { 'data-testid': 'ledger-entry' },
         h('td', {}, when(e.at)), h('td', {}, e.kind === 'payment' ? 'Payment' : 'Refund'),
         h('td', { class: 'num' }, money(e.amountCents, e.currency)), h('td', {}, e.reason || '—'),
-        h('td', {}, e.actor === 'runner' ? 'The runner' : 'A director'), h('td', {}, e.status.toLowerCase())))));
+        h('td', {}, actorWord(e)), h('td', {}, STATE_WORDS[e.status] || e.status.toLowerCase())))));
     const confirmed = r.status === 'CONFIRMED';
     detail.replaceChildren(
       ...[
         h('h2', { id: 'runner-heading', tabIndex: -1 }, `${r.firstName} ${r.lastName}`),
         h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-testid': `fact-${k.toLowerCase().replace(/ /g, '-')}` }, String(v))])),
         h('p', { 'data-testid': 'ledger-summary' },
-          `Charged ${money(statement.chargedCents, statement.currency)} · refunded ${money(statement.refundedCents, statement.currency)} · ${money(statement.leftCents, statement.currency)} left to refund`),
+          `Charged ${money(statement.chargedCents, statement.currency)} · refunded ${money(statement.refundedCents, statement.currency)}`
+          + (statement.pendingCents ? ` (${money(statement.pendingCents, statement.currency)} of it pending with the payment provider)` : '')
+          + ` · ${money(statement.leftCents, statement.currency)} left to refund`),
         h('div', { class: 'scroll' }, ledger),
         ...answersOf(answered, when),
         confirmed ? h('div', { class: 'row' },
@@ -207,6 +223,9 @@ export async function runnersPage(api, raceId, subnav) {
         review.focus();
       } }, 'Change');
       const alert = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'confirm-alert' });
+      // One key for this refund, whatever happens to the click: pressing again after an error
+      // (a timeout, the provider's budget spent) resumes the same refund, never a second one.
+      const refundKey = `console-${crypto.randomUUID()}`;
       go.addEventListener('click', async () => {
         go.disabled = change.disabled = true;
         alert.hidden = true;
@@ -216,11 +235,15 @@ export async function runnersPage(api, raceId, subnav) {
             const body = { reason: why, ...(choice === 'FULL' ? {} : { refund: choice }), ...(choice === 'AMOUNT' ? { amountCents: cents } : {}) };
             done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/cancel`, body);
           } else {
-            done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/refunds`, { amountCents: cents, reason: why });
+            done = await api.post(`/races/${enc(raceId)}/registrations/${enc(r.registrationId)}/refunds`,
+              { amountCents: cents, reason: why }, { headers: { 'Idempotency-Key': refundKey } });
           }
           await openDetail(r.registrationId);
           const refunded = cancel ? (done.refundedCents ?? (choice === 'NONE' ? 0 : cents)) : done.refund.amountCents;
-          announce(cancel ? `Cancelled; ${money(refunded, c)} refunded.` : `${money(refunded, c)} refunded.`);
+          const waiting = !cancel && ['PENDING', 'PROCESSING'].includes(done.refund.status);
+          announce(cancel ? `Cancelled; ${money(refunded, c)} refunded.`
+            : waiting ? `${money(refunded, c)} refund sent; pending with the payment provider, settled automatically.`
+              : `${money(refunded, c)} refunded.`);
         } catch (err) {
           alert.textContent = [err.message, ...Object.values(err.fields || {})].join(' ');
           alert.hidden = false;
