@@ -232,8 +232,11 @@ def audit(
     over = [i for i in succeeded if refunded[i["id"]] > int(i["amount"])]
     report.violations += [f"payment {i['id']} refunded {refunded[i['id']]} of {i['amount']} cents" for i in over]
     per_registration: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    others: dict[str, list[dict[str, Any]]] = defaultdict(list)  # payments of another purpose
     for i in succeeded:
-        per_registration[i["metadata"].get("registrationId", i["id"])].append(i)
+        purpose = i["metadata"].get("purpose", "entry")
+        (per_registration if purpose == "entry" else others)[i["metadata"].get("registrationId", i["id"])].append(i)
+    _audit_other_payments(dynamodb, regs_table, every_reg, others, per_registration, refunded, report)
     for rid, paid in per_registration.items():
         kept = [i for i in paid if refunded[i["id"]] < int(i["amount"])]
         if len(kept) > 1:
@@ -376,16 +379,18 @@ def _audit_refunds(
         if r.get("purgedAt") or not r.get("chargeId") or not (r.get("ledgerRefundedCents") or r.get("cancelRefund")):
             continue
         charges.add(str(r["chargeId"]))
+        charges.update(e.providerId for e in ledger.payments(rid) if e.providerId)
         for entry in ledger.refunds(rid):
             if entry.status == "PENDING":  # the sweeper settles it within minutes: audit_until_clean waits
                 report.violations.append(f"registration {rid}: refund {entry.key} still waits for the provider")
             if entry.status not in ("SUCCEEDED", "PROCESSING"):
                 continue  # PENDING: not settled yet (audit_until_clean waits); REFUSED, FAILED: no money moved
-            ledgered[str(r["chargeId"])] += entry.amountCents
+            paid_by = entry.intentId or str(r["chargeId"])  # a refund's payment ('' before several)
+            ledgered[paid_by] += entry.amountCents
             if entry.reason == OUTSIDE_REASON or not entry.providerId:
                 continue
             made = by_refund.get(entry.providerId)
-            if made is None or made.get("payment_intent") != r["chargeId"] or int(made["amount"]) != entry.amountCents:
+            if made is None or made.get("payment_intent") != paid_by or int(made["amount"]) != entry.amountCents:
                 report.violations.append(
                     f"registration {rid}: ledger refund {entry.providerId} of {entry.amountCents} is not the provider's"
                 )
@@ -395,6 +400,33 @@ def _audit_refunds(
             report.violations.append(
                 f"payment {charge}: refunded {made_sum} by the provider, {ledgered[charge]} in the ledger"
             )
+
+
+def _audit_other_payments(
+    dynamodb: Any,
+    regs_table: str,
+    every_reg: Mapping[str, Mapping[str, Any]],
+    others: Mapping[str, list[dict[str, Any]]],
+    entries: Mapping[str, list[dict[str, Any]]],
+    refunded: Counter[str],
+    report: AuditReport,
+) -> None:
+    """Payments beyond the entry (an upgrade, a fee), from the provider's records: each one is in
+    the ledger of the registration it names, for its amount, and per registration the refunds
+    of all its payments add up to no more than they do (each refund within its own payment is
+    checked with every payment above)."""
+    ledger = DynamoLedger(dynamodb, regs_table)
+    for rid, paid in others.items():
+        reg = every_reg.get(rid)
+        recorded = {e.providerId: e.amountCents for e in ledger.payments(rid)} if reg is not None else {}
+        for i in paid:
+            if recorded.get(i["id"]) != int(i["amount"]) and refunded[i["id"]] < int(i["amount"]):
+                purpose = i["metadata"].get("purpose")
+                report.violations.append(f"payment {i['id']} ({purpose}) is not in registration {rid}'s ledger")
+        every = [*paid, *entries.get(rid, [])]
+        given, taken = sum(refunded[i["id"]] for i in every), sum(int(i["amount"]) for i in every)
+        if given > taken:
+            report.violations.append(f"registration {rid}: refunded {given} of the {taken} cents its payments took")
 
 
 def _audit_teams(

@@ -16,6 +16,7 @@ class FakeLedger:
     def __init__(self, tables: FakeTables) -> None:
         self.tables = tables
         self.entries: dict[tuple[str, str], LedgerEntry] = {}
+        self.paid: dict[tuple[str, str], LedgerEntry] = {}  # payments beyond the entry payment
 
     @property
     def sums(self) -> Counter[str]:
@@ -43,22 +44,43 @@ class FakeLedger:
         with self.tables.lock:
             return self.entries.get((registration_id, refund_key))
 
-    def reserve_items(self, reg: Registration, entry: LedgerEntry) -> list[TransactItem]:
+    def reserve_items(self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry) -> list[TransactItem]:
         rid = reg.registrationId
+        amount = entry.amountCents + sum(e.amountCents for e in more)
+        extra = reg.ledgerExtraCents or 0
 
         def within() -> bool:
             stored = self.tables.regs.get(rid)
             return (
                 stored is not None
                 and stored.amountCents == reg.amountCents
+                and (stored.ledgerExtraCents or 0) == extra
                 and stored.status == RegistrationPhase.CONFIRMED
-                and self.sums[rid] <= reg.amountCents - entry.amountCents
+                and self.sums[rid] <= reg.amountCents + extra - amount
             )
 
         def add() -> None:
-            self._add(rid, entry.amountCents, ledgerPending=1)
+            self._add(rid, amount, ledgerPending=1 + len(more))
 
-        return [fake_item(within, add), self._put_new(rid, entry)]
+        return [fake_item(within, add), self._put_new(rid, entry), *(self._put_new(rid, e) for e in more)]
+
+    def payments(self, registration_id: str) -> list[LedgerEntry]:
+        with self.tables.lock:
+            found = [e for (rid, k), e in self.paid.items() if rid == registration_id]
+        return sorted(found, key=lambda e: e.at)
+
+    def payment_items(self, registration_id: str, entry: LedgerEntry) -> list[TransactItem]:
+        k = (registration_id, entry.key)
+
+        def add() -> None:
+            reg = self.tables.regs[registration_id]
+            extra = (reg.ledgerExtraCents or 0) + entry.amountCents
+            self.tables.regs[registration_id] = reg.model_copy(update={"ledgerExtraCents": extra})
+
+        return [
+            fake_item(lambda: k not in self.paid, lambda: self.paid.__setitem__(k, entry)),
+            fake_item(lambda: registration_id in self.tables.regs, add),
+        ]
 
     def release_items(self, registration_id: str, entry: LedgerEntry, at: str) -> list[TransactItem]:
         k = (registration_id, entry.key)

@@ -20,6 +20,7 @@ from racecap.ratelimit import SendRateLimiter
 
 import blueprint
 from local.stack import LocalStack
+from tools.audit import audit, local_provider
 
 from .admin import race_body, wait_until
 from .flows import concurrently, hold, register, runner, standin, wait_confirmed, wait_for_audit
@@ -212,3 +213,63 @@ def test_refunds_the_provider_finishes_later_pending_then_succeeded_and_succeede
     assert (told["target"], told["details"]["amountCents"]) == (failing_reg, 10_000)
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
+
+
+def _charge(stack: LocalStack, rid: str, reg_id: str, cents: int, purpose: str) -> str:
+    """A payment of another purpose for the registration, as the upgrade flow will make it."""
+    body = {
+        "amount": str(cents),
+        "currency": "eur",
+        "payment_method": "pm_card_visa",
+        "confirm": "true",
+        "description": purpose,
+        "metadata[raceId]": rid,
+        "metadata[registrationId]": reg_id,
+        "metadata[purpose]": purpose,
+    }
+    answer = standin(stack).post(
+        f"{stack.stripe_url}/v1/payment_intents", data=body, headers={"Idempotency-Key": uuid.uuid4().hex}
+    )
+    assert answer.status_code == 200 and answer.json()["status"] == "succeeded", answer.text
+    return str(answer.json()["id"])
+
+
+def test_a_registration_with_two_payments_refunds_across_both_and_the_audit_checks_each(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-two-payments")
+    rid, eid = _race(kim, api, 3)
+    reg_id = _paid(api, rid, eid)
+    wait_confirmed(api, [reg_id])
+    entry = backend.registrations().get(reg_id).chargeId
+    upgrade = _charge(stack, rid, reg_id, 2000, "upgrade")  # its webhook records it in the ledger
+    wait_until(lambda: _detail(kim, rid, reg_id)["ledger"]["chargedCents"] == 12_000, timeout=30)
+
+    url = f"/api/admin/races/{rid}/registrations/{reg_id}/refunds"
+    answer = kim.post(url, json={"amountCents": 5000}, headers={"Idempotency-Key": "dialog-two-payments"})
+    assert answer.status_code == 201, answer.text
+    parts = answer.json()["parts"]
+    assert [(p["intentId"], p["amountCents"], p["status"]) for p in parts] == [
+        (upgrade, 2000, "SUCCEEDED"), (entry, 3000, "SUCCEEDED")
+    ]  # fmt: skip
+    assert [r["amount"] for r in _provider_refunds(stack, upgrade)] == [2000]
+    assert [r["amount"] for r in _provider_refunds(stack, entry)] == [3000]
+    statement = _detail(kim, rid, reg_id)["ledger"]
+    assert (statement["chargedCents"], statement["refundedCents"], statement["leftCents"]) == (12_000, 5000, 7000)
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+
+    # A third charge the ledger does not know (a purpose Racecap never charges for): the audit
+    # names it, against the provider's own records.
+    planted = _charge(stack, rid, reg_id, 700, "donation")
+    report = audit(
+        backend.dynamodb,
+        backend.sqs,
+        rid,
+        provider=local_provider(stack),
+        queue_urls=stack.queue_urls,
+        expect_emails=False,
+    )
+    assert any(
+        f"payment {planted} (donation) is not in registration {reg_id}'s ledger" in v for v in report.violations
+    ), report.violations

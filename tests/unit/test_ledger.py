@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,7 +12,7 @@ from racecap.emails.templates import render_refund
 from racecap.errors import Busy, Conflict, DomainError, RefundFailed, RegistrationNotFound
 from racecap.ledger.models import RefundPhase, ledger_state
 from racecap.ledger.service import SETTLE_AFTER, RefundKeyReused, RefundTooLarge
-from racecap.payments.port import PaymentRejected, refund_from
+from racecap.payments.port import NewIntent, PaymentRejected, refund_from
 from racecap.registration.models import RegistrationPhase
 
 from tests.unit.core_world import DIRECTOR, World, request
@@ -327,3 +328,44 @@ def test_a_cancellation_whose_answer_was_lost_is_finished_by_the_sweeper(world):
     assert counts == {"succeeded": 1}
     assert world.regs.get(rid).status == RegistrationPhase.CANCELLED
     assert _books(world, rid) == (2500, 2500) and len(world.payments.refunds) == 1
+
+
+# -- several payments per registration ---------------------------------------------------------
+def _second_payment(world: World, rid: str, cents: int, purpose: str = "upgrade"):
+    reg = world.regs.get(rid)
+    metadata = {"registrationId": rid, "raceId": reg.raceId, "purpose": purpose}
+    new = NewIntent(cents, reg.currency, metadata, "upgrade", payment_method="pm_card_visa", confirm=True)
+    return world.payments.create_intent(new, idempotency_key=f"{purpose}-{rid}")
+
+
+def test_a_second_payment_is_recorded_once_and_a_refund_goes_back_over_both_newest_first(world):
+    rid = _confirmed(world)  # 2500 paid at entry
+    upgrade = _second_payment(world, rid, 1000)
+    assert world.ledger.record_payment(upgrade) == "recorded"
+    assert world.ledger.record_payment(upgrade) == "already"  # the webhook, then reconciliation
+    statement = world.ledger.statement(world.regs.get(rid))
+    assert (statement.chargedCents, statement.leftCents) == (3500, 3500)
+    assert [(e.kind, e.reason, e.amountCents) for e in statement.entries] == [
+        ("payment", "entry", 2500), ("payment", "upgrade", 1000)
+    ]  # fmt: skip
+    view = world.ledger.refund(DIRECTOR, _race(world), rid, 1500, client_key="dialog-split")
+    assert [(p.intentId, p.amountCents, p.status) for p in view.parts] == [
+        (upgrade.id, 1000, RefundPhase.SUCCEEDED), (world.regs.get(rid).chargeId, 500, RefundPhase.SUCCEEDED)
+    ]  # fmt: skip
+    by_charge = {r.intent_id: r.amount_cents for r in world.payments.refunds}
+    assert by_charge == {upgrade.id: 1000, world.regs.get(rid).chargeId: 500}  # each part on its own charge
+    again = world.ledger.refund(DIRECTOR, _race(world), rid, 1500, client_key="dialog-split")  # a repeat
+    assert [p.providerId for p in again.parts] == [p.providerId for p in view.parts]
+    assert len(world.payments.refunds) == 2
+    with pytest.raises(RefundTooLarge):
+        world.ledger.refund(DIRECTOR, _race(world), rid, 2001)
+    assert world.ledger.refund(DIRECTOR, _race(world), rid, 2000).statement.leftCents == 0
+
+
+def test_a_payment_naming_no_registration_of_ours_is_an_orphan(world):
+    rid = _confirmed(world)
+    stray = _second_payment(world, rid, 700)
+    assert world.ledger.record_payment(replace(stray, metadata={**stray.metadata, "registrationId": "reg_x"})) == (
+        "orphan"
+    )
+    assert world.ledger.record_payment(replace(stray, currency="jpy")) == "orphan"  # no sum across currencies

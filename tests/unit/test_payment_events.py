@@ -61,6 +61,7 @@ def events(world: World, log: FakeLog) -> PaymentEvents:
         lambda race_id: "Harbor 10K" if race_id == "race-1" else None,
         world.ledger_store,
         world.ledger.provider_refund,
+        world.ledger.record_payment,
     )
 
 
@@ -325,3 +326,23 @@ def test_the_unmatched_refund_email_says_why_and_how_much():
     assert mail.subject == "Your payment for Harbor <10K> was refunded: $25.00"
     assert "could not register" in mail.text and "$25.00" in mail.text
     assert "Harbor &lt;10K&gt;" in mail.html
+
+
+def test_a_payment_of_another_purpose_goes_in_its_registrations_ledger_not_back_as_an_orphan(world, events):
+    rid, _ = _registered(world)
+    reg = world.regs.get(rid)
+
+    def pay(metadata: dict[str, str], key: str) -> PaymentIntent:
+        new = NewIntent(1000, reg.currency, metadata, "upgrade", payment_method="pm_card_visa", confirm=True)
+        return world.payments.create_intent(new, idempotency_key=key)
+
+    upgrade = pay({"registrationId": rid, "raceId": reg.raceId, "purpose": "upgrade"}, "up-1")
+    body, sig = _delivery(world, "payment_intent.succeeded", _as_event(upgrade), "evt_up")
+    assert events.receive(body, sig) == "recorded"
+    assert events.receive(body, sig) == "already"  # a redelivery: nothing more
+    assert world.ledger.statement(world.regs.get(rid)).chargedCents == reg.amountCents + 1000
+    assert world.payments.refunds == []
+    stray = pay({"registrationId": "reg_nobody", "raceId": reg.raceId, "purpose": "upgrade"}, "up-2")
+    body, sig = _delivery(world, "payment_intent.succeeded", _as_event(stray), "evt_stray")
+    assert events.receive(body, sig) == "orphan"
+    assert [(r.intent_id, r.amount_cents) for r in world.payments.refunds] == [(stray.id, 1000)]

@@ -2,6 +2,9 @@
 
 Each event is applied by the state it describes, never by its order or count:
 
+* ``payment_intent.succeeded`` of a purpose other than the entry (``metadata.purpose``: an
+  upgrade, a transfer fee) → recorded in the ledger of the registration it names, once
+  (``Ledger.record_payment``), or refunded when it names none;
 * ``payment_intent.succeeded`` → the hold's registration is queued (``RegistrationService.
   payment_succeeded``: once, whoever comes first — the runner's confirm, this, the sweeper);
   a succeeded payment no hold is entitled to any more is refunded automatically, keyed on
@@ -128,6 +131,7 @@ class PaymentEvents:
         race_name: Any,
         ledger: LedgerStore,
         refund_updates: Callable[[Refund], str] | None = None,
+        extra_payments: Callable[[PaymentIntent], str] | None = None,
     ) -> None:
         self._payments = payments
         self._registration = registration
@@ -139,6 +143,7 @@ class PaymentEvents:
         self._race_name = race_name  # race id -> its name, for the refund email (None: unknown)
         self._ledger = ledger
         self._refund_updates = refund_updates  # Ledger.provider_refund
+        self._extra_payments = extra_payments  # Ledger.record_payment
 
     def receive(self, payload: bytes, signature: str | None) -> str:
         """A webhook delivery: verified, then applied once. Answers what was done."""
@@ -209,6 +214,14 @@ class PaymentEvents:
         return {h.holdId: h for h in self._holds.get_many(hold_ids)}
 
     def succeeded(self, intent: PaymentIntent) -> str:
+        purpose = intent.metadata.get("purpose", "entry")
+        if purpose != "entry" and self._extra_payments is not None:
+            # Another payment for a registration (an upgrade, a fee): routed by its purpose, not
+            # by a hold, into the registration's ledger; money naming no registration goes back.
+            outcome = self._extra_payments(intent)
+            if outcome == "orphan":
+                self.refund_unmatched(intent)
+            return outcome
         if not intent.metadata.get("holdId"):
             return "ignored"  # not a Racecap payment (another integration on the same account)
         outcome = self._registration.payment_succeeded(intent)

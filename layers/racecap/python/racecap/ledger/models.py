@@ -68,14 +68,17 @@ class LedgerEntry(Model):
 class Statement(Model):
     registrationId: str
     currency: str
-    chargedCents: int
+    chargedCents: int = Field(description="What the registration paid in all, every payment together.")
     refundedCents: int = Field(description="Refunds reserved or made (a pending refund counts: it may succeed).")
     pendingCents: int = Field(
         default=0,
         description="Of `refundedCents`, what waits for the provider's last word (PENDING or PROCESSING).",
     )
     leftCents: int = Field(description="What can still be refunded.")
-    entries: list[LedgerEntry] = Field(description="Oldest first: the entry payment, then every refund.")
+    entries: list[LedgerEntry] = Field(
+        description="The payments oldest first (the entry payment, then any other: an upgrade, a fee), "
+        "then every refund."
+    )
 
 
 class RefundRequest(Model):
@@ -87,7 +90,12 @@ class RefundRequest(Model):
 
 class RefundView(Model):
     registrationId: str
-    refund: LedgerEntry
+    refund: LedgerEntry = Field(description="The refund (its part on the newest payment when it is split).")
+    parts: list[LedgerEntry] = Field(
+        default_factory=list,
+        description="Every part of this refund, one per payment it goes back to, newest payment first "
+        "(one part for a registration with one payment).",
+    )
     statement: Statement
 
 

@@ -24,6 +24,7 @@ A click refused by step 2 never reaches the provider: it is a 409 saying what is
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from collections.abc import Callable
@@ -48,6 +49,7 @@ from racecap.money import in_units
 from racecap.observability import logger, metrics
 from racecap.payments.port import (
     REFUND_UNDONE,
+    PaymentIntent,
     PaymentProvider,
     PaymentRateLimited,
     PaymentRejected,
@@ -71,6 +73,12 @@ class RefundKeyReused(Conflict):
     code = "IDEMPOTENCY_KEY_REUSED"
 
 
+# What a registration's payments beyond the entry are for (the intent's ``metadata.purpose``):
+# a switch to a dearer event, a transfer to another runner, a deferral to next year.
+PAYMENT_PURPOSES = frozenset({"upgrade", "transfer_fee", "deferral_fee"})
+# Between a refund's key and the number of its part on another payment ("+p2"): a character no
+# client key has, so one dialog's parts are never taken for another dialog's refund.
+PART = "+p"
 # A client's idempotency key: what Stripe accepts in a key (up to 255), less our prefix.
 CLIENT_KEY = re.compile(r"[A-Za-z0-9_.:-]{8,100}")
 # How long a refund waits for its own request's answer before the sweeper looks for it: longer
@@ -130,16 +138,24 @@ class Ledger:
     # -- reads --------------------------------------------------------------------------------
     def statement(self, reg: Registration) -> Statement:
         refunds = self._store.refunds(reg.registrationId)
+        charges = self.charges(reg)
+        charged = sum(c.amountCents for c in charges)
         reserved = sum(e.amountCents for e in refunds if e.status in COUNTED_PHASES)
         return Statement(
             registrationId=reg.registrationId,
             currency=reg.currency,
-            chargedCents=reg.amountCents,
+            chargedCents=charged,
             refundedCents=reserved,
             pendingCents=sum(e.amountCents for e in refunds if e.status in OPEN_PHASES),
-            leftCents=reg.amountCents - reserved,
-            entries=[payment_entry(reg), *refunds],
+            leftCents=charged - reserved,
+            entries=[*charges, *refunds],
         )
+
+    def charges(self, reg: Registration) -> list[LedgerEntry]:
+        """Every payment of the registration, oldest first: the entry payment (read from the
+        registration item), then any other (an upgrade, a fee) the ledger recorded."""
+        extra = self._store.payments(reg.registrationId) if reg.ledgerExtraCents else []
+        return [payment_entry(reg), *extra]
 
     def registration(self, race: Race, registration_id: str) -> RegistrationDetail:
         """One registration of ``race`` with its statement; another race's is not found (404)."""
@@ -168,16 +184,27 @@ class Ledger:
         refund. The view's refund may be PENDING or PROCESSING: settled later, never lost."""
         reg = self._owned(race, registration_id)
         refund_key = f"refund-{registration_id}-{client_key or secrets.token_hex(6)}"
-        known = self._store.refund(registration_id, refund_key)
-        if known is not None and known.amountCents != amount_cents:
+        known = self.parts(registration_id, refund_key)
+        if known and sum(p.amountCents for p in known) != amount_cents:
+            done = sum(p.amountCents for p in known)
             raise RefundKeyReused(
-                f"This Idempotency-Key was used for a refund of {in_units(known.amountCents, reg.currency)} "
+                f"This Idempotency-Key was used for a refund of {in_units(done, reg.currency)} "
                 f"{reg.currency.upper()}; use a new key for another refund."
             )
-        if known is None:
+        if not known:
             self._refundable(reg)
         entry = self.refund_registration(reg, amount_cents, refund_key, director, reason)
-        return RefundView(registrationId=registration_id, refund=entry, statement=self.statement(reg))
+        parts = self.parts(registration_id, refund_key)
+        return RefundView(registrationId=registration_id, refund=entry, parts=parts, statement=self.statement(reg))
+
+    def parts(self, registration_id: str, refund_key: str) -> list[LedgerEntry]:
+        """One refund's entries: one per payment it goes back to (newest payment first)."""
+        found = [
+            e
+            for e in self._store.refunds(registration_id)
+            if e.key == refund_key or e.key.startswith(refund_key + PART)
+        ]
+        return sorted(found, key=lambda e: e.key != refund_key)
 
     @staticmethod
     def _refundable(reg: Registration) -> None:
@@ -200,15 +227,17 @@ class Ledger:
         ``RefundFailed`` (the provider refused; released) or ``Busy`` (the request budget is
         spent: nothing reserved, or the refund stays as it was). The entry returned may still be
         PENDING (no answer) or PROCESSING: the sweeper settles it."""
-        entry = self._store.refund(reg.registrationId, refund_key)
-        if entry is not None and entry.status != RefundPhase.PENDING:
-            return entry  # answered before: a replay
+        parts = self.parts(reg.registrationId, refund_key)
+        if parts and all(p.status != RefundPhase.PENDING for p in parts):
+            return parts[0]  # answered before: a replay
         provider = self._admitted()
-        if entry is None:
-            entry = self._reserve(reg, amount_cents, refund_key, director, reason)
-            if entry.status != RefundPhase.PENDING:
-                return entry  # recorded and answered by a concurrent call of the same refund
-        return self._ask_provider(provider, reg, entry)
+        if not parts:
+            parts = self._reserve(reg, amount_cents, refund_key, director, reason)
+        answered = [
+            self._ask_provider(provider if i == 0 else self._payments, reg, p) if p.status == RefundPhase.PENDING else p
+            for i, p in enumerate(parts)
+        ]
+        return answered[0]
 
     def _admitted(self) -> PaymentProvider:
         try:
@@ -223,40 +252,87 @@ class Ledger:
 
     def _reserve(
         self, reg: Registration, amount_cents: int | None, refund_key: str, director: Director, reason: str
-    ) -> LedgerEntry:
+    ) -> list[LedgerEntry]:
+        """Reserve the refund, split over the registration's payments newest first (each part
+        within what is left of its payment), in one transaction; its parts, newest first."""
         rid = reg.registrationId
-        left = reg.amountCents - self._store.refunded_cents(rid)
+        charges = self.charges(reg)
+        refunds = self._store.refunds(rid)
+        total = sum(c.amountCents for c in charges)
+        left = total - sum(e.amountCents for e in refunds if e.status in COUNTED_PHASES)
         amount = left if amount_cents is None else amount_cents
         if amount <= 0 or amount > left:
             raise RefundTooLarge(too_large(amount, left, reg.currency))
-        entry = LedgerEntry(
-            kind="refund",
-            key=refund_key,
-            providerId="",
-            amountCents=amount,
-            currency=reg.currency,
-            reason=reason,
-            actor=director.sub,
-            at=datetime.now(UTC).isoformat(),
-            status=RefundPhase.PENDING,
-            intentId=reg.chargeId,
-        )
+        now = datetime.now(UTC).isoformat()
+        parts = [
+            LedgerEntry(
+                kind="refund",
+                key=refund_key if n == 0 else f"{refund_key}{PART}{n + 1}",
+                providerId="",
+                amountCents=cents,
+                currency=reg.currency,
+                reason=reason,
+                actor=director.sub,
+                at=now,
+                status=RefundPhase.PENDING,
+                intentId=intent,
+            )
+            for n, (intent, cents) in enumerate(split(amount, reg, charges, refunds))
+        ]
         audit = self._audit.item(
             director, reg.raceId, "registration.refund", rid, amountCents=amount, currency=reg.currency, key=refund_key,
             **({"reason": reason} if reason else {}),
         )  # fmt: skip
         counted = self._regs.refunds_counted_item(reg.raceId, reg.eventId, amount)
         try:
-            self._transact([*self._store.reserve_items(reg, entry), counted, audit])
+            self._transact([*self._store.reserve_items(reg, *parts), counted, audit])
         except ConditionFailed as exc:
-            again = self._store.refund(rid, refund_key)
-            if again is not None:
+            again = self.parts(rid, refund_key)
+            if again:
                 return again  # the same action, recorded by a concurrent call: resume it
             if 0 in exc.indexes:
-                now_left = reg.amountCents - self._store.refunded_cents(rid)
+                fresh = self._regs.get(rid) or reg
+                now_left = sum(c.amountCents for c in self.charges(fresh)) - self._store.refunded_cents(rid)
                 raise RefundTooLarge(too_large(amount, now_left, reg.currency)) from exc
             raise
-        return entry
+        return parts
+
+    # -- payments beyond the entry payment ----------------------------------------------------
+    def record_payment(self, intent: PaymentIntent) -> str:
+        """A succeeded payment of another purpose (an upgrade, a transfer fee) naming a
+        registration: recorded once in its ledger (a repeat of the webhook or reconciliation
+        finds it: "already"); "orphan" when it names no registration of ours, or another
+        currency (money with no ledger to go in: the caller refunds it)."""
+        purpose = intent.metadata.get("purpose", "")
+        if purpose not in PAYMENT_PURPOSES:
+            # Not a purpose Racecap charges for: someone else's integration on the account, or a
+            # bug. Neither recorded nor refunded; the audit names it for a person to look at.
+            logger.warning("a payment of an unknown purpose names a registration", extra={"intentId": intent.id})
+            metrics.add_metric(name="UnknownPaymentPurpose", unit="Count", value=1)
+            return "ignored"
+        rid = intent.metadata.get("registrationId", "")
+        reg = self._regs.get(rid) if rid else None
+        if reg is None or reg.currency.lower() != intent.currency.lower() or not reg.chargeId:
+            return "orphan"
+        entry = LedgerEntry(
+            kind="payment",
+            key=payment_key(intent.id),
+            providerId=intent.id,
+            amountCents=intent.amount_cents,
+            currency=reg.currency,
+            reason=purpose,
+            actor="runner",
+            at=datetime.now(UTC).isoformat(),
+        )
+        try:
+            self._transact(self._store.payment_items(rid, entry))
+        except ConditionFailed as exc:
+            if 0 in exc.indexes:
+                return "already"
+            raise
+        metrics.add_metric(name="ExtraPaymentRecorded", unit="Count", value=1)
+        logger.info("payment recorded", extra={"registrationId": rid, "purpose": entry.reason})
+        return "recorded"
 
     def _ask_provider(self, provider: PaymentProvider, reg: Registration, entry: LedgerEntry) -> LedgerEntry:
         rid = reg.registrationId
@@ -373,6 +449,33 @@ class Ledger:
             return "resumed"  # its cancellation asks again, and undoes itself if refused
         moved = self._ask_provider(self._admitted(), reg, entry)  # never received: ask, same key
         return "asked-" + str(moved.status).lower()
+
+
+def payment_key(intent_id: str) -> str:
+    """A payment's ledger key: derived from the intent (a repeat finds it), never the intent's id
+    itself (retention empties provider ids, and it could not empty a key)."""
+    return "payment-" + hashlib.sha256(intent_id.encode()).hexdigest()[:24]
+
+
+def split(
+    amount: int, reg: Registration, charges: list[LedgerEntry], refunds: list[LedgerEntry]
+) -> list[tuple[str, int]]:
+    """(payment, cents) parts of a refund of ``amount``: newest payment first, each within what
+    its own refunds left of it. Refunds recorded before payments were told apart went to the
+    entry payment (their ``intentId`` is empty)."""
+    taken: dict[str, int] = {}
+    for e in refunds:
+        if e.status in COUNTED_PHASES:
+            paid_by = e.intentId or reg.chargeId
+            taken[paid_by] = taken.get(paid_by, 0) + e.amountCents
+    parts: list[tuple[str, int]] = []
+    rest = amount
+    for charge in reversed(charges):
+        give = min(rest, charge.amountCents - taken.get(charge.providerId, 0))
+        if give > 0:
+            parts.append((charge.providerId, give))
+            rest -= give
+    return parts
 
 
 def _find(refunds: list[Refund], entry: LedgerEntry) -> Refund | None:

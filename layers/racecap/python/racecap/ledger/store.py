@@ -4,6 +4,9 @@
                                            amountCents, currency and paidAt are the entry
                                            payment; ``ledgerRefundedCents`` is the sum of its
                                            refunds, reserved or made (absent: none)
+  REG#<registrationId> / PAYMENT#<key>     a payment beyond the entry payment (an upgrade, a
+                                           transfer fee: its purpose in the intent's metadata);
+                                           ``ledgerExtraCents`` on the registration is their sum
   REG#<registrationId> / REFUND#<key>      one refund, keyed by its idempotency key; while it
                                            waits for the provider's last word (PENDING,
                                            PROCESSING) it is in the table's index under
@@ -30,6 +33,8 @@ from racecap.registration.models import Registration
 
 _REG_SK = "REG"
 _REFUND = "REFUND#"
+_PAYMENT = "PAYMENT#"
+EXTRA_PAID = "ledgerExtraCents"
 OPEN_PARTITION = "LEDGER#OPEN"
 _OFF_INDEX = " REMOVE gsi1pk, gsi1sk"
 
@@ -49,11 +54,21 @@ class LedgerStore(Protocol):
 
     def refund(self, registration_id: str, refund_key: str) -> LedgerEntry | None: ...
 
-    def reserve_items(self, reg: Registration, entry: LedgerEntry) -> list[TransactItem]:
-        """Add ``entry.amountCents`` to the sum only if it stays within ``reg.amountCents`` and
+    def reserve_items(self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry) -> list[TransactItem]:
+        """Add the entries' amounts to the sum only if it stays within what the registration
+        paid in all (its entry payment and ``ledgerExtraCents``, both as ``reg`` read them) and
         the registration is confirmed (a cancellation under way refunds the rest itself); put
-        the entry only if its key is new (items 0 and 1: a failed 1 means the action was
-        recorded before)."""
+        each entry only if its key is new (items 0 and 1: a failed 1 means the action was
+        recorded before). ``more``: the same refund's parts on the registration's other payments."""
+        ...
+
+    def payments(self, registration_id: str) -> list[LedgerEntry]:
+        """The registration's payments beyond the entry payment, oldest first."""
+        ...
+
+    def payment_items(self, registration_id: str, entry: LedgerEntry) -> list[TransactItem]:
+        """A payment beyond the entry payment: put it only if new (item 0: a repeat of its
+        webhook or of reconciliation fails it), and add it to ``ledgerExtraCents``."""
         ...
 
     def entry_item(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
@@ -134,8 +149,11 @@ class DynamoLedger:
         )
         return LedgerEntry.model_validate(from_item(resp["Item"])) if "Item" in resp else None
 
-    def reserve_items(self, reg: Registration, entry: LedgerEntry) -> list[TransactItem]:
+    def reserve_items(self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry) -> list[TransactItem]:
         rid = reg.registrationId
+        extra = reg.ledgerExtraCents or 0
+        amount = entry.amountCents + sum(e.amountCents for e in more)
+        paid = f"{EXTRA_PAID} = :extra" if extra else f"attribute_not_exists({EXTRA_PAID})"
         return [
             {
                 "Update": {
@@ -143,18 +161,47 @@ class DynamoLedger:
                     "Key": key(_pk(rid), _REG_SK),
                     # ledgerPending: refunds reserved, the provider's answer not recorded yet (the
                     # export's REFUND_PENDING), counted down when it is (settle_reserved, release).
-                    "UpdateExpression": f"ADD {LEDGER_SUM} :amt, {LEDGER_PENDING} :one",
-                    "ConditionExpression": "amountCents = :charged AND #s = :confirmed AND "
+                    "UpdateExpression": f"ADD {LEDGER_SUM} :amt, {LEDGER_PENDING} :n",
+                    "ConditionExpression": f"amountCents = :charged AND {paid} AND #s = :confirmed AND "
                     f"(attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": values(
-                        {":amt": entry.amountCents, ":charged": reg.amountCents, ":one": 1}
-                        | {":room": reg.amountCents - entry.amountCents}
+                        {":amt": amount, ":charged": reg.amountCents, ":n": 1 + len(more)}
+                        | ({":extra": extra} if extra else {})
+                        | {":room": reg.amountCents + extra - amount}
                         | {":confirmed": "CONFIRMED"}
                     ),
                 }
             },
             self._put_new(rid, entry),
+            *(self._put_new(rid, e) for e in more),
+        ]
+
+    def payments(self, registration_id: str) -> list[LedgerEntry]:
+        items = query_raw(
+            self._db,
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :p)",
+            ExpressionAttributeValues=values({":pk": _pk(registration_id), ":p": _PAYMENT}),
+            ConsistentRead=True,
+        )
+        return sorted((LedgerEntry.model_validate(from_item(i)) for i in items), key=lambda e: e.at)
+
+    def payment_items(self, registration_id: str, entry: LedgerEntry) -> list[TransactItem]:
+        doc = entry.model_dump(mode="json") | {
+            "pk": _pk(registration_id),
+            "sk": _PAYMENT + entry.key,  # not the provider's id: retention empties that
+            "registrationId": registration_id,
+        }
+        return [
+            {"Put": {"TableName": self.table, "Item": to_item(doc), "ConditionExpression": "attribute_not_exists(pk)"}},
+            update_item(
+                self.table,
+                key(_pk(registration_id), _REG_SK),
+                f"ADD {EXTRA_PAID} :amt",
+                condition="attribute_exists(pk)",
+                vals={":amt": entry.amountCents},
+            ),
         ]
 
     def _put_new(self, registration_id: str, entry: LedgerEntry) -> TransactItem:
@@ -264,6 +311,16 @@ class DynamoLedger:
                 }
             }
             for entry in self.refunds(registration_id)
+            if entry.providerId
+        ] + [
+            update_item(
+                self.table,
+                key(_pk(registration_id), _PAYMENT + entry.key),
+                "SET providerId = :empty, purgedAt = :at",
+                condition="attribute_exists(pk)",
+                vals={":empty": "", ":at": at},
+            )
+            for entry in self.payments(registration_id)
             if entry.providerId
         ]
 

@@ -69,6 +69,7 @@ def payment_events() -> PaymentEvents:
         _race_name,
         ledger_store(),
         refund_updates=ledger().provider_refund,
+        extra_payments=ledger().record_payment,
     )
 
 

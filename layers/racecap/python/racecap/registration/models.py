@@ -95,6 +95,7 @@ class Registration(PaidRegistration):
     ledgerPending: int | None = None  # refunds reserved, the provider's answer not recorded yet
     outsideRefunds: int | None = None
     refundFailures: int | None = None  # refunds the provider failed after the fact: flagged to the director
+    ledgerExtraCents: int | None = None  # payments beyond the entry payment (an upgrade, a fee): their sum
     # A cardholder's dispute, from the provider's ``charge.dispute.created``: the director sees it.
     disputeId: str | None = None
     disputedAt: str | None = None
