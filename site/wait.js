@@ -35,6 +35,13 @@ export function registrationPage(regId) {
         h('p', {}, `A confirmation email is on its way${ctx.email || data.email ? ` to ${data.email || ctx.email}` : ''}.`),
         backLink());
       say(`Registration confirmed. ${bib ? `Your bib number is ${bib}.` : ''}`);
+    } else if (st === 'CANCELLED' || st === 'CANCELLING') {
+      retitle(h1, 'Registration cancelled');
+      body.replaceChildren(
+        h('div', { cls: 'alert', role: 'status', testid: 'registration-cancelled', 'data-status': st },
+          h('p', {}, data.message || 'This registration was cancelled.')),
+        backLink(data.raceId || ctx.raceId));
+      say(data.message || 'This registration was cancelled.');
     } else {
       // Keep the runner's details for a new hold: the form prefills from "carry".
       store.set('carry', Object.fromEntries(DETAILS.map((n) => [n, ctx[n]])));
@@ -65,7 +72,7 @@ export function registrationPage(regId) {
       try {
         const res = await api('GET', `/registrations/${enc(regId)}`, { signal });
         const s = String((res.data && res.data.status) || '').toUpperCase();
-        if (s === 'CONFIRMED' || s === 'FAILED') return done(res.data);
+        if (['CONFIRMED', 'FAILED', 'CANCELLING', 'CANCELLED'].includes(s)) return done(res.data);
         retryAfter = res.retryAfter;
       } catch (e) {
         if (signal.aborted) return;

@@ -24,7 +24,7 @@ from racecap.payments.port import IntentStatus, NewIntent
 from racecap.registration.models import PaidRegistration
 from racecap.registration.status import Backlog, paper_wait_s
 
-from tests.unit.core_world import World, request
+from tests.unit.core_world import DIRECTOR, World, request
 
 
 @pytest.fixture
@@ -293,6 +293,23 @@ def test_the_waiting_screen_follows_the_registration(world):
     world.write_queued()
     status, retry = world.registration.status(rid)
     assert (status.status, status.bib, status.eventName, retry) == ("CONFIRMED", 1, "10K", None)
+    assert status.message is None and status.cancelledAt is None
+
+
+def test_a_cancelled_registration_says_so_and_what_was_refunded(world):
+    hold_id = _hold(world)
+    rid = world.registration.register(hold_id, request()).registrationId
+    world.write_queued()
+    race = world.catalog.definition(world.regs.get(rid).raceId)[0]
+    world.payments.fail_next = 1  # the refund's answer does not come: the cancellation waits
+    with pytest.raises(Busy):
+        world.cancellations.cancel(DIRECTOR, race, rid, refund="AMOUNT", amount_cents=1000)
+    status, retry = world.registration.status(rid)
+    assert (status.status, retry) == ("CANCELLING", None) and "being cancelled" in (status.message or "")
+    world.cancellations.cancel(DIRECTOR, race, rid)
+    status, _ = world.registration.status(rid)
+    assert status.status == "CANCELLED" and status.cancelledAt is not None
+    assert status.message is not None and status.message.endswith("Refunded: 10.00 USD.")
 
 
 def test_a_failed_registration_says_so(world):

@@ -46,7 +46,7 @@ from racecap.observability import logger, metrics
 from racecap.payments.port import AlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
-from racecap.registration.models import Registration, RegistrationPhase
+from racecap.registration.models import Registration, RegistrationPhase, refunded_by_cancel
 
 MAX_STEPS = 4  # each loop moves the registration one state on; more means a concurrent fight
 
@@ -76,12 +76,6 @@ def refund_email(reg: Registration) -> EmailMessage:
             "currency": reg.currency,
         },
     )
-
-
-def refunded_by_cancel(reg: Registration) -> int:
-    """What the registration's cancellation refunds: its choice's amount, or the whole charge
-    for a cancellation begun before the refund choice."""
-    return reg.amountCents if reg.cancelRefund is None else reg.cancelRefundCents or 0
 
 
 class Cancellations:

@@ -162,7 +162,12 @@ class RegistrationAccepted(Model):
 
 class RegistrationStatus(Model):
     registrationId: str
-    status: Literal["QUEUED", "CONFIRMED", "FAILED"]
+    status: Literal["QUEUED", "CONFIRMED", "FAILED", "CANCELLING", "CANCELLED"] = Field(
+        description="QUEUED: paid, being confirmed (poll again after Retry-After); CONFIRMED: the place is the "
+        "runner's; FAILED: not registered and no payment kept; CANCELLING: a cancellation is under way (its "
+        "refund is being made; it finishes by itself); CANCELLED: the registration was cancelled, the place "
+        "given back (`message` says what was refunded)."
+    )
     raceId: str
     eventId: str
     bib: int | None = None
@@ -171,6 +176,7 @@ class RegistrationStatus(Model):
     eventName: str | None = None
     raceName: str | None = None
     confirmedAt: datetime | None = None
+    cancelledAt: datetime | None = None
     message: str | None = None
 
 
@@ -304,3 +310,9 @@ class RunnerDetails(Model):
 
 class RegistrationRequest(RunnerDetails):
     paymentMethod: PaymentMethodId | None = None
+
+
+def refunded_by_cancel(reg: Registration) -> int:
+    """What the registration's cancellation refunds: its choice's amount, or the whole charge
+    for a cancellation begun before the refund choice."""
+    return reg.amountCents if reg.cancelRefund is None else reg.cancelRefundCents or 0

@@ -15,9 +15,10 @@ from racecap.cache import TieredCache
 from racecap.errors import RegistrationNotFound
 from racecap.holds.models import PAID_PHASES
 from racecap.holds.service import hold_id_for
+from racecap.money import in_units
 from racecap.observability import logger
 from racecap.registration.attempts import Attempts
-from racecap.registration.models import RegistrationStatus
+from racecap.registration.models import Registration, RegistrationPhase, RegistrationStatus, refunded_by_cancel
 from racecap.registration.store import RegistrationStore
 
 
@@ -162,7 +163,7 @@ class StatusReads:
         if reg is not None:
             return RegistrationStatus(
                 registrationId=registration_id,
-                status="CONFIRMED",
+                status=reg.status.value,
                 raceId=reg.raceId,
                 eventId=reg.eventId,
                 bib=reg.bib,
@@ -171,6 +172,8 @@ class StatusReads:
                 eventName=reg.eventName,
                 raceName=reg.raceName,
                 confirmedAt=datetime.fromisoformat(reg.confirmedAt),
+                cancelledAt=datetime.fromisoformat(reg.cancelledAt) if reg.cancelledAt else None,
+                message=cancelled_message(reg),
             ), None
         hold = self._holds.get(hold_id_for(registration_id)) if registration_id.startswith("reg_") else None
         if hold is None or registration_id not in (hold.registrationId, *hold.memberIds) or hold.attempt is None:
@@ -184,3 +187,15 @@ class StatusReads:
         base.status = "FAILED"
         base.message = "The registration could not be completed and no payment was kept."
         return base, None
+
+
+def cancelled_message(reg: Registration) -> str | None:
+    """What a cancelled (or cancelling) registration's status says, in the runner's words."""
+    if reg.status == RegistrationPhase.CANCELLING:
+        return "This registration is being cancelled; its refund is on its way. The place is no longer yours."
+    if reg.status != RegistrationPhase.CANCELLED:
+        return None
+    refunded = refunded_by_cancel(reg)
+    code = reg.currency.upper()
+    money = f"{in_units(refunded, code)} {code}" if refunded else "nothing"
+    return f"This registration was cancelled; the place is no longer yours. Refunded: {money}."
