@@ -5,6 +5,7 @@ provider's word is settled with it (a lost answer, a pending refund whose webhoo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -24,6 +25,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     logger.info("swept holds", extra=counts)
     reconciled = payment_events().reconcile()
     refunds = ledger().settle_open(resume_cancellation=cancellations().after_refund_settled)
-    return (
-        counts | {f"reconciled_{k}": v for k, v in reconciled.items()} | {f"refunds_{k}": v for k, v in refunds.items()}
-    )
+    # A cancellation left half-way (its refund refused for the budget, a crash between steps) is
+    # finished under its own refund key once it is as old as a refund's answer may take.
+    grace = timedelta(seconds=get_settings().refund_settle_after_s)
+    cancels = cancellations().finish_open(datetime.now(UTC) - grace)
+    counts |= {f"reconciled_{k}": v for k, v in reconciled.items()}
+    counts |= {f"refunds_{k}": v for k, v in refunds.items()}
+    return counts | {f"cancels_{k}": v for k, v in cancels.items()}

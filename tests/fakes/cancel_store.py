@@ -20,6 +20,16 @@ from tests.fakes.stores import FakeRegistrations, fake_item
 
 
 class FakeCancelStore(FakeRegistrations):
+    def open_cancel_item(self, registration_id: str, now: str) -> TransactItem:
+        return fake_item(lambda: True, lambda: self.tables.cancel_marks.__setitem__(registration_id, now))
+
+    def close_cancel_item(self, registration_id: str) -> TransactItem:
+        return fake_item(lambda: True, lambda: self.tables.cancel_marks.pop(registration_id, None))
+
+    def open_cancels(self, before: str) -> list[str]:
+        with self.tables.lock:
+            return [rid for rid, at in sorted(self.tables.cancel_marks.items(), key=lambda kv: kv[1]) if at < before]
+
     def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool:
         with self.tables.lock:
             reg = self.tables.regs.get(registration_id)

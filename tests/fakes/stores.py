@@ -69,6 +69,7 @@ class FakeTables:
     audit: list[dict[str, Any]] = field(default_factory=list)
     client_holds: Counter[str] = field(default_factory=Counter)  # per-client hold-limit counters
     ledger_sums: Counter[str] = field(default_factory=Counter)  # registration id -> ledgerRefundedCents
+    cancel_marks: dict[str, str] = field(default_factory=dict)  # cancellations under way: id -> begun at
     # Discount codes' use counters: (raceId, CODE) -> shard -> [cap, taken] (racecap.codes)
     code_shards: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)

@@ -273,3 +273,32 @@ def test_a_registration_with_two_payments_refunds_across_both_and_the_audit_chec
     assert any(
         f"payment {planted} (donation) is not in registration {reg_id}'s ledger" in v for v in report.violations
     ), report.violations
+
+
+@pytest.mark.parametrize("fault", ["timeout", "rate-limited"])
+def test_a_cancellation_left_half_way_is_finished_by_the_sweeper_and_refunded_once(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any, fault: str
+) -> None:
+    kim = director(f"kim-half-way-{fault}")
+    rid, eid = _race(kim, api, 3)
+    reg_id = _paid(api, rid, eid)
+    wait_confirmed(api, [reg_id])
+    intent = backend.registrations().get(reg_id).chargeId
+    cancel = f"/api/admin/races/{rid}/registrations/{reg_id}/cancel"
+    try:
+        if fault == "timeout":
+            _faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+        else:
+            _spend_budget(stack, seconds=3.0)
+        answer = kim.post(cancel, json={"refund": "AMOUNT", "amountCents": 6000})
+    finally:
+        _faults(stack, lose_answers=0, lose_answers_on="/v1/")
+    assert answer.status_code == 429 and int(answer.headers["Retry-After"]) >= 1, answer.text
+    assert backend.registrations().get(reg_id).status == "CANCELLING"
+    # Nobody clicks again: the sweeper (every 3 s here) finishes it under its own key.
+    wait_until(lambda: backend.registrations().get(reg_id).status == "CANCELLED", timeout=30)
+    assert [r["amount"] for r in _provider_refunds(stack, intent)] == [6000]  # refunded once
+    status = api.get(f"/api/registrations/{reg_id}").json()
+    assert status["status"] == "CANCELLED" and status["message"].endswith("Refunded: 60.00 EUR."), status
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations

@@ -369,3 +369,36 @@ def test_a_payment_naming_no_registration_of_ours_is_an_orphan(world):
         "orphan"
     )
     assert world.ledger.record_payment(replace(stray, currency="jpy")) == "orphan"  # no sum across currencies
+
+
+@pytest.mark.parametrize("fault", ["fail_next", "rate_limit_next", "fail_after_next"])
+def test_a_cancellation_left_half_way_is_finished_by_the_sweeper_and_refunded_once(world, fault):
+    rid = _confirmed(world)
+    setattr(world.payments, fault, 1)  # nothing reached the provider / its 429 / its answer lost
+    with pytest.raises(Busy):
+        world.cancellations.cancel(DIRECTOR, _race(world), rid, refund="AMOUNT", amount_cents=1500)
+    assert world.regs.get(rid).status == RegistrationPhase.CANCELLING
+    assert world.cancellations.finish_open(datetime.now(UTC) - timedelta(minutes=1)) == {}  # too recent
+    assert world.cancellations.finish_open(later()) == {"finished": 1}
+    assert world.regs.get(rid).status == RegistrationPhase.CANCELLED
+    assert [r.amount_cents for r in world.payments.refunds] == [1500]  # once
+    assert world.cancellations.finish_open(later()) == {}  # the mark went with the cancellation
+    # A cancellation without a refund that stopped half-way is finished the same way.
+    other = _confirmed(world, "bo@example.com")
+    world.holds.get = _fails_once(world.holds.get)  # a crash between begin and finish
+    with pytest.raises(RuntimeError):
+        world.cancellations.cancel(DIRECTOR, _race(world), other, refund="NONE")
+    assert world.cancellations.finish_open(later()) == {"finished": 1}
+    assert world.regs.get(other).status == RegistrationPhase.CANCELLED
+
+
+def _fails_once(real):
+    calls = {"n": 0}
+
+    def get(hold_id):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("injected: the function stopped between the cancellation's steps")
+        return real(hold_id)
+
+    return get

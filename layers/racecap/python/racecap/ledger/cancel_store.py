@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from racecap.aws.items import (
     is_conditional_failure,
+    query_raw,
     values,
 )
 from racecap.aws.keys import (
@@ -56,6 +57,25 @@ class CancelStore(RegistrationStore, Protocol):
     ) -> TransactItem: ...
 
     def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool: ...
+
+    def open_cancel_item(self, registration_id: str, now: str) -> TransactItem:
+        """Put the mark of a cancellation under way (with the write that begins it): the
+        sweeper finds every cancellation left half-way by it (``open_cancels``)."""
+        ...
+
+    def close_cancel_item(self, registration_id: str) -> TransactItem:
+        """Delete the mark (with the write that finishes or undoes the cancellation)."""
+        ...
+
+    def open_cancels(self, before: str) -> list[str]:
+        """The registrations whose cancellation began before ``before`` and is still marked."""
+        ...
+
+
+# A cancellation under way, beside its registration (REG#<id> / CANCELLING), in the table's
+# index under one sparse partition: cancellations are rare, and the sweeper reads them all.
+CANCEL_MARK_SK = "CANCELLING"
+OPEN_CANCELS = "CANCEL#OPEN"
 
 
 # The ledger's sum of a registration's refunds, reserved or made (racecap.ledger.store owns it;
@@ -216,6 +236,27 @@ class DynamoCancelStore(DynamoRegistrations):
                 for entry in _stock_of(reg, hold)
             ),
         ]
+
+    # -- cancellations left half-way ----------------------------------------------------------------
+    def open_cancel_item(self, registration_id: str, now: str) -> TransactItem:
+        mark = {"pk": f"REG#{registration_id}", "sk": CANCEL_MARK_SK, "registrationId": registration_id}
+        mark |= {"gsi1pk": OPEN_CANCELS, "gsi1sk": f"{now}#{registration_id}", "at": now}
+        return {"Put": {"TableName": self._regs, "Item": values(mark)}}
+
+    def close_cancel_item(self, registration_id: str) -> TransactItem:
+        return {
+            "Delete": {"TableName": self._regs, "Key": values({"pk": f"REG#{registration_id}", "sk": CANCEL_MARK_SK})}
+        }
+
+    def open_cancels(self, before: str) -> list[str]:
+        items = query_raw(
+            self._db,
+            TableName=self._regs,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :p AND gsi1sk < :before",
+            ExpressionAttributeValues=values({":p": OPEN_CANCELS, ":before": before}),
+        )
+        return [str(i["registrationId"]["S"]) for i in items]
 
     # -- disputes -------------------------------------------------------------------------------
     def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool:

@@ -215,6 +215,7 @@ class Cancellations:
                 rid, now, director.sub, choice=choice, refund_cents=cents, refund_key=key, charged=reg.amountCents
             ),
             self._audit.item(director, reg.raceId, "registration.cancel", rid, **details),
+            self._regs.open_cancel_item(rid, now),
         ]
         if key is not None:
             entry = LedgerEntry(
@@ -274,7 +275,10 @@ class Cancellations:
             ) from exc
         except PaymentRejected as exc:
             now = datetime.now(UTC).isoformat()
-            undo = [self._regs.undo_cancel_item(rid, entry.amountCents if entry else 0)]
+            undo = [
+                self._regs.undo_cancel_item(rid, entry.amountCents if entry else 0),
+                self._regs.close_cancel_item(rid),
+            ]
             try:
                 self._transact([*undo, self._ledger.refuse_item(rid, entry, now)] if entry else undo)
             except ConditionFailed:
@@ -293,6 +297,32 @@ class Cancellations:
             self._ledger.settle(rid, key, refund_id, datetime.now(UTC).isoformat())
         return refund_id
 
+    def finish_open(self, before: datetime) -> dict[str, int]:
+        """The sweeper's backstop: every cancellation begun before ``before`` and not finished (a
+        provider that timed out or was rate limited, a crash between steps) is resumed under
+        its own refund key, so nothing waits for the director to click again. A mark left by
+        a cancellation that finished or was undone is cleared. Returns counts per outcome."""
+        counts: dict[str, int] = {}
+        for rid in self._regs.open_cancels(before.isoformat()):
+            reg = self._regs.get(rid)
+            outcome = "cleared"
+            try:
+                if reg is None or reg.status != RegistrationPhase.CANCELLING:
+                    self._transact([self._regs.close_cancel_item(rid)])
+                else:
+                    race, _ = self._catalog.definition(reg.raceId)
+                    self.cancel(SYSTEM, race, rid)
+                    outcome = "finished"
+            except (Busy, PaymentUnavailable):
+                outcome = "waiting"
+            except (Conflict, RefundFailed) as exc:
+                logger.warning("a cancellation could not be finished", extra={"registrationId": rid, "error": str(exc)})
+                outcome = "stuck"
+            counts[outcome] = counts.get(outcome, 0) + 1
+        if counts:
+            logger.info("cancellations left half-way", extra=counts)
+        return counts
+
     def after_refund_settled(self, reg: Registration, entry: LedgerEntry) -> None:
         """The sweeper found the provider's answer to a refund: if it was a cancellation's that
         stopped waiting for it, the cancellation finishes now (the place back, the email)."""
@@ -308,8 +338,12 @@ class Cancellations:
         if hold is None:
             raise RuntimeError(f"registration {rid} has no hold {reg.holdId}")
         try:
+            now = datetime.now(UTC).isoformat()
             self._transact(
-                self._regs.finish_cancel_items(reg, hold, refund_id, datetime.now(UTC).isoformat(), refunded)
+                [
+                    *self._regs.finish_cancel_items(reg, hold, refund_id, now, refunded),
+                    self._regs.close_cancel_item(rid),
+                ]
             )
         except ConditionFailed:
             return  # finished by a concurrent call: the loop reads CANCELLED
@@ -318,6 +352,8 @@ class Cancellations:
         logger.info("registration cancelled", extra={"registrationId": rid, "refundId": refund_id, "cents": refunded})
 
 
+# Who the audit names for a cancellation the sweeper finished (it began as someone else's).
+SYSTEM = Director(sub="system-sweeper", username="the sweeper (finished a cancellation left half-way)")
 # Who the audit names for a refund made in the provider's dashboard, outside Racecap.
 PROVIDER = Director(sub="payment-provider", username="payment provider (refund made outside Racecap)")
 
