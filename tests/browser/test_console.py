@@ -348,10 +348,15 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
     expect(page.get_by_test_id("live-totals")).to_contain_text("Confirmed")
 
     page.get_by_test_id("tab-audit").click()
-    actions = page.get_by_test_id("audit-action")
-    expect(actions.filter(has_text="registration.cancel")).to_have_count(1)
-    expect(page.get_by_test_id("audit-entry").filter(has_text="registration.cancel")).to_contain_text("Injured")
-    expect(page.get_by_test_id("audit-entry").filter(has_text="registration.refund")).to_contain_text("Late start")
+    cancelled = page.locator("[data-testid=audit-entry][data-action='registration.cancel']")
+    expect(cancelled).to_have_count(1)
+    expect(cancelled).to_contain_text("Injured")
+    expect(cancelled.get_by_test_id("audit-action")).to_contain_text("Cancelled registration")
+    expect(cancelled.get_by_test_id("audit-action")).to_contain_text("refunded $15.00")
+    refunded = page.locator("[data-testid=audit-entry][data-action='registration.refund']")
+    expect(refunded).to_contain_text("Late start")
+    expect(refunded.get_by_test_id("audit-action")).to_contain_text("Refunded $5.00 of registration")
+    expect(refunded.get_by_test_id("audit-actor")).not_to_contain_text("@")  # a director by name, no address
 
 
 def test_a_second_director_sees_none_of_the_first_directors_races(new_page, stack, cognito, backend, api) -> None:

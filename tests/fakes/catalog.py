@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from racecap.audit.service import without_personal_data
 from racecap.aws.transactions import TransactItem
 from racecap.errors import RaceNotFound
-from racecap.models import Director
+from racecap.models import Actor, Director
 from racecap.races.models import Event, Race
 
 from tests.fakes.stores import FakeTables, fake_item
@@ -82,6 +83,8 @@ class FakeAudit:
     def __init__(self, tables: FakeTables) -> None:
         self.tables = tables
 
-    def item(self, director: Director, race_id: str, action: str, target: str, **details: Any) -> TransactItem:
-        entry = {"raceId": race_id, "actor": director.sub, "action": action, "target": target, **details}
+    def item(self, actor: Director | Actor, race_id: str, action: str, target: str, **details: Any) -> TransactItem:
+        who = Actor.of(actor)
+        entry = {"raceId": race_id, "actor": who.id, "actorKind": who.kind, "action": action, "target": target}
+        entry |= without_personal_data(details)
         return fake_item(lambda: True, lambda: self.tables.audit.append(entry))

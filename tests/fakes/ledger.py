@@ -135,11 +135,13 @@ class FakeLedger:
         def forget(k: tuple[str, str]) -> TransactItem:
             return fake_item(
                 lambda: k in self.entries,
-                lambda: self.entries.__setitem__(k, self.entries[k].model_copy(update={"providerId": ""})),
+                lambda: self.entries.__setitem__(
+                    k, self.entries[k].model_copy(update={"providerId": "", "intentId": ""})
+                ),
             )
 
         with self.tables.lock:
-            keys = [k for k, e in self.entries.items() if k[0] == registration_id and e.providerId]
+            keys = [k for k, e in self.entries.items() if k[0] == registration_id and (e.providerId or e.intentId)]
         return [forget(k) for k in keys]
 
     def move_items(

@@ -121,7 +121,8 @@ def test_the_claims_reach_the_audit_trail_as_who(director: Any) -> None:
     alice = director("alice")
     race = alice.create_race()
     (entry,) = alice.get(f"/api/admin/races/{race['raceId']}/audit").json()["entries"]
-    assert entry["actor"] == {"sub": director_sub("alice"), "username": "alice", "email": "alice@racecap.localhost"}
+    # Typed, and without the director's address: the trail outlives every retention period.
+    assert entry["actor"] == {"kind": "director", "id": director_sub("alice"), "name": "alice"}
     assert entry["action"] == "race.create"
 
 

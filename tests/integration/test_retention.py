@@ -151,3 +151,22 @@ def test_given_a_race_past_its_retention_then_its_personal_data_is_gone_and_what
     assert [after[t] for t in ("Races", "Registrations", "Audit")] == [
         before[t] for t in ("Races", "Registrations", "Audit")
     ]
+
+
+def test_the_purge_scrubs_addresses_from_audit_entries_written_before_the_trail_kept_none(
+    backend: Any, in_process_env: None
+) -> None:
+    table = backend.table("Audit")
+    backend.dynamodb.delete_item(TableName=table, Key=values({"pk": "SCRUB", "sk": "personal-data-v1"}))
+    old = {
+        "pk": "RACE#race-legacy-audit", "sk": "2026-01-01T00:00:00+00:00#abc", "raceId": "race-legacy-audit",
+        "entryId": "abc", "at": "2026-01-01T00:00:00+00:00", "action": "registration.cancel", "target": "reg_1",
+        "actor": {"sub": "dir-9", "username": "dana", "email": "dana@example.com"},
+        "details": {"email": "ann@example.com", "bib": 3, "refund": "FULL"},
+    }  # fmt: skip
+    backend.dynamodb.put_item(TableName=table, Item=to_item(old))
+    assert _purge().get("auditEntriesScrubbed", 0) >= 1
+    item = backend.dynamodb.get_item(TableName=table, Key=values({"pk": old["pk"], "sk": old["sk"]}))["Item"]
+    assert "@" not in json.dumps(item)
+    assert item["details"]["M"]["bib"] == {"N": "3"} and item["actor"]["M"]["username"] == {"S": "dana"}
+    assert "auditEntriesScrubbed" not in _purge()  # once: the mark remembers it

@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from racecap.audit.models import AuditEntry
 from racecap.audit.service import decode_cursor, encode_cursor
 from racecap.errors import RaceNotFound, ValidationFailed
 from racecap.holds.models import Attempt, BeginOutcome
+from racecap.models import Actor, Director
 from racecap.races import catalog as races_module
 from racecap.races.catalog import event_status, race_status
 from racecap.races.models import Race
@@ -176,7 +178,7 @@ def test_the_audit_trail_pages_newest_first_with_a_cursor(w):
     assert first.nextCursor is not None
     rest = w.audit.page(race.raceId, 2, first.nextCursor)
     assert [e.action for e in rest.entries] == ["race.update", "race.create"]
-    assert rest.entries[0].actor == DANA
+    assert rest.entries[0].actor == Actor(kind="director", id=DANA.sub, name=DANA.username)  # no address
     assert rest.entries[1].details == {"name": "Harbour Run", "events": 1}
 
 
@@ -199,3 +201,23 @@ def test_an_audit_cursor_round_trips_and_garbage_is_refused():
     for bad in ("", "a", "%%%%", "abc="):
         with pytest.raises(ValidationFailed):
             decode_cursor(bad)
+
+
+def test_the_trail_types_its_actor_and_keeps_no_name_or_address(w):
+    race = w.create(5)
+    provider = Director(sub="payment-provider", username="payment provider", email="ops@example.com")
+    item = w.audit.item(
+        provider, race.raceId, "registration.cancel", "reg_1",
+        email="ann@example.com", firstName="Ann", bib=7, reason="asked by ann@example.com by phone",
+    )  # fmt: skip
+    w.tables.transact([item, w.audit.item(Actor.runner("reg_1"), race.raceId, "registration.edit", "reg_1")])
+    edit, cancel = w.audit.page(race.raceId, 2, None).entries
+    assert (cancel.actor.kind, cancel.actor.id) == ("provider", "payment-provider")
+    assert cancel.details == {"bib": 7, "reason": "asked by [address removed] by phone"}
+    assert (edit.actor.kind, edit.actor.name) == ("runner", "Runner of registration reg_1")
+    # An entry written before the actor was typed reads as the kind it was, without the address.
+    legacy = AuditEntry.model_validate(
+        {"raceId": "r", "entryId": "e", "at": "2026-01-01T00:00:00+00:00", "action": "a", "target": "t",
+         "actor": {"sub": "racecap:retention", "username": "Racecap retention job", "email": "x@example.com"}}
+    )  # fmt: skip
+    assert legacy.actor == Actor(kind="system", id="racecap:retention", name="Racecap retention job")

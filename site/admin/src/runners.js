@@ -311,6 +311,32 @@ export async function runnersPage(api, raceId, subnav) {
   await load(true);
 }
 
+// The trail in words: who (a director by name, a runner by registration, the payment provider,
+// a job) and what, rather than action codes; the code stays in the row's title and data.
+function whoDid(actor) {
+  if (!actor) return '—';
+  if (actor.kind === 'runner') return `Runner of registration ${actor.id}`;
+  if (actor.kind === 'provider') return 'The payment provider';
+  if (actor.kind === 'system') return actor.name || 'Racecap';
+  return actor.name || actor.id;
+}
+
+function whatHappened(e) {
+  const d = e.details || {};
+  const amount = (cents) => money(cents ?? 0, d.currency || 'USD');
+  const said = {
+    'registration.cancel': () => `Cancelled registration ${e.target}${d.bib ? ` (bib ${d.bib})` : ''}; `
+      + (d.refundCents ? `refunded ${amount(d.refundCents)}` : 'no refund'),
+    'registration.refund': () => `Refunded ${amount(d.amountCents)} of registration ${e.target}`,
+    'registration.refund.failed': () => `The refund of ${amount(d.amountCents)} to registration ${e.target} failed at the payment provider; it can be refunded again`,
+    'registration.refund.outside': () => `A refund of ${amount(d.amountCents)} to registration ${e.target} was made in the payment provider's dashboard`,
+    'race.create': () => 'Created the race',
+    'race.update': () => 'Changed the race',
+    'event.update': () => 'Changed an event',
+  }[e.action];
+  return said ? said() : e.action.replaceAll('.', ' ');
+}
+
 export async function auditPage(api, raceId, subnav) {
   const race = await api.get(`/races/${enc(raceId)}`);
   const list = h('tbody', {});
@@ -319,9 +345,9 @@ export async function auditPage(api, raceId, subnav) {
   async function load() {
     const page = await api.get(`/races/${enc(raceId)}/audit${cursor ? `?cursor=${enc(cursor)}` : ''}`);
     for (const e of page.entries) {
-      list.append(h('tr', { 'data-testid': 'audit-entry' },
-        h('td', {}, showInZone(e.at, race.timeZone)), h('td', {}, e.actor.email || e.actor.username || e.actor.sub),
-        h('td', { 'data-testid': 'audit-action' }, e.action), h('td', {}, e.target),
+      list.append(h('tr', { 'data-testid': 'audit-entry', 'data-action': e.action },
+        h('td', {}, showInZone(e.at, race.timeZone)), h('td', { 'data-testid': 'audit-actor' }, whoDid(e.actor)),
+        h('td', { 'data-testid': 'audit-action', title: e.action }, whatHappened(e)), h('td', {}, e.target),
         h('td', { class: 'details' }, JSON.stringify(e.details))));
     }
     cursor = page.nextCursor;

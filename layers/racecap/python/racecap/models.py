@@ -9,9 +9,9 @@ Field names are camelCase because they are the stored attribute names.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 
 def _whole_number(v: object) -> object:
@@ -51,6 +51,42 @@ class Director(Model):
     sub: str  # the stable user id; races are owned by it
     username: str
     email: str = ""
+
+
+ActorKind = Literal["director", "runner", "provider", "system"]
+
+
+class Actor(Model):
+    """Who made a change, as the audit trail names it: a director (by id and name), a runner (by
+    registration id, never by email or name), the payment provider, or a system job. No address
+    is ever part of it: the trail outlives the retention period that deletes runners' data."""
+
+    kind: ActorKind
+    id: str = Field(description="A director's id, a runner's registration id, or the job's or provider's name.")
+    name: str = Field(description="How the console says who it was.")
+
+    @classmethod
+    def of(cls, who: Director | Actor) -> Actor:
+        if isinstance(who, Actor):
+            return who
+        return cls(kind=director_kind(who.sub), id=who.sub, name=who.username)
+
+    @classmethod
+    def runner(cls, registration_id: str) -> Actor:
+        return cls(kind="runner", id=registration_id, name=f"Runner of registration {registration_id}")
+
+
+# The ids the provider and the jobs acted under before the actor was typed (as fake directors).
+PROVIDER_ID = "payment-provider"
+
+
+def director_kind(sub: str) -> ActorKind:
+    """The kind of a legacy actor, from the id it was written under."""
+    if sub == PROVIDER_ID:
+        return "provider"
+    if sub.startswith(("racecap:", "system-")):
+        return "system"
+    return "director"
 
 
 class _Record(Model):

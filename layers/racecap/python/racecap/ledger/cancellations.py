@@ -202,8 +202,7 @@ class Cancellations:
         key = f"{refund_key(rid)}-c{secrets.token_hex(4)}" if cents else None
         details = {
             "eventId": reg.eventId,
-            "bib": reg.bib,
-            "email": reg.email,
+            "bib": reg.bib,  # the runner by bib and registration id: never their address
             "amountCents": reg.amountCents,
             "currency": reg.currency,
             "refund": choice,

@@ -305,13 +305,14 @@ class DynamoLedger:
                 "Update": {
                     "TableName": self.table,
                     "Key": key(_pk(registration_id), _REFUND + entry.key),
-                    "UpdateExpression": "SET providerId = :empty, purgedAt = :at",
+                    # The refund's id and the payment it went back to: both the provider's ids.
+                    "UpdateExpression": "SET providerId = :empty, intentId = :empty, purgedAt = :at",
                     "ConditionExpression": "attribute_exists(pk)",
                     "ExpressionAttributeValues": values({":empty": "", ":at": at}),
                 }
             }
             for entry in self.refunds(registration_id)
-            if entry.providerId
+            if entry.providerId or entry.intentId
         ] + [
             update_item(
                 self.table,
