@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from racecap.models import Actor, Model, director_kind
+from racecap.models import Actor, Director, Model, director_kind
 
 
 class AuditEntry(Model):
@@ -24,6 +24,8 @@ class AuditEntry(Model):
     def _typed(cls, v: Any) -> Any:
         """An entry written before the actor was typed named everyone as a director (its id,
         username and email): read as the kind it was, without the address."""
+        if isinstance(v, Director):
+            return Actor.of(v)
         if isinstance(v, dict) and "kind" not in v and "sub" in v:
             return {"kind": director_kind(str(v["sub"])), "id": v["sub"], "name": v.get("username", "")}
         return v
