@@ -312,7 +312,12 @@ class RacePatch(Model):
     location: str | None = Field(default=None, max_length=150)
     raceDate: str | None = Field(default=None, pattern=DATE_PATTERN, json_schema_extra={"format": "date"})
     description: str | None = Field(default=None, max_length=5000)
-    currency: Currency | None = None
+    currency: Currency | None = Field(
+        default=None,
+        description="Only while no place is taken (409). Every price of the race, each event's and each of its "
+        "price tiers', must be one the provider charges in it: else 400 naming `currency` and each such price's "
+        "field (`events.1.priceTiers.0.priceCents`).",
+    )
     timeZone: str | None = Field(
         default=None, min_length=1, max_length=64, description="IANA name; the window's instants stay as they are."
     )

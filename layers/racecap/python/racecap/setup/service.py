@@ -54,6 +54,7 @@ from racecap.setup.models import (
 from racecap.setup.rules import (
     _a_year_later,
     _check_complete,
+    _check_new_currency,
     _check_prices,
     _check_teams,
     _check_version,
@@ -266,9 +267,7 @@ class RaceAdmin:
                 raise Conflict(
                     f"{taken} places are taken at {race.currency} prices; the currency can no longer change."
                 )
-            paid = [e.priceCents for e in events if e.priceCents]  # a free event has no minimum
-            if paid:  # the cheapest paid event is the one a dearer minimum would refuse
-                _check_prices(changes["currency"], {"currency": min(paid)})
+            _check_new_currency(changes["currency"], events)
             also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
         also.append(
             self._trail.item(
