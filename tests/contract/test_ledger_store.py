@@ -95,3 +95,23 @@ def test_a_refund_waits_on_the_open_list_until_the_providers_word_and_a_failure_
     after = stores.regs.get(rid)
     assert (after.ledgerRefundedCents, after.ledgerPending, after.refundFailures) == (0, 0, 1)
     assert ledger.refunded_cents(rid) == 0
+
+
+def test_a_whole_cancellation_reserves_only_on_the_sum_it_read(stores, race):  # noqa: F811
+    # FULL reserves all that is left: only while the sum is the one it read (1000 of 2500), so a
+    # refund reserved in between (or given back) makes it read again, never refund less or more.
+    (reg,) = _confirm(stores, race, 1)
+    rid, ledger, regs = reg.registrationId, stores.ledger, stores.cancel_store
+    stores.transact(ledger.reserve_items(reg, _refund("k1", 1000)))
+    stores.transact(ledger.reserve_items(reg, _refund("k2", 500)))  # in between: the sum is 1500
+
+    def begin(cents: int):
+        return regs.begin_cancel_item(rid, NOW, "dir", choice="FULL", refund_cents=cents, charged=2500, whole=True)
+
+    with pytest.raises(ConditionFailed) as moved:
+        stores.transact([begin(1500)])  # read at 1000: 1500 was left then
+    assert moved.value.indexes == [0] and ledger.refunded_cents(rid) == 1500
+    stores.transact([begin(1000)])  # all that is left now
+    cancelling = stores.regs.get(rid)
+    assert cancelling is not None and (cancelling.status, cancelling.cancelRefundCents) == ("CANCELLING", 1000)
+    assert ledger.refunded_cents(rid) == 2500

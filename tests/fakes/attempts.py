@@ -115,7 +115,7 @@ class FakeAttempts(FakeHolds):
                         queuedAt=now,
                         requeueAt=requeue_at,
                     ),
-                    *self._free_client_slots(hold),
+                    *(self._free_client_slots(hold) if attempt.amountCents else []),  # a free entry keeps counting
                 ]
             )
         except ConditionFailed:

@@ -50,6 +50,7 @@ class FakeCancelStore(FakeRegistrations):
         refund_cents: int = 0,
         refund_key: str | None = None,
         charged: int = 0,
+        whole: bool = False,
     ) -> TransactItem:
         t, rid = self.tables, registration_id
 
@@ -57,7 +58,10 @@ class FakeCancelStore(FakeRegistrations):
             reg = t.regs.get(rid)
             if reg is None or reg.status != RegistrationPhase.CONFIRMED:
                 return False
-            return not refund_cents or (reg.amountCents == charged and t.ledger_sums[rid] <= charged - refund_cents)
+            if not refund_cents:
+                return True
+            room, summed = charged - refund_cents, t.ledger_sums[rid]
+            return reg.amountCents == charged and (summed == room if whole else summed <= room)
 
         def apply() -> None:
             changes: dict[str, Any] = {

@@ -14,8 +14,9 @@ from typing import Any
 
 import blueprint
 
-from .flows import event_ids
-from .runners import Runner, fresh_address
+from .admin import race_body
+from .flows import event_ids, runner, wait_confirmed
+from .runners import Runner, fresh_address, why
 
 LIMIT = 4
 CEILING = 12
@@ -51,6 +52,42 @@ def test_given_one_device_when_50_holds_race_then_exactly_its_limit_are_held(api
     assert bot.call("DELETE", f"/api/holds/{held[0]}").status_code == 204
     assert bot.hold(race_id, event_id).status_code == 201
     assert bot.hold(race_id, event_id).status_code == 429
+
+
+def test_given_one_device_taking_free_places_in_turn_then_at_most_its_limit_are_registered(
+    api: Any, director: Any
+) -> None:
+    # A free kids' race of 20 places: each registration used to give its hold's slot back, so
+    # one device registered place after place with made-up emails.
+    kim = director("kim-limits-free")
+    body = race_body((20,))
+    body["events"][0]["priceCents"] = 0
+    race = kim.post("/api/admin/races", json=body).json()
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(race_id)
+    resp = kim.patch(f"/api/admin/races/{race_id}/fairness", json={"holdLimit": LIMIT, "addressHoldLimit": CEILING})
+    assert resp.status_code == 200, resp.text
+    bot = Runner(api)
+    registered: list[str] = []
+    answers = []
+    for i in range(LIMIT + 2):  # one after another: hold, made-up details, the next
+        held = bot.hold(race_id, event_id)
+        answers.append(held)
+        if held.status_code != 201:
+            continue
+        details = runner(f"kid{i}.{race_id[-6:].lower()}@example.com", token=None)
+        sent = bot.call("POST", f"/api/holds/{held.json()['holdId']}/registration", json=details)
+        assert sent.status_code == 202 and sent.json()["status"] == "QUEUED", why(sent)
+        registered.append(sent.json()["registrationId"])
+    assert len(registered) == LIMIT, [why(a) for a in answers]
+    refused = answers[LIMIT:]
+    assert {r.status_code for r in refused} == {429}, [why(r) for r in refused]
+    assert {r.json()["error"] for r in refused} == {"TOO_MANY_HOLDS"}
+    assert "free entries" in refused[0].json()["message"]
+    # Confirmed by the writer, they still count; another device elsewhere still registers.
+    wait_confirmed(api, registered)
+    assert bot.hold(race_id, event_id).status_code == 429
+    assert Runner(api).hold(race_id, event_id).status_code == 201
 
 
 def test_given_one_address_cycling_tokens_then_at_most_its_ceiling_and_others_unaffected(

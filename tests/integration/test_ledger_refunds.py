@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -71,6 +72,55 @@ def test_ten_concurrent_refunds_of_30_percent_on_100_euros_refund_at_most_the_ch
     assert kim.post(url, json={"amountCents": 1}).status_code == 409
 
     # The audit, in cents: refunded in full by four refunds, the runner confirmed: clean.
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+
+
+def test_a_full_cancellation_racing_partial_refunds_refunds_exactly_the_charge(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    # Given six confirmed runners of 100 €, each in turn with two partial refunds of 20 € and a
+    # FULL cancellation sent at the same moment (three at once: not a burst on a shared machine)
+    kim = director("kim-cancel-race")
+    body = race_body((8,))
+    body["events"][0]["priceCents"] = 10_000
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    regs = [hold_and_register(api, rid, eid, runner(f"race{i}.{rid[-6:].lower()}@example.com"))[1] for i in range(6)]
+    wait_confirmed(api, regs)
+
+    def at_once(reg_id: str) -> tuple[list[requests.Response], requests.Response]:
+        base = f"/api/admin/races/{rid}/registrations/{reg_id}"
+        calls = [(f"{base}/refunds", {"amountCents": 2000, "reason": f"click {i}"}) for i in range(2)]
+        calls.append((f"{base}/cancel", {"refund": "FULL", "reason": "injured"}))
+        start = threading.Barrier(len(calls))
+
+        def send(call: tuple[str, dict[str, Any]]) -> requests.Response:
+            start.wait()
+            return kim.post(call[0], json=call[1])
+
+        with ThreadPoolExecutor(len(calls)) as pool:
+            *partials, cancel = pool.map(send, calls)
+        return partials, cancel
+
+    answers = {reg_id: at_once(reg_id) for reg_id in regs}
+
+    for reg_id, (partials, cancel) in answers.items():
+        # Then the cancellation always succeeds, refunding what the partial refunds left
+        assert cancel.status_code == 200, cancel.text
+        assert {p.status_code for p in partials} <= {201, 409}, [p.text for p in partials]  # 409: cancelled first
+        partly = 2000 * sum(p.status_code == 201 for p in partials)
+        view = cancel.json()
+        assert (view["status"], view["refund"], view["refundedCents"]) == ("CANCELLED", "FULL", 10_000 - partly)
+        detail = kim.get(f"/api/admin/races/{rid}/registrations/{reg_id}").json()
+        assert detail["status"] == "CANCELLED"
+        statement = detail["ledger"]
+        assert (statement["refundedCents"], statement["leftCents"]) == (10_000, 0), statement
+        ids = [e["providerId"] for e in statement["entries"] if e["kind"] == "refund"]
+        made = [standin(stack).get(f"{stack.stripe_url}/v1/refunds/{i}").json()["amount"] for i in ids]
+        assert sum(made) == 10_000, made  # the stand-in refunded the charge, never more
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
 

@@ -140,6 +140,30 @@ def test_a_cancellation_refunds_all_that_is_left_after_earlier_refunds_by_defaul
     assert (stats["refundedCents"], stats["cancelledCents"], stats["revenueCents"]) == (2500, 2500, 0)
 
 
+def test_a_full_cancellation_refunds_what_a_concurrent_partial_refund_left(world, monkeypatch):
+    # Given a partial refund that reserves right after the cancellation read what was left
+    rid = _confirmed(world)
+    real = world.ledger_store.refunded_cents
+    cut_in: list = []
+
+    def read_then_refund(registration_id: str) -> int:
+        seen = real(registration_id)
+        if not cut_in:
+            cut_in.append(None)  # once (the partial refund reads the sum too)
+            cut_in[0] = world.ledger.refund(DIRECTOR, _race(world), rid, 700, "late start")
+        return seen
+
+    monkeypatch.setattr(world.ledger_store, "refunded_cents", read_then_refund)
+    # When the director cancels with FULL, both succeed: FULL is what is left when it reserves
+    view = world.cancellations.cancel(DIRECTOR, _race(world), rid, "injured")
+    assert (view.status, view.refund, view.refundedCents) == ("CANCELLED", "FULL", 1800)
+    assert cut_in[0].refund.status == RefundPhase.SUCCEEDED
+    assert [r.amount_cents for r in world.payments.refunds] == [700, 1800]  # the charge, never more
+    assert real(rid) == 2500 and world.regs.stats("race-1", "ev0")["refundedCents"] == 2500
+    cancel = next(a for a in world.tables.audit if a["action"] == "registration.cancel")
+    assert (cancel["refund"], cancel["refundCents"]) == ("FULL", 1800)
+
+
 def test_a_cancellation_without_refund_asks_no_provider_and_gives_the_place_back(world):
     rid = _confirmed(world)
     view = world.cancellations.cancel(DIRECTOR, _race(world), rid, "no-show rule", refund="NONE")

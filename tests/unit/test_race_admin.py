@@ -11,7 +11,7 @@ from racecap.models import Director
 from racecap.places.rules import shards_for
 from racecap.setup import models as setup_models
 from racecap.setup import service as setup_service
-from racecap.setup.models import EventDraft, EventPatch, RacePatch
+from racecap.setup.models import EventDraft, EventPatch, PriceTierDraft, RacePatch
 from racecap.setup.service import RaceAdmin
 
 from tests.unit.admin_world import DANA, OTTO, AdminWorld, draft, take
@@ -359,6 +359,26 @@ def test_a_currency_whose_minimum_the_prices_do_not_reach_is_refused(w):
     assert w.admin.update_race(DANA, race.raceId, RacePatch(currency="GBP")).currency == "GBP"
 
 
+def test_a_new_currency_is_checked_against_every_price_tier_too(w):
+    # Given a race in USD whose 10K costs 5.00, then 1.00 from a tier on, beside a free kids' race
+    soon = date.today() + timedelta(days=5)
+    tiered = EventDraft(
+        name="10K", cap=5, priceCents=500, priceTiers=[PriceTierDraft(startsAt=f"{soon}T09:00:00", priceCents=100)]
+    )
+    race = w.create(5, events=[EventDraft(name="Kids", cap=5, priceCents=0), tiered])
+    # When its currency becomes SEK (smallest charge 3.00): the base prices pass, the tier does not
+    with pytest.raises(ValidationFailed) as exc:
+        w.admin.update_race(DANA, race.raceId, RacePatch(currency="SEK"))
+    # Then a 400 naming the tier's field, and nothing changed
+    assert exc.value.status == 400
+    fields = exc.value.fields or {}
+    assert set(fields) == {"currency", "events.1.priceTiers.0.priceCents"}
+    assert "3.00 SEK" in fields["events.1.priceTiers.0.priceCents"] and "priceTiers" in exc.value.message
+    assert w.race(race.raceId).currency == "USD" and w.audit_store.actions(race.raceId) == ["race.create"]
+    # A currency whose smallest charge the tier reaches is accepted (GBP: 0.30)
+    assert w.admin.update_race(DANA, race.raceId, RacePatch(currency="GBP")).currency == "GBP"
+
+
 def test_every_currency_a_director_may_choose_has_the_providers_minimum():
     from racecap.money import MINIMUM_CHARGE
 
@@ -370,5 +390,5 @@ def test_a_copy_into_the_past_is_refused_naming_the_race_date(w):
 
     race = w.create(5)
     with pytest.raises(ValidationFailed) as refused:
-        w.admin.copy_race(DANA, race.raceId, CopyRequest(raceDate="0161-09-01"))
+        w.admin.copy_race(DANA, race.raceId, CopyRequest(raceDate="1999-09-01"))
     assert set(refused.value.fields or {}) == {"raceDate"}

@@ -9,7 +9,8 @@ Field names are camelCase because they are the stored attribute names.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from datetime import date
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
@@ -34,6 +35,22 @@ JsonInt = Annotated[int, Strict(), WHOLE_NUMBER]
 # given on an optional field after the validator and then writes them into the document
 # as raw "ge"/"le" keys, which no client or fuzzer reads (the bounds would be invisible).
 # e.g. ``cap: Annotated[int, Strict(), Gt(0), Le(10), WHOLE_NUMBER] | None = None``
+
+
+# The years a director's dates and times may name: a race date, registration times, price tiers,
+# a code's validity. Far wider than any race needs, and far enough inside Python's years 1-9999
+# that every offset the API adds stays a date: a copy's shift to its new race date, the retention
+# days after the race, a time zone's hours (a fuzzer's 9999-12-31 plus any of them was a 500).
+FIRST_YEAR, LAST_YEAR = 1900, 2999
+YEARS = f"years {FIRST_YEAR} to {LAST_YEAR}"
+AnyDate = TypeVar("AnyDate", bound=date)  # a datetime is a date
+
+
+def within_years(v: AnyDate) -> AnyDate:
+    """``v`` if its year is one a director may name (in its own zone, before any conversion)."""
+    if not FIRST_YEAR <= v.year <= LAST_YEAR:
+        raise ValueError(f"Out of range: give a date in {YEARS}.")
+    return v
 
 
 class Model(BaseModel):

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from annotated_types import Ge, Le
 from pydantic import ConfigDict, Field, Strict, field_validator, model_validator
 
-from racecap.models import WHOLE_NUMBER, JsonInt, Model
+from racecap.models import WHOLE_NUMBER, YEARS, JsonInt, Model, within_years
 
 # Codes are compared in capitals ("spring10" is SPRING10), so a runner typing the code they
 # heard on the radio gets it; letters, digits, '-' and '_' only, so a code survives a CSV, a
@@ -44,10 +44,10 @@ class CodeTerms(Model):
         default=[], max_length=50, description="The events it is valid for; empty: every event of the race."
     )
     validFrom: datetime | None = Field(
-        default=None, description="From when it can be used (without an offset: in the race's time zone)."
+        default=None, description=f"From when it can be used (without an offset: in the race's time zone; {YEARS})."
     )
     validTo: datetime | None = Field(
-        default=None, description="Until when (without an offset: in the race's time zone)."
+        default=None, description=f"Until when (without an offset: in the race's time zone; {YEARS})."
     )
     note: str | None = Field(default=None, max_length=200, description="For the director: who the code is for.")
 
@@ -57,7 +57,9 @@ class CodeTerms(Model):
             raise ValueError("A PERCENT code takes `percent` (1-100) and no `amountCents`.")
         if self.kind == "AMOUNT" and (self.amountCents is None or self.percent is not None):
             raise ValueError("An AMOUNT code takes `amountCents` and no `percent`.")
-        if self.validFrom and self.validTo and self.validTo <= self.validFrom:
+        # One with an offset and one without are compared once both are in UTC (in_zone).
+        both = self.validFrom and self.validTo and _comparable(self.validFrom, self.validTo)
+        if both and self.validTo <= self.validFrom:  # type: ignore[operator]
             raise ValueError("validTo must be after validFrom.")
         return self
 
@@ -66,13 +68,27 @@ class CodeTerms(Model):
         return self.model_copy(update={"validFrom": _utc(self.validFrom, zone), "validTo": _utc(self.validTo, zone)})
 
 
+def _comparable(a: datetime, b: datetime) -> bool:
+    return (a.tzinfo is None) == (b.tzinfo is None)
+
+
 def _utc(value: datetime | None, zone: str) -> datetime | None:
     if value is None:
         return None
     return (value if value.tzinfo else value.replace(tzinfo=ZoneInfo(zone))).astimezone(UTC)
 
 
-class CodeDraft(CodeTerms):
+class _CodeInput(CodeTerms):
+    """What a director sends: its times in the years a director may name (a stored code's terms
+    are read as they were written)."""
+
+    @field_validator("validFrom", "validTo")
+    @classmethod
+    def _within_years(cls, v: datetime | None) -> datetime | None:
+        return v if v is None else within_years(v)
+
+
+class CodeDraft(_CodeInput):
     code: str = Field(pattern=CODE_PATTERN, description="3-40 letters, digits, '-' or '_'; compared in capitals.")
     maxUses: Annotated[int, Strict(), Ge(1), Le(MAX_USES), WHOLE_NUMBER] | None = Field(
         default=None, description="Uses it allows; none: no limit."
@@ -84,7 +100,7 @@ class CodeDraft(CodeTerms):
         return v.upper()
 
 
-class BulkCodesRequest(CodeTerms):
+class BulkCodesRequest(_CodeInput):
     """N single-use codes with the same terms (a sponsor's batch), each ``<prefix>-<random>``."""
 
     count: JsonInt = Field(ge=1, le=MAX_BULK)

@@ -30,6 +30,8 @@ import secrets
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
+
 from racecap.aws.transactions import ConditionFailed
 from racecap.codes.models import (
     MAX_SHARDS,
@@ -116,7 +118,14 @@ class CodesAdmin:
             raise ValidationFailed(
                 f"The race has no event {unknown[0]}.", fields={"eventIds": f"Unknown event: {', '.join(unknown)}."}
             )
-        return CodeTerms.model_validate(terms.in_zone(race.timeZone).model_dump(include=set(CodeTerms.model_fields)))
+        try:
+            return CodeTerms.model_validate(
+                terms.in_zone(race.timeZone).model_dump(include=set(CodeTerms.model_fields))
+            )
+        except ValidationError as exc:  # in UTC, validTo is not after validFrom (only one had an offset)
+            raise ValidationFailed(
+                "validTo must be after validFrom.", fields={"validTo": "Must be after validFrom."}
+            ) from exc
 
     def create(self, director: Director, race_id: str, draft: CodeDraft, now: datetime | None = None) -> CodeView:
         terms = self._terms_for(director, race_id, draft)

@@ -6,6 +6,13 @@ hold's own transaction (``holds/store.claim``), so concurrency cannot overshoot,
 decremented in the transaction that releases, expires or pays for the place. A client
 with no device token counts against its address only; an unknown address (local calls
 without the trusted header) against nothing.
+
+A free entry (nothing to pay: a free event, or a code taking the whole price) is never paid
+for, so its place keeps counting once registered (``registration/attempts.mark_queued`` does
+not decrement): without it one device took a free race's places one after another, each
+registration freeing the slot for the next hold. So for one race a device holds at most
+``holdLimit`` places and free entries together, an address ``addressHoldLimit``. The paid path
+writes what it wrote before; the free one one write fewer.
 """
 
 from __future__ import annotations

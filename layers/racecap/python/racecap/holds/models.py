@@ -147,7 +147,8 @@ class Hold(_Record):
     requeues: int = 0
     bib: int | None = None
     # Per-client hold limits it counts against (counter key -> limit when held): the
-    # device's and the address's (racecap.fairness.limits); freed when the place leaves HELD/PAYING.
+    # device's and the address's (racecap.fairness.limits); freed when the place leaves HELD/PAYING,
+    # except into a free entry, which keeps counting.
     clientLimits: dict[str, int] = {}
     # The price when the place was taken (the event's then): what the hold's payment charges,
     # whatever the director changes meanwhile. None on holds taken before prices rode on the hold.

@@ -198,7 +198,8 @@ class DynamoHolds:
         who = "this address" if "#A#" in key else "this device"
         window = int((hold.expiresAt - hold.createdAt).total_seconds())
         raise TooManyHolds(
-            f"{who.capitalize()} already holds {limit} places of this race: register or release one first."
+            f"{who.capitalize()} already holds {limit} places of this race (free entries it registered count "
+            "too): pay for or release a held one first."
             if hold.places == 1 or "#A#" not in key
             else f"{who.capitalize()} may hold at most {limit} places of this race at once; "
             f"a team of {hold.places} would pass that.",

@@ -44,6 +44,7 @@ class CancelStore(RegistrationStore, Protocol):
         refund_cents: int = 0,
         refund_key: str | None = None,
         charged: int = 0,
+        whole: bool = False,
     ) -> TransactItem: ...
 
     def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
@@ -106,11 +107,15 @@ class DynamoCancelStore(DynamoRegistrations):
         refund_cents: int = 0,
         refund_key: str | None = None,
         charged: int = 0,
+        whole: bool = False,
     ) -> TransactItem:
         """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves.
         With a refund ``choice``, the refund's amount is reserved in the ledger's sum in the
         same update (one write on the item: a transaction may not touch it twice), only while
-        the sum stays within ``charged`` — the ledger's reservation (racecap.ledger.store)."""
+        the sum stays within ``charged`` — the ledger's reservation (racecap.ledger.store).
+        ``whole``: the refund is all that is left (FULL), so only while the sum is exactly
+        ``charged - refund_cents``, the sum the caller read: a refund reserved or given back
+        since then fails it and the caller reads again (never more, nor less, than is left)."""
         sets = "SET #s = :cancelling, cancelRequestedAt = :now, cancelledBy = :by"
         condition = "#s = :confirmed"
         vals: dict[str, Any] = {
@@ -127,8 +132,9 @@ class DynamoCancelStore(DynamoRegistrations):
             vals[":key"] = refund_key
         if refund_cents:
             sets += f" ADD {LEDGER_SUM} :cents"
+            within = "=" if whole else "<="
             condition += (
-                f" AND amountCents = :charged AND (attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)"
+                f" AND amountCents = :charged AND (attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} {within} :room)"
             )
             vals |= {":charged": charged, ":room": charged - refund_cents}
         return self._update_status(self._regs, reg_key(registration_id), sets, condition, vals)

@@ -1,14 +1,15 @@
 """Cancelling a confirmed registration: refund, place back to the pool, an email to the runner.
 
-The director chooses the refund: FULL (all that is left after earlier refunds), NONE, or an
-AMOUNT within what is left. The order of steps is what makes a repeat harmless and a crash
-recoverable:
+The director chooses the refund: FULL (all that is left at the moment the cancellation reserves
+it, after earlier and concurrent refunds), NONE, or an AMOUNT within what is left. The order of
+steps is what makes a repeat harmless and a crash recoverable:
 
 1. CONFIRMED → CANCELLING, with the audit entry (the choice and the reason) and the refund's
    ledger entry, in one transaction: the director's decision is on record and the refund's
    amount reserved in the ledger's sum (within the charge, as a partial refund's is: the same
    condition in the same write) before any money moves; an AMOUNT past what is left is a 409
-   that changed nothing;
+   that changed nothing. FULL reserves only while the sum is still the one it read (a partial
+   refund that got in between makes it read again and reserve the rest, never a 409);
 2. refund through the provider with the key recorded on the registration in step 1
    (``refund-<registrationId>-c<random>``): however often this runs, the runner is refunded
    once. NONE, a free entry, or nothing left: no provider is asked;
@@ -48,7 +49,10 @@ from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
 from racecap.registration.models import Registration, RegistrationPhase, refunded_by_cancel
 
-MAX_STEPS = 4  # each loop moves the registration one state on; more means a concurrent fight
+# Each loop moves the registration one state on (CONFIRMED, CANCELLING, CANCELLED, then the
+# answer), or reads again what is left for a FULL refund a concurrent partial refund got ahead
+# of (twice at most here); more means a concurrent fight.
+MAX_STEPS = 6
 
 
 RefundChoice = Literal["FULL", "NONE", "AMOUNT"]
@@ -211,7 +215,14 @@ class Cancellations:
         }
         items = [
             self._regs.begin_cancel_item(
-                rid, now, director.sub, choice=choice, refund_cents=cents, refund_key=key, charged=reg.amountCents
+                rid,
+                now,
+                director.sub,
+                choice=choice,
+                refund_cents=cents,
+                refund_key=key,
+                charged=reg.amountCents,
+                whole=choice == "FULL",
             ),
             self._audit.item(director, reg.raceId, "registration.cancel", rid, **details),
             self._regs.open_cancel_item(rid, now),
@@ -235,11 +246,13 @@ class Cancellations:
             self._transact(items)
         except ConditionFailed as exc:
             again = self._regs.get(rid)
-            if cents and 0 in exc.indexes and again is not None and again.status == RegistrationPhase.CONFIRMED:
-                # Still confirmed: a concurrent refund spent the room this refund needed.
+            still = 0 in exc.indexes and again is not None and again.status == RegistrationPhase.CONFIRMED
+            if still and choice == "AMOUNT":
+                # A concurrent refund spent the room this amount needed.
                 now_left = reg.amountCents - self._ledger.refunded_cents(rid)
                 raise RefundTooLarge(too_large(cents, now_left, reg.currency)) from exc
-            # else a concurrent call got there first: the loop reads the new state
+            # else a concurrent call got there first, or (FULL) a concurrent refund moved the sum
+            # since we read it: the loop reads the new state, and what is left now
 
     def _refund(self, reg: Registration) -> tuple[str, int]:
         """The cancellation's refund at the provider: (its id, the amount refunded)."""

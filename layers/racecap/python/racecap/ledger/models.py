@@ -158,7 +158,8 @@ class CancelRequest(Model):
 
     refund: Literal["FULL", "NONE", "AMOUNT"] = Field(
         default="FULL",
-        description="FULL: all that is left of the payment after earlier refunds; NONE: nothing; "
+        description="FULL: all that is left of the payment when the cancellation reserves it (after earlier and "
+        "concurrent refunds); NONE: nothing; "
         "AMOUNT: `amountCents`.",
     )
     amountCents: Annotated[int, Strict(), Gt(0), Le(99_999_999), WHOLE_NUMBER] | None = Field(

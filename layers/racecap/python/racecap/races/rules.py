@@ -101,4 +101,7 @@ MAX_RETENTION_DAYS = 3650
 
 def purge_due(race: Race) -> date:
     """The first day the race's personal data may no longer be kept."""
-    return date.fromisoformat(race.raceDate) + timedelta(days=race.retentionDays)
+    try:
+        return date.fromisoformat(race.raceDate) + timedelta(days=race.retentionDays)
+    except OverflowError:  # a race date near 9999, stored before dates had bounds: never
+        return date.max

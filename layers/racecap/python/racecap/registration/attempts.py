@@ -359,9 +359,12 @@ class DynamoAttempts(DynamoHolds):
             },
         )
         # A paid place no longer counts against its client's hold limit: freed in the same
-        # transaction as the move, so a retry (condition fails) never frees it twice.
+        # transaction as the move, so a retry (condition fails) never frees it twice. A free
+        # entry keeps counting (racecap.fairness.limits): nothing to pay bounds how many one
+        # client takes in turn, so its slots stay taken (one write fewer, none more for the paid).
+        freed = self._free_client_slots(hold) if attempt.amountCents else []
         try:
-            transact(self._db, [update, *self._free_client_slots(hold)])
+            transact(self._db, [update, *freed])
         except ConditionFailed as exc:
             if exc.first != 0:
                 raise

@@ -17,7 +17,7 @@ from pydantic import (
     field_validator,
 )
 
-from racecap.models import WHOLE_NUMBER, JsonInt, Model
+from racecap.models import WHOLE_NUMBER, YEARS, JsonInt, Model, within_years
 from racecap.races.models import (
     Listing,
     PriceTier,
@@ -143,7 +143,7 @@ class PriceTierDraft(Model):
     model_config = _STRICT
 
     startsAt: datetime = Field(
-        description="When this price starts: ISO 8601; without an offset, the race's local time."
+        description=f"When this price starts: ISO 8601; without an offset, the race's local time ({YEARS})."
     )
     priceCents: JsonInt = Field(ge=0, le=10_000_000, description=PRICE_DESCRIPTION)
 
@@ -151,6 +151,11 @@ class PriceTierDraft(Model):
     @classmethod
     def _text_time(cls, v: object) -> object:
         return _iso_text(v)
+
+    @field_validator("startsAt")
+    @classmethod
+    def _within_years(cls, v: datetime) -> datetime:
+        return within_years(v)
 
 
 PRICE_TIERS_DESCRIPTION = (
@@ -197,6 +202,16 @@ class EventDraft(Model):
         return v
 
 
+def _day(v: str) -> str:
+    """A real day (``YYYY-MM-DD``) in the years a director may name."""
+    try:
+        day = date.fromisoformat(v)
+    except ValueError as exc:
+        raise ValueError("Not a date; use YYYY-MM-DD.") from exc
+    within_years(day)
+    return v
+
+
 def _iso_text(v: object) -> object:
     """A time arrives as ISO 8601 text (pydantic would also take a number of seconds)."""
     if not isinstance(v, str | datetime):
@@ -212,7 +227,9 @@ class RaceFields(Model):
     name: str = Field(min_length=1, max_length=150, pattern=SOME_TEXT)
     location: str = Field(default="", max_length=150)
     raceDate: str = Field(
-        pattern=DATE_PATTERN, description="YYYY-MM-DD, local to the race", json_schema_extra={"format": "date"}
+        pattern=DATE_PATTERN,
+        description=f"YYYY-MM-DD, local to the race ({YEARS}, as every date and time of the admin API)",
+        json_schema_extra={"format": "date"},
     )
     description: str = Field(default="", max_length=5000)
     currency: Currency = "USD"
@@ -223,8 +240,8 @@ class RaceFields(Model):
         description="The race's IANA time zone, e.g. America/Los_Angeles: times sent without an offset are taken "
         "in it, the race date is a day in it, and runners see times in it. Times are stored in UTC.",
     )
-    registrationOpensAt: datetime
-    registrationClosesAt: datetime
+    registrationOpensAt: datetime = Field(description=f"ISO 8601 ({YEARS}).")
+    registrationClosesAt: datetime = Field(description=f"ISO 8601 ({YEARS}); by the race date.")
     holdMinutes: JsonInt = Field(default=10, ge=1, le=60)
     listing: Listing = Field(
         default="DRAFT",
@@ -241,11 +258,7 @@ class RaceFields(Model):
     @field_validator("raceDate")
     @classmethod
     def _real_date(cls, v: str) -> str:
-        try:
-            date.fromisoformat(v)
-        except ValueError as exc:
-            raise ValueError("Not a date; use YYYY-MM-DD.") from exc
-        return v
+        return _day(v)
 
     @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")
     @classmethod
@@ -260,6 +273,7 @@ class RaceFields(Model):
     @field_validator("registrationOpensAt", "registrationClosesAt")
     @classmethod
     def _in_the_races_zone(cls, v: datetime, info: ValidationInfo) -> datetime:
+        within_years(v)  # before the zone moves it: year 1 in Tokyo is no UTC time
         if v.tzinfo is None:
             zone = info.data.get("timeZone")
             if zone is None:  # the zone itself was refused: its own error says why
@@ -310,14 +324,21 @@ class RacePatch(Model):
     )
     name: str | None = Field(default=None, min_length=1, max_length=150, pattern=SOME_TEXT)
     location: str | None = Field(default=None, max_length=150)
-    raceDate: str | None = Field(default=None, pattern=DATE_PATTERN, json_schema_extra={"format": "date"})
+    raceDate: str | None = Field(
+        default=None, pattern=DATE_PATTERN, description=f"YYYY-MM-DD ({YEARS})", json_schema_extra={"format": "date"}
+    )
     description: str | None = Field(default=None, max_length=5000)
-    currency: Currency | None = None
+    currency: Currency | None = Field(
+        default=None,
+        description="Only while no place is taken (409). Every price of the race, each event's and each of its "
+        "price tiers', must be one the provider charges in it: else 400 naming `currency` and each such price's "
+        "field (`events.1.priceTiers.0.priceCents`).",
+    )
     timeZone: str | None = Field(
         default=None, min_length=1, max_length=64, description="IANA name; the window's instants stay as they are."
     )
-    registrationOpensAt: datetime | None = None
-    registrationClosesAt: datetime | None = None
+    registrationOpensAt: datetime | None = Field(default=None, description=f"ISO 8601 ({YEARS}).")
+    registrationClosesAt: datetime | None = Field(default=None, description=f"ISO 8601 ({YEARS}).")
     holdMinutes: Annotated[int, Strict(), Ge(1), Le(60), WHOLE_NUMBER] | None = None
     retentionDays: Annotated[int, Strict(), Ge(MIN_RETENTION_DAYS), Le(MAX_RETENTION_DAYS), WHOLE_NUMBER] | None = None
 
@@ -366,8 +387,8 @@ class CopyRequest(Model):
     raceDate: str | None = Field(
         default=None,
         pattern=DATE_PATTERN,
-        description="The new edition's date, YYYY-MM-DD; default: the same day a year later. The registration "
-        "window moves by as many days.",
+        description=f"The new edition's date, YYYY-MM-DD ({YEARS}); default: the same day a year later. The "
+        "registration window and the price tiers move by as many days, and must stay in those years.",
         json_schema_extra={"format": "date"},
     )
 
@@ -376,12 +397,7 @@ class CopyRequest(Model):
     @field_validator("raceDate")
     @classmethod
     def _real_date(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                date.fromisoformat(v)
-            except ValueError as exc:
-                raise ValueError("Not a date; use YYYY-MM-DD.") from exc
-        return v
+        return v if v is None else _day(v)
 
 
 class PublishRequest(Model):

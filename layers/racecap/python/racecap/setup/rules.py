@@ -73,10 +73,11 @@ def _a_year_later(day: date) -> date:
         return day.replace(year=day.year + 1, day=28)
 
 
-def _prices(e: EventDraft) -> list[tuple[str, int]]:
+def _prices(e: EventDraft | Event) -> list[tuple[str, int]]:
+    tiers: Sequence[PriceTierDraft | PriceTier] = e.priceTiers
     return [
         ("priceCents", e.priceCents),
-        *((f"priceTiers.{i}.priceCents", t.priceCents) for i, t in enumerate(e.priceTiers)),
+        *((f"priceTiers.{i}.priceCents", t.priceCents) for i, t in enumerate(tiers)),
     ]
 
 
@@ -98,17 +99,35 @@ def _tiers(drafts: Sequence[PriceTierDraft], zone: str, field: str) -> list[Pric
     return tiers
 
 
+def _price_problems(currency: str, prices: dict[str, int]) -> dict[str, str]:
+    # 0 is a free entry: nothing is charged, so no minimum applies.
+    return {name: p for name, price in prices.items() if price and (p := charge_problem(price, currency)) is not None}
+
+
 def _check_prices(currency: str, prices: dict[str, int]) -> None:
     """Refuses, naming the field, a price the provider would refuse to charge in ``currency``:
     checked when the director sets it, because a runner would otherwise meet the refusal
     only after holding a place. (A schema cannot say it: the minimum depends on the race's
     currency.)"""
-    # 0 is a free entry: nothing is charged, so no minimum applies.
-    problems = {
-        name: p for name, price in prices.items() if price and (p := charge_problem(price, currency)) is not None
-    }
+    problems = _price_problems(currency, prices)
     if problems:
         raise ValidationFailed(f"A price cannot be charged in {currency}.", fields=problems)
+
+
+def _check_new_currency(currency: str, events: Sequence[Event]) -> None:
+    """A race's new currency must charge every price the race has, as when each was set: each
+    event's price and each of its price tiers' (a tier below the new minimum would otherwise
+    refuse runners from its start date on). The refusal names ``currency`` and each price's
+    field, events counted in the race's order (``events.1.priceTiers.0.priceCents``). The race
+    has no other price: options carry stock, not prices; a team pays its members' prices; a
+    discount code's price is checked when a runner applies it."""
+    problems = _price_problems(currency, {f"events.{i}.{k}": p for i, e in enumerate(events) for k, p in _prices(e)})
+    if problems:
+        names = ", ".join(problems)
+        raise ValidationFailed(
+            f"The race's prices cannot all be charged in {currency} ({names}): change them first.",
+            fields={"currency": next(iter(problems.values())), **problems},
+        )
 
 
 def _check_version(race: Race, expected: int | None) -> None:

@@ -25,7 +25,7 @@ from racecap.errors import (
     TooManyEvents,
     ValidationFailed,
 )
-from racecap.models import Director
+from racecap.models import YEARS, Director
 from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, shards_for, split_cap
 from racecap.places.store import Inventory
 from racecap.races.catalog import RaceCatalog
@@ -54,6 +54,7 @@ from racecap.setup.models import (
 from racecap.setup.rules import (
     _a_year_later,
     _check_complete,
+    _check_new_currency,
     _check_prices,
     _check_teams,
     _check_version,
@@ -63,6 +64,13 @@ from racecap.setup.rules import (
     new_id,
 )
 from racecap.window.service import WindowControl
+
+
+def _outside_years() -> ValidationFailed:
+    return ValidationFailed(
+        f"The copy's dates would fall outside {YEARS}.",
+        fields={"raceDate": f"Give a race date that keeps them in {YEARS}."},
+    )
 
 
 # -- the service ---------------------------------------------------------------------------
@@ -266,9 +274,7 @@ class RaceAdmin:
                 raise Conflict(
                     f"{taken} places are taken at {race.currency} prices; the currency can no longer change."
                 )
-            paid = [e.priceCents for e in events if e.priceCents]  # a free event has no minimum
-            if paid:  # the cheapest paid event is the one a dearer minimum would refuse
-                _check_prices(changes["currency"], {"currency": min(paid)})
+            _check_new_currency(changes["currency"], events)
             also += [self._store.update_event_item(e, {"currency": changes["currency"]}) for e in events]
         also.append(
             self._trail.item(
@@ -378,7 +384,10 @@ class RaceAdmin:
         if nulls:
             raise ValidationFailed(NULL_MESSAGE, fields=dict.fromkeys(nulls, "May not be null."))
         old_day = date.fromisoformat(race.raceDate)
-        new_day = date.fromisoformat(request.raceDate) if request.raceDate else _a_year_later(old_day)
+        try:
+            new_day = date.fromisoformat(request.raceDate) if request.raceDate else _a_year_later(old_day)
+        except ValueError as exc:  # a year after 9999: a race stored before dates had bounds
+            raise _outside_years() from exc
         if new_day < datetime.now(UTC).date():
             raise ValidationFailed(
                 "The new edition's date has passed.", fields={"raceDate": "Give a race date from today on."}
@@ -414,8 +423,10 @@ class RaceAdmin:
                     ],
                 }
             )
-        except ValidationError as exc:
+        except ValidationError as exc:  # a shifted time past the years (racecap.models.YEARS) names its field
             raise ValidationFailed("The copy would not be a valid race.", fields=_fields(exc)) from exc
+        except OverflowError as exc:  # shifted past year 9999: a race stored before dates had bounds
+            raise _outside_years() from exc
         return self.create_race(director.sub, draft, director=director, copied_from=race_id)
 
     # -- publishing ------------------------------------------------------------------------

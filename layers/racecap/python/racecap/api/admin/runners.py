@@ -114,7 +114,8 @@ def get_registration(raceId: str, registrationId: str) -> Response[RegistrationD
     "/api/admin/races/<raceId>/registrations/<registrationId>/cancel",
     summary="Cancel a registration, with a refund: all that is left, none, or an amount",
     description="The place goes back to the pool and the runner gets an email. No body (or `{}`) refunds "
-    "all that is left of the payment after earlier refunds; `refund: NONE` refunds nothing; `refund: AMOUNT` "
+    "all that is left of the payment when the cancellation reserves it (after earlier refunds, and any made at "
+    "the same moment); `refund: NONE` refunds nothing; `refund: AMOUNT` "
     "refunds `amountCents`, within what is left (more is 409 REFUND_TOO_LARGE and changes nothing). "
     "The answer says what was refunded. Repeating the call is harmless: one refund, one email "
     "(`changed: false`), with the choice made by the first call.",
