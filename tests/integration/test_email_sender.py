@@ -133,8 +133,7 @@ def test_given_forty_confirmations_then_forty_emails_arrive_never_faster_than_th
     sustained = max_in_any_second(arrivals, seconds=3)
     span_s = (max(map(sent_ns, received)) - min(map(sent_ns, received))) / ONE_SECOND_NS
     print(
-        f"\n[email] 40 emails in {span_s:.2f}s; peak {peak} in any 1 s window, {sustained} in any 3 s"
-        f" (rate {rate:g}/s)"
+        f"\n[email] 40 emails in {span_s:.2f}s; peak {peak} in any 1 s window, {sustained} in any 3 s (rate {rate:g}/s)"
     )
     # The limiter spaces its slots (1 + headroom) / rate apart, so no second of *slots* holds more
     # than the rate. What SES counts is arrivals: a send stalled in flight past the headroom (a
