@@ -613,6 +613,11 @@ COMMON_ENV: dict[str, Ref] = {
     # 10 % headroom inside): below Stripe's own limit (test mode 25/s; live ~100/s, or what
     # Stripe raised it to before a big opening — docs/payments.md, "Stripe's own limit").
     "PAYMENTS_RATE_PER_SECOND": Param("PaymentsRatePerSecond", "24"),
+    # ... and per endpoint (Stripe's limit on each, 25/s unless raised, less the same headroom):
+    # creating intents tops out here whatever the account allows. Endpoints Stripe raised, as
+    # "POST /v1/payment_intents=80,GET /v1/payment_intents/:id=80" (none by default).
+    "PAYMENTS_ENDPOINT_RATE_PER_SECOND": Param("PaymentsEndpointRatePerSecond", "24"),
+    "PAYMENTS_ENDPOINT_RATES": Param("PaymentsEndpointRates", ""),
     # The site's card form: Stripe.js and the account's publishable key (public, not secrets).
     "PAYMENTS_PUBLISHABLE_KEY": Param("PaymentsPublishableKey", "set-the-publishable-key-after-deploy"),
     "PAYMENTS_SCRIPT_URL": Param("PaymentsScriptUrl", "https://js.stripe.com/v3/"),

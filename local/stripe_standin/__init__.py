@@ -1,6 +1,6 @@
 """A local stand-in for the subset of Stripe's API that Racecap uses, on 127.0.0.1.
 
-    python -m local.stripe_standin --port 8007 [--webhook-url URL] [--rate-limit 25]
+    python -m local.stripe_standin --port 8007 [--webhook-url URL] [--rate-limit 25] [--endpoint-rate-limit 25]
 
 The official ``stripe`` SDK is pointed at it through its API base (``base_addresses``), so
 the adapter that runs on AWS against api.stripe.com runs here unchanged. What it speaks:
@@ -24,8 +24,11 @@ the adapter that runs on AWS against api.stripe.com runs here unchanged. What it
   succeeds, 4000 0000 0000 0002 is declined, 4000 0000 0000 9995 has insufficient funds,
   4000 0025 0000 3155 asks for 3-D Secure (``requires_action`` until the challenge page is
   approved or failed).
-- A rate limit over every ``/v1`` request (Stripe's test mode: 25 requests/s), answered with
-  429 ``rate_limit`` like Stripe.
+- Stripe's two rate limits, answered with 429 ``rate_limit`` like Stripe: one over every ``/v1``
+  request (the account's; test mode 25 requests/s, live 100) and one per endpoint (25 requests/s
+  unless raised), an endpoint being a method and path with the ids left out
+  (``GET /v1/payment_intents/:id``). ``POST /_standin/ratelimit`` sets ``per_second``,
+  ``per_endpoint`` and ``endpoints`` ({endpoint: rate}); ``stats`` counts refusals by limit.
 - Webhooks signed like Stripe (``Stripe-Signature: t=…,v1=…``, HMAC-SHA256 of "t.payload"
   with the ``whsec_`` secret), delivered to ``--webhook-url`` with retries and knobs for
   delay, duplication, reordering and pausing (``POST /_standin/webhooks``).

@@ -17,7 +17,15 @@ def main() -> None:
         default="*",
         help="comma-separated event types the webhook endpoint subscribes to (Stripe's enabled_events; *: all)",
     )
-    parser.add_argument("--rate-limit", type=float, default=25.0, help="API requests per second (Stripe test mode: 25)")
+    parser.add_argument(
+        "--rate-limit", type=float, default=25.0, help="API requests per second, all endpoints (Stripe test mode: 25)"
+    )
+    parser.add_argument(
+        "--endpoint-rate-limit",
+        type=float,
+        default=25.0,
+        help="API requests per second to any one endpoint (Stripe's default: 25; 0: no limit)",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     # Keys from the environment, never the command line (ps shows argv to every user).
@@ -33,6 +41,7 @@ def main() -> None:
         webhook_url=args.webhook_url,
         enabled_events=tuple(t.strip() for t in args.enabled_events.split(",") if t.strip()) or ("*",),
         rate_limit=args.rate_limit,
+        endpoint_rate_limit=args.endpoint_rate_limit,
         verbose=args.verbose,
     )
     print(f"[stripe-standin] on http://127.0.0.1:{server.server_address[1]}", flush=True)

@@ -59,26 +59,56 @@ def _lists(value: Any) -> Any:
 
 
 class RateLimiter:
-    """At most ``per_second`` requests in any sliding second (0 = no limit)."""
+    """Stripe's two request limits: at most ``per_second`` requests in any sliding second over
+    the whole API (the account's), and at most ``per_endpoint`` to any one endpoint (its method
+    and path, ids left out), or what ``endpoints`` sets for one; 0 = no limit. A request either
+    limit refuses counts against neither."""
 
-    def __init__(self, per_second: float) -> None:
+    def __init__(self, per_second: float, per_endpoint: float = 0.0) -> None:
         self.per_second = per_second
+        self.per_endpoint = per_endpoint
+        self.endpoints: dict[str, float] = {}
         self._times: deque[float] = deque()
+        self._by_endpoint: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
         self.refused = 0
+        self.refused_by: Counter[str] = Counter()  # "account", or the endpoint that refused
 
-    def admit(self) -> bool:
-        if self.per_second <= 0:
-            return True
-        now = time.monotonic()
+    def settings(self) -> dict[str, Any]:
+        return {"per_second": self.per_second, "per_endpoint": self.per_endpoint, "endpoints": dict(self.endpoints)}
+
+    def configure(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``per_second`` (the account), ``per_endpoint`` (every endpoint's default) and
+        ``endpoints`` ({endpoint: rate}: the endpoints Stripe raised, in place of any before);
+        what the body leaves out stays as it was."""
         with self._lock:
-            while self._times and self._times[0] <= now - 1.0:
-                self._times.popleft()
-            if len(self._times) >= self.per_second:
+            self.per_second = max(0.0, float(body.get("per_second", self.per_second)))
+            self.per_endpoint = max(0.0, float(body.get("per_endpoint", self.per_endpoint)))
+            if "endpoints" in body:
+                self.endpoints = {str(k): max(0.0, float(v)) for k, v in (body["endpoints"] or {}).items()}
+        return self.settings()
+
+    def admit(self, endpoint: str) -> str | None:
+        """None if the request may go; else which limit refused it ("account" or "endpoint")."""
+        now = time.monotonic()
+        limit = self.endpoints.get(endpoint, self.per_endpoint)
+        with self._lock:
+            window = self._by_endpoint.setdefault(endpoint, deque())
+            for times in (self._times, window):
+                while times and times[0] <= now - 1.0:
+                    times.popleft()
+            refused = None
+            if self.per_second > 0 and len(self._times) >= self.per_second:
+                refused = "account"
+            elif limit > 0 and len(window) >= limit:
+                refused = "endpoint"
+            if refused:
                 self.refused += 1
-                return False
+                self.refused_by["account" if refused == "account" else endpoint] += 1
+                return refused
             self._times.append(now)
-            return True
+            window.append(now)
+            return None
 
 
 @dataclass
@@ -303,11 +333,12 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
             return True
 
         def _gate(self, path: str) -> Response | None:
-            """Rate limit and injected latency for the API itself (not pages or controls)."""
-            app.stats[self.command + " " + _ID.sub(r"/\1_*", path)] += 1
+            """Rate limits and injected latency for the API itself (not pages or controls)."""
+            endpoint = self.command + " " + _ID.sub("/:id", path)
+            app.stats[endpoint] += 1
             if app.latency_s:
                 time.sleep(app.latency_s)
-            if not app.limiter.admit():
+            if app.limiter.admit(endpoint):
                 app.stats["rate_limited"] += 1
                 return _json(
                     429,
@@ -383,6 +414,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                         **app.book.snapshot(),
                         "requests": dict(app.stats),
                         "rateLimited": app.limiter.refused,
+                        "rateLimitedBy": dict(app.limiter.refused_by),
                         "webhooks": app.webhooks.settings(),
                     },
                 )
@@ -479,8 +511,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                     },
                 )
             if path == "/_standin/ratelimit":
-                app.limiter.per_second = max(0.0, float(body.get("per_second", app.limiter.per_second)))
-                return _json(200, {"per_second": app.limiter.per_second})
+                return _json(200, app.limiter.configure(body))
             if path == "/_standin/webhooks":
                 return _json(200, app.webhooks.configure(body))
             if path == "/_standin/refund":  # a refund made in the dashboard, outside Racecap
@@ -509,10 +540,11 @@ def serve(
     webhook_url: str | None = None,
     enabled_events: tuple[str, ...] = ("*",),
     rate_limit: float = 25.0,
+    endpoint_rate_limit: float = 25.0,
     verbose: bool = False,
 ) -> tuple[StandInServer, StandIn]:
     """The server on 127.0.0.1 (``port=0`` picks one) and its state; call ``serve_forever``."""
     keys = keys or Keys()
     sender = WebhookSender(webhook_url, keys.webhook_secret, enabled_events=enabled_events)
-    app = StandIn(keys, Book(on_event=sender.enqueue), sender, RateLimiter(rate_limit))
+    app = StandIn(keys, Book(on_event=sender.enqueue), sender, RateLimiter(rate_limit, endpoint_rate_limit))
     return StandInServer(("127.0.0.1", port), make_handler(app, verbose)), app

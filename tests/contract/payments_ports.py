@@ -64,11 +64,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The contract's cases come faster than Stripe's limits (25/s per account and per endpoint).
+NO_RATE_LIMITS = ("--rate-limit", "0", "--endpoint-rate-limit", "0")
+
+
 def stripe_port() -> Iterator[PortUnderTest]:
     """The Stripe adapter (the official SDK) against the Stripe stand-in (its own process)."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "local.stripe_standin", "--port", str(port), "--rate-limit", "0"],
+        [sys.executable, "-m", "local.stripe_standin", "--port", str(port), *NO_RATE_LIMITS],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -263,7 +263,7 @@ class FakePaymentProvider:
         with self._lock:
             return [r for r in reversed(self._refunds.values()) if r.intent_id == intent_id]
 
-    def admitted(self) -> FakePaymentProvider:
+    def admitted(self, call: str = "refund") -> FakePaymentProvider:
         with self._lock:
             if self.budget_refuses > 0:
                 self.budget_refuses -= 1

@@ -28,6 +28,7 @@ KEYS = Keys()
 def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = servers.free_port()
     cmd = [sys.executable, "-m", "local.stripe_standin", "--port", str(port), "--rate-limit", "0"]
+    cmd += ["--endpoint-rate-limit", "0"]
     log_dir: Path = tmp_path_factory.mktemp("stripe-provider")
     proc = servers.spawn("stripe", cmd, port, log_dir, env={"PYTHONPATH": str(blueprint.ROOT)}, cwd=blueprint.ROOT)
     yield proc.endpoint
@@ -133,17 +134,17 @@ def test_environments_share_one_request_budget_through_redis(
     import redis
     from racecap.payments.budget import LimitedPaymentProvider
     from racecap.payments.port import PaymentRateLimited
-    from racecap.ratelimit import SendRateLimiter
+    from racecap.ratelimit import RequestBudget
 
     server = servers.start_redis(servers.free_port(), tmp_path_factory.mktemp("redis"))
     try:
         client = redis.Redis(host="127.0.0.1", port=server.port)
         rate = 5.0
-        # Two execution environments, each with its own limiter object, one Redis key.
+        # Two execution environments, each with its own budget object, the same Redis keys.
         envs = [
             LimitedPaymentProvider(
                 provider(standin),
-                SendRateLimiter(lambda: client, rate, headroom=0.0, key="rc:ratelimit:payment-provider").reserve,
+                RequestBudget(lambda: client, rate, rate, headroom=0.0, key="rc:ratelimit:payment-provider").reserve,
                 max_wait_s=0.0,
             )
             for _ in range(2)

@@ -95,6 +95,8 @@ def standin(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Ite
         receiver.url,
         "--rate-limit",
         "0",
+        "--endpoint-rate-limit",
+        "0",
     ]
     log_dir: Path = tmp_path_factory.mktemp("stripe")
     proc = servers.spawn("stripe", cmd, port, log_dir, env={"PYTHONPATH": str(blueprint.ROOT)}, cwd=blueprint.ROOT)
@@ -122,7 +124,7 @@ def control(standin: str) -> Iterator[Any]:
         return r.json()
 
     yield post
-    post("ratelimit", {"per_second": 0})
+    post("ratelimit", {"per_second": 0, "per_endpoint": 0, "endpoints": {}})
     post("faults", {"fail_next": 0, "fail_after_next": 0, "latency_s": 0})
     post("webhooks", {"delay_s": 0, "duplicate": 0, "reorder": False, "paused": False})
 
@@ -318,6 +320,45 @@ def test_rate_limit_answers_429_like_stripe(client: stripe.StripeClient, control
         outcomes = list(pool.map(call, range(20)))
     assert 1 <= outcomes.count("ok") <= 10  # at most 5 per sliding second; the calls span < 2 s
     assert outcomes.count("limited 429") >= 10
+
+
+def test_each_endpoint_has_its_own_limit_within_the_accounts_like_stripe(
+    client: stripe.StripeClient, standin: str, control: Any
+) -> None:
+    pi = new_intent(client)
+    assert control("ratelimit", {"per_second": 100, "per_endpoint": 5}) == {
+        "per_second": 100,
+        "per_endpoint": 5,
+        "endpoints": {},
+    }
+    time.sleep(1.0)
+    before = requests.get(f"{standin}/_standin/stats", headers={"Authorization": f"Bearer {KEYS.secret}"}).json()
+
+    def retrieve(_: int) -> str:
+        try:
+            client.v1.payment_intents.retrieve(pi.id)  # every intent's retrieve is one endpoint
+            return "ok"
+        except stripe.RateLimitError as exc:  # Stripe's body: type and code
+            error = (exc.error.type, exc.error.code) if exc.error else None
+            return f"limited {exc.http_status} {error}"
+
+    limited = "limited 429 ('invalid_request_error', 'rate_limit')"
+    with ThreadPoolExecutor(10) as pool:
+        outcomes = list(pool.map(retrieve, range(20)))
+    # Far under the account's 100/s, the endpoint's 5 refuse the rest; another endpoint still answers.
+    assert 1 <= outcomes.count("ok") <= 10 and outcomes.count(limited) >= 10, outcomes
+    assert new_intent(client).status == "requires_payment_method"
+    after = requests.get(f"{standin}/_standin/stats", headers={"Authorization": f"Bearer {KEYS.secret}"}).json()
+    assert after["rateLimited"] - before["rateLimited"] == outcomes.count(limited)
+    refused = after["rateLimitedBy"].get("GET /v1/payment_intents/:id", 0)
+    assert refused - before["rateLimitedBy"].get("GET /v1/payment_intents/:id", 0) == outcomes.count(limited)
+
+    # An endpoint Stripe raised for the account takes more; the others keep the default.
+    settings = control("ratelimit", {"endpoints": {"GET /v1/payment_intents/:id": 50}})
+    assert settings == {"per_second": 100, "per_endpoint": 5, "endpoints": {"GET /v1/payment_intents/:id": 50}}
+    time.sleep(1.0)
+    with ThreadPoolExecutor(10) as pool:
+        assert list(pool.map(retrieve, range(20))).count("ok") == 20
 
 
 def test_webhooks_are_signed_retried_duplicated_and_reordered(

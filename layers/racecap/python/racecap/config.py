@@ -10,7 +10,24 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+# The provider's endpoints Racecap calls, named as Stripe counts its per-endpoint limits: a named
+# API operation by method and path (every intent's GET /v1/payment_intents/:id is one endpoint).
+# PAYMENTS_ENDPOINT_RATES may raise any of them; racecap.payments.budget maps each call to one.
+PAYMENT_ENDPOINTS = frozenset(
+    {
+        "POST /v1/payment_intents",
+        "GET /v1/payment_intents/:id",
+        "POST /v1/payment_intents/:id",
+        "POST /v1/payment_intents/:id/confirm",
+        "POST /v1/payment_intents/:id/cancel",
+        "GET /v1/payment_intents/search",
+        "POST /v1/refunds",
+        "GET /v1/refunds",
+        "GET /v1/events",
+    }
+)
 
 
 class Settings(BaseModel):
@@ -31,6 +48,11 @@ class Settings(BaseModel):
     # The provider's request budget shared by every function (Redis): Stripe allows ~100/s
     # live and 25/s in test mode unless raised; past it runners get 429 and keep their place.
     payments_rate_per_second: float = Field(alias="PAYMENTS_RATE_PER_SECOND", gt=0)
+    # ... and each endpoint's, since Stripe also limits every endpoint (25/s unless raised):
+    # creating intents tops out there whatever the account allows. Endpoints Stripe raised for
+    # the account, as "POST /v1/payment_intents=80,GET /v1/payment_intents/:id=80" ("" none).
+    payments_endpoint_rate_per_second: float = Field(alias="PAYMENTS_ENDPOINT_RATE_PER_SECOND", gt=0)
+    payments_endpoint_rates: dict[str, float] = Field(alias="PAYMENTS_ENDPOINT_RATES")
     # What the site's card form needs (public by design: a publishable key and a script URL).
     payments_publishable_key: str = Field(alias="PAYMENTS_PUBLISHABLE_KEY", min_length=1)
     payments_script_url: str = Field(alias="PAYMENTS_SCRIPT_URL", pattern=r"^https?://")
@@ -63,6 +85,31 @@ class Settings(BaseModel):
     # The results functions only (their ``extra_env``); None elsewhere.
     results_table: str | None = Field(default=None, alias="RESULTS_TABLE", min_length=1)
     results_bucket: str | None = Field(default=None, alias="RESULTS_BUCKET", min_length=3)
+
+    @field_validator("payments_endpoint_rates", mode="before")
+    @classmethod
+    def _endpoint_pairs(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        pairs: dict[str, str] = {}
+        for item in (part.strip() for part in value.split(",")):
+            name, equals, rate = item.rpartition("=")
+            if item and not equals:
+                raise ValueError(f"{item!r}: write ENDPOINT=RATE, e.g. 'POST /v1/payment_intents=80'")
+            if item:
+                pairs[" ".join(name.split())] = rate.strip()
+        return pairs
+
+    @field_validator("payments_endpoint_rates")
+    @classmethod
+    def _known_endpoints(cls, rates: dict[str, float]) -> dict[str, float]:
+        # A misspelt name would leave its endpoint at the default without a word.
+        unknown = sorted(set(rates) - PAYMENT_ENDPOINTS)
+        if unknown:
+            raise ValueError(f"not an endpoint Racecap calls: {unknown}; it calls {sorted(PAYMENT_ENDPOINTS)}")
+        if any(rate <= 0 for rate in rates.values()):
+            raise ValueError(f"every rate must be positive: {rates}")
+        return rates
 
 
 class ConfigurationError(RuntimeError):

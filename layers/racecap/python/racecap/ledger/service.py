@@ -437,7 +437,7 @@ class Ledger:
 
     def _settle_one(self, reg: Registration, entry: LedgerEntry) -> str:
         try:
-            provider = self._payments.admitted()
+            provider = self._payments.admitted("list_refunds")
         except PaymentRateLimited:
             return "waiting"
         found = _find(provider.list_refunds(intent_id=entry.intentId or reg.chargeId), entry)

@@ -162,10 +162,11 @@ class PaymentProvider(Protocol):
         hours at least, not for ever), by the ``refundKey`` in its metadata."""
         ...
 
-    def admitted(self) -> PaymentProvider:
-        """Room for one call in the request budget, taken now: raises ``PaymentRateLimited``
-        before anything is asked of the provider, so a caller can refuse an action that would
-        otherwise reserve money and then find it could not ask (the ledger's refunds). The
+    def admitted(self, call: str = "refund") -> PaymentProvider:
+        """Room for one call (the port's ``call``, e.g. ``refund``) in the request budget, taken
+        now: raises ``PaymentRateLimited`` before anything is asked of the provider, so a caller
+        can refuse an action that would otherwise reserve money and then find it could not ask
+        (the ledger's refunds). The
         provider returned makes its first call in that room; a provider without a budget
         returns itself."""
         ...

@@ -257,7 +257,7 @@ class StripePaymentProvider:
         page = self._call(lambda c: c.v1.refunds.list(params=params))
         return [refund_from(r, intent_id) for r in page.auto_paging_iter()]
 
-    def admitted(self) -> StripePaymentProvider:
+    def admitted(self, call: str = "refund") -> StripePaymentProvider:
         return self  # no budget of its own: LimitedPaymentProvider keeps it
 
     # -- events ------------------------------------------------------------------------------------

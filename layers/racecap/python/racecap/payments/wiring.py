@@ -16,14 +16,21 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def payments() -> PaymentProvider:
     """Stripe through the official SDK (timeouts sized for API Gateway's 29 s), behind the
-    request budget every function shares through Redis: past it, ``PaymentRateLimited``."""
+    request budgets every function shares through Redis, the account's and each endpoint's:
+    past either, ``PaymentRateLimited``."""
     from racecap.payments.budget import LimitedPaymentProvider
     from racecap.payments.stripe_provider import StripePaymentProvider, keys_from_secret
-    from racecap.ratelimit import SendRateLimiter
+    from racecap.ratelimit import RequestBudget
 
     s = get_settings()
     stripe = StripePaymentProvider(keys_from_secret(s.payments_secret_id), api_base=s.payments_api_base)
-    budget = SendRateLimiter(clients.cache, s.payments_rate_per_second, key=PAYMENTS_BUDGET_KEY)
+    budget = RequestBudget(
+        clients.cache,
+        s.payments_rate_per_second,
+        s.payments_endpoint_rate_per_second,
+        endpoint_rates=s.payments_endpoint_rates,
+        key=PAYMENTS_BUDGET_KEY,
+    )
     return LimitedPaymentProvider(stripe, budget.reserve)
 
 
