@@ -16,7 +16,7 @@ import pytest
 import requests
 from racecap.ledger.models import OPEN_PHASES
 from racecap.payments.wiring import PAYMENTS_BUDGET_KEY
-from racecap.ratelimit import SendRateLimiter
+from racecap.ratelimit import RequestBudget
 
 import blueprint
 from local.stack import LocalStack
@@ -62,14 +62,19 @@ def _faults(stack: LocalStack, **knobs: Any) -> None:
 
 
 def _spend_budget(stack: LocalStack, seconds: float) -> None:
-    """Take the payment budget's slots for the next ``seconds``, through the same limiter the
-    functions share (its key, its rate): calls in that time wait or are refused."""
+    """Take the payment budget's slots for the next ``seconds``, through the same budget the
+    functions share (its key, its rates), as intent creations: calls in that time wait or are
+    refused, whatever their endpoint (the account's slots are all taken)."""
     import redis
 
-    rate = float(blueprint.param("PaymentsRatePerSecond").default)
     client = redis.Redis(port=stack.ports.redis)
-    limiter = SendRateLimiter(lambda: client, rate, key=PAYMENTS_BUDGET_KEY)
-    while limiter.reserve() < seconds:
+    budget = RequestBudget(
+        lambda: client,
+        float(blueprint.param("PaymentsRatePerSecond").default),
+        float(blueprint.param("PaymentsEndpointRatePerSecond").default),
+        key=PAYMENTS_BUDGET_KEY,
+    )
+    while budget.reserve("POST /v1/payment_intents", seconds + 1) < seconds:
         pass
 
 
