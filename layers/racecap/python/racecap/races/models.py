@@ -3,7 +3,7 @@ set-up makes."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any, Literal, TypedDict
 
 from pydantic import Field, model_validator
@@ -25,6 +25,7 @@ class RaceChanges(TypedDict, total=False):
     holdMinutes: int
     listing: str
     retentionDays: int
+    refundPolicy: RefundPolicy
 
 
 class EventChanges(TypedDict, total=False):
@@ -54,6 +55,46 @@ PublicRaceStatus = Literal["NOT_YET_OPEN", "OPEN", "CLOSED"]
 PublicEventStatus = Literal["NOT_YET_OPEN", "OPEN", "SOLD_OUT", "CLOSED"]
 
 
+class RefundTier(Model):
+    """Until the end of ``until`` (a day in the race's zone), a runner who cancels gets
+    ``percent`` of what they paid back (less the policy's fee)."""
+
+    until: str = Field(description="YYYY-MM-DD, the tier's last day in the race's time zone.")
+    percent: int = Field(ge=0, le=100)
+
+
+class RefundPolicy(Model):
+    """What a runner may do with their own entry, set by the director: cancel (refunded by the
+    tiers, less the fee; after the last tier, nothing) and edit their details until a day."""
+
+    runnersMayCancel: bool = Field(default=False, description="Runners may cancel their own entry.")
+    tiers: list[RefundTier] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Oldest first, each until a later day: e.g. 100 % until 1 March, 50 % until 1 May. "
+        "After the last tier a runner's cancellation refunds nothing.",
+    )
+    feeCents: int = Field(
+        default=0, ge=0, le=10_000_000, description="Kept from every runner's refund, in the currency's smallest unit."
+    )
+    editUntil: str | None = Field(
+        default=None, description="YYYY-MM-DD: the last day runners may edit their details (race's zone)."
+    )
+
+    def shifted(self, days: int) -> RefundPolicy:
+        """The same policy for an edition ``days`` later (a copied race)."""
+
+        def move(day: str) -> str:
+            return (date.fromisoformat(day) + timedelta(days=days)).isoformat()
+
+        return self.model_copy(
+            update={
+                "tiers": [t.model_copy(update={"until": move(t.until)}) for t in self.tiers],
+                "editUntil": move(self.editUntil) if self.editUntil else None,
+            }
+        )
+
+
 class Race(Model):
     """A race as stored: a director's edit bumps ``version``."""
 
@@ -74,6 +115,8 @@ class Race(Model):
     # Days after raceDate that runners' personal data is kept (retention.service).
     retentionDays: int = 365
     purgedAt: datetime | None = None  # when the retention job deleted it
+    # What runners may do with their own entry (issue 39): none, until the director says.
+    refundPolicy: RefundPolicy = Field(default_factory=RefundPolicy)
 
     @model_validator(mode="before")
     @classmethod

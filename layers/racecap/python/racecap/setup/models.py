@@ -15,6 +15,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from racecap.models import WHOLE_NUMBER, YEARS, JsonInt, Model, within_years
@@ -22,6 +23,7 @@ from racecap.races.models import (
     Listing,
     PriceTier,
     PublicRaceStatus,
+    RefundPolicy,
     RegistrationState,
 )
 from racecap.races.rules import (
@@ -83,6 +85,7 @@ class AdminRaceView(AdminRaceSummary):
         "payment references (raceDate + retentionDays); names, bibs, results and stats stay."
     )
     purgedAt: datetime | None = Field(description="When that deletion happened; null until then.")
+    refundPolicy: RefundPolicy = Field(description="What runners may do with their own entry (off by default).")
     events: list[AdminEventView]
 
 
@@ -219,6 +222,44 @@ def _iso_text(v: object) -> object:
     return v
 
 
+class TierFields(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    until: str = Field(
+        pattern=DATE_PATTERN, description=f"YYYY-MM-DD, the tier's last day in the race's zone ({YEARS})."
+    )
+    percent: JsonInt = Field(ge=0, le=100, description="Of what the runner paid, before the fee.")
+
+    @field_validator("until")
+    @classmethod
+    def _real_date(cls, v: str) -> str:
+        return _day(v)
+
+
+class PolicyFields(Model):
+    """What runners may do with their own entry (validated: tiers by increasing day)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runnersMayCancel: StrictBool = False
+    tiers: list[TierFields] = Field(default_factory=list, max_length=10)
+    feeCents: JsonInt = Field(default=0, ge=0, le=10_000_000)
+    editUntil: str | None = Field(default=None, pattern=DATE_PATTERN, description=f"YYYY-MM-DD ({YEARS}).")
+
+    @field_validator("editUntil")
+    @classmethod
+    def _edit_day(cls, v: str | None) -> str | None:
+        return _day(v) if v is not None else None
+
+    @field_validator("tiers")
+    @classmethod
+    def _by_day(cls, v: list[TierFields]) -> list[TierFields]:
+        days = [t.until for t in v]
+        if days != sorted(set(days)):
+            raise ValueError("Tiers go by increasing day, one tier per day.")
+        return v
+
+
 class RaceFields(Model):
     """A race's own settings, validated together: the times must make sense as a whole."""
 
@@ -254,11 +295,23 @@ class RaceFields(Model):
         le=MAX_RETENTION_DAYS,
         description="Days after the race that runners' emails, dates of birth and payment references are kept.",
     )
+    refundPolicy: PolicyFields = Field(
+        default_factory=PolicyFields,
+        description="What runners may do with their own entry: cancel under refund tiers less a fee, edit "
+        "their details until a day (dates in the race's zone). Off by default.",
+    )
 
     @field_validator("raceDate")
     @classmethod
     def _real_date(cls, v: str) -> str:
         return _day(v)
+
+    @model_validator(mode="after")
+    def _policy_by_the_race(self) -> RaceFields:
+        days = [t.until for t in self.refundPolicy.tiers] + [self.refundPolicy.editUntil or ""]
+        if any(d > self.raceDate for d in days if d):
+            raise ValueError("The refund policy's days must be on or before the race date.")
+        return self
 
     @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")
     @classmethod
@@ -341,6 +394,9 @@ class RacePatch(Model):
     registrationClosesAt: datetime | None = Field(default=None, description=f"ISO 8601 ({YEARS}).")
     holdMinutes: Annotated[int, Strict(), Ge(1), Le(60), WHOLE_NUMBER] | None = None
     retentionDays: Annotated[int, Strict(), Ge(MIN_RETENTION_DAYS), Le(MAX_RETENTION_DAYS), WHOLE_NUMBER] | None = None
+    refundPolicy: PolicyFields | None = Field(
+        default=None, description="The whole policy (it replaces the one before): see the race's `refundPolicy`."
+    )
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)
 

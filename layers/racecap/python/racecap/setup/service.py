@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import Any, Literal, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from racecap.audit.service import AuditEntries
 from racecap.aws.transactions import ConditionFailed, TransactItem
@@ -29,7 +29,7 @@ from racecap.models import YEARS, Director
 from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, shards_for, split_cap
 from racecap.places.store import Inventory
 from racecap.races.catalog import RaceCatalog
-from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges
+from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges, RefundPolicy
 from racecap.races.rules import (
     purge_due,
     team_range_problem,
@@ -46,6 +46,7 @@ from racecap.setup.models import (
     CopyRequest,
     EventDraft,
     EventPatch,
+    PolicyFields,
     RaceDraft,
     RaceFields,
     RacePatch,
@@ -146,6 +147,7 @@ class RaceAdmin:
             currency=race.currency,
             holdMinutes=race.holdMinutes,
             retentionDays=race.retentionDays,
+            refundPolicy=race.refundPolicy,
             personalDataDeletedOn=purge_due(race).isoformat(),
             purgedAt=race.purgedAt,
             events=views,
@@ -264,7 +266,8 @@ class RaceAdmin:
             merged = RaceFields.model_validate({**current.model_dump(), **asked})
         except ValidationError as exc:
             raise ValidationFailed("Some fields are missing or invalid.", fields=_fields(exc)) from exc
-        changes = cast(RaceChanges, {k: getattr(merged, k) for k in asked if getattr(merged, k) != getattr(race, k)})
+        stored = {k: _as_stored(getattr(merged, k)) for k in asked}
+        changes = cast(RaceChanges, {k: v for k, v in stored.items() if _plain(v) != _plain(getattr(race, k))})
         if not changes:
             return self.view(race, events)
         also: list[TransactItem] = []
@@ -282,7 +285,7 @@ class RaceAdmin:
                 race_id,
                 "race.update",
                 race_id,
-                changes={k: {"from": getattr(race, k), "to": v} for k, v in changes.items()},
+                changes={k: {"from": _plain(getattr(race, k)), "to": _plain(v)} for k, v in changes.items()},
             )
         )
         updated = self._store.apply_update(race, changes, also)
@@ -393,7 +396,8 @@ class RaceAdmin:
                 "The new edition's date has passed.", fields={"raceDate": "Give a race date from today on."}
             )
         shift = new_day - old_day
-        fields = {k: getattr(race, k) for k in RaceFields.model_fields if k != "listing"}
+        fields = {k: _plain(getattr(race, k)) for k in RaceFields.model_fields if k != "listing"}
+        fields["refundPolicy"] = race.refundPolicy.shifted(shift.days).model_dump()  # its days move with the race
         try:
             draft = RaceDraft.model_validate(
                 {
@@ -476,3 +480,15 @@ class RaceAdmin:
         race, events = self.owned(director, race_id)
         self._races.invalidate(race_id, race.version)
         return self.view(race, events)
+
+
+def _as_stored(value: Any) -> Any:
+    """A validated field as the race stores it (the refund policy as the race's own model)."""
+    if isinstance(value, PolicyFields):
+        return RefundPolicy.model_validate(value.model_dump())
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A field as the audit trail and a comparison take it: a model as its JSON values."""
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
