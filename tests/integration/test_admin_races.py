@@ -194,7 +194,7 @@ def test_events_can_be_added_and_every_change_is_in_the_audit_trail(director: An
         "event.create",
         "race.create",
     ]
-    assert all(e["actor"]["username"] == "erin" for e in entries)
+    assert all(e["actor"] == {"kind": "director", "id": e["actor"]["id"], "name": "erin"} for e in entries)
     assert entries[1]["details"]["changes"] == {"priceCents": {"from": 3000, "to": 3500}}
     assert entries[2]["details"]["changes"]["location"] == {"from": "Riverside", "to": "Old Town"}
     times = [datetime.fromisoformat(e["at"]) for e in entries]

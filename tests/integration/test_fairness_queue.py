@@ -287,7 +287,7 @@ def test_fairness_changes_are_audited_and_a_refused_change_is_not(kim: Any, dire
     assert [e["action"] for e in fairness] == ["queue.resume", "queue.pause", "fairness.update", "fairness.update"]
     assert fairness[-1]["details"] == {"queueEnabled": True, "powDifficulty": 4, "admissionRatePerMinute": 600}
     assert fairness[-2]["details"] == {"holdLimit": 3}
-    assert {e["actor"]["username"] for e in fairness} == {"kim-queue"}
+    assert {(e["actor"]["kind"], e["actor"]["name"]) for e in fairness} == {("director", "kim-queue")}
     assert kim.get(f"/api/admin/races/{race_id}/fairness").json()["holdLimit"] == 3
 
 

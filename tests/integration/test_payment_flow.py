@@ -281,9 +281,9 @@ def test_an_outside_refund_cancels_and_a_dispute_is_flagged_for_the_director(api
     assert _taken(backend, race_id, api) == 1  # the refunded place is back in the pool
     assert backend.registrations().get(rids[1]).status == "CONFIRMED"
     entries = [e for e in _audit_entries(backend, race_id) if e.get("target") == rids[0]]
-    assert sorted((e["action"], e["actor"]["sub"]) for e in entries) == [
-        ("registration.cancel", "payment-provider"),
-        ("registration.refund.outside", "payment-provider"),
+    assert sorted((e["action"], e["actor"]["kind"], e["actor"]["id"]) for e in entries) == [
+        ("registration.cancel", "provider", "payment-provider"),
+        ("registration.refund.outside", "provider", "payment-provider"),
     ]
     report = wait_for_audit(stack, backend, race_id)
     assert report.ok, report.summary()
