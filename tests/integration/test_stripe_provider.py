@@ -48,7 +48,7 @@ def create(p: StripePaymentProvider, **kw: Any) -> Any:
 
 
 def test_the_providers_429_is_rate_limited_with_a_retry_after(standin: str) -> None:
-    p = provider(standin)
+    p = provider(standin, rate_limit_pauses_s=())  # no retry of a 429 here: what the caller finally sees
     intent = create(p)
     control = {"Authorization": f"Bearer {KEYS.secret}"}
     requests.post(f"{standin}/_standin/ratelimit", json={"per_second": 1}, headers=control, timeout=5)

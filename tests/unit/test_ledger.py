@@ -426,3 +426,12 @@ def _fails_once(real):
         return real(hold_id)
 
     return get
+
+
+def test_any_idempotency_key_names_one_refund(world):
+    rid = _confirmed(world)
+    odd = "a key with spaces and ünïcode +p2"
+    first = world.ledger.refund(DIRECTOR, _race(world), rid, 700, client_key=odd)
+    again = world.ledger.refund(DIRECTOR, _race(world), rid, 700, client_key=odd)
+    assert first.refund.providerId == again.refund.providerId and len(world.payments.refunds) == 1
+    assert "+p2" not in first.refund.key and " " not in first.refund.key  # digested, not copied

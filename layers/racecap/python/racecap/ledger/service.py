@@ -183,7 +183,7 @@ class Ledger:
         resumes or replays it, with another amount is ``RefundKeyReused``; without one, a new
         refund. The view's refund may be PENDING or PROCESSING: settled later, never lost."""
         reg = self._owned(race, registration_id)
-        refund_key = f"refund-{registration_id}-{client_key or secrets.token_hex(6)}"
+        refund_key = f"refund-{registration_id}-{key_part(client_key) if client_key else secrets.token_hex(6)}"
         known = self.parts(registration_id, refund_key)
         if known and sum(p.amountCents for p in known) != amount_cents:
             done = sum(p.amountCents for p in known)
@@ -449,6 +449,15 @@ class Ledger:
             return "resumed"  # its cancellation asks again, and undoes itself if refused
         moved = self._ask_provider(self._admitted(), reg, entry)  # never received: ask, same key
         return "asked-" + str(moved.status).lower()
+
+
+def key_part(client_key: str) -> str:
+    """The client's key as part of ours: itself when it is plain (what the console sends),
+    else its digest, so any key the document allows names one refund and none can forge a
+    part separator or an index key."""
+    if CLIENT_KEY.fullmatch(client_key):
+        return client_key
+    return "h" + hashlib.sha256(client_key.encode()).hexdigest()[:32]
 
 
 def payment_key(intent_id: str) -> str:
