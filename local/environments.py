@@ -40,13 +40,6 @@ from local.runtime import FunctionHost, Timing, install_layer_path
 LOCAL_CONCURRENCY = int(os.environ.get("RACECAP_LOCAL_CONCURRENCY", "16"))
 IDLE_S = 120.0
 INIT_TIMEOUT_S = 10.0  # Lambda's own limit on an on-demand init
-# On Lambda each environment inits on CPU of its own; here every init shares two cores with
-# everything else, so 16 cold starts at once (an opening's first second) took each other past
-# the 10-s limit on a busy machine ("the environment's init did not finish": the chaos burst, a
-# refund test beside 30 paying runners). Inits take turns, as many at once as there are cores,
-# and the limit is counted from an init's own start: the turn it waited is env-wait, as a
-# request waits for an environment on Lambda when the account's burst of new ones is spent.
-INIT_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
 # Imported once by the forkserver; each environment starts as a fork of it. Libraries
 # only: nothing here reads the environment's settings or builds a client.
 PRELOAD = [
@@ -101,15 +94,14 @@ class Environment:
     def __init__(self, ctx: Any, function_id: str) -> None:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, args=(function_id, child), daemon=True, name=f"env-{function_id}")
+        self.process.start()
+        child.close()
         # The cold start: the request that made this environment waits for its init, as on
         # Lambda (and the wait is reported as env-wait). A failed init fails that request.
-        with INIT_SLOTS:
-            self.process.start()
-            child.close()
-            try:
-                ready = self.conn.poll(INIT_TIMEOUT_S) and self.conn.recv() == "ready"
-            except EOFError:  # the init raised: its traceback is in the gateway's log
-                ready = False
+        try:
+            ready = self.conn.poll(INIT_TIMEOUT_S) and self.conn.recv() == "ready"
+        except EOFError:  # the init raised: its traceback is in the gateway's log
+            ready = False
         if not ready:
             self.process.kill()
             self.process.join(timeout=1)

@@ -149,7 +149,7 @@ def test_refund_clicks_while_thirty_runners_spend_the_payment_budget_settle_or_a
     # the next two seconds of the budget go first, as an opening's other calls would take them.
     _spend_budget(stack, seconds=2.0)
     work: list[Any] = [("runner", h) for h in holds] + [("click", i) for i in range(10)]
-    results = concurrently(lambda w: pay(w[1]) if w[0] == "runner" else click(w[1]), work, workers=40)
+    results = concurrently(lambda w: pay(w[1]) if w[0] == "runner" else click(w[1]), work, workers=16)
     clicks: dict[int, requests.Response] = {w[1]: r for w, r in zip(work, results, strict=True) if w[0] == "click"}
     paying = [r.status_code for w, r in zip(work, results, strict=True) if w[0] == "runner"]
     assert 429 in paying, paying  # the budget was spent: some runners were told to wait
