@@ -133,15 +133,18 @@ class DynamoLedger:
         return int(from_item(resp.get("Item", {})).get(LEDGER_SUM, 0))
 
     def refunds(self, registration_id: str) -> list[LedgerEntry]:
+        return self._entries(registration_id, _REFUND)
+
+    def _entries(self, registration_id: str, prefix: str) -> list[LedgerEntry]:
+        """The registration's ledger items of one kind (refunds, payments), oldest first."""
         items = query_raw(
             self._db,
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :p)",
-            ExpressionAttributeValues=values({":pk": _pk(registration_id), ":p": _REFUND}),
+            ExpressionAttributeValues=values({":pk": _pk(registration_id), ":p": prefix}),
             ConsistentRead=True,
         )
-        entries = [LedgerEntry.model_validate(from_item(i)) for i in items]
-        return sorted(entries, key=lambda e: e.at)
+        return sorted((LedgerEntry.model_validate(from_item(i)) for i in items), key=lambda e: e.at)
 
     def refund(self, registration_id: str, refund_key: str) -> LedgerEntry | None:
         resp = self._db.get_item(
@@ -178,14 +181,7 @@ class DynamoLedger:
         ]
 
     def payments(self, registration_id: str) -> list[LedgerEntry]:
-        items = query_raw(
-            self._db,
-            TableName=self.table,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :p)",
-            ExpressionAttributeValues=values({":pk": _pk(registration_id), ":p": _PAYMENT}),
-            ConsistentRead=True,
-        )
-        return sorted((LedgerEntry.model_validate(from_item(i)) for i in items), key=lambda e: e.at)
+        return self._entries(registration_id, _PAYMENT)
 
     def payment_items(self, registration_id: str, entry: LedgerEntry) -> list[TransactItem]:
         doc = entry.model_dump(mode="json") | {
