@@ -618,6 +618,10 @@ COMMON_ENV: dict[str, Ref] = {
     # "POST /v1/payment_intents=80,GET /v1/payment_intents/:id=80" (none by default).
     "PAYMENTS_ENDPOINT_RATE_PER_SECOND": Param("PaymentsEndpointRatePerSecond", "24"),
     "PAYMENTS_ENDPOINT_RATES": Param("PaymentsEndpointRates", ""),
+    # Where the runner site is served (the distribution's address, or the race site's own domain):
+    # the links in emails lead there. A parameter, not the distribution's attribute: the
+    # distribution's origin is the API, whose functions would then depend on it (a cycle).
+    "SITE_URL": Param("SiteUrl", "https://racecap.example"),
     # The site's card form: Stripe.js and the account's publishable key (public, not secrets).
     "PAYMENTS_PUBLISHABLE_KEY": Param("PaymentsPublishableKey", "set-the-publishable-key-after-deploy"),
     "PAYMENTS_SCRIPT_URL": Param("PaymentsScriptUrl", "https://js.stripe.com/v3/"),
@@ -696,9 +700,14 @@ FUNCTIONS: tuple[Function, ...] = (
         "functions/email_sender",
         "Sends queued emails through SES without exceeding the account's send rate",
         grants=(
-            TableAccess("Registrations", "write"),  # the delivery log, beside each registration
+            # The delivery log, beside each registration; and "find my registration": the sender
+            # reads the registration the race's email claim names (registration.links says why
+            # there, not in the API), and signs the link with the fairness tokens' key.
+            TableAccess("Registrations", "readwrite"),
+            TableAccess("Inventory", "read"),
             QueueAccess("Emails", "consume"),
             SendEmail(),
+            ReadSecret("FairnessSigningKey"),
         ),
         timeout_s=10,
         reserved_concurrency=2,
@@ -893,6 +902,11 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/races/{raceId}/queue", "RegistrationApi"),
     Route("POST", "/api/races/{raceId}/queue/challenge", "RegistrationApi"),
     Route("GET", "/api/races/{raceId}/queue/now-serving", "RegistrationApi"),
+    # A runner's own entry: "find my registration", then what the emailed link opens.
+    Route("POST", "/api/races/{raceId}/registration-link", "RegistrationApi"),
+    Route("GET", "/api/my/registration", "RegistrationApi"),
+    Route("GET", "/api/my/registration/cancellation", "RegistrationApi"),
+    Route("POST", "/api/my/registration/cancellation", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.

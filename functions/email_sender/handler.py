@@ -14,8 +14,8 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.emails.wiring import notifier
 from racecap.observability import logger, metrics, tracer
+from racecap.registration.wiring import notifier
 
 get_settings()  # validate the environment at cold start, not mid-burst
 # The sender (SES and DynamoDB clients, and Powertools' idempotency, which imports boto3) is

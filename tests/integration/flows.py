@@ -9,10 +9,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import redis
 import requests
+from racecap.payments.wiring import PAYMENTS_BUDGET_KEY
+from racecap.ratelimit import RequestBudget
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+import blueprint
 from local.stack import LocalStack
 from tools.audit import AuditReport, audit_until_clean
 
@@ -132,3 +136,22 @@ def concurrently(fn: Any, args: list[Any], workers: int = 32) -> list[Any]:
 def wait_for_audit(stack: LocalStack, backend: Any, race_id: str, timeout: float = 90) -> AuditReport:
     """Audit once the queues have drained (emails are rate-limited, so this can take a while)."""
     return audit_until_clean(stack, backend.dynamodb, backend.sqs, race_id, timeout_s=timeout)
+
+
+def standin_faults(stack: LocalStack, **knobs: Any) -> None:
+    standin(stack).post(f"{stack.stripe_url}/_standin/faults", json=knobs).raise_for_status()
+
+
+def spend_payment_budget(stack: LocalStack, seconds: float) -> None:
+    """Take the payment budget's slots for the next ``seconds``, through the same budget the
+    functions share (its key, its rates), as intent creations: calls in that time wait or are
+    refused, whatever their endpoint (the account's slots are all taken)."""
+    client = redis.Redis(port=stack.ports.redis)
+    budget = RequestBudget(
+        lambda: client,
+        float(blueprint.param("PaymentsRatePerSecond").default),
+        float(blueprint.param("PaymentsEndpointRatePerSecond").default),
+        key=PAYMENTS_BUDGET_KEY,
+    )
+    while budget.reserve("POST /v1/payment_intents", seconds + 1) < seconds:
+        pass

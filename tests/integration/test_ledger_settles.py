@@ -15,15 +15,22 @@ from typing import Any
 import pytest
 import requests
 from racecap.ledger.models import OPEN_PHASES
-from racecap.payments.wiring import PAYMENTS_BUDGET_KEY
-from racecap.ratelimit import RequestBudget
 
-import blueprint
 from local.stack import LocalStack
 from tools.audit import audit, local_provider
 
 from .admin import race_body, wait_until
-from .flows import concurrently, hold, register, runner, standin, wait_confirmed, wait_for_audit
+from .flows import (
+    concurrently,
+    hold,
+    register,
+    runner,
+    spend_payment_budget,
+    standin,
+    standin_faults,
+    wait_confirmed,
+    wait_for_audit,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -57,27 +64,6 @@ def _provider_refunds(stack: LocalStack, intent: str) -> list[dict[str, Any]]:
     return list(answer.json()["data"])
 
 
-def _faults(stack: LocalStack, **knobs: Any) -> None:
-    standin(stack).post(f"{stack.stripe_url}/_standin/faults", json=knobs).raise_for_status()
-
-
-def _spend_budget(stack: LocalStack, seconds: float) -> None:
-    """Take the payment budget's slots for the next ``seconds``, through the same budget the
-    functions share (its key, its rates), as intent creations: calls in that time wait or are
-    refused, whatever their endpoint (the account's slots are all taken)."""
-    import redis
-
-    client = redis.Redis(port=stack.ports.redis)
-    budget = RequestBudget(
-        lambda: client,
-        float(blueprint.param("PaymentsRatePerSecond").default),
-        float(blueprint.param("PaymentsEndpointRatePerSecond").default),
-        key=PAYMENTS_BUDGET_KEY,
-    )
-    while budget.reserve("POST /v1/payment_intents", seconds + 1) < seconds:
-        pass
-
-
 def _detail(kim: Any, rid: str, reg_id: str) -> dict[str, Any]:
     answer = kim.get(f"/api/admin/races/{rid}/registrations/{reg_id}")
     assert answer.status_code == 200, answer.text
@@ -100,18 +86,18 @@ def test_a_refund_whose_answer_was_lost_is_settled_by_the_sweeper_as_one_refund(
     url = f"/api/admin/races/{rid}/registrations/{reg_id}/refunds"
 
     # The stand-in refunds, then every answer to the call (the SDK's retries too) is lost.
-    _faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+    standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
     try:
         answer = kim.post(url, json={"amountCents": 3000}, headers={"Idempotency-Key": "dialog-lost-0001"})
         if key_expired:  # from now on the stand-in forgets every key: asking again would refund twice
-            _faults(stack, idempotency_ttl_s=0)
+            standin_faults(stack, idempotency_ttl_s=0)
         assert answer.status_code == 202, answer.text
         assert answer.json()["refund"]["status"] == "PENDING"
         assert answer.json()["statement"]["pendingCents"] == 3000
         assert len(_provider_refunds(stack, intent)) == 1  # made, the answer lost
         wait_until(lambda: _settled(kim, rid, reg_id), timeout=60)
     finally:
-        _faults(stack, lose_answers=0, lose_answers_on="/v1/", idempotency_ttl_s=24 * 3600)
+        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/", idempotency_ttl_s=24 * 3600)
 
     (made,) = _provider_refunds(stack, intent)  # one refund, not two
     (entry,) = [e for e in _detail(kim, rid, reg_id)["ledger"]["entries"] if e["kind"] == "refund"]
@@ -147,7 +133,7 @@ def test_refund_clicks_while_thirty_runners_spend_the_payment_budget_settle_or_a
 
     # Two cores cannot send 30 payments in the same instant, as 30 Lambda environments would:
     # the next two seconds of the budget go first, as an opening's other calls would take them.
-    _spend_budget(stack, seconds=2.0)
+    spend_payment_budget(stack, seconds=2.0)
     work: list[Any] = [("runner", h) for h in holds] + [("click", i) for i in range(10)]
     results = concurrently(lambda w: pay(w[1]) if w[0] == "runner" else click(w[1]), work, workers=16)
     clicks: dict[int, requests.Response] = {w[1]: r for w, r in zip(work, results, strict=True) if w[0] == "click"}
@@ -292,12 +278,12 @@ def test_a_cancellation_left_half_way_is_finished_by_the_sweeper_and_refunded_on
     cancel = f"/api/admin/races/{rid}/registrations/{reg_id}/cancel"
     try:
         if fault == "timeout":
-            _faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+            standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
         else:
-            _spend_budget(stack, seconds=3.0)
+            spend_payment_budget(stack, seconds=3.0)
         answer = kim.post(cancel, json={"refund": "AMOUNT", "amountCents": 6000})
     finally:
-        _faults(stack, lose_answers=0, lose_answers_on="/v1/")
+        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/")
     assert answer.status_code == 429 and int(answer.headers["Retry-After"]) >= 1, answer.text
     assert backend.registrations().get(reg_id).status == "CANCELLING"
     # Nobody clicks again: the sweeper (every 3 s here) finishes it under its own key.

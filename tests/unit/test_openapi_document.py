@@ -144,8 +144,9 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
         "device": ("apiKey", "header", "X-Racecap-Device"),
         "queue": ("apiKey", "header", "X-Racecap-Queue"),
         "admission": ("apiKey", "header", "X-Racecap-Admission"),
+        "registration": ("apiKey", "header", "X-Racecap-Registration"),
     }
-    for scheme in ("device", "queue", "admission"):  # what missing, expired and foreign mean
+    for scheme in ("device", "queue", "admission", "registration"):  # what missing, expired and foreign mean
         assert all(word in schemes[scheme]["description"] for word in ("Missing", "Expired", "INVALID_TOKEN"))
 
     def reads(method: str, path: str) -> set[str]:
@@ -157,3 +158,7 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
     assert reads("post", "/api/races/{raceId}/queue") == {"device"}
     assert reads("get", "/api/races/{raceId}/queue") == {"device", "queue"}
     assert "409" not in DOC["paths"]["/api/races/{raceId}/queue"]["post"]["responses"]  # no director's conflict
+    # A runner's own entry: only its link's token opens it (the registration id alone is no credential).
+    for method, path in (("get", ""), ("get", "/cancellation"), ("post", "/cancellation")):
+        assert reads(method, f"/api/my/registration{path}") == {"registration"}
+        assert "401" in DOC["paths"][f"/api/my/registration{path}"][method]["responses"]

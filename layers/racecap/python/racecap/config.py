@@ -57,6 +57,8 @@ class Settings(BaseModel):
     payments_publishable_key: str = Field(alias="PAYMENTS_PUBLISHABLE_KEY", min_length=1)
     payments_script_url: str = Field(alias="PAYMENTS_SCRIPT_URL", pattern=r"^https?://")
     service_name: str = Field(alias="POWERTOOLS_SERVICE_NAME", min_length=1)
+    # The runner site's address: the links in emails lead there (registration.links).
+    site_url: str = Field(alias="SITE_URL", pattern=r"^https?://[^\s/]+(/\S*)?$")
     # A paid registration still unconfirmed this long after it was queued is re-sent to the
     # writer by the sweeper (its message was lost); then after twice as long, and so on.
     requeue_after_s: int = Field(alias="REQUEUE_UNCONFIRMED_AFTER_SECONDS", ge=1)

@@ -101,6 +101,8 @@ def director_kind(sub: str) -> ActorKind:
     """The kind of a legacy actor, from the id it was written under."""
     if sub == PROVIDER_ID:
         return "provider"
+    if sub == "runner":  # a registration's ``cancelledBy`` when its runner cancelled it
+        return "runner"
     if sub.startswith(("racecap:", "system-")):
         return "system"
     return "director"

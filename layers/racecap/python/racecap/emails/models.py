@@ -64,10 +64,27 @@ class ConfirmationData(_Data):
     bib: str = Field(min_length=1, max_length=20)
     raceDate: str = Field(min_length=1, max_length=40)
     answers: list[AnswerLine] = Field(default_factory=list, max_length=60)  # the runner's, to check
+    # The signed link to the runner's own registration (registration.links), filled in by the
+    # sender as it renders; absent on a message rendered without it (a unit test's).
+    manageUrl: str | None = Field(default=None, max_length=4096, pattern=r"^https?://")
 
 
 class RefundData(_Data):
     pass
+
+
+class LinkData(Model):
+    """ "Find my registration": the link, to the registered address only (registration.links)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    registrationId: str = Field(min_length=1, max_length=100)
+    raceDate: str = Field(min_length=1, max_length=40)
+    cancelled: bool = False
+    manageUrl: str = Field(max_length=4096, pattern=r"^https?://")
 
 
 class UnmatchedRefundData(Model):

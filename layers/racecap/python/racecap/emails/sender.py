@@ -14,6 +14,9 @@
   redelivers it later (the DLQ only after ``maxReceiveCount``). Nothing is dropped.
 * **Poison fails fast.** A message that cannot be rendered raises ``PoisonMessage``
   before anything is sent or stored.
+* **Some emails are finished here.** A ``prepare`` step (``registration.links``) signs the
+  runner's link into the emails that carry it, and resolves a "find my registration" request
+  to the registered address, or to nothing sent at all (an unknown address: no one is told).
 * **Every send is on record.** Each email SES accepts is written to the delivery log
   (``emails.store``), which outlives the deduplication records: the audit of a
   deployed stage counts confirmations there.
@@ -84,8 +87,10 @@ class Notifier:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         deliveries: DeliveryLog | None = None,
+        prepare: Callable[[EmailMessage], EmailMessage | None] | None = None,
     ) -> None:
         self._mailer = mailer
+        self._prepare = prepare
         self._deliveries = deliveries
         self._limiter = limiter
         self._retry = retry or RetryPolicy()
@@ -110,6 +115,13 @@ class Notifier:
         try:
             message = parse_message(record.body)
             log.update(dedupKey=message.dedupKey, kind=message.kind)
+            if self._prepare is not None:
+                prepared = self._prepare(message)
+                if prepared is None:
+                    logger.info("nothing to send for this message", extra=log)
+                    metrics.add_metric(name="EmailNotNeeded", unit="Count", value=1)
+                    return ""
+                message = prepared
             rendered = render(message)
             deadline = math.inf
             if lambda_context is not None:

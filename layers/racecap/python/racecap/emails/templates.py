@@ -23,6 +23,7 @@ from racecap.emails.models import (
     AnswerLine,
     ConfirmationData,
     EmailMessage,
+    LinkData,
     PoisonMessage,
     RefundData,
     RenderedEmail,
@@ -169,8 +170,8 @@ def render_confirmation(raw: dict[str, Any]) -> RenderedEmail:
         "registrationId": d.registrationId,
     }
     subject = _one_line(f"You're registered: {d.raceName} — {d.eventName} (bib {d.bib})")
-    content = _CONFIRMATION_HTML.substitute(_escaped(values)) + _answers_html(d.answers)
-    text = _CONFIRMATION_TEXT.substitute(values) + _answers_text(d.answers)
+    content = _CONFIRMATION_HTML.substitute(_escaped(values)) + _answers_html(d.answers) + _manage_html(d.manageUrl)
+    text = _CONFIRMATION_TEXT.substitute(values) + _answers_text(d.answers) + _manage_text(d.manageUrl)
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
 
 
@@ -191,6 +192,64 @@ def _answers_html(answers: list[AnswerLine]) -> str:
         f'<h2 style="font-size:16px;margin:20px 0 8px">Your answers</h2>{table}{rows}</table>'
         '<p style="margin:8px 0 0;font-size:13px;color:#66788a">Tell the organiser if something is wrong.</p>'
     )
+
+
+_MANAGE = "See, correct or cancel your registration (keep this link to yourself: it is your key to it):"
+
+
+def _manage_text(url: str | None) -> str:
+    return f"\n{_MANAGE}\n{url}\n" if url else ""
+
+
+def _manage_html(url: str | None) -> str:
+    if not url:
+        return ""
+    return (
+        f'<p style="margin:20px 0 8px;font-size:14px">{html.escape(_MANAGE)}</p>'
+        f'<p style="margin:0"><a href="{html.escape(url, quote=True)}" style="display:inline-block;background:#1f2933;'
+        'color:#ffffff;padding:10px 18px;border-radius:6px;text-decoration:none">My registration</a></p>'
+    )
+
+
+_LINK_TEXT = Template(
+    """Hi $firstName,
+
+Here is the link to your registration for $raceName — $eventName ($raceDate)$state:
+
+$manageUrl
+
+Keep it to yourself: anyone with it can change or cancel your registration.
+If you did not ask for it, you can ignore this email.
+
+Racecap
+"""
+)
+
+
+_LINK_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">Your registration</h1>
+<p style="margin:0 0 16px">Hi $firstName, here is the link to your registration for <strong>$raceName</strong>
+— $eventName ($raceDate)$state.</p>
+<p style="margin:0 0 16px"><a href="$manageUrl" style="display:inline-block;background:#1f2933;color:#ffffff;
+padding:10px 18px;border-radius:6px;text-decoration:none">My registration</a></p>
+<p style="margin:0;font-size:13px;color:#66788a">Keep it to yourself: anyone with it can change or cancel your
+registration. If you did not ask for it, you can ignore this email.</p>"""
+)
+
+
+def render_link(raw: dict[str, Any]) -> RenderedEmail:
+    d: LinkData = _data(LinkData, raw)  # type: ignore[arg-type]
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "raceDate": format_race_date(d.raceDate),
+        "state": " (cancelled)" if d.cancelled else "",
+        "manageUrl": d.manageUrl,
+    }
+    subject = _one_line(f"Your registration for {d.raceName}: the link you asked for")
+    content = _LINK_HTML.substitute(_escaped(values))
+    return RenderedEmail(subject, _LINK_TEXT.substitute(values), _page(subject, content, d.registrationId))
 
 
 def render_refund(raw: dict[str, Any]) -> RenderedEmail:
@@ -257,4 +316,5 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "confirmation": render_confirmation,
     "refund": render_refund,
     "unmatched_refund": render_unmatched_refund,
+    "registration-link": render_link,
 }

@@ -3,6 +3,7 @@ loads only what it uses (issue 14). Only handlers import it; it imports lower ra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
@@ -11,6 +12,7 @@ from racecap.config import get_settings
 
 if TYPE_CHECKING:
     from racecap.aws.queues import SqsQueue
+    from racecap.emails.models import EmailMessage
     from racecap.emails.sender import Notifier
 
 
@@ -23,8 +25,9 @@ def emails_queue() -> SqsQueue:
 
 
 # -- the email sender ---------------------------------------------------------------------------
-@lru_cache(maxsize=1)
-def notifier() -> Notifier:
+def build_notifier(prepare: Callable[[EmailMessage], EmailMessage | None] | None = None) -> Notifier:
+    """The sender; ``prepare`` finishes messages before rendering (``registration.wiring.notifier``
+    signs the runner's links in: the links are the registration capability's, a rank above)."""
     # Powertools' idempotency package imports boto3 (and with it s3transfer), ~50 ms of the
     # cold start of every function that imported it (tests/unit/test_cold_imports.py).
     from aws_lambda_powertools.utilities.idempotency.persistence.cache import CachePersistenceLayer
@@ -42,4 +45,5 @@ def notifier() -> Notifier:
         # message send a second email; the delivery log would show it.
         CachePersistenceLayer(client=cast(Any, clients.cache())),  # redis-py's own signature is wider
         deliveries=DynamoDeliveryLog(clients.dynamodb(), settings.registrations_table),
+        prepare=prepare,
     )

@@ -60,13 +60,23 @@ TOKEN_SCHEMES: dict[str, tuple[str, str]] = {
         "Not one of Racecap's: 401 INVALID_TOKEN. Expired: 401 TOKEN_EXPIRED (ask the queue again). "
         "Issued to another device or race: 403 TOKEN_NOT_YOURS.",
     ),
+    "registration": (
+        "X-Racecap-Registration",
+        'The token in the link to your registration (the confirmation email\'s, or the one "find my registration" '
+        "sends): the only way to see or change your own entry; the registration id alone is not. Missing or not one "
+        "of Racecap's: 401 INVALID_TOKEN. Expired (a month after race day): 401 TOKEN_EXPIRED. Replaced (after an "
+        "email change): 401 LINK_REVOKED. Ask for a new link on the race's page.",
+    ),
 }
 # Headers as the handlers see them (lowercased, as API Gateway's HTTP API delivers them).
-DEVICE_HEADER, QUEUE_HEADER, ADMISSION_HEADER = (TOKEN_SCHEMES[k][0].lower() for k in ("device", "queue", "admission"))
+DEVICE_HEADER, QUEUE_HEADER, ADMISSION_HEADER, REGISTRATION_HEADER = (
+    TOKEN_SCHEMES[k][0].lower() for k in ("device", "queue", "admission", "registration")
+)
 # What a route declares as its ``security`` (OpenAPI: alternatives OR-ed, ``{}`` = none needed).
 NEEDS_DEVICE: list[dict[str, list[str]]] = [{"device": []}]
 READS_QUEUE_TOKEN: list[dict[str, list[str]]] = [{"device": [], "queue": []}, {"device": []}]
 HOLDS_SECURITY: list[dict[str, list[str]]] = [{"device": [], "admission": []}, {"device": []}, {}]
+OWN_REGISTRATION: list[dict[str, list[str]]] = [{"registration": []}]
 
 
 class DeviceView(Model):

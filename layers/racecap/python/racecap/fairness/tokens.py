@@ -1,4 +1,5 @@
-"""Signed, self-contained tokens: the device, queue-entry, admission and challenge tokens.
+"""Signed, self-contained tokens: the device, queue-entry, admission and challenge tokens, and
+the link to a runner's own registration (``registration.links``).
 
 A token is ``<kind>.<payload>.<mac>``: the payload is base64url JSON and the MAC an
 HMAC-SHA256 over ``kind.payload`` under a key derived per kind from the one signing key,
@@ -17,7 +18,8 @@ from typing import Any, Literal
 
 from racecap.errors import DomainError
 
-Kind = Literal["dev", "que", "adm", "pow"]
+Kind = Literal["dev", "que", "adm", "pow", "reg"]
+KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg")
 
 
 class InvalidToken(DomainError):
@@ -48,9 +50,7 @@ class Signer:
     def __init__(self, key: bytes) -> None:
         if len(key) < 16:
             raise ValueError("the signing key must be at least 16 bytes")
-        self._keys = {
-            k: hmac.new(key, f"racecap-{k}".encode(), hashlib.sha256).digest() for k in ("dev", "que", "adm", "pow")
-        }
+        self._keys = {k: hmac.new(key, f"racecap-{k}".encode(), hashlib.sha256).digest() for k in KINDS}
 
     def _mac(self, kind: Kind, body: str) -> str:
         return _b64(hmac.new(self._keys[kind], f"{kind}.{body}".encode(), hashlib.sha256).digest())
@@ -85,4 +85,5 @@ _NAMES: dict[str, str] = {
     "que": "queue token",
     "adm": "admission token",
     "pow": "proof-of-work challenge",
+    "reg": "link to your registration",
 }

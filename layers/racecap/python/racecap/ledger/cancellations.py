@@ -42,7 +42,7 @@ from racecap.ledger.cancel_store import CancelStore
 from racecap.ledger.models import CancellationView, LedgerEntry, RefundPhase
 from racecap.ledger.service import RefundTooLarge, entry_phase, refund_metadata, too_large
 from racecap.ledger.store import LedgerStore
-from racecap.models import Director
+from racecap.models import Actor, Director
 from racecap.observability import logger, metrics
 from racecap.payments.port import AlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
 from racecap.races.catalog import RaceDefinitions
@@ -59,6 +59,7 @@ RefundChoice = Literal["FULL", "NONE", "AMOUNT"]
 
 
 OUTSIDE_REASON = "refunded in the payment provider's dashboard"
+RUNNER = "runner"  # ``cancelledBy`` of a runner's own cancellation (``cancelled_by``)
 
 
 def refund_key(registration_id: str) -> str:
@@ -105,7 +106,7 @@ class Cancellations:
 
     def cancel(
         self,
-        director: Director,
+        director: Director | Actor,
         race: Race,
         registration_id: str,
         reason: str = "",
@@ -195,9 +196,10 @@ class Cancellations:
         return True
 
     def _begin(
-        self, director: Director, reg: Registration, reason: str, choice: RefundChoice, amount_cents: int | None
+        self, director: Director | Actor, reg: Registration, reason: str, choice: RefundChoice, amount_cents: int | None
     ) -> None:
         rid = reg.registrationId
+        by = cancelled_by(director)
         now = datetime.now(UTC).isoformat()
         left = reg.amountCents - self._ledger.refunded_cents(rid)
         cents = {"FULL": max(left, 0), "NONE": 0, "AMOUNT": amount_cents or 0}[choice]
@@ -217,7 +219,7 @@ class Cancellations:
             self._regs.begin_cancel_item(
                 rid,
                 now,
-                director.sub,
+                by,
                 choice=choice,
                 refund_cents=cents,
                 refund_key=key,
@@ -235,7 +237,7 @@ class Cancellations:
                 amountCents=cents,
                 currency=reg.currency,
                 reason=reason or "cancelled",
-                actor=director.sub,
+                actor=by,
                 at=now,
                 status=RefundPhase.PENDING,
                 origin="cancel",
@@ -362,6 +364,14 @@ class Cancellations:
         self._catalog.places_came_back(reg.raceId, reg.eventId)
         metrics.add_metric(name="RegistrationCancelled", unit="Count", value=1)
         logger.info("registration cancelled", extra={"registrationId": rid, "refundId": refund_id, "cents": refunded})
+
+
+def cancelled_by(who: Director | Actor) -> str:
+    """What a cancellation records as who began it: a director's id, the provider's or a job's
+    name, or ``runner`` (the registration's own runner: its id is the item's own, and the
+    address never goes there)."""
+    actor = Actor.of(who)
+    return RUNNER if actor.kind == "runner" else actor.id
 
 
 # Who the audit names for a cancellation the sweeper finished (it began as someone else's).

@@ -88,6 +88,19 @@ class RefundRequest(Model):
     reason: str = Field(default="", max_length=500)
 
 
+class MyCancelRequest(Model):
+    """A runner cancelling their own entry: the refund they were shown, sent back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    amountCents: JsonInt = Field(
+        ge=0,
+        le=99_999_999,
+        description="The refund the runner was shown (`GET …/cancellation`'s `amountCents`): if it changed since, "
+        "409 QUOTE_CHANGED and nothing happens.",
+    )
+
+
 class RefundView(Model):
     registrationId: str
     refund: LedgerEntry = Field(description="The refund (its part on the newest payment when it is split).")

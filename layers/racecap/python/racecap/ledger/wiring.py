@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from racecap.ledger.cancel_store import DynamoCancelStore
     from racecap.ledger.cancellations import Cancellations
     from racecap.ledger.events import PaymentEvents
+    from racecap.ledger.own_entry import OwnEntry
 
 
 if TYPE_CHECKING:
@@ -95,3 +96,15 @@ def cancellations() -> Cancellations:
     return Cancellations(
         cancel_store(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger_store()
     )
+
+
+@lru_cache(maxsize=1)
+def own_entry() -> OwnEntry:
+    """A runner's own entry, through the link in their email."""
+    from racecap.emails.wiring import emails_queue
+    from racecap.ledger.own_entry import OwnEntry
+    from racecap.questions.wiring import questions
+    from racecap.races.wiring import catalog
+    from racecap.registration.wiring import links
+
+    return OwnEntry(links(), cancel_store(), ledger(), cancellations(), catalog(), emails_queue(), questions())

@@ -103,6 +103,9 @@ class Registration(PaidRegistration):
     # and chargeId are "" and the age on race day is kept instead of the date of birth.
     purgedAt: str | None = None
     ageOnRaceDay: int | None = None
+    # The runner's link (registration.links) names this version: bumping it revokes every link
+    # sent before. Absent (0) until the first revocation: no bytes on the writer's items.
+    linkVersion: int | None = None
 
 
 class RegistrationRowData(TypedDict, total=False):
@@ -316,3 +319,23 @@ def refunded_by_cancel(reg: Registration) -> int:
     """What the registration's cancellation refunds: its choice's amount, or the whole charge
     for a cancellation begun before the refund choice."""
     return reg.amountCents if reg.cancelRefund is None else reg.cancelRefundCents or 0
+
+
+class LinkRequest(Model):
+    """ "Find my registration": the address the runner registered with."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    email: str = Field(min_length=3, max_length=254, pattern=r"^\s*[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}\s*$")
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        v = normalize_email(v)
+        if not EMAIL_RE.match(v):
+            raise ValueError("Enter an email address like name@example.com.")
+        return v
+
+
+class LinkAnswer(Model):
+    message: str

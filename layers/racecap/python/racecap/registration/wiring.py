@@ -11,7 +11,9 @@ from racecap import clients
 from racecap.config import get_settings
 
 if TYPE_CHECKING:
+    from racecap.emails.sender import Notifier
     from racecap.registration.attempts import DynamoAttempts
+    from racecap.registration.links import LinkRequests, RegistrationLinks
     from racecap.registration.service import RegistrationService
     from racecap.registration.status import SqsWriterPace
     from racecap.registration.store import DynamoRegistrations
@@ -77,3 +79,35 @@ def sweeper() -> HoldSweeper:
     from racecap.registration.sweeper import HoldSweeper
 
     return HoldSweeper(attempts(), payments(), registration_service(), catalog(), cache())
+
+
+@lru_cache(maxsize=1)
+def links() -> RegistrationLinks:
+    """The runner's links to their own registration (signed with the fairness tokens' key)."""
+    from racecap.fairness.wiring import signer
+    from racecap.registration.links import RegistrationLinks
+
+    return RegistrationLinks(signer, get_settings().site_url)
+
+
+@lru_cache(maxsize=1)
+def link_requests() -> LinkRequests:
+    """ "Find my registration": a bucket per address, network and device of its own."""
+    from racecap.emails.wiring import emails_queue
+    from racecap.fairness.buckets import AddressBuckets
+    from racecap.races.wiring import catalog
+    from racecap.registration.links import LINK_REQUEST_BURST, LINK_REQUEST_EVERY_S, LinkRequests
+
+    buckets = AddressBuckets(
+        clients.cache, rate_per_second=1 / LINK_REQUEST_EVERY_S, burst=LINK_REQUEST_BURST, prefix="rc:link:"
+    )
+    return LinkRequests(catalog(), emails_queue(), buckets)
+
+
+@lru_cache(maxsize=1)
+def notifier() -> Notifier:
+    """The email sender, with the runner's links signed in (and "find my registration" resolved)."""
+    from racecap.emails.wiring import build_notifier
+    from racecap.registration.links import LinkMail
+
+    return build_notifier(prepare=LinkMail(links(), registrations()).prepare)

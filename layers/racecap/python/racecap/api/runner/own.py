@@ -1,0 +1,110 @@
+"""A runner's own entry: "find my registration", and what the link in the email opens (see it,
+cancel it under the race's refund policy). Every route but the first needs the link's token."""
+
+# No `from __future__ import annotations` here: Powertools reads the route annotations
+# at run time to validate requests and responses.
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from racecap.api.runner.common import PROVIDER_BUSY, client_of
+from racecap.fairness.identity import OWN_REGISTRATION, REGISTRATION_HEADER, lower_headers
+from racecap.http import NO_STORE
+from racecap.ledger.models import MyCancelRequest
+from racecap.ledger.own_entry import CancelQuote, MyCancellation, MyRegistration
+from racecap.ledger.wiring import own_entry
+from racecap.observability import tracer
+from racecap.registration.models import LinkAnswer, LinkRequest
+from racecap.registration.wiring import link_requests
+
+router = Router()
+caller = client_of(router)
+
+LINK_SENT = (
+    "If this address is registered for the race, a link to its registration is on its way to it. "
+    "It can take a few minutes; check the spam folder too."
+)
+_LINK_ERRORS: dict[int, OpenAPIResponse] = {
+    401: {"description": "INVALID_TOKEN (missing, altered or not a link), TOKEN_EXPIRED, or LINK_REVOKED"},
+}
+
+
+def _token() -> str | None:
+    return lower_headers(router.current_event.raw_event).get(REGISTRATION_HEADER)
+
+
+@router.post(
+    "/api/races/<raceId>/registration-link",
+    summary="Find my registration: the link to it, emailed to the registered address",
+    description=(
+        "Always answers 202 with the same words, whether or not the address is registered for the race (the "
+        "same work is done either way): the link goes by email to the registered address only. Rate-limited "
+        "per address, network and device (429 with Retry-After)."
+    ),
+    tags=["My registration"],
+    responses={
+        202: {"description": "Asked (a link is emailed if the address is registered)"},
+        400: {"description": "VALIDATION_ERROR"},
+        404: {"description": "RACE_NOT_FOUND"},
+        429: {"description": "TOO_MANY_REQUESTS", "headers": {"Retry-After": {"description": "Seconds to wait"}}},
+    },
+)
+@tracer.capture_method
+def request_link(raceId: str, body: Annotated[LinkRequest, Body()]) -> Response[LinkAnswer]:
+    client = caller()
+    link_requests().request(raceId, body.email, client.address, client.device_id)
+    return Response(202, content_types.APPLICATION_JSON, LinkAnswer(message=LINK_SENT), headers=NO_STORE)
+
+
+@router.get(
+    "/api/my/registration",
+    summary="My registration: event, bib, status, payments and refunds, answers, and what I can still do",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses=_LINK_ERRORS,
+)
+@tracer.capture_method
+def my_registration() -> Response[MyRegistration]:
+    return Response(200, content_types.APPLICATION_JSON, own_entry().view(_token()), headers=NO_STORE)
+
+
+@router.get(
+    "/api/my/registration/cancellation",
+    summary="What cancelling my registration now would refund, under the race's policy",
+    description="The amount is `min(tier % x paid - fee, what is left)`, rounded down to the currency's unit; "
+    "below the payment provider's minimum nothing is refunded, and `note` says so.",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses=_LINK_ERRORS,
+)
+@tracer.capture_method
+def my_cancel_quote() -> Response[CancelQuote]:
+    return Response(200, content_types.APPLICATION_JSON, own_entry().quote(_token()), headers=NO_STORE)
+
+
+@router.post(
+    "/api/my/registration/cancellation",
+    summary="Cancel my registration, refunded as the quote said",
+    description=(
+        "Send back the `amountCents` you were shown. Safe to repeat: one cancellation and one refund however many "
+        "times it is sent; a repeat answers what the first did. A team member's refund goes to the card that "
+        "paid (the captain's), and both are emailed."
+    ),
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={
+        **_LINK_ERRORS,
+        400: {"description": "VALIDATION_ERROR"},
+        403: {"description": "CANCEL_NOT_ALLOWED: the race's policy does not let runners cancel (now)"},
+        409: {"description": "QUOTE_CHANGED (nothing happened: see the new quote), or CONFLICT"},
+        429: PROVIDER_BUSY,
+    },
+)
+@tracer.capture_method
+def cancel_my_registration(body: Annotated[MyCancelRequest, Body()]) -> Response[MyCancellation]:
+    done = own_entry().cancel(_token(), body.amountCents)
+    return Response(200, content_types.APPLICATION_JSON, done, headers=NO_STORE)
