@@ -5,6 +5,8 @@
 //   #/registrations/{id}   waiting screen, then confirmation   wait.js
 //   #/races/{r}/events/{e}/results[/{bib}]  results, search, a runner's result  results.js
 //   #/races/{raceId}/queue  the opening's waiting room        queue.js
+//   #/my[/{token}]         my registration (the emailed link)  mine.js
+//   #/races/{raceId}/find  find my registration: email me the link  mine.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
 import { errorBox, h, page } from './ui.js';
@@ -13,6 +15,8 @@ const ROUTES = [
   [/^\/$/, () => import('./races.js'), 'raceList'],
   [/^\/races\/([^/]+)$/, () => import('./races.js'), 'racePage'],
   [/^\/races\/([^/]+)\/queue$/, () => import('./queue.js'), 'queuePage'],
+  [/^\/races\/([^/]+)\/find$/, () => import('./mine.js'), 'findPage'],
+  [/^\/my(?:\/([^/]+))?$/, () => import('./mine.js'), 'myPage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
   [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, () => import('./results.js'), 'resultsPage'],

@@ -201,7 +201,9 @@ export async function racePage(raceId) {
       body.replaceChildren(info, status, line,
         held ? h('p', { cls: 'alert info', testid: 'continue-hold' }, `You are holding a place in ${held.eventName}. `,
           h('a', { href: `#/holds/${enc(held.holdId)}` }, 'Continue your registration')) : '',
-        list, note);
+        list, note,
+        h('p', {}, h('a', { href: `#/races/${enc(raceId)}/find`, testid: 'find-link' },
+          'Already registered? Find my registration')));
       import('./hold.js').catch(() => {}); // warm the next page while the runner reads
       resultsLinks(raceId, rows, signal);
     }

@@ -1,0 +1,149 @@
+// A runner's own entry.
+//   #/my/{token}            the link from the email: kept for this tab, then the address is
+//                           replaced by #/my so the token does not stay in the history
+//   #/my                    my registration (the kept token): details, payments, cancel
+//   #/races/{raceId}/find   "find my registration": the link is emailed to a registered address
+import { api } from './api.js';
+import { backLink, day, enc, errorBox, go, h, money, page, retitle, say, setText, store } from './ui.js';
+
+const HEADER = 'X-Racecap-Registration';
+const KEY = 'mine';
+
+export function myPage(token) {
+  if (token) {
+    store.set(KEY, token);
+    return go('/my', true);
+  }
+  const { h1, body, signal } = page('My registration');
+  const kept = store.get(KEY);
+  if (!kept) {
+    body.append(h('p', { testid: 'my-no-link' }, 'Open the link in your confirmation email to see your registration, ',
+      'or ask for a new one on the race’s page.'), backLink());
+    return;
+  }
+  const call = (method, path, body) => api(method, `/my/registration${path}`, { body, signal, headers: { [HEADER]: kept } });
+
+  async function show() {
+    let reg;
+    try {
+      reg = (await call('GET', '')).data;
+    } catch (e) {
+      if (signal.aborted) return;
+      retitle(h1, 'My registration');
+      const lost = e.status === 401;
+      body.replaceChildren(errorBox(lost ? `${e.message} You can ask for a new link on the race’s page.` : e.message,
+        !lost && show), backLink());
+      return;
+    }
+    retitle(h1, `${reg.raceName}: ${reg.eventName}`);
+    const rows = [
+      ['Runner', `${reg.firstName} ${reg.lastName}`, 'my-runner'],
+      ['Bib', String(reg.bib), 'my-bib'],
+      ['Race day', day(reg.raceDate), 'my-race-day'],
+      ['Email', reg.email, 'my-email'],
+      reg.teamName && ['Team', reg.teamName, 'my-team'],
+      ['Paid', reg.paidCents ? money(reg.paidCents, reg.currency) : 'Nothing (a free entry)', 'my-paid'],
+      reg.refundedCents && ['Refunded', money(reg.refundedCents, reg.currency)
+        + (reg.pendingRefundCents ? ` (${money(reg.pendingRefundCents, reg.currency)} on its way)` : ''), 'my-refunded'],
+      ['Waiver', reg.waiverAccepted ? 'Accepted' : 'None for this event', 'my-waiver'],
+      ...(reg.answers || []).map((a) => [a.label, a.text, 'my-answer']),
+    ].filter(Boolean);
+    body.replaceChildren(
+      h('p', { role: 'status', testid: 'my-status', 'data-status': reg.status }, reg.statusText),
+      h('dl', { testid: 'my-details' }, rows.map(([dt, dd, testid]) => [h('dt', {}, dt), h('dd', { testid }, dd)])),
+      cancelSection(reg),
+      backLink(reg.raceId));
+  }
+
+  function cancelSection(reg) {
+    const action = (reg.actions || []).find((a) => a.action === 'cancel');
+    if (!action) {
+      return reg.status === 'CONFIRMED'
+        ? h('p', { cls: 'muted', testid: 'my-cancel-unavailable' }, 'To cancel, contact the race’s organiser.')
+        : '';
+    }
+    const box = h('section', { 'aria-labelledby': 'cancel-title', testid: 'my-cancel' },
+      h('h2', { id: 'cancel-title' }, 'Cancel my registration'),
+      h('p', {}, `You can cancel until ${day(action.until)} (${reg.timeZone}). ${action.text}`));
+    const start = h('button', { type: 'button', testid: 'cancel-start', onclick: () => ask() }, 'Cancel my registration…');
+    box.append(start);
+
+    async function ask(message) {
+      start.disabled = true;
+      let quote;
+      try {
+        quote = (await call('GET', '/cancellation')).data;
+      } catch (e) {
+        start.disabled = false;
+        return box.append(errorBox(e.message));
+      }
+      const line = h('p', { role: 'alert', testid: 'cancel-quote', 'data-amount': String(quote.amountCents) },
+        message ? `${message} ` : '', quote.note);
+      const yes = h('button', { type: 'button', cls: 'danger', testid: 'cancel-confirm' },
+        quote.amountCents ? `Cancel and refund ${money(quote.amountCents, quote.currency)}` : 'Cancel with no refund');
+      const no = h('button', { type: 'button', cls: 'link', testid: 'cancel-keep' }, 'Keep my registration');
+      const confirm = h('div', { cls: 'confirm', testid: 'cancel-confirmation' }, line, yes, ' ', no);
+      box.replaceChildren(box.firstChild, confirm);
+      yes.focus();
+      no.addEventListener('click', () => show());
+      yes.addEventListener('click', async () => {
+        yes.disabled = true;
+        no.disabled = true;
+        const st = h('p', { role: 'status', testid: 'cancel-progress' }, 'Cancelling…');
+        confirm.append(st);
+        try {
+          const { data } = await call('POST', '/cancellation', { amountCents: quote.amountCents });
+          say(data.message);
+          await show();
+          const done = document.querySelector('[data-testid="my-status"]');
+          if (done) done.after(h('div', { cls: 'alert info', role: 'status', testid: 'cancel-done' }, data.message));
+        } catch (e) {
+          if (e.code === 'QUOTE_CHANGED') return ask('The amount changed since you looked.');
+          setText(st, e.busy
+            ? 'The payment provider is busy: your cancellation is under way and finishes by itself. We will email you.'
+            : e.message);
+          if (e.busy) setTimeout(show, 4000);
+          else (yes.disabled = false, no.disabled = false);
+        }
+      });
+    }
+    return box;
+  }
+
+  show();
+}
+
+export function findPage(raceId) {
+  const { body, signal } = page('Find my registration');
+  const err = h('p', { cls: 'field-error', id: 'find-email-err', testid: 'find-email-error' });
+  const input = h('input', { id: 'find-email', type: 'email', name: 'email', autocomplete: 'email', required: true,
+    'aria-describedby': 'find-email-err', testid: 'find-email' });
+  const st = h('p', { role: 'status', testid: 'find-status' });
+  const send = h('button', { type: 'submit', cls: 'primary', testid: 'find-send' }, 'Email me the link');
+  const form = h('form', { novalidate: true, testid: 'find-form' },
+    h('label', { for: 'find-email' }, 'The email address you registered with'), input, err, send);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    setText(err, '');
+    input.removeAttribute('aria-invalid');
+    if (!/^[^@\s]+@[^@\s]+\.[^@\s]{2,}$/.test(input.value.trim())) {
+      setText(err, 'Enter an email address like name@example.com.');
+      input.setAttribute('aria-invalid', 'true');
+      return input.focus();
+    }
+    send.disabled = true;
+    try {
+      const { data } = await api('POST', `/races/${enc(raceId)}/registration-link`, { body: { email: input.value.trim() }, signal });
+      setText(st, data.message);
+    } catch (e) {
+      const field = e.body && e.body.fields && e.body.fields.email;
+      if (field) (setText(err, field), input.setAttribute('aria-invalid', 'true'), input.focus());
+      else setText(st, e.message);
+    }
+    send.disabled = false;
+  });
+  body.append(
+    h('p', {}, 'We email the link to your registration to the address you registered with. '
+      + 'Anyone with the link can change or cancel your registration: keep it to yourself.'),
+    form, st, backLink(raceId));
+}
