@@ -132,6 +132,18 @@ def test_a_director_sets_the_refund_policy_sees_it_in_words_kept_validated_and_c
     expect(section.get_by_label("Tier 1 until")).to_be_focused()
     page.reload()  # back to what is kept: two tiers
 
+    # The race date moved before a tier: refused, the tier's error beside the tier.
+    section = page.get_by_test_id("policy-section")
+    earlier = half - timedelta(days=1)
+    page.get_by_label("Race date", exact=True).fill(earlier.isoformat())
+    page.get_by_test_id("save-race").click()
+    expect(page.get_by_test_id("race-alert")).to_contain_text(f"Tier 2 until: After the race date ({earlier})")
+    expect(section.get_by_label("Tier 2 until")).to_have_attribute("aria-invalid", "true")
+    expect(section.locator("[data-field='refundPolicy.editUntil'] .error")).to_have_text(
+        f"After the race date ({earlier})."
+    )
+    page.reload()
+
     # The copy: a new draft a year later, its policy's days moved with it.
     page.get_by_test_id("copy-race").click()
     expect(page).not_to_have_url(f"{CONSOLE}#/races/{race.raceId}")
