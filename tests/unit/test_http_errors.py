@@ -10,7 +10,8 @@ from typing import Annotated, Any
 import pytest
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from botocore.exceptions import ClientError, EndpointConnectionError
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
+from racecap.errors import FieldErrors
 from racecap.http import make_resolver
 
 import blueprint
@@ -101,3 +102,34 @@ def test_a_list_for_a_body_is_a_400_even_when_it_begins_with_a_valid_one(placeho
     assert reached == []
     assert post('{"name": "a"}')["statusCode"] == 200
     assert [t.name for t in reached] == ["a"]
+
+
+class _Window(BaseModel):
+    first: str
+    last: str
+
+    @model_validator(mode="after")
+    def _in_order(self) -> _Window:
+        if self.last < self.first:
+            raise FieldErrors("The last day is before the first.", {"last": "Before the first day."})
+        return self
+
+
+def test_a_models_check_across_fields_names_the_fields_it_faults(placeholder_env: dict[str, str]) -> None:
+    """A model validator's error has no field of its own (pydantic: "body"); FieldErrors names them."""
+    app = make_resolver()
+
+    @app.post("/windows")
+    def create(body: Annotated[_Window, Body()]) -> dict:
+        return {}
+
+    event = {
+        "version": "2.0", "routeKey": "POST /windows", "rawPath": "/windows", "rawQueryString": "",
+        "headers": {blueprint.ORIGIN_VERIFY_HEADER: placeholder_env["ORIGIN_VERIFY_SECRET"],
+                    "content-type": "application/json"},
+        "requestContext": {"http": {"method": "POST", "path": "/windows", "sourceIp": "127.0.0.1"}, "stage": "$default"},
+        "body": '{"first": "2027-05-01", "last": "2027-04-01"}', "isBase64Encoded": False,
+    }  # fmt: skip
+    got = app.resolve(event, None)  # type: ignore[arg-type]
+    assert got["statusCode"] == 400, got
+    assert json.loads(got["body"])["fields"] == {"last": "Before the first day."}

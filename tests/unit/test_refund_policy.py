@@ -88,3 +88,23 @@ def test_the_director_sets_the_policy_it_is_validated_and_a_copy_moves_its_days(
     moved = (date.fromisoformat(copy.raceDate) - date.fromisoformat(day)).days
     assert shifted.tiers[0].until == date.fromordinal(date.fromisoformat(day).toordinal() + moved).isoformat()
     assert (shifted.feeCents, shifted.runnersMayCancel) == (300, True)
+
+
+def test_a_day_after_the_race_is_named_by_its_field_so_the_console_shows_it_beside_the_tier():
+    w = AdminWorld()
+    race = w.create(5)
+    after = (date.fromisoformat(race.raceDate).toordinal() + 1, date.fromisoformat(race.raceDate).toordinal() + 2)
+    late = [date.fromordinal(d).isoformat() for d in after]
+    bad = {"tiers": [{"until": race.raceDate, "percent": 100}, {"until": late[0], "percent": 50}], "editUntil": late[1]}
+    with pytest.raises(ValidationFailed) as refused:
+        w.admin.update_race(DANA, race.raceId, RacePatch.model_validate({"refundPolicy": bad}))
+    assert refused.value.fields == {
+        "refundPolicy.tiers.1.until": f"After the race date ({race.raceDate}).",
+        "refundPolicy.editUntil": f"After the race date ({race.raceDate}).",
+    }
+    # Moving the race date before a tier names the tier too (the policy stays as it was).
+    w.admin.update_race(DANA, race.raceId, RacePatch.model_validate({"refundPolicy": {"tiers": bad["tiers"][:1]}}))
+    earlier = date.fromordinal(date.fromisoformat(race.raceDate).toordinal() - 1).isoformat()
+    with pytest.raises(ValidationFailed) as moved:
+        w.admin.update_race(DANA, race.raceId, RacePatch.model_validate({"raceDate": earlier}))
+    assert moved.value.fields == {"refundPolicy.tiers.0.until": f"After the race date ({earlier})."}

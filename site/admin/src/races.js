@@ -4,6 +4,7 @@
 // (another tab, another director of the account) answers 409 and the form keeps what was typed.
 import { announce, h, show } from './dom.js';
 import { fairnessSection } from './fairness.js';
+import { policySection } from './policy.js';
 import { browserZone, fromZoneInput, inputFromMinor, knownZone, minorFrom, money, offsetLabel, toZoneInput, zoneNames } from './zone.js';
 
 export { money } from './zone.js';
@@ -234,8 +235,8 @@ export function newRacePage(api) {
 }
 
 // -- one race ---------------------------------------------------------------------------------
-// The race's own pages. Questions, codes, teams, refund policy and the waitlist join
-// this list with their issues.
+// The race's own pages. Questions, codes, teams and the waitlist join this list with their
+// issues; the refund policy (runners' own changes) is part of the settings page.
 export function subnav(raceId, current) {
   const base = `#/races/${encodeURIComponent(raceId)}`;
   const links = [
@@ -310,6 +311,7 @@ export async function racePage(api, raceId) {
     title.textContent = race.name;
     summary();
     if (zoneMoved) renderEvents(); // the events' price changes are shown in the race's zone
+    policy.raceChanged(); // its fee is in the race's currency, its days by the race date
   }
 
   const save = h('button', { type: 'submit', class: 'primary', 'data-testid': 'save-race' }, 'Save changes');
@@ -330,7 +332,10 @@ export async function racePage(api, raceId) {
       } catch (err) {
         if (err.status === 409 && err.code === 'CONFLICT') return changedMeanwhile(changes);
         const first = showFieldErrors(form, err.fields);
-        say(box, [err.message, ...unplaced(form, err.fields)].join(' '));
+        // A race date moved before a refund tier: the tier's error shows beside the tier too.
+        const elsewhere = policy.showErrors(err.fields);
+        const rest = Object.fromEntries(Object.entries(err.fields || {}).filter(([k]) => !elsewhere.has(k)));
+        say(box, [err.message, ...unplaced(form, rest), ...[...elsewhere].map((k) => `${policyLabel(k)}: ${err.fields[k]}`)].join(' '));
         (first || box).focus();
       }
     });
@@ -382,6 +387,9 @@ export async function racePage(api, raceId) {
       }
     }) }, label));
 
+  const policy = policySection(api, path, () => race, setRace);
+  const policyLabel = (field) => policy.querySelector(`[data-field="${CSS.escape(field)}"] label`)?.textContent || field;
+
   const events = h('div', { 'data-testid': 'events' });
   function renderEvents() {
     events.replaceChildren(...race.events.map((ev) => eventEditor(api, path, ev, () => race, setRace)));
@@ -403,6 +411,7 @@ export async function racePage(api, raceId) {
     subnav(raceId, 'settings'),
     h('h2', {}, 'Settings'),
     form,
+    policy,
     h('h2', {}, 'Events'),
     events,
     h('h3', {}, 'Add an event'),
@@ -589,7 +598,7 @@ function newEventForm(api, path, current, updated) {
 function copySection(api, path, race) {
   const box = alertBox('copy-alert');
   const date = input('raceDate', "The new edition's race date", { type: 'date' },
-    'Leave empty for next year\'s edition: the same day a year later. The registration window and price changes move with it.');
+    'Leave empty for next year\'s edition: the same day a year later. The registration window, price changes and the refund policy\'s days move with it.');
   const name = input('name', 'Name of the copy', { maxLength: 150, placeholder: race.name }, 'Leave empty to keep the name.');
   for (const f of [date, name]) {
     const control = f.querySelector('input');
@@ -622,6 +631,6 @@ function copySection(api, path, race) {
   });
   return h('section', { 'aria-labelledby': 'copy-heading' },
     h('h2', { id: 'copy-heading' }, 'Copy this race'),
-    h('p', {}, 'A new draft with these settings, events, places, prices and age rules; no runners come along.'),
+    h('p', {}, "A new draft with these settings, events, places, prices, age rules and runners' own changes; no runners come along."),
     form);
 }

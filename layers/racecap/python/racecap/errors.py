@@ -23,6 +23,16 @@ class ValidationFailed(DomainError):
     code, status = "VALIDATION_ERROR", 400
 
 
+class FieldErrors(ValueError):
+    """A model validator's check across fields that names each field it faults (pydantic places
+    a model's own error at no field): the 400's ``fields`` carry these names instead of "body",
+    so a form shows each error beside its control."""
+
+    def __init__(self, message: str, fields: dict[str, str]) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
 class NotFound(DomainError):
     code, status = "NOT_FOUND", 404
 

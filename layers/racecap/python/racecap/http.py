@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from racecap import deadline
 from racecap.config import get_settings
-from racecap.errors import DomainError
+from racecap.errors import DomainError, FieldErrors
 from racecap.observability import logger, metrics
 
 MAX_BODY_BYTES = 16 * 1024
@@ -59,6 +59,11 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 def validation_fields(exc: RequestValidationError) -> dict[str, str]:
     fields: dict[str, str] = {}
     for err in exc.errors():
+        faulted = (err.get("ctx") or {}).get("error")
+        if isinstance(faulted, FieldErrors):  # a model's check across fields, naming each it faults
+            for name, message in faulted.fields.items():
+                fields.setdefault(name, message)
+            continue
         name = _field_name(tuple(err.get("loc", ())))
         if err.get("type") == "json_invalid":
             name = "body"

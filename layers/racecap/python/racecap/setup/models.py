@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from racecap.errors import FieldErrors
 from racecap.models import WHOLE_NUMBER, YEARS, JsonInt, Model, within_years
 from racecap.races.models import (
     Listing,
@@ -308,9 +309,12 @@ class RaceFields(Model):
 
     @model_validator(mode="after")
     def _policy_by_the_race(self) -> RaceFields:
-        days = [t.until for t in self.refundPolicy.tiers] + [self.refundPolicy.editUntil or ""]
-        if any(d > self.raceDate for d in days if d):
-            raise ValueError("The refund policy's days must be on or before the race date.")
+        policy, after = self.refundPolicy, f"After the race date ({self.raceDate})."
+        late = {f"refundPolicy.tiers.{i}.until": after for i, t in enumerate(policy.tiers) if t.until > self.raceDate}
+        if policy.editUntil and policy.editUntil > self.raceDate:
+            late["refundPolicy.editUntil"] = after
+        if late:
+            raise FieldErrors("The refund policy's days must be on or before the race date.", late)
         return self
 
     @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")
@@ -478,6 +482,11 @@ class UnpublishRequest(Model):
 def _fields(exc: ValidationError) -> dict[str, str]:
     out: dict[str, str] = {}
     for err in exc.errors():
+        faulted = (err.get("ctx") or {}).get("error")
+        if isinstance(faulted, FieldErrors):  # a check across fields, naming each it faults
+            for name, message in faulted.fields.items():
+                out.setdefault(name, message)
+            continue
         name = ".".join(str(p) for p in err.get("loc", ())) or "body"
         out.setdefault(name, str(err.get("msg", "Invalid value.")).removeprefix("Value error, "))
     return out

@@ -1,0 +1,78 @@
+"""The console's refund policy in words and its fee in the currency's own units
+(site/admin/src/policy.js and zone.js): what a director reads back beside the form is the
+policy the API keeps, and a fee typed in units is the API's smallest unit in two-, zero- and
+three-decimal currencies. Runs in the installer's Node 22 (no sockets)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+import blueprint
+from tests.unit.test_console_srp import NODE
+
+SRC = blueprint.ROOT / "site" / "admin" / "src"
+
+
+def _node(script: str) -> object:
+    if not NODE.exists():
+        pytest.fail(f"Node 22 is not installed at {NODE}: run `local/install.sh node`")
+    code = (
+        f"import * as p from {json.dumps((SRC / 'policy.js').as_uri())};\n"
+        f"import * as z from {json.dumps((SRC / 'zone.js').as_uri())};\n"
+        f"console.log(JSON.stringify(await ({script})(p, z)));"
+    )
+    proc = subprocess.run(
+        [str(NODE), "--input-type=module", "-e", code], capture_output=True, text=True, check=False, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def words(policy: dict, currency: str) -> str:
+    return str(_node(f"(p) => p.policyInWords({json.dumps(policy)}, {json.dumps(currency)})"))
+
+
+TWO_TIERS = [{"until": "2027-03-01", "percent": 100}, {"until": "2027-05-01", "percent": 50}]
+
+
+@pytest.mark.parametrize(
+    ("currency", "fee", "said"),
+    [
+        ("EUR", 250, "a 2.50 EUR fee"),
+        ("JPY", 250, "a 250 JPY fee"),
+        ("KWD", 2500, "a 2.500 KWD fee"),
+        ("USD", 0, "no fee"),
+    ],
+)
+def test_the_policy_in_words_names_each_tier_and_the_fee_in_the_currencys_units(currency, fee, said) -> None:
+    policy = {"runnersMayCancel": True, "tiers": TWO_TIERS, "feeCents": fee, "editUntil": "2027-05-15"}
+    assert words(policy, currency) == (
+        f"Runners may cancel their own entry: 100 % until 1 March 2027, 50 % until 1 May 2027, nothing after; {said}. "
+        "Runners may edit their details until 15 May 2027."
+    )
+
+
+def test_a_policy_that_is_off_says_so() -> None:
+    off = {"runnersMayCancel": False, "tiers": TWO_TIERS, "feeCents": 0, "editUntil": None}
+    assert words(off, "EUR") == "Runners may not cancel their own entry. Runners may not edit their details."
+    none = {"runnersMayCancel": True, "tiers": [], "feeCents": 0, "editUntil": None}
+    assert words(none, "EUR").startswith("Runners may cancel their own entry, with no refund.")
+
+
+def test_a_fee_typed_in_units_is_the_smallest_unit_and_back() -> None:
+    typed = [
+        ("2.50", "EUR"),
+        ("2.5", "EUR"),
+        ("250", "JPY"),
+        ("2.500", "KWD"),
+        ("2.5", "KWD"),
+        ("2.505", "EUR"),
+        ("2.5", "JPY"),
+    ]
+    minor = _node(f"(p, z) => {json.dumps(typed)}.map(([t, c]) => z.minorFrom(t, c))")
+    assert minor == [250, 250, 250, 2500, 2500, None, None]  # NaN (not an amount) is null in JSON
+    shown = _node("(p, z) => [[250, 'EUR'], [250, 'JPY'], [2500, 'KWD']].map(([m, c]) => p.feeInWords(m, c))")
+    assert shown == ["2.50 EUR", "250 JPY", "2.500 KWD"]
