@@ -905,8 +905,11 @@ ROUTES: tuple[Route, ...] = (
     # A runner's own entry: "find my registration", then what the emailed link opens.
     Route("POST", "/api/races/{raceId}/registration-link", "RegistrationApi"),
     Route("GET", "/api/my/registration", "RegistrationApi"),
+    Route("PATCH", "/api/my/registration", "RegistrationApi"),
     Route("GET", "/api/my/registration/cancellation", "RegistrationApi"),
     Route("POST", "/api/my/registration/cancellation", "RegistrationApi"),
+    Route("POST", "/api/my/registration/email", "RegistrationApi"),
+    Route("POST", "/api/my/registration/email/confirm", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.

@@ -6,6 +6,7 @@
 //   #/races/{r}/events/{e}/results[/{bib}]  results, search, a runner's result  results.js
 //   #/races/{raceId}/queue  the opening's waiting room        queue.js
 //   #/my[/{token}]         my registration (the emailed link)  mine.js
+//   #/my/email/{token}     confirm a new email address          mine.js
 //   #/races/{raceId}/find  find my registration: email me the link  mine.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
@@ -16,7 +17,9 @@ const ROUTES = [
   [/^\/races\/([^/]+)$/, () => import('./races.js'), 'racePage'],
   [/^\/races\/([^/]+)\/queue$/, () => import('./queue.js'), 'queuePage'],
   [/^\/races\/([^/]+)\/find$/, () => import('./mine.js'), 'findPage'],
-  [/^\/my(?:\/([^/]+))?$/, () => import('./mine.js'), 'myPage'],
+  [/^\/my\/email\/([^/]+)$/, () => import('./mine.js'), 'confirmEmailPage'],
+  [/^\/my$/, () => import('./mine.js'), 'myPage'],
+  [/^\/my\/([^/]+)$/, () => import('./mine.js'), 'linkPage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
   [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, () => import('./results.js'), 'resultsPage'],

@@ -9,11 +9,13 @@ import { backLink, day, enc, errorBox, go, h, money, page, retitle, say, setText
 const HEADER = 'X-Racecap-Registration';
 const KEY = 'mine';
 
-export function myPage(token) {
-  if (token) {
-    store.set(KEY, token);
-    return go('/my', true);
-  }
+// The emailed link: keep its token for this tab, and take it out of the address bar and history.
+export function linkPage(token) {
+  store.set(KEY, token);
+  go('/my', true);
+}
+
+export function myPage() {
   const { h1, body, signal } = page('My registration');
   const kept = store.get(KEY);
   if (!kept) {
@@ -51,8 +53,40 @@ export function myPage(token) {
     body.replaceChildren(
       h('p', { role: 'status', testid: 'my-status', 'data-status': reg.status }, reg.statusText),
       h('dl', { testid: 'my-details' }, rows.map(([dt, dd, testid]) => [h('dt', {}, dt), h('dd', { testid }, dd)])),
+      emailSection(reg),
       cancelSection(reg),
       backLink(reg.raceId));
+  }
+
+  function emailSection(reg) {
+    if (reg.status !== 'CONFIRMED') return '';
+    const err = h('p', { cls: 'field-error', id: 'new-email-err', testid: 'new-email-error' });
+    const input = h('input', { id: 'new-email', type: 'email', autocomplete: 'email', required: true,
+      'aria-describedby': 'new-email-err', testid: 'new-email' });
+    const st = h('p', { role: 'status', testid: 'new-email-status' });
+    const send = h('button', { type: 'submit', testid: 'new-email-send' }, 'Send a confirmation link');
+    const form = h('form', { novalidate: true, testid: 'new-email-form' },
+      h('label', { for: 'new-email' }, 'New email address'), input, err, send);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      setText(err, '');
+      input.removeAttribute('aria-invalid');
+      send.disabled = true;
+      try {
+        const { data } = await call('POST', '/email', { email: input.value.trim() });
+        setText(st, data.message);
+      } catch (e) {
+        const field = e.body && e.body.fields && e.body.fields.email;
+        setText(err, field || e.message);
+        input.setAttribute('aria-invalid', 'true');
+        input.focus();
+      }
+      send.disabled = false;
+    });
+    return h('section', { 'aria-labelledby': 'email-title', testid: 'my-email-change' },
+      h('h2', { id: 'email-title' }, 'Change my email address'),
+      h('p', { cls: 'muted' }, 'We send a link to the new address; your registration moves to it once you open it.'),
+      form, st);
   }
 
   function cancelSection(reg) {
@@ -111,6 +145,26 @@ export function myPage(token) {
   }
 
   show();
+}
+
+export function confirmEmailPage(token) {
+  const { h1, body, signal } = page('Confirming your new address');
+  const st = h('p', { role: 'status', testid: 'email-confirm-status' }, 'Confirming…');
+  body.append(st);
+  (async () => {
+    try {
+      const { data } = await api('POST', '/my/registration/email/confirm', { body: { token }, signal });
+      store.set(KEY, data.linkToken);
+      retitle(h1, 'Address changed');
+      setText(st, data.message);
+      body.append(h('p', {}, h('a', { href: '#/my', testid: 'email-confirm-open' }, 'See my registration')));
+      say(data.message);
+    } catch (e) {
+      if (signal.aborted) return;
+      retitle(h1, 'Address not changed');
+      body.replaceChildren(errorBox(e.message), backLink());
+    }
+  })();
 }
 
 export function findPage(raceId) {

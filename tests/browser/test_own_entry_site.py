@@ -15,6 +15,7 @@ import pytest
 import requests
 from playwright.sync_api import Page, expect
 
+from local.auth import director_sub
 from local.stack import LocalStack
 from tests.browser.conftest import CHROMIUM
 from tests.browser.steps import accessible, focused_testid, new_race, tab_to, unique
@@ -32,8 +33,8 @@ PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "is_mobile":
 
 def _registered(stack: LocalStack, backend: Any, policy: dict[str, Any]) -> tuple[str, str, str]:
     """A race with ``policy`` and one confirmed runner: (race id, registration id, email)."""
-    race_id = new_race(backend, unique("Own Entry 10K"), [5])
-    kim = DirectorSession(stack, "director-test")  # the owner Backend.create_race names
+    kim = DirectorSession(stack, "kim-own-site")
+    race_id = new_race(backend, unique("Own Entry 10K"), [5], owner=director_sub("kim-own-site"))
     patched = kim.patch(f"/api/admin/races/{race_id}", json={"refundPolicy": policy})
     assert patched.status_code == 200, patched.text
     api = api_session(stack)

@@ -321,3 +321,145 @@ def _no_address_in_the_trail(kim: Any, race_id: str) -> None:
     assert entries
     found = [e for e in entries if re.search(r"[^@\s\"]+@[^@\s\"]+\.[a-z]{2,}", str(e))]
     assert found == [], found
+
+
+def _change_token(stack: LocalStack, to: str) -> str:
+    found = wait_until(lambda: _mail(stack, to, "email-change"), timeout=45)
+    (token,) = set(re.findall(r"https?://\S+/#/my/email/(\S+)", found[0]["text"]))
+    return str(token)
+
+
+def test_a_runner_changes_their_address_the_claim_moves_old_links_stop_and_the_new_address_gets_the_details(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    rid, eid, kim = _race(director, api, 3000, {"runnersMayCancel": False})
+    tag = rid[-6:].lower()
+    old, new, taken = f"old.{tag}@example.com", f"new.{tag}@example.com", f"taken.{tag}@example.com"
+    _, reg_id = hold_and_register(api, rid, eid, runner(old))
+    _, other_id = hold_and_register(api, rid, eid, runner(taken))
+    wait_confirmed(api, [reg_id, other_id])
+    me = {HEADER: _link_token(stack, old)}
+
+    same = api.post("/api/my/registration/email", headers=me, json={"email": old.upper()})
+    assert (same.status_code, same.json()["error"]) == (409, "SAME_EMAIL")
+    asked = api.post("/api/my/registration/email", headers=me, json={"email": new})
+    assert asked.status_code == 202, asked.text
+    # Nothing moves until the new address confirms.
+    assert backend.registrations().get(reg_id).email == old
+    token = _change_token(stack, new)
+    with ThreadPoolExecutor(5) as pool:  # a double click, and three more
+        confirms = list(
+            pool.map(lambda _: api.post("/api/my/registration/email/confirm", json={"token": token}), range(5))
+        )
+    assert Counter(c.status_code for c in confirms) == {200: 5}, [c.text for c in confirms]
+    assert {c.json()["email"] for c in confirms} == {new}
+    fresh = {HEADER: confirms[0].json()["linkToken"]}
+
+    # One registration per email throughout: the claim moved, the old address is free again.
+    moved = backend.registrations()
+    assert moved.get(reg_id).email == new and moved.get(reg_id).linkVersion == 1
+    assert moved.by_email(rid, old) is None and moved.by_email(rid, new).registrationId == reg_id
+    # Earlier links stop; the new one (in the answer, and in the email to the new address) opens it.
+    revoked = api.get("/api/my/registration", headers=me)
+    assert (revoked.status_code, revoked.json()["error"]) == (401, "LINK_REVOKED")
+    assert api.get("/api/my/registration", headers=fresh).json()["email"] == new
+    assert wait_until(lambda: _mail(stack, old, "email-moved"), timeout=45)  # the old address hears of it
+    emailed = {HEADER: _link_token(stack, new, "email-changed")}
+    assert api.get("/api/my/registration", headers=emailed).json()["registrationId"] == reg_id
+
+    # Another runner's address: asking says nothing; confirming says it is taken, and changes nothing.
+    assert api.post("/api/my/registration/email", headers=fresh, json={"email": taken}).status_code == 202
+    refused = api.post("/api/my/registration/email/confirm", json={"token": _change_token(stack, taken)})
+    assert (refused.status_code, refused.json()["error"]) == (409, "EMAIL_ALREADY_REGISTERED"), refused.text
+    assert backend.registrations().get(reg_id).email == new
+    assert backend.registrations().by_email(rid, taken).registrationId == other_id
+    # The first change's link, used again after the address moved on, opens nothing new.
+    again = api.post("/api/my/registration/email/confirm", json={"token": token})
+    assert again.status_code == 200 and again.json()["email"] == new
+
+    # The old address may register again (its claim was released).
+    _, third = hold_and_register(api, rid, eid, runner(old))
+    wait_confirmed(api, [third])
+    report = wait_for_audit(stack, backend, rid)  # one confirmation each: the new address's email is its own kind
+    assert report.ok, report.violations
+    _no_address_in_the_trail(kim, rid)
+    audit = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]
+    changes = [e for e in audit if e["action"] == "registration.email.changed"]
+    assert [(e["target"], e["actor"]["kind"]) for e in changes] == [(reg_id, "runner")]
+
+
+def _stock(kim: Any, rid: str, eid: str) -> dict[str, int]:
+    view = kim.get(f"/api/admin/races/{rid}/events/{eid}/questions").json()
+    return {s["optionId"]: s["taken"] for s in view["stock"]}
+
+
+def test_a_runner_corrects_their_details_and_swaps_a_size_only_for_one_with_stock_and_a_cancel_returns_the_new_one(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    policy = {"runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "editUntil": _day(20)}
+    rid, eid, kim = _race(director, api, 3000, policy)
+    sizes = [{"id": "S", "label": "Small", "quantity": 1}, {"id": "M", "label": "Medium", "quantity": 2},
+             {"id": "L", "label": "Large"}]  # fmt: skip
+    saved = kim.put(
+        f"/api/admin/races/{rid}/events/{eid}/questions",
+        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
+              "expectedVersion": 0},
+    )  # fmt: skip
+    assert saved.status_code == 200, saved.text
+    tag = rid[-6:].lower()
+    mine, other = f"edit.{tag}@example.com", f"small.{tag}@example.com"
+    _, reg_id = hold_and_register(api, rid, eid, runner(mine) | {"answers": {"shirt": "M"}})
+    _, other_id = hold_and_register(api, rid, eid, runner(other) | {"answers": {"shirt": "S"}})
+    wait_confirmed(api, [reg_id, other_id])
+    me = {HEADER: _link_token(stack, mine)}
+    view = api.get("/api/my/registration", headers=me).json()
+    assert [(a["action"], a["until"]) for a in view["actions"]] == [
+        ("edit", policy["editUntil"]),
+        ("cancel", view["raceDate"]),
+    ]
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 1}
+
+    # A typo and a date of birth: only what is sent changes; the trail names fields, not values.
+    fixed = api.patch("/api/my/registration", headers=me, json={"firstName": "Ada-Marie", "dateOfBirth": "1991-01-02"})
+    assert fixed.status_code == 200, fixed.text
+    assert (fixed.json()["firstName"], fixed.json()["dateOfBirth"], fixed.json()["lastName"]) == (
+        "Ada-Marie",
+        "1991-01-02",
+        "Lovelace",
+    )
+    bad = api.patch("/api/my/registration", headers=me, json={"dateOfBirth": "02/01/1991"})
+    assert (bad.status_code, bad.json()["error"]) == (400, "VALIDATION_ERROR")
+
+    # Small has none left: refused, naming the answer, and nothing moved.
+    sold = api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "S"}})
+    assert (sold.status_code, sold.json()["error"], sold.json()["fields"]) == (
+        409,
+        "OPTION_SOLD_OUT",
+        {"answers.shirt": "Small is sold out."},
+    ), sold.text
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 1}
+    # Large has no limit: Medium's unit goes back in the same write.
+    large = api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "L"}})
+    assert large.status_code == 200 and [a["text"] for a in large.json()["answers"]] == ["Large"], large.text
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 0}
+    assert api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "M"}}).status_code == 200
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 1}
+
+    # A later cancellation gives back the unit the edit took, not the one registration took.
+    quote = api.get("/api/my/registration/cancellation", headers=me).json()
+    cancel = api.post("/api/my/registration/cancellation", headers=me, json={"amountCents": quote["amountCents"]})
+    assert cancel.status_code == 200, cancel.text
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 0}
+    after = api.patch("/api/my/registration", headers=me, json={"firstName": "Ada"})
+    assert after.status_code == 409  # a cancelled registration has nothing to correct
+
+    # Without an edit cut-off, runners may not edit (the director decides).
+    other_me = {HEADER: _link_token(stack, other)}
+    kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": {**policy, "editUntil": None}})
+    wait_until(lambda: api.patch("/api/my/registration", headers=other_me, json={"firstName": "Bo"}).status_code == 403)
+    audit = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]
+    edits = [e["details"]["fields"] for e in audit if e["action"] == "registration.details.changed"]
+    assert sorted(map(tuple, edits)) == [("answers",), ("answers",), ("dateOfBirth", "firstName")]
+    _no_address_in_the_trail(kim, rid)
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations

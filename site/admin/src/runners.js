@@ -328,6 +328,7 @@ function whatHappened(e) {
     'registration.cancel': () => `Cancelled registration ${e.target}${d.bib ? ` (bib ${d.bib})` : ''}; `
       + (d.refundCents ? `refunded ${amount(d.refundCents)}` : 'no refund'),
     'registration.refund': () => `Refunded ${amount(d.amountCents)} of registration ${e.target}`,
+    'registration.email.changed': () => `Changed the email address of registration ${e.target}${d.bib ? ` (bib ${d.bib})` : ''}`,
     'registration.refund.failed': () => `The refund of ${amount(d.amountCents)} to registration ${e.target} failed at the payment provider; it can be refunded again`,
     'registration.refund.outside': () => `A refund of ${amount(d.amountCents)} to registration ${e.target} was made in the payment provider's dashboard`,
     'race.create': () => 'Created the race',

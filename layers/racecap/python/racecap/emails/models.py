@@ -73,6 +73,28 @@ class RefundData(_Data):
     pass
 
 
+class EmailChangeData(Model):
+    """A new address asked for a registration: the link that confirms it, to that address."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    registrationId: str = Field(min_length=1, max_length=100)
+    confirmUrl: str = Field(max_length=4096, pattern=r"^https?://")
+
+
+class MovedData(Model):
+    """The notice to a registration's old address once it moved to a new one."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    registrationId: str = Field(min_length=1, max_length=100)
+
+
 class LinkData(Model):
     """ "Find my registration": the link, to the registered address only (registration.links)."""
 

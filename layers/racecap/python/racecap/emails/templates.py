@@ -22,8 +22,10 @@ from pydantic import ValidationError
 from racecap.emails.models import (
     AnswerLine,
     ConfirmationData,
+    EmailChangeData,
     EmailMessage,
     LinkData,
+    MovedData,
     PoisonMessage,
     RefundData,
     RenderedEmail,
@@ -252,6 +254,64 @@ def render_link(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, _LINK_TEXT.substitute(values), _page(subject, content, d.registrationId))
 
 
+_CHANGE_TEXT = Template(
+    """Hi $firstName,
+
+Someone (we hope you) asked to use this address for a registration for $raceName — $eventName.
+To confirm it, open this link within a day:
+
+$confirmUrl
+
+If you did not ask for it, ignore this email: nothing changes.
+
+Racecap
+"""
+)
+
+
+_CHANGE_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">Confirm your new address</h1>
+<p style="margin:0 0 16px">Hi $firstName, someone (we hope you) asked to use this address for a registration for
+<strong>$raceName</strong> — $eventName. To confirm it, open this link within a day:</p>
+<p style="margin:0 0 16px"><a href="$confirmUrl" style="display:inline-block;background:#1f2933;color:#ffffff;
+padding:10px 18px;border-radius:6px;text-decoration:none">Confirm this address</a></p>
+<p style="margin:0;font-size:13px;color:#66788a">If you did not ask for it, ignore this email: nothing changes.</p>"""
+)
+
+
+def render_email_change(raw: dict[str, Any]) -> RenderedEmail:
+    d: EmailChangeData = _data(EmailChangeData, raw)  # type: ignore[arg-type]
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "confirmUrl": d.confirmUrl,
+    }
+    subject = _one_line(f"Confirm your new email address for {d.raceName}")
+    content = _CHANGE_HTML.substitute(_escaped(values))
+    return RenderedEmail(subject, _CHANGE_TEXT.substitute(values), _page(subject, content, d.registrationId))
+
+
+def render_email_moved(raw: dict[str, Any]) -> RenderedEmail:
+    d: MovedData = _data(MovedData, raw)  # type: ignore[arg-type]
+    text = (
+        f"Hi {d.firstName},\n\nYour registration for {d.raceName} now uses another email address, as asked from "
+        "its link and confirmed from the new address. Links to it sent to this address no longer work.\n\n"
+        "If you did not ask for this, contact the race's organiser.\n\nRacecap\n"
+    )
+    subject = _one_line(f"Your registration for {d.raceName} moved to another address")
+    content = "".join(f'<p style="margin:0 0 12px">{html.escape(line)}</p>' for line in text.split("\n\n"))
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
+def render_email_changed(raw: dict[str, Any]) -> RenderedEmail:
+    """The registration's details at its new address: the confirmation's body, its own subject."""
+    confirmation = render_confirmation(raw)
+    d: ConfirmationData = _data(ConfirmationData, raw)
+    subject = _one_line(f"Your registration for {d.raceName} now uses this address (bib {d.bib})")
+    return RenderedEmail(subject, confirmation.text, confirmation.html)
+
+
 def render_refund(raw: dict[str, Any]) -> RenderedEmail:
     d: RefundData = _data(RefundData, raw)
     values = {
@@ -317,4 +377,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "refund": render_refund,
     "unmatched_refund": render_unmatched_refund,
     "registration-link": render_link,
+    "email-change": render_email_change,
+    "email-changed": render_email_changed,
+    "email-moved": render_email_moved,
 }

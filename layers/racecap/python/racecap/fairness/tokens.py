@@ -1,5 +1,5 @@
 """Signed, self-contained tokens: the device, queue-entry, admission and challenge tokens, and
-the link to a runner's own registration (``registration.links``).
+the link to a runner's own registration and the one confirming a new address (``registration.links``).
 
 A token is ``<kind>.<payload>.<mac>``: the payload is base64url JSON and the MAC an
 HMAC-SHA256 over ``kind.payload`` under a key derived per kind from the one signing key,
@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from racecap.errors import DomainError
 
-Kind = Literal["dev", "que", "adm", "pow", "reg"]
-KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg")
+Kind = Literal["dev", "que", "adm", "pow", "reg", "eml"]
+KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml")
 
 
 class InvalidToken(DomainError):
@@ -86,4 +86,5 @@ _NAMES: dict[str, str] = {
     "adm": "admission token",
     "pow": "proof-of-work challenge",
     "reg": "link to your registration",
+    "eml": "link confirming your new email address",
 }

@@ -33,6 +33,7 @@ from racecap.models import Actor, Model, director_kind
 from racecap.observability import logger
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
+from racecap.registration.edits import may_edit
 from racecap.registration.links import RegistrationLinks, check
 from racecap.registration.models import Registration, RegistrationPhase
 
@@ -48,7 +49,7 @@ class QuoteChanged(Conflict):
 
 
 class RunnerAction(Model):
-    action: Literal["cancel"]
+    action: Literal["cancel", "edit"]
     until: str = Field(description="YYYY-MM-DD, the last day (in the race's time zone).")
     text: str = Field(description="What it does, in words.")
 
@@ -215,6 +216,11 @@ class OwnEntry:
         statement = self._ledger.statement(reg)
         today = self._today(race.timeZone)
         actions = []
+        if reg.status == RegistrationPhase.CONFIRMED and may_edit(race, today) is None:
+            until = race.refundPolicy.editUntil or race.raceDate
+            actions.append(
+                RunnerAction(action="edit", until=until, text="Correct your name, date of birth or answers.")
+            )
         if _not_allowed(reg, race, today) is None:
             quote = self._quote(reg, race)
             actions.append(RunnerAction(action="cancel", until=race.raceDate, text=quote.note))

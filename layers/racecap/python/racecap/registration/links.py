@@ -48,7 +48,9 @@ LINK_REQUEST_EVERY_S = 60
 LINK_EMAIL_WINDOW_S = 600
 
 LINK_KIND = "registration-link"  # the email "find my registration" sends
-LINKED_KINDS = frozenset({"confirmation", LINK_KIND})  # the emails that carry the link
+CHANGED_KIND = "email-changed"  # the registration's details at its new address (email_change)
+# The emails whose data name the registration and its link version: the sender signs the link in.
+SIGNED_INTO = frozenset({"confirmation", CHANGED_KIND})
 
 
 class LinkRevoked(DomainError):
@@ -88,6 +90,10 @@ class RegistrationLinks:
     def url(self, token: str) -> str:
         # In the fragment: never sent to a server, so never in an access log or a Referer.
         return f"{self._site}/#/my/{token}"
+
+    def confirm_url(self, change_token: str) -> str:
+        """The page that confirms a new address (``registration.email_change``)."""
+        return f"{self._site}/#/my/email/{change_token}"
 
     def holder(self, token: str | None) -> LinkHolder:
         """Who the token lets in, or ``InvalidToken``/``TokenExpired`` (revocation: ``check``)."""
@@ -156,7 +162,7 @@ class LinkMail:
         self._regs = registrations
 
     def prepare(self, message: EmailMessage) -> EmailMessage | None:
-        if message.kind == "confirmation":
+        if message.kind in SIGNED_INTO:
             data = message.data
             rid, race_date = str(data.get("registrationId", "")), str(data.get("raceDate", ""))
             version = data.get("linkVersion", 0)

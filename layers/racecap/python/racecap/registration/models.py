@@ -106,6 +106,7 @@ class Registration(PaidRegistration):
     # The runner's link (registration.links) names this version: bumping it revokes every link
     # sent before. Absent (0) until the first revocation: no bytes on the writer's items.
     linkVersion: int | None = None
+    emailChangedAt: str | None = None  # the runner's last change of address (registration.email_change)
 
 
 class RegistrationRowData(TypedDict, total=False):
@@ -343,3 +344,57 @@ class LinkRequest(Model):
 
 class LinkAnswer(Model):
     message: str
+
+
+class EmailChangeRequest(Model):
+    """A runner's new address: a link to confirm it goes there first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    email: str = Field(min_length=3, max_length=254, pattern=EMAIL_PATTERN)
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        return normalize_email(v)
+
+
+class EmailChangeConfirmation(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    token: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="The token in the link sent to the new address (`#/my/email/<token>`).",
+    )
+
+
+class EmailChanged(Model):
+    registrationId: str
+    email: str = Field(description="The registration's address now.")
+    linkToken: str = Field(
+        description="The registration's new link token (earlier links are revoked): send it as X-Racecap-Registration."
+    )
+    message: str
+
+
+class DetailsEdit(Model):
+    """What a runner corrects (every field optional: only what is sent changes)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    firstName: str | None = Field(default=None, min_length=1, max_length=100, pattern=r"\S")
+    lastName: str | None = Field(default=None, min_length=1, max_length=100, pattern=r"\S")
+    dateOfBirth: date | None = None
+    answers: Answers | None = Field(
+        default=None,
+        max_length=60,
+        description="Every answer, as when registering (the event's questions as they stand).",
+    )
+
+    @field_validator("dateOfBirth", mode="before")
+    @classmethod
+    def _strict_date(cls, v: object) -> object:
+        if v is not None and (not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v)):
+            raise ValueError("Use the form YYYY-MM-DD.")
+        return v

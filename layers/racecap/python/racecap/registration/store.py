@@ -23,6 +23,7 @@ from racecap.aws.keys import (
     bib_counter_key,
     bib_sk,
     email_key,
+    email_pk,
     event_bib_pk,
     hold_key,
     key,
@@ -32,8 +33,8 @@ from racecap.aws.keys import (
     stats_key,
     stats_pk,
 )
-from racecap.aws.transactions import ConditionFailed, TransactItem, transact
-from racecap.holds.models import HoldPhase
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
+from racecap.holds.models import EmailClaimPhase, HoldPhase
 from racecap.registration.models import (
     ROW_FIELDS,
     PaidRegistration,
@@ -245,6 +246,56 @@ class DynamoRegistrations:
         resp = self._db.get_item(TableName=self._inv, Key=email_key(race_id, email), ConsistentRead=True)
         claim = from_item(resp["Item"]) if "Item" in resp else None
         return self.get(claim["registrationId"]) if claim is not None else None
+
+    def move_email_items(self, reg: Registration, new_email: str, now: str) -> list[TransactItem]:
+        """The registration's email changes (issue 39), with its race-wide claim: the new
+        address claimed only if no one holds it, the old claim deleted only if it is this
+        registration's, the registration's address and link version moved only if they are
+        still the ones the change was asked on. One transaction: at every moment the race has
+        one registration per email."""
+        rid, version = reg.registrationId, reg.linkVersion or 0
+        return [
+            {
+                "Put": {
+                    "TableName": self._inv,
+                    "Item": to_item(
+                        {
+                            "pk": email_pk(reg.raceId, new_email),
+                            "sk": "EMAIL",
+                            "registrationId": rid,
+                            "holdId": reg.holdId,
+                            "eventId": reg.eventId,
+                            "status": EmailClaimPhase.CLAIMED,
+                        }
+                    ),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Delete": {
+                    "TableName": self._inv,
+                    "Key": email_key(reg.raceId, reg.email),
+                    "ConditionExpression": "registrationId = :rid",
+                    "ExpressionAttributeValues": values({":rid": rid}),
+                }
+            },
+            update_item(
+                self._regs,
+                reg_key(rid),
+                "SET email = :new, linkVersion = :next, emailChangedAt = :now",
+                condition="email = :old AND #s = :confirmed AND "
+                "(attribute_not_exists(linkVersion) OR linkVersion = :version)",
+                names={"#s": "status"},
+                vals={
+                    ":new": new_email,
+                    ":old": reg.email,
+                    ":next": version + 1,
+                    ":version": version,
+                    ":now": now,
+                    ":confirmed": RegistrationPhase.CONFIRMED,
+                },
+            ),
+        ]
 
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
         resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)

@@ -13,6 +13,8 @@ from racecap.config import get_settings
 if TYPE_CHECKING:
     from racecap.emails.sender import Notifier
     from racecap.registration.attempts import DynamoAttempts
+    from racecap.registration.edits import DetailsEdits
+    from racecap.registration.email_change import EmailChange
     from racecap.registration.links import LinkRequests, RegistrationLinks
     from racecap.registration.service import RegistrationService
     from racecap.registration.status import SqsWriterPace
@@ -111,3 +113,35 @@ def notifier() -> Notifier:
     from racecap.registration.links import LinkMail
 
     return build_notifier(prepare=LinkMail(links(), registrations()).prepare)
+
+
+@lru_cache(maxsize=1)
+def email_change() -> EmailChange:
+    """A runner's change of address: confirmed from the new address, then moved in one write."""
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.emails.wiring import emails_queue
+    from racecap.fairness.buckets import AddressBuckets
+    from racecap.fairness.wiring import signer
+    from racecap.registration.email_change import CHANGE_BURST, EmailChange
+    from racecap.registration.links import LINK_REQUEST_EVERY_S
+
+    buckets = AddressBuckets(
+        clients.cache, rate_per_second=1 / LINK_REQUEST_EVERY_S, burst=CHANGE_BURST, prefix="rc:chg:"
+    )
+    return EmailChange(links(), signer, registrations(), emails_queue(), buckets, audit_trail(), transact)
+
+
+@lru_cache(maxsize=1)
+def details_edits() -> DetailsEdits:
+    """A runner's corrections until the edit cut-off (stocked options swapped in one write)."""
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.holds.wiring import holds
+    from racecap.questions.wiring import questions
+    from racecap.races.wiring import catalog
+    from racecap.registration.edits import DetailsEdits
+
+    s = get_settings()
+    tables = (s.registrations_table, s.inventory_table)
+    return DetailsEdits(links(), registrations(), holds(), catalog(), questions(), audit_trail(), transact, tables)

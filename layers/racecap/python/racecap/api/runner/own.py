@@ -18,8 +18,15 @@ from racecap.ledger.models import MyCancelRequest
 from racecap.ledger.own_entry import CancelQuote, MyCancellation, MyRegistration
 from racecap.ledger.wiring import own_entry
 from racecap.observability import tracer
-from racecap.registration.models import LinkAnswer, LinkRequest
-from racecap.registration.wiring import link_requests
+from racecap.registration.models import (
+    DetailsEdit,
+    EmailChangeConfirmation,
+    EmailChanged,
+    EmailChangeRequest,
+    LinkAnswer,
+    LinkRequest,
+)
+from racecap.registration.wiring import details_edits, email_change, link_requests
 
 router = Router()
 caller = client_of(router)
@@ -72,6 +79,30 @@ def my_registration() -> Response[MyRegistration]:
     return Response(200, content_types.APPLICATION_JSON, own_entry().view(_token()), headers=NO_STORE)
 
 
+@router.patch(
+    "/api/my/registration",
+    summary="Correct my registration: name, date of birth, answers (until the organiser's edit cut-off)",
+    description=(
+        "Only the fields sent change. A date of birth is checked against the event's age rule on race day; answers "
+        "against the event's questions as they stand. An option with limited stock changes only if the new one has "
+        "stock left: the new unit is taken and the old one given back in one step."
+    ),
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={
+        **_LINK_ERRORS,
+        400: {"description": "VALIDATION_ERROR with fields (`dateOfBirth`, `answers.<questionId>`)"},
+        403: {"description": "EDIT_NOT_ALLOWED: the organiser set no edit cut-off, or it has passed"},
+        409: {"description": "OPTION_SOLD_OUT (`fields` names the answer; nothing changed), or CONFLICT"},
+    },
+)
+@tracer.capture_method
+def edit_my_registration(body: Annotated[DetailsEdit, Body()]) -> Response[MyRegistration]:
+    token = _token()
+    details_edits().edit(token, body)
+    return Response(200, content_types.APPLICATION_JSON, own_entry().view(token), headers=NO_STORE)
+
+
 @router.get(
     "/api/my/registration/cancellation",
     summary="What cancelling my registration now would refund, under the race's policy",
@@ -108,3 +139,47 @@ def my_cancel_quote() -> Response[CancelQuote]:
 def cancel_my_registration(body: Annotated[MyCancelRequest, Body()]) -> Response[MyCancellation]:
     done = own_entry().cancel(_token(), body.amountCents)
     return Response(200, content_types.APPLICATION_JSON, done, headers=NO_STORE)
+
+
+@router.post(
+    "/api/my/registration/email",
+    summary="Change my registration's email address: a link to confirm it goes to the new address first",
+    description=(
+        "Nothing changes until the new address's owner opens that link (within a day). The answer is the same "
+        "whether or not the new address is registered for the race; confirming says so if it is."
+    ),
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={
+        **_LINK_ERRORS,
+        202: {"description": "The link is on its way to the new address"},
+        400: {"description": "VALIDATION_ERROR"},
+        409: {"description": "SAME_EMAIL (the registration's address already), or CONFLICT (cancelled)"},
+        429: {"description": "TOO_MANY_REQUESTS", "headers": {"Retry-After": {"description": "Seconds to wait"}}},
+    },
+)
+@tracer.capture_method
+def change_my_email(body: Annotated[EmailChangeRequest, Body()]) -> Response[LinkAnswer]:
+    email_change().request(_token(), body.email)
+    answer = LinkAnswer(message="A link to confirm the new address is on its way to it; open it within a day.")
+    return Response(202, content_types.APPLICATION_JSON, answer, headers=NO_STORE)
+
+
+@router.post(
+    "/api/my/registration/email/confirm",
+    summary="Confirm a new address from the link sent to it: the registration moves to it",
+    description=(
+        "The race's email claim and the registration's address move in one step (one registration per email per "
+        "race throughout); every earlier link to the registration stops working, and the answer carries the new "
+        "one's token. Safe to repeat."
+    ),
+    tags=["My registration"],
+    responses={
+        400: {"description": "VALIDATION_ERROR"},
+        401: {"description": "INVALID_TOKEN, TOKEN_EXPIRED, or LINK_REVOKED (the address changed since)"},
+        409: {"description": "EMAIL_ALREADY_REGISTERED (the new address has a registration in this race), CONFLICT"},
+    },
+)
+@tracer.capture_method
+def confirm_my_email(body: Annotated[EmailChangeConfirmation, Body()]) -> Response[EmailChanged]:
+    return Response(200, content_types.APPLICATION_JSON, email_change().confirm(body.token), headers=NO_STORE)
