@@ -52,10 +52,56 @@ export function myPage() {
     ].filter(Boolean);
     body.replaceChildren(
       h('p', { role: 'status', testid: 'my-status', 'data-status': reg.status }, reg.statusText),
-      h('dl', { testid: 'my-details' }, rows.map(([dt, dd, testid]) => [h('dt', {}, dt), h('dd', { testid }, dd)])),
+      h('dl', { testid: 'my-details' }, rows.flatMap(([dt, dd, testid]) => [h('dt', {}, dt), h('dd', { testid }, dd)])),
+      editSection(reg),
       emailSection(reg),
       cancelSection(reg),
       backLink(reg.raceId));
+  }
+
+  function editSection(reg) {
+    const action = (reg.actions || []).find((a) => a.action === 'edit');
+    if (!action) return '';
+    const fields = [['firstName', 'First name', 'text', 'given-name'], ['lastName', 'Last name', 'text', 'family-name'],
+      ['dateOfBirth', 'Date of birth (YYYY-MM-DD)', 'text', 'bday']];
+    const inputs = {};
+    const rows = fields.map(([name, label, type, ac]) => {
+      const err = h('p', { cls: 'field-error', id: `edit-${name}-err`, testid: `edit-${name}-error` });
+      inputs[name] = { err, input: h('input', { id: `edit-${name}`, name, type, autocomplete: ac, value: reg[name],
+        'aria-describedby': `edit-${name}-err`, testid: `edit-${name}` }) };
+      return h('div', { cls: 'field' }, h('label', { for: `edit-${name}` }, label), inputs[name].input, err);
+    });
+    const st = h('p', { role: 'status', testid: 'edit-status' });
+    const save = h('button', { type: 'submit', testid: 'edit-save' }, 'Save my details');
+    const form = h('form', { novalidate: true, testid: 'edit-form' }, rows, save, st);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const change = {};
+      for (const [name, { input, err }] of Object.entries(inputs)) {
+        setText(err, '');
+        input.removeAttribute('aria-invalid');
+        if (input.value.trim() !== reg[name]) change[name] = input.value.trim();
+      }
+      if (!Object.keys(change).length) return setText(st, 'Nothing to save: nothing changed.');
+      save.disabled = true;
+      try {
+        await call('PATCH', '', change);
+        say('Your details are saved.');
+        await show();
+        const saved = document.querySelector('[data-testid="edit-status"]');
+        if (saved) saved.textContent = 'Your details are saved.';
+      } catch (e) {
+        const bad = Object.entries((e.body && e.body.fields) || {}).filter(([k]) => inputs[k]);
+        for (const [k, msg] of bad) (setText(inputs[k].err, msg), inputs[k].input.setAttribute('aria-invalid', 'true'));
+        if (bad.length) inputs[bad[0][0]].input.focus();
+        else setText(st, e.message);
+        save.disabled = false;
+      }
+    });
+    return h('section', { 'aria-labelledby': 'edit-title', testid: 'my-edit' },
+      h('h2', { id: 'edit-title' }, 'Correct my details'),
+      h('p', { cls: 'muted' }, `You can correct them until ${day(action.until)}. To change your answers, contact the organiser.`),
+      form);
   }
 
   function emailSection(reg) {

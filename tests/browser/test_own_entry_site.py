@@ -58,7 +58,7 @@ def test_on_a_phone_by_keyboard_a_runner_opens_the_emailed_link_and_cancels_with
     new_page: Callable[..., Page], stack: LocalStack, backend: Any, snap: Any
 ) -> None:
     until = (datetime.now(UTC) + timedelta(days=20)).date().isoformat()
-    policy = {"runnersMayCancel": True, "tiers": [{"until": until, "percent": 50}], "feeCents": 100}
+    policy = {"runnersMayCancel": True, "tiers": [{"until": until, "percent": 50}], "feeCents": 100, "editUntil": until}
     _, reg_id, email = _registered(stack, backend, policy)
     page = new_page(**PHONE)
     page.goto(_link(stack, email, "confirmation").replace(stack.url, ""))
@@ -69,6 +69,22 @@ def test_on_a_phone_by_keyboard_a_runner_opens_the_emailed_link_and_cancels_with
     expect(page.get_by_test_id("my-paid")).to_contain_text("25.00")
     expect(page.get_by_test_id("my-email")).to_have_text(email)
     accessible(page, "my registration")
+
+    # A typo in the last name, corrected by keyboard; a malformed date is named next to its field.
+    tab_to(page, "edit-lastName")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("Lovelace-Byron")
+    tab_to(page, "edit-dateOfBirth")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("10/12/1990")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("edit-dateOfBirth-error")).to_contain_text("YYYY-MM-DD")
+    assert focused_testid(page) == "edit-dateOfBirth"
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1990-12-10")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("my-runner")).to_have_text("Ada Lovelace-Byron")
+    assert backend.registrations().get(reg_id).lastName == "Lovelace-Byron"
 
     # 50 % of 25.00, less a 1.00 fee: 11.50, said before anything happens.
     tab_to(page, "cancel-start")
