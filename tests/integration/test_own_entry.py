@@ -5,6 +5,8 @@ every address, and no address ever lands in the audit trail."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import time
 from collections import Counter
@@ -138,7 +140,10 @@ def test_ten_cancel_clicks_from_one_link_cancel_once_and_refund_the_policys_amou
         [],
     )
     (event,) = kim.get(f"/api/admin/races/{rid}/stats").json()["events"]
-    assert (event["cancelled"], event["placesLeft"]) == (1, 5)
+    assert (event["cancelled"], event["cancelledByRunners"], event["placesLeft"]) == (1, 1, 5)
+    export = kim.get(f"/api/admin/races/{rid}/registrations/export", params={"includeCancelled": "true"})
+    rows = list(csv.DictReader(io.StringIO(export.text)))
+    assert [(r["registrationId"], r["cancelledBy"]) for r in rows] == [(reg_id, "runner")]
 
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations

@@ -129,6 +129,7 @@ def test_live_figures_add_up_per_event_and_in_total(w):
         "queued": 1,
         "confirmed": 2,
         "cancelled": 0,
+        "cancelledByRunners": 0,
         "placesLeft": 8,
         "revenueCents": 5000,
         "refundedCents": 0,

@@ -24,6 +24,7 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
+from racecap.models import director_kind
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
@@ -227,10 +228,18 @@ class DynamoCancelStore(DynamoRegistrations):
                 "Update": {
                     "TableName": self._inv,
                     "Key": stats_key(race_id, event_id),
+                    # Who cancelled, counted in the same ADD: runners' own cancellations (issue 39).
                     "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
-                    "refundedCents :amt, cancelledCents :paid",
+                    "refundedCents :amt, cancelledCents :paid, cancelledByRunners :runner",
                     "ExpressionAttributeValues": values(
-                        {":minus": -1, ":lost": -amount, ":one": 1, ":amt": refunded, ":paid": amount}
+                        {
+                            ":minus": -1,
+                            ":lost": -amount,
+                            ":one": 1,
+                            ":amt": refunded,
+                            ":paid": amount,
+                            ":runner": 1 if director_kind(reg.cancelledBy or "") == "runner" else 0,
+                        }
                     ),
                 }
             },

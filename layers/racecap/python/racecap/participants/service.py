@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.ledger.models import ledger_state, refunded_of
+from racecap.models import director_kind
 from racecap.money import in_units
 from racecap.participants.models import AnsweredPage, AnsweredRow
 from racecap.questions.models import WaiverRecord
@@ -103,8 +104,12 @@ CSV_COLUMNS = (
     "waiverAcceptedAt",
     "waiverGuardian",
     "refundFailures",  # refunds the provider failed after the fact (flagged: > 0): refund again
+    "cancelledBy",  # who cancelled it, in words: runner, organiser, payment provider, Racecap (issue 39)
 )
 
+
+# Who cancelled a registration, as the export's ``cancelledBy`` says it.
+CANCELLED_BY = {"runner": "runner", "director": "organiser", "provider": "payment provider", "system": "Racecap"}
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -245,6 +250,7 @@ class Participants:
                     item.get("teamName", ""),
                     *_waiver_cells(item.get("waiver")),
                     item.get("refundFailures", 0),
+                    CANCELLED_BY[director_kind(item["cancelledBy"])] if item.get("cancelledBy") else "",
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids

@@ -137,6 +137,7 @@ class RegistrationRowData(TypedDict, total=False):
     cancelRefund: str
     cancelRefundCents: int
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
+    cancelledBy: str  # who cancelled: a director's id, "runner", or the provider's or a job's name
     answers: str  # the answers to the event's questions (JSON), with the version they answered
     questionsVersion: int
     waiver: str  # the waiver's acceptance (JSON)

@@ -74,7 +74,10 @@ class RegistrationStore(Protocol):
 
 # An event's money and counts (``STATS#`` item): revenue is what the confirmed registrations
 # paid, cancelledCents what the cancelled ones had paid, refundedCents every refund.
-STATS_FIELDS = ("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds")
+STATS_FIELDS = (
+    *("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds"),
+    "cancelledByRunners",
+)
 
 
 # 2 items per registration (a team's members: 1 each, and 1 for their hold) + counter + stats +

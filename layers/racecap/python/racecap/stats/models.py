@@ -24,6 +24,9 @@ class EventStats(Model):
     queued: int = Field(description="Paid, waiting on the queue to be written.")
     confirmed: int
     cancelled: int
+    cancelledByRunners: int = Field(
+        default=0, description="Of `cancelled`, the runners' own (the rest: the organiser, the provider's dashboard)."
+    )
     placesLeft: int
     currency: str = Field(description="The amounts' currency; each amount is in its smallest unit (JPY: yen).")
     revenueCents: int = Field(description="What the confirmed registrations paid.")

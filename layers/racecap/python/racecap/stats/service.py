@@ -82,6 +82,7 @@ class RaceStats:
                     queued=max(0, usage.taken - counters["confirmed"] - held),
                     confirmed=counters["confirmed"],
                     cancelled=counters["cancelled"],
+                    cancelledByRunners=counters.get("cancelledByRunners", 0),
                     placesLeft=usage.left,
                     currency=e.currency,
                     revenueCents=counters["revenueCents"],
@@ -95,7 +96,7 @@ class RaceStats:
         totals = {
             k: sum(getattr(s, k) for s in out)
             for k in (
-                *("cap", "held", "queued", "confirmed", "cancelled", "placesLeft"),
+                *("cap", "held", "queued", "confirmed", "cancelled", "cancelledByRunners", "placesLeft"),
                 *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
             )
         }
