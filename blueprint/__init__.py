@@ -621,7 +621,7 @@ COMMON_ENV: dict[str, Ref] = {
     # Where the runner site is served (the distribution's address, or the race site's own domain):
     # the links in emails lead there. A parameter, not the distribution's attribute: the
     # distribution's origin is the API, whose functions would then depend on it (a cycle).
-    "SITE_URL": Param("SiteUrl", "https://racecap.example"),
+    "SITE_URL": Param("RunnerSiteUrl", "https://racecap.example"),
     # The site's card form: Stripe.js and the account's publishable key (public, not secrets).
     "PAYMENTS_PUBLISHABLE_KEY": Param("PaymentsPublishableKey", "set-the-publishable-key-after-deploy"),
     "PAYMENTS_SCRIPT_URL": Param("PaymentsScriptUrl", "https://js.stripe.com/v3/"),

@@ -166,7 +166,7 @@ class LocalStack:
                 "PaymentsApiBase": self.stripe_url,
                 "PaymentsScriptUrl": f"{self.stripe_url}/v3/",
                 "PaymentsPublishableKey": stripe_standin.Keys().publishable,
-                "SiteUrl": self.url,  # the gateway serves the site too
+                "RunnerSiteUrl": self.url,  # the gateway serves the site too
                 **self.params,
             },
         )

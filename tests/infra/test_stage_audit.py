@@ -29,7 +29,11 @@ def test_the_audit_functions_environment_names_every_table_queue_and_secret_the_
     assert "PaymentProvider" in secrets and "PAYMENTS_API_BASE" in env
 
 
-def test_the_email_sender_may_write_its_delivery_log_and_not_read_registrations(view: TemplateView) -> None:
+def test_the_email_sender_writes_its_delivery_log_and_reads_the_registrations_it_sends_links_to(
+    view: TemplateView,
+) -> None:
+    """Since issue 39 the sender resolves "find my registration" itself (registration.links says
+    why there and not in the API): it reads the race's email claim and that registration."""
     statements = _role_statements(view, _function_role(view, "EmailSender"))
     on_registrations = [
         set(_listify(st["Action"]))
@@ -37,5 +41,4 @@ def test_the_email_sender_may_write_its_delivery_log_and_not_read_registrations(
         if "Registrations" in _referenced(view, _listify(st["Resource"]), "AWS::DynamoDB::Table")
     ]
     actions = set().union(*on_registrations)
-    assert "dynamodb:PutItem" in actions
-    assert not actions & {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan"}
+    assert {"dynamodb:PutItem", "dynamodb:GetItem"} <= actions
