@@ -11,6 +11,7 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
+from racecap.models import director_kind
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
@@ -117,6 +118,7 @@ class FakeCancelStore(FakeRegistrations):
                 cancelled=1,
                 refundedCents=refunded,
                 cancelledCents=reg.amountCents,
+                cancelledByRunners=1 if director_kind(reg.cancelledBy or "") == "runner" else 0,
             )
 
         return [
