@@ -17,9 +17,8 @@ the new quote, and nothing happened: a runner is never refunded an amount they d
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Literal, Protocol
-from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
@@ -33,6 +32,7 @@ from racecap.models import Actor, Model, director_kind
 from racecap.observability import logger
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
+from racecap.races.rules import today_in
 from racecap.registration.edits import may_edit
 from racecap.registration.links import RegistrationLinks, check
 from racecap.registration.models import Registration, RegistrationPhase
@@ -140,7 +140,7 @@ class OwnEntry:
         self._catalog = catalog
         self._emails = emails
         self._answers = answers
-        self._today = today or _today_in
+        self._today = today or today_in
 
     # -- reads --------------------------------------------------------------------------------
     def view(self, token: str | None) -> MyRegistration:
@@ -267,13 +267,6 @@ class OwnEntry:
             return
         message = refund_email(reg)
         self._emails.send(message.model_copy(update={"to": captain.email, "dedupKey": f"{message.dedupKey}:payer"}))
-
-
-def _today_in(zone: str) -> date:
-    try:
-        return datetime.now(ZoneInfo(zone)).date()
-    except (KeyError, ValueError):  # a zone the runtime does not know: the race's UTC day
-        return datetime.now(UTC).date()
 
 
 def _not_allowed(reg: Registration, race: Race, today: date) -> str | None:

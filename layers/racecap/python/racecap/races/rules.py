@@ -9,7 +9,8 @@ the site and the API answer alike from one rule.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from racecap.errors import ValidationFailed
 from racecap.races.models import Event, Race
@@ -105,3 +106,12 @@ def purge_due(race: Race) -> date:
         return date.fromisoformat(race.raceDate) + timedelta(days=race.retentionDays)
     except OverflowError:  # a race date near 9999, stored before dates had bounds: never
         return date.max
+
+
+def today_in(zone: str) -> date:
+    """Today in the race's IANA zone (the runner's deadlines are its days); UTC for a zone the
+    runtime does not know."""
+    try:
+        return datetime.now(ZoneInfo(zone)).date()
+    except (KeyError, ValueError):
+        return datetime.now(UTC).date()

@@ -23,9 +23,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any, Protocol
-from zoneinfo import ZoneInfo
 
 from racecap.audit.service import AuditTrail
 from racecap.aws.keys import hold_key, reg_key, stock_entry, stock_key
@@ -36,7 +35,7 @@ from racecap.models import Actor
 from racecap.questions.models import StockedChoice, StoredAnswers
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
-from racecap.races.rules import check_age
+from racecap.races.rules import check_age, today_in
 from racecap.registration.links import RegistrationLinks, check
 from racecap.registration.models import DetailsEdit, Registration, RegistrationPhase
 
@@ -103,7 +102,7 @@ class DetailsEdits:
         if reg.status != RegistrationPhase.CONFIRMED:
             raise Conflict("This registration is cancelled: there is nothing to correct.")
         race, events = self._catalog.definition(reg.raceId)
-        why = may_edit(race, _today_in(race.timeZone))
+        why = may_edit(race, today_in(race.timeZone))
         if why is not None:
             raise EditNotAllowed(why)
         event = next((e for e in events if e.eventId == reg.eventId), None)
@@ -207,13 +206,6 @@ class DetailsEdits:
             if full:
                 raise _ShardFull(plan.taken[full[0]]) from exc
             raise Conflict("Your registration changed meanwhile (another tab?); reload it and try again.") from exc
-
-
-def _today_in(zone: str) -> date:
-    try:
-        return datetime.now(ZoneInfo(zone)).date()
-    except (KeyError, ValueError):
-        return datetime.now(UTC).date()
 
 
 @dataclass(frozen=True)

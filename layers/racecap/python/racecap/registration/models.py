@@ -347,17 +347,8 @@ class LinkAnswer(Model):
     message: str
 
 
-class EmailChangeRequest(Model):
-    """A runner's new address: a link to confirm it goes there first."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    email: str = Field(min_length=3, max_length=254, pattern=EMAIL_PATTERN)
-
-    @field_validator("email")
-    @classmethod
-    def _email(cls, v: str) -> str:
-        return normalize_email(v)
+class EmailChangeRequest(LinkRequest):
+    """A runner's new address: a link to confirm it goes there first (the same one field)."""
 
 
 class EmailChangeConfirmation(Model):
