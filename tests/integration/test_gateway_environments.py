@@ -71,6 +71,25 @@ def test_a_finished_environment_is_reused_warm_and_the_first_request_waits_for_i
     assert cold.wait_s > warm.wait_s  # the cold start is the first request's wait
 
 
+def test_an_init_past_lambdas_ten_seconds_is_retried_into_the_first_invocation_not_failed(
+    host: EnvironmentHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lambda retries an on-demand init that ran past 10 s in the first invocation, bounded by
+    # the function's timeout; on two loaded cores a burst's cold starts can take that long (CI,
+    # 2026-11-28: 30 runners answered 500 when the gateway failed them at 10 s). Here every
+    # init is "late" and must still serve, with the overrun taken from that invocation.
+    monkeypatch.setattr(environments, "INIT_TIMEOUT_S", 0.0)
+    pool = host._pool("PublicApi")
+    env = pool.acquire()
+    try:
+        assert env.init_overrun_s > 0  # the whole init ran past the (patched) limit
+        result, _ = env.invoke(EVENT, pool.fn.timeout_s)
+        assert result["statusCode"] == 403  # served by the handler, not failed by the gateway
+        assert env.init_overrun_s == 0.0  # charged once, to the first invocation only
+    finally:
+        pool.release(env)
+
+
 def test_a_handlers_exception_reaches_the_caller_by_its_class_name_and_the_environment_stays(
     host: EnvironmentHost,
 ) -> None:
