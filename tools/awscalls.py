@@ -335,7 +335,7 @@ def install(out_dir: str | Path) -> Counter:
 
     profiles = _Profiles.from_env()
 
-    def counted_invoke(self: Any, function_id: str, event: Any) -> Any:
+    def counted_invoke(self: Any, function_id: str, event: Any, timeout_s: float | None = None) -> Any:
         if isinstance(event, dict) and "requestContext" in event and "http" in event["requestContext"]:
             source = "http"
         elif isinstance(event, dict) and "Records" in event:
@@ -351,7 +351,7 @@ def install(out_dir: str | Path) -> Counter:
         counter.current.function, counter.current.route = function_id, route
         profile = profiles.start(function_id) if profiles else None
         try:
-            result = invoke_original(self, function_id, event)
+            result = invoke_original(self, function_id, event, timeout_s)
             ok = True
             return result
         finally:
@@ -362,7 +362,7 @@ def install(out_dir: str | Path) -> Counter:
                 profiles.stop(function_id, profile)
             counter.record_invocation(function_id, source, elapsed, cpu, ok, route)
 
-    runtime.FunctionHost.invoke_timed = counted_invoke  # type: ignore[method-assign]
+    runtime.FunctionHost.invoke_timed = counted_invoke  # type: ignore[method-assign,assignment]
     return counter
 
 
