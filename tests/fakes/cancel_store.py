@@ -15,6 +15,7 @@ from racecap.registration.models import (
     Registration,
     RegistrationPhase,
 )
+from racecap.registration.store import cancelled_by_field
 
 from tests.fakes.stores import FakeRegistrations, fake_item
 
@@ -118,6 +119,7 @@ class FakeCancelStore(FakeRegistrations):
                 refundedCents=refunded,
                 cancelledCents=reg.amountCents,
             )
+            t.stats[(reg.raceId, reg.eventId)][cancelled_by_field(reg.cancelledBy)] += 1
 
         return [
             self._reg_item(

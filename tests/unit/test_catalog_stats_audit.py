@@ -130,6 +130,7 @@ def test_live_figures_add_up_per_event_and_in_total(w):
         "confirmed": 2,
         "cancelled": 0,
         "placesLeft": 8,
+        **dict.fromkeys(("cancelledByRunners", "cancelledByOrganiser", "cancelledByProvider", "cancelledBySystem"), 0),
         "revenueCents": 5000,
         "refundedCents": 0,
         "grossCents": 5000,

@@ -28,7 +28,7 @@ from racecap.registration.models import (
     Registration,
     RegistrationPhase,
 )
-from racecap.registration.store import DynamoRegistrations, RegistrationStore
+from racecap.registration.store import DynamoRegistrations, RegistrationStore, cancelled_by_field
 
 
 class CancelStore(RegistrationStore, Protocol):
@@ -171,7 +171,8 @@ class DynamoCancelStore(DynamoRegistrations):
         """Refunded (``refunded_cents`` by this cancellation; None: the whole charge, as a
         cancellation begun before the refund choice did): the registration is CANCELLED, its
         place goes back to its shard, its email may register again, and the counters move —
-        all or nothing, exactly once (the registration's CANCELLING state is the condition).
+        all or nothing, exactly once (the registration's CANCELLING state is the condition); the
+        event's ``cancelled`` counts it, and so does its counter of who cancelled it (``cancelledBy``).
         ``cancelledCents`` keeps what the cancelled registrations had paid, so the gross stays
         what was taken: revenue (the confirmed ones') + cancelled."""
         rid, race_id, event_id = reg.registrationId, reg.raceId, reg.eventId
@@ -227,8 +228,10 @@ class DynamoCancelStore(DynamoRegistrations):
                 "Update": {
                     "TableName": self._inv,
                     "Key": stats_key(race_id, event_id),
+                    # ``cancelled`` and, beside it, the count of who cancelled (the runner, the
+                    # organiser, the provider, a job): one more ADD on the same item, same WCU.
                     "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
-                    "refundedCents :amt, cancelledCents :paid",
+                    f"refundedCents :amt, cancelledCents :paid, {cancelled_by_field(reg.cancelledBy)} :one",
                     "ExpressionAttributeValues": values(
                         {":minus": -1, ":lost": -amount, ":one": 1, ":amt": refunded, ":paid": amount}
                     ),

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.ledger.models import ledger_state, refunded_of
+from racecap.models import ActorKind, director_kind
 from racecap.money import in_units
 from racecap.participants.models import AnsweredPage, AnsweredRow
 from racecap.questions.models import WaiverRecord
@@ -103,7 +104,18 @@ CSV_COLUMNS = (
     "waiverAcceptedAt",
     "waiverGuardian",
     "refundFailures",  # refunds the provider failed after the fact (flagged: > 0): refund again
+    "cancelledBy",  # who cancelled, in words (CANCELLED_BY_WORDS); empty for a live entry
 )
+
+
+# Who cancelled a registration, as the export says it (by ``models.director_kind`` of its
+# ``cancelledBy``): never a director's id, which means nothing on a sheet.
+CANCELLED_BY_WORDS: dict[ActorKind, str] = {
+    "runner": "runner",
+    "director": "organiser",
+    "provider": "payment provider",
+    "system": "Racecap",
+}
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -245,6 +257,7 @@ class Participants:
                     item.get("teamName", ""),
                     *_waiver_cells(item.get("waiver")),
                     item.get("refundFailures", 0),
+                    _cancelled_by(item),
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids
@@ -255,6 +268,13 @@ class Participants:
                 )
                 yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
+
+
+def _cancelled_by(item: RegistrationRowData) -> str:
+    """Who cancelled the registration, in words; "" while it is confirmed (a live entry)."""
+    if item.get("status") == RegistrationPhase.CONFIRMED:
+        return ""
+    return CANCELLED_BY_WORDS[director_kind(item.get("cancelledBy") or "")]
 
 
 def _waiver_cells(waiver: str | None) -> tuple[Any, str, str]:

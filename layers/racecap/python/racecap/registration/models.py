@@ -126,6 +126,7 @@ class RegistrationRowData(TypedDict, total=False):
     currency: str
     confirmedAt: str
     cancelledAt: str
+    cancelledBy: str  # who cancelled: a director's id, "runner", "payment-provider", a job's (models.director_kind)
     refundId: str
     disputeId: str
     purgedAt: str
