@@ -1,7 +1,7 @@
 """Who cancelled, on the real stack (issue 39): a director cancels one registration and a runner
-cancels their own through their entry's link; the director's stats split the cancellations by
-who made them (the total unchanged), the CSV export says who in words in its last fixed column,
-and the race's audit stays clean."""
+cancels their own through their entry's link (each had a T-shirt size with stock); the director's
+stats split the cancellations by who made them (the total unchanged), the CSV export says who in
+words in its last fixed column, both shirts went back, and the race's audit stays clean."""
 
 from __future__ import annotations
 
@@ -33,12 +33,17 @@ def test_the_stats_and_the_export_say_who_cancelled(
     policy = {"runnersMayCancel": True, "tiers": [{"until": day_before, "percent": 100}]}
     patched = kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": policy})
     assert patched.status_code == 200, patched.text
+    # A T-shirt size with stock: a cancellation gives its unit back, which the audit checks.
+    sizes = [{"id": "M", "label": "Medium", "quantity": 5}]
+    shirt = {"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}
+    saved = kim.put(f"/api/admin/races/{rid}/events/{eid}/questions", json={"questions": [shirt]})
+    assert saved.status_code == 200, saved.text
     kim.open_now(rid)
     wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
 
     tag = rid[-6:].lower()
     emails = [f"{who}.{tag}@example.com" for who in ("ann", "bo", "cy")]
-    ids = [hold_and_register(api, rid, eid, runner(email))[1] for email in emails]
+    ids = [hold_and_register(api, rid, eid, runner(email) | {"answers": {"shirt": "M"}})[1] for email in emails]
     wait_confirmed(api, ids)
     ann, bo, cy = ids
 
@@ -63,7 +68,7 @@ def test_the_stats_and_the_export_say_who_cancelled(
     export = kim.get(f"/api/admin/races/{rid}/registrations/export", params={"includeCancelled": "true"})
     assert export.status_code == 200, export.text
     header, *rows = list(csv.reader(io.StringIO(export.text)))
-    assert header[-2:] == ["refundFailures", "cancelledBy"]  # no questions: nothing after it
+    assert header[-3:] == ["refundFailures", "cancelledBy", "T-shirt [shirt]"]  # the questions' columns after it
     by_id = {row[header.index("registrationId")]: dict(zip(header, row, strict=True)) for row in rows}
     assert {r: by_id[r]["cancelledBy"] for r in ids} == {ann: "organiser", bo: "runner", cy: ""}
     assert {r: by_id[r]["status"] for r in ids} == {ann: "CANCELLED", bo: "CANCELLED", cy: "CONFIRMED"}
@@ -72,5 +77,7 @@ def test_the_stats_and_the_export_say_who_cancelled(
     (only,) = list(csv.DictReader(io.StringIO(live_only.text)))
     assert (only["registrationId"], only["cancelledBy"]) == (cy, "")
 
+    # Both cancelled shirts went back: Cy's is the one unit taken (the audit checks it too).
+    assert backend.inventory().usage(rid, f"{eid}#OPTION#shirt#M", consistent=True).taken == 1
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.summary()
