@@ -12,6 +12,9 @@ The non-negotiables, per race:
 * confirmed registrations ≤ cap for every event, and the cap shards agree;
 * one registration per email per race;
 * bibs per event are 1..N: no gaps, no duplicates;
+* every option with stock (a T-shirt size) has exactly the units its live entries took: the
+  confirmed (or cancelling) registrations whose answers chose it, and the holds still paying
+  or queued whose attempt took it — a cancelled one's unit went back;
 * every succeeded payment (from the provider's own records) belongs to one confirmed
   registration, or to one the director cancelled keeping part of it (the provider refunded
   exactly what the ledger says), or was refunded in full (Σ refunds ≤ the charge, in
@@ -43,9 +46,18 @@ from local.runtime import install_layer_path
 install_layer_path()
 
 from racecap.aws.items import from_item, get_all, query_all, values  # noqa: E402
-from racecap.aws.keys import cap_pk, code_pk, hold_key  # noqa: E402
+from racecap.aws.keys import (  # noqa: E402
+    cap_pk,
+    code_pk,
+    hold_key,
+    live_partitions,
+    option_counter,
+    requeue_partitions,
+)
 from racecap.ledger.cancellations import OUTSIDE_REASON  # noqa: E402
 from racecap.ledger.store import DynamoLedger  # noqa: E402
+from racecap.questions.models import StoredAnswers  # noqa: E402
+from racecap.questions.store import DynamoQuestions  # noqa: E402
 
 from tools.stage import DeliveredConfirmations, discover, stage_secret_key  # noqa: E402
 
@@ -209,6 +221,7 @@ def audit(
             dupes = [b for b, n in Counter(bibs).items() if n > 1]
             report.violations.append(f"event {eid}: bibs are not 1..{len(bibs)} (duplicates {dupes[:5]})")
     report.confirmed = len(regs)
+    _audit_stock(dynamodb, names, race_id, [str(e["eventId"]) for e in events], every_reg, report)
     codes = [i for i in items if i["sk"].startswith("CODE#")]
     _audit_codes(dynamodb, inventory, race_id, codes, list(every_reg.values()), report)
 
@@ -376,11 +389,25 @@ def _audit_refunds(
     ledgered: Counter[str] = Counter()
     charges = set()
     for rid, r in every_reg.items():
+        # Σ refunds ≤ Σ payments per registration, as its ledger keeps them: the sum the ledger
+        # reserves refunds in never passes what the registration paid, entry and beyond.
+        summed, paid = int(r.get("ledgerRefundedCents") or 0), int(r.get("amountCents") or 0)
+        paid += int(r.get("ledgerExtraCents") or 0)
+        if summed > paid:
+            report.violations.append(f"registration {rid}: its ledger refunded {summed} of the {paid} cents it paid")
         if r.get("purgedAt") or not r.get("chargeId") or not (r.get("ledgerRefundedCents") or r.get("cancelRefund")):
             continue
         charges.add(str(r["chargeId"]))
-        charges.update(e.providerId for e in ledger.payments(rid) if e.providerId)
-        for entry in ledger.refunds(rid):
+        payments = ledger.payments(rid)
+        charges.update(e.providerId for e in payments if e.providerId)
+        refunds = ledger.refunds(rid)
+        # The same, entry by entry: the refunds that moved money or may still (not REFUSED, FAILED).
+        entered = sum(e.amountCents for e in refunds if e.status in ("PENDING", "PROCESSING", "SUCCEEDED"))
+        if entered > int(r.get("amountCents") or 0) + sum(e.amountCents for e in payments):
+            report.violations.append(
+                f"registration {rid}: its ledger's refunds add up to {entered}, more than its payments"
+            )
+        for entry in refunds:
             if entry.status == "PENDING":  # the sweeper settles it within minutes: audit_until_clean waits
                 report.violations.append(f"registration {rid}: refund {entry.key} still waits for the provider")
             if entry.status not in ("SUCCEEDED", "PROCESSING"):
@@ -400,6 +427,81 @@ def _audit_refunds(
             report.violations.append(
                 f"payment {charge}: refunded {made_sum} by the provider, {ledgered[charge]} in the ledger"
             )
+
+
+def _audit_stock(
+    dynamodb: Any,
+    names: Mapping[str, str],
+    race_id: str,
+    event_ids: list[str],
+    every_reg: Mapping[str, Mapping[str, Any]],
+    report: AuditReport,
+) -> None:
+    """Each option with stock (any version of an event's questions had it: counters outlive
+    versions) has exactly the units its live entries took: the registrations not cancelled
+    (CONFIRMED, CANCELLING) whose answers chose it, read from their answers and the stock of the
+    version they answered, plus the holds still paying or queued (the sweeper's index) whose
+    attempt took it. A cancellation that kept its unit, or an entry that never took one, shows."""
+    questions = DynamoQuestions(dynamodb, names["Races"])
+    holds: list[dict[str, Any]] | None = None
+    for eid in event_ids:
+        current = questions.current_version(race_id, eid)
+        docs = {v: questions.get(race_id, eid, v) or {} for v in range(1, current + 1)}
+        stocked = {k for doc in docs.values() for k in doc.get("stock") or {}}
+        if not stocked:
+            continue
+        live = [r for r in every_reg.values() if r.get("eventId") == eid and r.get("status") != "CANCELLED"]
+        if any(r.get("purgedAt") for r in live):
+            continue  # retention deleted the answers: nothing left to count them by
+        held: Counter[str] = Counter()
+        for r in live:
+            answered = StoredAnswers.of(r.get("answers"), r.get("questionsVersion"))
+            if answered is None:
+                continue
+            stock = docs.get(answered.questionsVersion, {}).get("stock") or {}
+            for qid, value in answered.answers.items():
+                for oid in value if isinstance(value, list) else [value]:
+                    if f"{qid}#{oid}" in stock:
+                        held[f"{qid}#{oid}"] += 1
+        if holds is None:
+            holds = _live_holds(dynamodb, names["Inventory"], race_id)
+        for hold in holds:
+            if hold.get("eventId") != eid:
+                continue
+            attempt = hold.get("attempt") or {}
+            members = attempt.get("members")
+            entries = [e for m in members for e in m.get("stock") or ()] if members else attempt.get("stock") or ()
+            for entry in entries:
+                qid, oid, _ = str(entry).split("#", 2)
+                held[f"{qid}#{oid}"] += 1
+        for key in sorted(stocked):
+            qid, oid = key.split("#", 1)
+            shards = _shards(dynamodb, names["Inventory"], cap_pk(race_id, option_counter(eid, qid, oid)))
+            taken = sum(int(s["taken"]) for s in shards)
+            if _shard_out_of_bounds(shards):
+                report.violations.append(f"event {eid}: option {qid}/{oid}: a shard is over its cap or negative")
+            if taken != held[key]:
+                report.violations.append(
+                    f"event {eid}: option {qid}/{oid}: {taken} units taken, its live entries hold {held[key]}"
+                )
+
+
+def _live_holds(dynamodb: Any, inventory: str, race_id: str) -> list[dict[str, Any]]:
+    """The race's holds that may still take or give back stock: held, paying, or paid and queued
+    (the sweeper's sparse index), read whole."""
+    keys = [
+        hold_key(str(item["pk"]).removeprefix("HOLD#"))  # the index carries the table's keys
+        for partition in (*live_partitions(), *requeue_partitions())
+        for item in query_all(
+            dynamodb,
+            TableName=inventory,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :p",
+            FilterExpression="raceId = :r",
+            ExpressionAttributeValues=values({":p": partition, ":r": race_id}),
+        )
+    ]
+    return [h for h in get_all(dynamodb, inventory, keys) if h.get("status") in ("HELD", "PAYING", "QUEUED")]
 
 
 def _audit_other_payments(

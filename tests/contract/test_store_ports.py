@@ -250,7 +250,8 @@ def test_a_batch_takes_consecutive_bibs_and_confirms_holds_and_emails(stores, ra
     assert stores.regs.by_email(race, regs[1].email) == regs[1]
     assert stores.regs.stats(race, "ev") == {
         "confirmed": 5, "revenueCents": 12500, "cancelled": 0, "refundedCents": 0, "cancelledCents": 0,
-        "outsideRefunds": 0, "cancelledByRunners": 0,
+        "outsideRefunds": 0, "cancelledByRunners": 0, "cancelledByOrganiser": 0, "cancelledByProvider": 0,
+        "cancelledBySystem": 0,
     }  # fmt: skip
     assert sum(stores.regs.per_minute(race, "ev", NOW.strftime("%Y-%m-%dT%H:%M")).values()) == 5
 
@@ -298,10 +299,32 @@ def test_a_cancellation_moves_place_email_and_counters_once(stores, race):
     # The cancelled registration's payment stays in the gross (cancelledCents), refunded in full.
     assert stores.regs.stats(race, "ev") == {
         "confirmed": 0, "revenueCents": 0, "cancelled": 1, "refundedCents": 2500, "cancelledCents": 2500,
-        "outsideRefunds": 0, "cancelledByRunners": 0,
+        "outsideRefunds": 0, "cancelledByRunners": 0, "cancelledByOrganiser": 1, "cancelledByProvider": 0,
+        "cancelledBySystem": 0,
     }  # fmt: skip
     again = _held(stores, race)
     assert stores.attempts.begin_payment(again, _attempt(reg.email), NOW) == BeginOutcome.STARTED
+
+
+@pytest.mark.parametrize(
+    ("by", "counter"),
+    [
+        ("runner", "cancelledByRunners"),
+        ("payment-provider", "cancelledByProvider"),
+        ("system-sweeper", "cancelledBySystem"),
+        ("dir", "cancelledByOrganiser"),
+    ],
+)
+def test_a_cancellation_counts_under_who_cancelled_it_beside_the_total(stores, race, by, counter):
+    (reg,) = _confirm(stores, race, 1)
+    stores.transact([stores.cancel_store.begin_cancel_item(reg.registrationId, NOW.isoformat(), by)])
+    cancelling = stores.regs.get(reg.registrationId)
+    hold = stores.holds.get(reg.holdId)
+    assert cancelling is not None and hold is not None
+    stores.transact(stores.cancel_store.finish_cancel_items(cancelling, hold, "re_1", NOW.isoformat()))
+    split = {k: v for k, v in stores.regs.stats(race, "ev").items() if k.startswith("cancelledBy")}
+    assert split == {k: int(k == counter) for k in split} and len(split) == 4
+    assert stores.regs.stats(race, "ev")["cancelled"] == 1
 
 
 def test_an_undone_cancellation_is_confirmed_again(stores, race):

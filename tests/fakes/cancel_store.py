@@ -11,11 +11,11 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
-from racecap.models import director_kind
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
 )
+from racecap.registration.store import cancelled_by_field
 
 from tests.fakes.stores import FakeRegistrations, fake_item
 
@@ -118,8 +118,8 @@ class FakeCancelStore(FakeRegistrations):
                 cancelled=1,
                 refundedCents=refunded,
                 cancelledCents=reg.amountCents,
-                cancelledByRunners=1 if director_kind(reg.cancelledBy or "") == "runner" else 0,
             )
+            t.stats[(reg.raceId, reg.eventId)][cancelled_by_field(reg.cancelledBy)] += 1
 
         return [
             self._reg_item(

@@ -4,18 +4,26 @@ really fails five times in the dead-letter queue, and the sold-out answer's writ
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import requests
 from racecap.aws.items import to_item
+from racecap.aws.keys import cap_pk, option_counter, shard_sk
+from racecap.emails.store import DynamoDeliveryLog
 from racecap.errors import SoldOut
 from racecap.holds.service import HoldService
+from racecap.questions.store import questions_pk, version_sk
 
 import blueprint
 from tests.integration.flows import standin
 from tools.audit import AuditReport, audit, local_provider
+from tools.stage import DeliveredConfirmations
 
 pytestmark = pytest.mark.integration
 
@@ -112,6 +120,48 @@ def _plant_incomplete_team(stack: Any, backend: Any, race_id: str, event_id: str
         )
 
 
+def _plant_confirmation_sent_twice(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # Two confirmation emails about one registration in the mailbox (SES's v2 API, as the sender sends).
+    rid = _plant_registration(backend, race_id, event_id, 1, _email())
+    tags = [{"Name": "kind", "Value": "confirmation"}, {"Name": "registrationId", "Value": rid}]
+    for _ in range(2):
+        for _attempt in range(50):  # the stand-in's send rate is SES's: wait for a turn
+            resp = requests.post(
+                f"{stack.mailbox_url}/v2/email/outbound-emails",
+                json={"Destination": {"ToAddresses": ["planted@example.com"]}, "EmailTags": tags},
+                timeout=10,
+            )
+            if resp.status_code != 429:
+                break
+            time.sleep(0.2)
+        assert resp.status_code == 200, resp.text
+
+
+def _plant_stock_kept_by_a_cancellation(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # A T-shirt size with stock, one unit taken, and the only registration that chose it
+    # cancelled: its unit never went back.
+    races, inventory = backend.table("Races"), backend.table("Inventory")
+    doc = {"stock": {"shirt#m": [shard_sk(0)]}, "questions": []}
+    put = backend.dynamodb.put_item
+    put(
+        TableName=races,
+        Item=to_item(
+            {"pk": questions_pk(race_id, event_id), "sk": version_sk(1), "version": 1, "doc": json.dumps(doc)}
+        ),
+    )
+    put(TableName=races, Item=to_item({"pk": questions_pk(race_id, event_id), "sk": "CURRENT", "version": 1}))
+    counter = cap_pk(race_id, option_counter(event_id, "shirt", "m"))
+    put(TableName=inventory, Item=to_item({"pk": counter, "sk": shard_sk(0), "cap": 10, "taken": 1}))
+    _plant_registration(
+        backend, race_id, event_id, 1, _email(), status="CANCELLED", answers='{"shirt":"m"}', questionsVersion=1
+    )
+
+
+def _plant_refunds_past_the_payments(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # A free entry whose ledger's sum says 5.00 was refunded: more than the 0 it paid.
+    _plant_registration(backend, race_id, event_id, 1, _email(), amountCents=0, currency="USD", ledgerRefundedCents=500)
+
+
 @pytest.mark.parametrize(
     ("plant", "caps", "violation"),
     [
@@ -122,6 +172,9 @@ def _plant_incomplete_team(stack: Any, backend: Any, race_id: str, event_id: str
         (_plant_missing_email, [5], "1 confirmed registrations have no confirmation email"),
         (_plant_price_not_held, [5], "its hold's price is 2500"),
         (_plant_incomplete_team, [5], "2 of its 3 registrations"),
+        (_plant_confirmation_sent_twice, [5], "1 registrations got more than one confirmation email"),
+        (_plant_stock_kept_by_a_cancellation, [5], "option shirt/m: 1 units taken, its live entries hold 0"),
+        (_plant_refunds_past_the_payments, [5], "its ledger refunded 500 of the 0 cents it paid"),
     ],
     ids=[
         "oversold event",
@@ -131,6 +184,9 @@ def _plant_incomplete_team(stack: Any, backend: Any, race_id: str, event_id: str
         "missing email",
         "price not the held one",
         "team not whole",
+        "confirmation sent twice",
+        "stock unit kept by a cancellation",
+        "refunds past the payments",
     ],
 )
 def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps, violation) -> None:
@@ -143,6 +199,36 @@ def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps
     report = _audit(stack, backend, race_id)
     assert not report.ok
     assert any(violation in v for v in report.violations), report.summary()
+
+
+def test_the_audit_of_a_stage_fails_on_two_confirmations_in_the_delivery_log(stack, backend) -> None:
+    # A deployed stage has no mailbox: the audit counts the email sender's delivery log instead.
+    race_id = backend.create_race([5])
+    _, events = backend.store().get_race(race_id)
+    regs_table = backend.table("Registrations")
+    stage = SimpleNamespace(tables={"Registrations": regs_table})
+    delivered = DeliveredConfirmations(backend.dynamodb, stage)  # type: ignore[arg-type]
+
+    def stage_audit() -> AuditReport:
+        return audit(
+            backend.dynamodb,
+            backend.sqs,
+            race_id,
+            provider=local_provider(stack),
+            confirmations=delivered,
+            queue_urls=stack.queue_urls,
+        )
+
+    rid = _plant_registration(backend, race_id, events[0].eventId, 1, _email())
+    log = DynamoDeliveryLog(backend.dynamodb, regs_table)
+    log.record(rid, "confirmation", f"confirmation-{rid}", "ses-1", datetime.now(UTC))
+    twice = "1 registrations got more than one confirmation email"
+    # One delivery, as it should be (a planted registration took no place: only that is flagged).
+    once = stage_audit()
+    assert once.emails_sent == 1 and twice not in once.violations, once.summary()
+    log.record(rid, "confirmation", f"confirmation-{rid}", "ses-2", datetime.now(UTC))
+    report = stage_audit()
+    assert twice in report.violations, report.summary()
 
 
 def test_the_audit_fails_on_a_message_in_a_dead_letter_queue(stack, backend) -> None:

@@ -135,6 +135,31 @@ def test_the_export_resumes_after_a_cursor_without_the_header_and_can_include_ca
     assert rows[0][10] == "2027-01-01T00:00:00"
 
 
+def test_the_export_says_who_cancelled_in_words_in_its_last_fixed_column(w, race):
+    # Added after refundFailures: a sheet reading the earlier columns by position keeps working.
+    assert module.CSV_COLUMNS[-2:] == ("refundFailures", "cancelledBy")
+    rows = _export(w, race, include_cancelled=True)
+    who = {row[2]: row[rows[0].index("cancelledBy")] for row in rows[1:]}
+    assert who == {"Ann": "", "Bo": "organiser", "Cy": "", "'=cmd": "", "Di": ""}  # never a director's id
+    kinds = {
+        "runner": "runner",
+        "payment-provider": "payment provider",
+        "system-sweeper": "Racecap",
+        "dir-9": "organiser",
+    }
+    for by, words in kinds.items():
+        assert module._cancelled_by({"status": "CANCELLED", "cancelledBy": by}) == words
+    assert module._cancelled_by({"status": "CONFIRMED"}) == ""
+
+
+def test_the_stats_split_cancellations_by_who_cancelled(w, race):
+    r, ten, five = race
+    s = w.stats.stats(r, [ten, five])
+    by = {e.name: (e.cancelled, e.cancelledByOrganiser, e.cancelledByRunners, e.cancelledByProvider) for e in s.events}
+    assert by == {"10K": (0, 0, 0, 0), "5K": (1, 1, 0, 0)}  # Bo's, by the director
+    assert (s.totals["cancelled"], s.totals["cancelledByOrganiser"], s.totals["cancelledBySystem"]) == (1, 1, 0)
+
+
 def _money(rows: list[list[str]]) -> dict[str, tuple[str, ...]]:
     header = rows[0]
     cols = ("amountPaid", "amountRefunded", "ledgerState", "outsideRefunds")

@@ -24,12 +24,11 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
-from racecap.models import director_kind
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
 )
-from racecap.registration.store import DynamoRegistrations, RegistrationStore
+from racecap.registration.store import DynamoRegistrations, RegistrationStore, cancelled_by_field
 
 
 class CancelStore(RegistrationStore, Protocol):
@@ -172,7 +171,8 @@ class DynamoCancelStore(DynamoRegistrations):
         """Refunded (``refunded_cents`` by this cancellation; None: the whole charge, as a
         cancellation begun before the refund choice did): the registration is CANCELLED, its
         place goes back to its shard, its email may register again, and the counters move —
-        all or nothing, exactly once (the registration's CANCELLING state is the condition).
+        all or nothing, exactly once (the registration's CANCELLING state is the condition); the
+        event's ``cancelled`` counts it, and so does its counter of who cancelled it (``cancelledBy``).
         ``cancelledCents`` keeps what the cancelled registrations had paid, so the gross stays
         what was taken: revenue (the confirmed ones') + cancelled."""
         rid, race_id, event_id = reg.registrationId, reg.raceId, reg.eventId
@@ -228,9 +228,10 @@ class DynamoCancelStore(DynamoRegistrations):
                 "Update": {
                     "TableName": self._inv,
                     "Key": stats_key(race_id, event_id),
-                    # Who cancelled, counted in the same ADD: runners' own cancellations (issue 39).
+                    # ``cancelled`` and, beside it, the count of who cancelled (the runner, the
+                    # organiser, the provider, a job): one more ADD on the same item, same WCU.
                     "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
-                    "refundedCents :amt, cancelledCents :paid, cancelledByRunners :runner",
+                    f"refundedCents :amt, cancelledCents :paid, {cancelled_by_field(reg.cancelledBy)} :one",
                     "ExpressionAttributeValues": values(
                         {
                             ":minus": -1,
@@ -238,7 +239,6 @@ class DynamoCancelStore(DynamoRegistrations):
                             ":one": 1,
                             ":amt": refunded,
                             ":paid": amount,
-                            ":runner": 1 if director_kind(reg.cancelledBy or "") == "runner" else 0,
                         }
                     ),
                 }

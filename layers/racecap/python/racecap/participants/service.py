@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from racecap.errors import EventNotFound, ValidationFailed
 from racecap.ledger.models import ledger_state, refunded_of
-from racecap.models import director_kind
+from racecap.models import ActorKind, director_kind
 from racecap.money import in_units
 from racecap.participants.models import AnsweredPage, AnsweredRow
 from racecap.questions.models import WaiverRecord
@@ -104,12 +104,19 @@ CSV_COLUMNS = (
     "waiverAcceptedAt",
     "waiverGuardian",
     "refundFailures",  # refunds the provider failed after the fact (flagged: > 0): refund again
-    "cancelledBy",  # who cancelled it, in words: runner, organiser, payment provider, Racecap (issue 39)
+    "cancelledBy",  # who cancelled, in words (CANCELLED_BY_WORDS); empty for a live entry
 )
 
 
-# Who cancelled a registration, as the export's ``cancelledBy`` says it.
-CANCELLED_BY = {"runner": "runner", "director": "organiser", "provider": "payment provider", "system": "Racecap"}
+# Who cancelled a registration, as the export says it (by ``models.director_kind`` of its
+# ``cancelledBy``): never a director's id, which means nothing on a sheet.
+CANCELLED_BY_WORDS: dict[ActorKind, str] = {
+    "runner": "runner",
+    "director": "organiser",
+    "provider": "payment provider",
+    "system": "Racecap",
+}
+
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -250,7 +257,7 @@ class Participants:
                     item.get("teamName", ""),
                     *_waiver_cells(item.get("waiver")),
                     item.get("refundFailures", 0),
-                    CANCELLED_BY[director_kind(item["cancelledBy"])] if item.get("cancelledBy") else "",
+                    _cancelled_by(item),
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids
@@ -261,6 +268,13 @@ class Participants:
                 )
                 yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
+
+
+def _cancelled_by(item: RegistrationRowData) -> str:
+    """Who cancelled the registration, in words; "" while it is confirmed (a live entry)."""
+    if item.get("status") == RegistrationPhase.CONFIRMED:
+        return ""
+    return CANCELLED_BY_WORDS[director_kind(item.get("cancelledBy") or "")]
 
 
 def _waiver_cells(waiver: str | None) -> tuple[Any, str, str]:

@@ -127,6 +127,7 @@ class RegistrationRowData(TypedDict, total=False):
     currency: str
     confirmedAt: str
     cancelledAt: str
+    cancelledBy: str  # who cancelled: a director's id, "runner", "payment-provider", a job's (models.director_kind)
     refundId: str
     disputeId: str
     purgedAt: str
@@ -137,7 +138,6 @@ class RegistrationRowData(TypedDict, total=False):
     cancelRefund: str
     cancelRefundCents: int
     ageOnRaceDay: int  # results' age groups, once the date of birth is deleted
-    cancelledBy: str  # who cancelled: a director's id, "runner", or the provider's or a job's name
     answers: str  # the answers to the event's questions (JSON), with the version they answered
     questionsVersion: int
     waiver: str  # the waiver's acceptance (JSON)

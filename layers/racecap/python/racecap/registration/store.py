@@ -35,6 +35,7 @@ from racecap.aws.keys import (
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.holds.models import EmailClaimPhase, HoldPhase
+from racecap.models import ActorKind, director_kind
 from racecap.registration.models import (
     ROW_FIELDS,
     PaidRegistration,
@@ -74,10 +75,26 @@ class RegistrationStore(Protocol):
 
 # An event's money and counts (``STATS#`` item): revenue is what the confirmed registrations
 # paid, cancelledCents what the cancelled ones had paid, refundedCents every refund.
+# ``cancelled`` is split by who cancelled (``cancelled_by_field``): the split counters move with it,
+# in the same update, so they always add up to it (items from before the split read 0 each, and
+# the total stays the one kept since).
+CANCELLED_BY_FIELDS: dict[ActorKind, str] = {
+    "runner": "cancelledByRunners",
+    "director": "cancelledByOrganiser",
+    "provider": "cancelledByProvider",
+    "system": "cancelledBySystem",
+}
 STATS_FIELDS = (
     *("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds"),
-    "cancelledByRunners",
+    *CANCELLED_BY_FIELDS.values(),
 )
+
+
+def cancelled_by_field(cancelled_by: str | None) -> str:
+    """The event's counter a cancellation by ``cancelled_by`` (a registration's ``cancelledBy``)
+    adds to beside ``cancelled``; a cancellation that names no one (none since ``cancelledBy``
+    is written when one begins) counts as the organiser's, who alone could cancel then."""
+    return CANCELLED_BY_FIELDS[director_kind(cancelled_by or "")]
 
 
 # 2 items per registration (a team's members: 1 each, and 1 for their hold) + counter + stats +

@@ -23,10 +23,13 @@ class EventStats(Model):
     held: int = Field(description="Places held by runners filling in the form or paying.")
     queued: int = Field(description="Paid, waiting on the queue to be written.")
     confirmed: int
-    cancelled: int
-    cancelledByRunners: int = Field(
-        default=0, description="Of `cancelled`, the runners' own (the rest: the organiser, the provider's dashboard)."
+    cancelled: int = Field(description="Every cancellation; the four counts below, by who cancelled, add up to it.")
+    cancelledByRunners: int = Field(description="Cancelled by the runners themselves (their own entry's link).")
+    cancelledByOrganiser: int = Field(description="Cancelled by the race's directors.")
+    cancelledByProvider: int = Field(
+        description="Cancelled because the payment was refunded in the payment provider's dashboard."
     )
+    cancelledBySystem: int = Field(description="Cancelled by Racecap itself (a system job).")
     placesLeft: int
     currency: str = Field(description="The amounts' currency; each amount is in its smallest unit (JPY: yen).")
     revenueCents: int = Field(description="What the confirmed registrations paid.")

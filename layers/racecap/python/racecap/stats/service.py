@@ -1,11 +1,12 @@
 """Live figures per event for a race's director: places, money, and registrations per minute.
 
 * cap, taken and places left come from the cap shards (read consistently);
-* confirmed, cancelled and the money from the counters the writer, the cancellations and
-  the ledger keep: revenue (the confirmed registrations'), gross (revenue + what the
-  cancelled ones paid), refunded (every refund), net (gross - refunded), and the refunds
-  made outside Racecap, flagged (``STATS#`` items), and the per-minute series from the writer's
-  per-minute counters — nothing here counts rows;
+* confirmed, cancelled (and by whom: runners, the organiser, the payment provider, Racecap)
+  and the money from the counters the writer, the cancellations and the ledger keep: revenue
+  (the confirmed registrations'), gross (revenue + what the cancelled ones paid), refunded
+  (every refund), net (gross - refunded), and the refunds made outside Racecap, flagged
+  (``STATS#`` items), and the per-minute series from the writer's per-minute counters —
+  nothing here counts rows;
 * held (runners in the form or paying) from the sweeper's index of live holds; queued
   (paid, on the queue) is what remains of the places taken;
 * each discount code's uses against its limit, from its use counter's shards (racecap.codes).
@@ -23,7 +24,7 @@ from racecap.codes.models import CodeUses
 from racecap.places.store import Inventory
 from racecap.races.catalog import race_status
 from racecap.races.models import Event, Race
-from racecap.registration.store import RegistrationStore
+from racecap.registration.store import CANCELLED_BY_FIELDS, RegistrationStore
 from racecap.stats.models import EventStats, MinuteCount, RaceStatsView
 
 STATS_TTL = 2.0
@@ -82,7 +83,11 @@ class RaceStats:
                     queued=max(0, usage.taken - counters["confirmed"] - held),
                     confirmed=counters["confirmed"],
                     cancelled=counters["cancelled"],
+                    # Who cancelled: counted since the split was added (older ones read 0 here).
                     cancelledByRunners=counters.get("cancelledByRunners", 0),
+                    cancelledByOrganiser=counters.get("cancelledByOrganiser", 0),
+                    cancelledByProvider=counters.get("cancelledByProvider", 0),
+                    cancelledBySystem=counters.get("cancelledBySystem", 0),
                     placesLeft=usage.left,
                     currency=e.currency,
                     revenueCents=counters["revenueCents"],
@@ -96,7 +101,8 @@ class RaceStats:
         totals = {
             k: sum(getattr(s, k) for s in out)
             for k in (
-                *("cap", "held", "queued", "confirmed", "cancelled", "cancelledByRunners", "placesLeft"),
+                *("cap", "held", "queued", "confirmed", "cancelled", "placesLeft"),
+                *CANCELLED_BY_FIELDS.values(),
                 *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
             )
         }
