@@ -64,7 +64,7 @@ export function myPage() {
     if (!action) return '';
     const fields = [['firstName', 'First name', 'text', 'given-name'], ['lastName', 'Last name', 'text', 'family-name'],
       ['dateOfBirth', 'Date of birth (YYYY-MM-DD)', 'text', 'bday']];
-    const inputs = {};
+    const inputs = {}; // by the API's field names, so a 400's `fields` lands under each (answers.<id> too)
     const rows = fields.map(([name, label, type, ac]) => {
       const err = h('p', { cls: 'field-error', id: `edit-${name}-err`, testid: `edit-${name}-error` });
       inputs[name] = { err, input: h('input', { id: `edit-${name}`, name, type, autocomplete: ac, value: reg[name],
@@ -73,14 +73,44 @@ export function myPage() {
     });
     const st = h('p', { role: 'status', testid: 'edit-status' });
     const save = h('button', { type: 'submit', testid: 'edit-save' }, 'Save my details');
-    const form = h('form', { novalidate: true, testid: 'edit-form' }, rows, save, st);
+    // The event's questions as the registration form asks them (questions.js), filled in with
+    // this runner's answers; the waiver is not asked again. Loaded only for an event that asks any.
+    const qhost = h('div', { testid: 'edit-questions' });
+    const state = { answers: structuredClone(reg.answerValues || {}), dateOfBirth: reg.dateOfBirth };
+    const setErr = (name, msg) => inputs[name] && setText(inputs[name].err, msg || '');
+    let questions = null;
+    const form = h('form', { novalidate: true, testid: 'edit-form' }, rows, qhost, save, st);
+    if (Object.keys(reg.answerValues || {}).length) {
+      import('./questions.js').then(async (m) => {
+        const { data } = await api('GET', `/races/${enc(reg.raceId)}/events/${enc(reg.eventId)}/questions`, { signal });
+        // The runner's own choices stay offered even when no other unit of them is left.
+        const soldOut = Object.fromEntries(Object.entries(data.soldOut || {}).map(([q, ids]) =>
+          [q, ids.filter((id) => ![].concat(reg.answerValues[q] ?? []).includes(id))]));
+        if (data.questions.length) {
+          questions = m.mountQuestions(qhost, { ...data, soldOut, waiver: null },
+            { state, save: () => {}, fields: inputs, raceDate: reg.raceDate, setErr });
+        }
+      }).catch((e) => signal.aborted || qhost.replaceChildren(
+        h('p', { cls: 'muted' }, `Your answers cannot be changed here just now (${e.message}).`)));
+    }
+    const same = (a, b) => JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const change = {};
       for (const [name, { input, err }] of Object.entries(inputs)) {
         setText(err, '');
         input.removeAttribute('aria-invalid');
-        if (input.value.trim() !== reg[name]) change[name] = input.value.trim();
+        if (!name.startsWith('answers.') && input.value.trim() !== reg[name]) change[name] = input.value.trim();
+      }
+      if (questions) {
+        const errs = questions.check();
+        const first = Object.keys(errs)[0];
+        if (first) {
+          for (const k of Object.keys(errs)) inputs[k] && inputs[k].input.setAttribute('aria-invalid', 'true');
+          return inputs[first] ? inputs[first].input.focus() : setText(st, errs[first]);
+        }
+        const { answers } = questions.body();
+        if (!same(answers, reg.answerValues || {})) change.answers = answers;
       }
       if (!Object.keys(change).length) return setText(st, 'Nothing to save: nothing changed.');
       save.disabled = true;
@@ -100,7 +130,7 @@ export function myPage() {
     });
     return h('section', { 'aria-labelledby': 'edit-title', testid: 'my-edit' },
       h('h2', { id: 'edit-title' }, 'Correct my details'),
-      h('p', { cls: 'muted' }, `You can correct them until ${day(action.until)}. To change your answers, contact the organiser.`),
+      h('p', { cls: 'muted' }, `You can correct your details and answers until ${day(action.until)}.`),
       form);
   }
 

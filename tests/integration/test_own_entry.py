@@ -471,3 +471,55 @@ def test_a_runner_corrects_their_details_and_swaps_a_size_only_for_one_with_stoc
     _no_address_in_the_trail(kim, rid)
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
+
+
+def test_a_team_member_cancels_their_own_place_the_captains_card_is_refunded_and_both_are_told(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    # The refund goes to the card that paid (the captain's); the provider does not answer the
+    # first call, so the sweeper finishes the cancellation: the captain still hears of it.
+    kim = director("kim-own-team")
+    body = race_body((10,))
+    body["events"][0] |= {"teamMinSize": 2, "teamMaxSize": 4, "priceCents": 3000}
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    policy = {"runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "feeCents": 500}
+    assert kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": policy}).status_code == 200
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    tag = rid[-6:].lower()
+    members = [runner(f"crew{i}.{tag}@example.com", token=None) | {"firstName": f"Crew{i}"} for i in range(3)]
+    team = api.post(f"/api/races/{rid}/events/{eid}/teams", json={"places": 3})
+    assert team.status_code == 201, team.text
+    paid = api.post(
+        f"/api/holds/{team.json()['holdId']}/team",
+        json={"teamName": "Night Owls", "members": members, "paymentMethod": "pm_card_visa"},
+    )
+    assert paid.status_code == 202, paid.text
+    ids = backend.holds().get(team.json()["holdId"]).memberIds
+    wait_confirmed(api, ids)
+    captain, leaver = members[0]["email"], members[1]["email"]
+    me = {HEADER: _link_token(stack, leaver)}
+    quote = api.get("/api/my/registration/cancellation", headers=me).json()
+    assert (quote["paidCents"], quote["amountCents"]) == (3000, 2500)  # their share, less the fee
+
+    try:
+        standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+        answer = api.post("/api/my/registration/cancellation", headers=me, json={"amountCents": 2500})
+    finally:
+        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/")
+    assert answer.status_code == 429, answer.text
+    wait_until(lambda: backend.registrations().get(ids[1]).status == "CANCELLED", timeout=30)
+
+    intent = backend.registrations().get(ids[0]).chargeId
+    assert [r["amount"] for r in _refunds_at_provider(stack, intent)] == [2500]  # once, on the team's payment
+    wait_until(lambda: _mail(stack, captain, "refund") and _mail(stack, leaver, "refund"), timeout=45)
+    (told,) = _mail(stack, captain, "refund")
+    assert "Hi Crew0" in told["text"] and "Crew1's place" in told["text"] and "25.00" in told["text"], told["text"]
+    assert len(_mail(stack, leaver, "refund")) == 1
+    assert not _mail(stack, members[2]["email"], "refund")  # the third member is not told
+    others = [backend.registrations().get(r) for r in (ids[0], ids[2])]
+    assert [r.status for r in others] == ["CONFIRMED", "CONFIRMED"]
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    _no_address_in_the_trail(kim, rid)

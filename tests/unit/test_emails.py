@@ -96,6 +96,16 @@ def test_given_a_refund_when_rendered_then_both_bodies_state_the_refunded_amount
     assert "refunded" in email.text
 
 
+def test_a_team_members_refund_told_to_the_payer_says_whose_place_and_that_their_card_was_refunded():
+    body = refund()
+    body["data"] |= {"payerFirstName": "Cap<tain>", "teamName": "Night & Owls"}
+    email = render(EmailMessage.model_validate(body))
+    assert email.text.startswith("Hi Cap<tain>,")
+    assert "'s place in" in email.text and "(Night & Owls)" in email.text
+    assert "refunded to the card that paid for the team" in email.text and "€45.00" in email.subject
+    assert "Cap&lt;tain&gt;" in email.html and "Night &amp; Owls" in email.html and "<tain>" not in email.html
+
+
 def test_given_markup_in_the_data_when_rendered_then_the_html_escapes_every_value():
     hostile = '<script>alert("x")</script>'
     body = confirmation(

@@ -70,7 +70,9 @@ class ConfirmationData(_Data):
 
 
 class RefundData(_Data):
-    pass
+    # Set when the email goes to a team's payer about a member's refund (their card is refunded).
+    payerFirstName: str | None = Field(default=None, min_length=1, max_length=200)
+    teamName: str | None = Field(default=None, max_length=200)
 
 
 class EmailChangeData(Model):

@@ -321,6 +321,8 @@ def render_refund(raw: dict[str, Any]) -> RenderedEmail:
         "amount": format_money(d.amountCents, d.currency),
         "registrationId": d.registrationId,
     }
+    if d.payerFirstName and d.amountCents:
+        return _render_payers_refund(d, values)
     # The director may cancel with no refund (or the entry was free): say so, not "0.00 refunded".
     if d.amountCents:
         tail = " and {} has been refunded to your original payment method.\nIt can take a few days to appear."
@@ -332,6 +334,26 @@ def render_refund(raw: dict[str, Any]) -> RenderedEmail:
     refunded_html = tail.format(f"<strong>{escaped['amount']}</strong>" if d.amountCents else "")
     content = _REFUND_HTML.substitute(escaped | {"refundedHtml": refunded_html})
     text = _REFUND_TEXT.substitute(values | {"refunded": tail.format(values["amount"] if d.amountCents else "")})
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
+def _render_payers_refund(d: RefundData, values: dict[str, str]) -> RenderedEmail:
+    """To a team's captain: a member's place was cancelled and their share went back to the
+    captain's card, which paid for the team (the member is told in their own email)."""
+    team = f" ({d.teamName})" if d.teamName else ""
+    subject = _one_line(f"Refund to your card for {d.raceName}: {values['amount']}")
+    said = (
+        f"{values['firstName']}'s place in {values['raceName']} — {values['eventName']}{team} has been cancelled, "
+        f"and {values['amount']} has been refunded to the card that paid for the team."
+    )
+    text = (
+        f"Hi {d.payerFirstName},\n\n{said}\nIt can take a few days to appear.\n\n"
+        f"  Registration:  {d.registrationId}\n\nRacecap\n"
+    )
+    content = (
+        '<h1 style="font-size:22px;margin:0 0 12px">A refund to your card</h1>'
+        f'<p style="margin:0 0 16px">Hi {html.escape(d.payerFirstName or "")}, {html.escape(said)}</p>'
+    )
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
 
 

@@ -130,6 +130,7 @@ class Cancellations:
             if status == RegistrationPhase.CANCELLED:
                 # Done (now or before): make sure the runner hears of it; the sender deduplicates.
                 self._emails.send(refund_email(reg))
+                self._tell_the_payer(reg)
                 return _view(reg, changed)
             if status == RegistrationPhase.CONFIRMED:
                 self._begin(director, reg, reason, refund, amount_cents)
@@ -344,6 +345,23 @@ class Cancellations:
             return
         race, _ = self._catalog.definition(reg.raceId)
         self.cancel(PROVIDER, race, reg.registrationId)
+
+    def _tell_the_payer(self, reg: Registration) -> None:
+        """A team member's refund goes to the card that paid, the captain's: the captain hears of
+        it too, whoever cancelled and whatever finished it (a click, the sweeper, a webhook),
+        under a key of its own so the sender drops neither and repeats neither."""
+        captain_id = (reg.teamMembers or [reg.registrationId])[0]
+        if captain_id == reg.registrationId or not refunded_by_cancel(reg):
+            return
+        captain = self._regs.get(captain_id)
+        if captain is None or not captain.email:  # purged, or gone: the member's own email stands
+            logger.warning("a team's payer could not be told of a refund", extra={"registrationId": reg.registrationId})
+            return
+        message = refund_email(reg)
+        data = message.data | {"payerFirstName": captain.firstName, "teamName": reg.teamName}
+        self._emails.send(
+            message.model_copy(update={"to": captain.email, "dedupKey": f"{message.dedupKey}:payer", "data": data})
+        )
 
     def _refund_and_release(self, reg: Registration) -> None:
         rid = reg.registrationId

@@ -22,14 +22,13 @@ from typing import Literal, Protocol
 
 from pydantic import Field
 
-from racecap.aws.queues import MessageQueue
 from racecap.emails.models import AnswerLine
 from racecap.errors import Conflict, Forbidden
-from racecap.ledger.cancellations import Cancellations, RefundChoice, refund_email
+from racecap.ledger.cancellations import Cancellations, RefundChoice
 from racecap.ledger.policy import PolicyQuote, policy_refund
 from racecap.ledger.service import Ledger, RefundTooLarge
 from racecap.models import Actor, Model, director_kind
-from racecap.observability import logger
+from racecap.questions.models import AnswerValue, StoredAnswers
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
 from racecap.races.rules import today_in
@@ -91,6 +90,11 @@ class MyRegistration(Model):
     answers: list[AnswerLine] = Field(
         default_factory=list, description="The registration questions' answers, in words."
     )
+    answerValues: dict[str, AnswerValue] = Field(
+        default_factory=dict,
+        description="The same answers as the registration sent them (question id: value), for the form that "
+        "corrects them (PATCH /api/my/registration sends every answer).",
+    )
     waiverAccepted: bool
     cancelledAt: str | None = None
     cancelledBy: Literal["you", "the organiser", "the payment provider", "Racecap"] | None = None
@@ -129,7 +133,6 @@ class OwnEntry:
         ledger: Ledger,
         cancellations: Cancellations,
         catalog: RaceDefinitions,
-        emails: MessageQueue,
         answers: AnswersInWords | None = None,
         today: Callable[[str], date] | None = None,
     ) -> None:
@@ -138,7 +141,6 @@ class OwnEntry:
         self._ledger = ledger
         self._cancellations = cancellations
         self._catalog = catalog
-        self._emails = emails
         self._answers = answers
         self._today = today or today_in
 
@@ -177,8 +179,6 @@ class OwnEntry:
         elif reg.status == RegistrationPhase.CANCELLING:
             self._cancellations.cancel(runner, race, reg.registrationId)  # resume under its own key
         done = self._regs.get(reg.registrationId) or reg
-        if done.status == RegistrationPhase.CANCELLED and done.cancelledBy == "runner":
-            self._tell_the_payer(done)
         refunded = done.cancelRefundCents or 0
         view = self._view(done, race)
         if done.status == RegistrationPhase.CANCELLING:
@@ -249,24 +249,12 @@ class OwnEntry:
             refundedCents=statement.refundedCents,
             pendingRefundCents=statement.pendingCents,
             answers=answers,
+            answerValues=stored.answers if (stored := StoredAnswers.of(reg.answers, reg.questionsVersion)) else {},
             waiverAccepted=bool(reg.waiver),
             cancelledAt=reg.cancelledAt,
             cancelledBy=_who(reg.cancelledBy) if reg.cancelledBy else None,
             actions=actions,
         )
-
-    def _tell_the_payer(self, reg: Registration) -> None:
-        """A team member's refund goes to the card that paid, the captain's: the captain hears
-        of it too (deduplicated by its own key, as the member's is by theirs)."""
-        captain_id = (reg.teamMembers or [reg.registrationId])[0]
-        if captain_id == reg.registrationId or not reg.cancelRefundCents:
-            return
-        captain = self._regs.get(captain_id)
-        if captain is None or not captain.email:
-            logger.warning("a team's payer could not be told of a refund", extra={"registrationId": reg.registrationId})
-            return
-        message = refund_email(reg)
-        self._emails.send(message.model_copy(update={"to": captain.email, "dedupKey": f"{message.dedupKey}:payer"}))
 
 
 def _not_allowed(reg: Registration, race: Race, today: date) -> str | None:

@@ -101,10 +101,9 @@ def cancellations() -> Cancellations:
 @lru_cache(maxsize=1)
 def own_entry() -> OwnEntry:
     """A runner's own entry, through the link in their email."""
-    from racecap.emails.wiring import emails_queue
     from racecap.ledger.own_entry import OwnEntry
     from racecap.questions.wiring import questions
     from racecap.races.wiring import catalog
     from racecap.registration.wiring import links
 
-    return OwnEntry(links(), cancel_store(), ledger(), cancellations(), catalog(), emails_queue(), questions())
+    return OwnEntry(links(), cancel_store(), ledger(), cancellations(), catalog(), questions())
