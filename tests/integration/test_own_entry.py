@@ -523,3 +523,57 @@ def test_a_team_member_cancels_their_own_place_the_captains_card_is_refunded_and
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
     _no_address_in_the_trail(kim, rid)
+
+
+def test_a_team_member_swaps_their_own_size_and_their_cancel_returns_the_new_unit_not_a_teammates(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    kim = director("kim-own-team-size")
+    body = race_body((10,))
+    body["events"][0] |= {"teamMinSize": 2, "teamMaxSize": 4, "priceCents": 2000}
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    policy = {"runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "editUntil": _day(20)}
+    assert kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": policy}).status_code == 200
+    sizes = [{"id": "S", "label": "Small", "quantity": 1}, {"id": "M", "label": "Medium", "quantity": 3},
+             {"id": "L", "label": "Large", "quantity": 3}]  # fmt: skip
+    saved = kim.put(
+        f"/api/admin/races/{rid}/events/{eid}/questions",
+        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
+              "expectedVersion": 0},
+    )  # fmt: skip
+    assert saved.status_code == 200, saved.text
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    tag = rid[-6:].lower()
+    members = [
+        runner(f"sized{i}.{tag}@example.com", token=None) | {"firstName": f"Sized{i}", "answers": {"shirt": size}}
+        for i, size in enumerate(("M", "M", "S"))
+    ]
+    team = api.post(f"/api/races/{rid}/events/{eid}/teams", json={"places": 3}).json()
+    paid = api.post(
+        f"/api/holds/{team['holdId']}/team",
+        json={"teamName": "Sizes", "members": members, "paymentMethod": "pm_card_visa"},
+    )
+    assert paid.status_code == 202, paid.text
+    ids = backend.holds().get(team["holdId"]).memberIds
+    wait_confirmed(api, ids)
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 2, "L": 0}
+
+    # The second member: Small is gone (their teammate has it), Large has room.
+    me = {HEADER: _link_token(stack, members[1]["email"])}
+    sold = api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "S"}})
+    assert (sold.status_code, sold.json()["error"]) == (409, "OPTION_SOLD_OUT"), sold.text
+    large = api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "L"}})
+    assert large.status_code == 200, large.text
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 1, "L": 1}
+    recorded = [m.stock for m in backend.holds().get(team["holdId"]).attempt.team()]
+    assert [[e.split("#")[1] for e in s or []] for s in recorded] == [["M"], ["L"], ["S"]]
+
+    # Their cancellation gives back Large (what they hold now), and no teammate's unit.
+    quote = api.get("/api/my/registration/cancellation", headers=me).json()
+    done = api.post("/api/my/registration/cancellation", headers=me, json={"amountCents": quote["amountCents"]})
+    assert done.status_code == 200, done.text
+    assert _stock(kim, rid, eid) == {"S": 1, "M": 1, "L": 0}
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations

@@ -180,3 +180,43 @@ def test_results_rank_teams_by_their_best_times_as_the_director_chose(
     assert rows == [(1, "Gulls", "1:10:00"), (None, "Terns", None)]  # Terns: one finisher of the two that count
     gulls = standings["teams"][0]["members"]
     assert [(m["bib"], m["scored"]) for m in gulls] == [(3, True), (1, True), (2, False)]
+
+
+def test_two_members_choosing_the_same_limited_size_take_two_units_or_are_told_it_is_sold_out(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    # Both units land on one stock shard: one write of two units, held to the shard's cap (a
+    # transaction names an item once; CI found the 500 when it named it twice).
+    kim, rid, eid = _team_race(director, api, cap=10, sizes=(2, 4))
+    sizes = [{"id": "M", "label": "Medium", "quantity": 3}, {"id": "L", "label": "Large"}]
+    saved = kim.put(
+        f"/api/admin/races/{rid}/events/{eid}/questions",
+        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
+              "expectedVersion": 0},
+    )  # fmt: skip
+    assert saved.status_code == 200, saved.text
+
+    def team_of(shirts: tuple[str, ...], tag: str) -> requests.Response:
+        members = [m | {"answers": {"shirt": s}} for m, s in zip(_members(len(shirts), rid + tag), shirts, strict=True)]
+        team = api.post(f"/api/races/{rid}/events/{eid}/teams", json={"places": len(shirts)}).json()
+        body = {"teamName": f"Team {tag}", "members": members, "paymentMethod": "pm_card_visa"}
+        return api.post(f"/api/holds/{team['holdId']}/team", json=body)
+
+    def medium_taken() -> int:
+        stock = kim.get(f"/api/admin/races/{rid}/events/{eid}/questions").json()["stock"]
+        return sum(s["taken"] for s in stock if s["optionId"] == "M")
+
+    first = team_of(("M", "M"), "a")
+    assert first.status_code == 202, first.text
+    assert medium_taken() == 2
+    # One Medium left: a team wanting two is told which member's size is gone, and nothing moved.
+    second = team_of(("L", "M", "M"), "b")
+    assert second.status_code == 409 and second.json()["error"] == "OPTION_SOLD_OUT", second.text
+    assert set(second.json()["fields"]) & {"members.1.answers.shirt", "members.2.answers.shirt"}
+    assert medium_taken() == 2
+    third = team_of(("M", "L"), "c")
+    assert third.status_code == 202, third.text
+    assert medium_taken() == 3
+    wait_confirmed(api, [first.json()["registrationId"], third.json()["registrationId"]])
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations

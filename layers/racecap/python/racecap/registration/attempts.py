@@ -5,11 +5,13 @@ the same transaction as the hold's phase. On the holds' own writes (``holds.stor
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from racecap.aws.items import (
+    from_item,
     is_conditional_failure,
     to_item,
     values,
@@ -96,6 +98,11 @@ class MemberEmailTaken(Exception):
         self.index = index
 
 
+def _stock_entries(attempt: Attempt) -> list[tuple[str, int]]:
+    """The attempt's stocked units by shard item: (entry, units), in the order first taken."""
+    return list(Counter(attempt.stock or ()).items())
+
+
 def email_claims(hold: Hold, attempt: Attempt) -> list[tuple[str, str]]:
     """The (email, registration id) pairs an attempt claims: its runner's, or every member's."""
     if hold.is_team:
@@ -106,17 +113,41 @@ def email_claims(hold: Hold, attempt: Attempt) -> list[tuple[str, str]]:
 class DynamoAttempts(DynamoHolds):
     # -- paying -------------------------------------------------------------------------------
     def _stock_items(self, hold: Hold, attempt: Attempt, delta: int) -> list[TransactItem]:
-        """Take (+1, only below the shard's cap) or give back (-1) the attempt's stocked options."""
-        return [
-            update_item(
-                self._table,
-                stock_key(hold.raceId, hold.eventId, entry),
-                "SET taken = taken + :d",
-                condition="taken < cap" if delta > 0 else None,
-                vals={":d": delta},
+        """Take (+1 a unit, only below the shard's cap) or give back (-1) the attempt's stocked
+        options, one write per shard item (``_stock_entries`` order).
+
+        A transaction may name an item once, and a team's members may choose the same option on
+        the same shard: their units are one write of ``n``. ``taken < cap`` guards one unit only
+        and a condition cannot add, so for ``n`` > 1 the shard's cap is read (consistently) and
+        the write holds to ``taken <= cap - n`` with the cap unchanged (a cap the director moved
+        meanwhile fails it, as a full shard does, and the caller tries again)."""
+        items = []
+        for entry, n in _stock_entries(attempt):
+            condition, vals = None, {":d": delta * n}
+            if delta > 0 and n == 1:
+                condition = "taken < cap"
+            elif delta > 0:
+                cap = self._stock_cap(hold, entry)
+                condition, vals = "cap = :cap AND taken <= :most", {**vals, ":cap": cap, ":most": cap - n}
+            items.append(
+                update_item(
+                    self._table,
+                    stock_key(hold.raceId, hold.eventId, entry),
+                    "SET taken = taken + :d",
+                    condition=condition,
+                    vals=vals,
+                )
             )
-            for entry in attempt.stock or ()
-        ]
+        return items
+
+    def _stock_cap(self, hold: Hold, entry: str) -> int:
+        got = self._db.get_item(
+            TableName=self._table,
+            Key=stock_key(hold.raceId, hold.eventId, entry),
+            ConsistentRead=True,
+            ProjectionExpression="cap",
+        ).get("Item")
+        return int(from_item(got)["cap"]) if got else 0
 
     def begin_payment(
         self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
@@ -194,7 +225,7 @@ class DynamoAttempts(DynamoHolds):
             )
         except ConditionFailed as exc:
             if exc.first > len(claims):
-                raise OptionShardFull((attempt.stock or [])[exc.first - 1 - len(claims)]) from exc
+                raise OptionShardFull(_stock_entries(attempt)[exc.first - 1 - len(claims)][0]) from exc
             if exc.first == 0:
                 return BeginOutcome.HOLD_GONE
             if hold.is_team:

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from racecap.audit.service import AuditTrail
 from racecap.aws.keys import hold_key, reg_key, stock_entry, stock_key
 from racecap.aws.transactions import ConditionFailed, TransactItem, update_item
-from racecap.errors import Conflict, Forbidden, OptionSoldOut, ValidationFailed
+from racecap.errors import Conflict, Forbidden, OptionSoldOut
 from racecap.holds.models import Hold
 from racecap.models import Actor
 from racecap.questions.models import StockedChoice, StoredAnswers
@@ -136,19 +136,24 @@ class DetailsEdits:
     def _stock_moves(self, reg: Registration, race: Race, event: Event, stored: StoredAnswers, full: set[str]) -> _Plan:
         """The units to take and give back, and the hold's new record of them."""
         hold = self._holds.get(reg.holdId)
-        held = list((hold.attempt.stock if hold and hold.attempt else None) or [])
+        if hold is None or hold.attempt is None:
+            raise Conflict("This registration's payment record is gone; contact the organiser.")
+        # Where the hold records this runner's units: the attempt's own, or in a team's, their
+        # member's entry (the captain's card paid; each member's units are theirs alone).
+        path, owner, held = "attempt.stock", "registrationId", list(hold.attempt.stock or [])
+        if hold.is_team:
+            members = hold.attempt.team()
+            index = next((i for i, m in enumerate(members) if m.registrationId == reg.registrationId), None)
+            if index is None:
+                raise Conflict("This registration is not in its team's record; contact the organiser.")
+            path, owner = f"attempt.members[{index}].stock", f"attempt.members[{index}].registrationId"
+            held = list(members[index].stock or [])
         chosen = self._answers.stocked(reg.raceId, reg.eventId, stored)
         kept = [e for e in held if any(e.startswith(f"{c.question_id}#{c.option_id}#") for c in chosen)]
         wanted = [c for c in chosen if not any(e.startswith(f"{c.question_id}#{c.option_id}#") for e in kept)]
         released = [e for e in held if e not in kept]
         if not wanted and not released:
             return _Plan()
-        if hold is None or hold.is_team:
-            raise ValidationFailed(
-                "A team member's option with limited stock is changed by the organiser; contact them.",
-                fields={f"answers.{c.question_id}": "Contact the organiser to change it." for c in wanted}
-                or {"answers": "Contact the organiser to change it."},
-            )
         taken: list[str] = []
         for c in wanted:
             room = [s for s in c.shards if stock_entry(c.question_id, c.option_id, s) not in full]
@@ -170,11 +175,13 @@ class DetailsEdits:
                 for e in released
             ),
         ]  # fmt: skip
+        # Conditional on the hold still naming this runner there (a team's member list never
+        # reorders once paid; the condition makes sure of it rather than trusting it).
         record = update_item(
             self._inv,
             hold_key(hold.holdId),
-            "SET attempt.stock = :stock",
-            condition="registrationId = :rid",
+            f"SET {path} = :stock",
+            condition=f"{owner} = :rid",
             vals={":stock": [*kept, *taken], ":rid": reg.registrationId},
         )
         return _Plan(items, [record], taken)
