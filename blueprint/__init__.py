@@ -681,6 +681,23 @@ FUNCTIONS: tuple[Function, ...] = (
         memory_mb=1024,
     ),
     Function(
+        "MyRegistrationApi",
+        "functions/my_registration_api",
+        "A runner's own entry from their email's link: find it, see it, correct it, move it, cancel it",
+        grants=(
+            TableAccess("Races", "read"),
+            TableAccess("Inventory", "readwrite"),  # email claims, stocked options, holds, stats
+            TableAccess("Registrations", "readwrite"),  # edits, the address, cancellations
+            TableAccess("Audit", "readwrite"),  # every change is audited (no address in it)
+            QueueAccess("Emails", "send"),  # the link, the email change, the refund emails
+            ReadSecret("PaymentProvider"),  # refunds under the race's policy
+            ReadSecret("FairnessSigningKey"),  # the link's and the email change's tokens
+        ),
+        # No warm start: a few requests at a time, days after an opening (cold starts are the
+        # opening function's problem, and this function is out of its way: see its handler).
+        memory_mb=1024,
+    ),
+    Function(
         "RegistrationWriter",
         "functions/registration_writer",
         "Persists paid registrations from the queue, assigns bibs, enqueues email",
@@ -903,13 +920,13 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/races/{raceId}/queue/challenge", "RegistrationApi"),
     Route("GET", "/api/races/{raceId}/queue/now-serving", "RegistrationApi"),
     # A runner's own entry: "find my registration", then what the emailed link opens.
-    Route("POST", "/api/races/{raceId}/registration-link", "RegistrationApi"),
-    Route("GET", "/api/my/registration", "RegistrationApi"),
-    Route("PATCH", "/api/my/registration", "RegistrationApi"),
-    Route("GET", "/api/my/registration/cancellation", "RegistrationApi"),
-    Route("POST", "/api/my/registration/cancellation", "RegistrationApi"),
-    Route("POST", "/api/my/registration/email", "RegistrationApi"),
-    Route("POST", "/api/my/registration/email/confirm", "RegistrationApi"),
+    Route("POST", "/api/races/{raceId}/registration-link", "MyRegistrationApi"),
+    Route("GET", "/api/my/registration", "MyRegistrationApi"),
+    Route("PATCH", "/api/my/registration", "MyRegistrationApi"),
+    Route("GET", "/api/my/registration/cancellation", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/cancellation", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/email", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/email/confirm", "MyRegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.
