@@ -65,12 +65,19 @@ def test_the_poll_and_the_webhook_after_a_confirmation_read_no_table_and_a_cance
     assert api.get(f"/api/registrations/{reg_id}").json() == status.model_dump(mode="json")
 
     # Without the mark (Redis lost it): the hold is read once, the answer is the same, and
-    # the mark is back for the next redelivery.
-    shared().delete(paid_mark(intent.id))
-    shared().local.clear()
-    with dynamodb_calls() as calls:
-        assert service.payment_succeeded(intent) == "already"
-    assert calls["GetItem"] == 1, calls
+    # the mark is back for the next redelivery. The provider's own webhook for this payment
+    # may land between the delete and the call (late on a loaded machine, it marks again, as it
+    # should): then the call reads nothing, and the next delete is tried.
+    reads = []
+    for _ in range(5):
+        shared().delete(paid_mark(intent.id))
+        shared().local.clear()
+        with dynamodb_calls() as calls:
+            assert service.payment_succeeded(intent) == "already"
+        reads.append(calls["GetItem"])
+        if calls["GetItem"]:
+            break
+    assert reads[-1] == 1 and sum(reads) == 1, reads
     with dynamodb_calls() as calls:
         assert service.payment_succeeded(intent) == "already"
     assert sum(calls.values()) == 0, calls
