@@ -20,7 +20,7 @@ from racecap.aws.keys import reg_key
 
 from local.stack import LocalStack
 
-from .admin import race_body, wait_until
+from .admin import ask_shirt_sizes, race_body, wait_until
 from .flows import (
     hold_and_register,
     runner,
@@ -52,15 +52,27 @@ def _link_token(stack: LocalStack, to: str, kind: str = "confirmation") -> str:
 
 
 def _race(
-    director: Any, api: requests.Session, price: int, policy: dict[str, Any], caps: tuple[int, ...] = (5,)
+    director: Any,
+    api: requests.Session,
+    price: int,
+    policy: dict[str, Any],
+    caps: tuple[int, ...] = (5,),
+    *,
+    who: str = "kim-own",
+    teams: bool = False,
+    sizes: list[dict[str, Any]] | None = None,
 ) -> tuple[str, str, Any]:
-    kim = director("kim-own")
+    """An open race of one event at ``price`` under ``policy`` (for teams of 2 to 4 with
+    ``teams``; with a T-shirt question of ``sizes``): (race id, event id, its director)."""
+    kim = director(who)
     body = race_body(caps)
-    body["events"][0]["priceCents"] = price
+    body["events"][0] |= {"priceCents": price, **({"teamMinSize": 2, "teamMaxSize": 4} if teams else {})}
     race = kim.post("/api/admin/races", json=body).json()
     rid, eid = race["raceId"], race["events"][0]["eventId"]
     patched = kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": policy})
     assert patched.status_code == 200, patched.text
+    if sizes:
+        ask_shirt_sizes(kim, rid, eid, sizes)
     kim.open_now(rid)
     wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
     return rid, eid, kim
@@ -405,12 +417,7 @@ def test_a_runner_corrects_their_details_and_swaps_a_size_only_for_one_with_stoc
     rid, eid, kim = _race(director, api, 3000, policy)
     sizes = [{"id": "S", "label": "Small", "quantity": 1}, {"id": "M", "label": "Medium", "quantity": 2},
              {"id": "L", "label": "Large"}]  # fmt: skip
-    saved = kim.put(
-        f"/api/admin/races/{rid}/events/{eid}/questions",
-        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
-              "expectedVersion": 0},
-    )  # fmt: skip
-    assert saved.status_code == 200, saved.text
+    ask_shirt_sizes(kim, rid, eid, sizes)
     tag = rid[-6:].lower()
     mine, other = f"edit.{tag}@example.com", f"small.{tag}@example.com"
     _, reg_id = hold_and_register(api, rid, eid, runner(mine) | {"answers": {"shirt": "M"}})
@@ -478,15 +485,8 @@ def test_a_team_member_cancels_their_own_place_the_captains_card_is_refunded_and
 ) -> None:
     # The refund goes to the card that paid (the captain's); the provider does not answer the
     # first call, so the sweeper finishes the cancellation: the captain still hears of it.
-    kim = director("kim-own-team")
-    body = race_body((10,))
-    body["events"][0] |= {"teamMinSize": 2, "teamMaxSize": 4, "priceCents": 3000}
-    race = kim.post("/api/admin/races", json=body).json()
-    rid, eid = race["raceId"], race["events"][0]["eventId"]
     policy = {"runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "feeCents": 500}
-    assert kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": policy}).status_code == 200
-    kim.open_now(rid)
-    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    rid, eid, kim = _race(director, api, 3000, policy, (10,), who="kim-own-team", teams=True)
     tag = rid[-6:].lower()
     members = [runner(f"crew{i}.{tag}@example.com", token=None) | {"firstName": f"Crew{i}"} for i in range(3)]
     team = api.post(f"/api/races/{rid}/events/{eid}/teams", json={"places": 3})
@@ -528,23 +528,10 @@ def test_a_team_member_cancels_their_own_place_the_captains_card_is_refunded_and
 def test_a_team_member_swaps_their_own_size_and_their_cancel_returns_the_new_unit_not_a_teammates(
     director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
-    kim = director("kim-own-team-size")
-    body = race_body((10,))
-    body["events"][0] |= {"teamMinSize": 2, "teamMaxSize": 4, "priceCents": 2000}
-    race = kim.post("/api/admin/races", json=body).json()
-    rid, eid = race["raceId"], race["events"][0]["eventId"]
     policy = {"runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "editUntil": _day(20)}
-    assert kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": policy}).status_code == 200
     sizes = [{"id": "S", "label": "Small", "quantity": 1}, {"id": "M", "label": "Medium", "quantity": 3},
              {"id": "L", "label": "Large", "quantity": 3}]  # fmt: skip
-    saved = kim.put(
-        f"/api/admin/races/{rid}/events/{eid}/questions",
-        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
-              "expectedVersion": 0},
-    )  # fmt: skip
-    assert saved.status_code == 200, saved.text
-    kim.open_now(rid)
-    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    rid, eid, kim = _race(director, api, 2000, policy, (10,), who="kim-own-team-size", teams=True, sizes=sizes)
     tag = rid[-6:].lower()
     members = [
         runner(f"sized{i}.{tag}@example.com", token=None) | {"firstName": f"Sized{i}", "answers": {"shirt": size}}

@@ -14,7 +14,7 @@ from racecap.aws.keys import shard_key
 
 from local.stack import LocalStack
 
-from .admin import race_body, wait_until
+from .admin import ask_shirt_sizes, race_body, wait_until
 from .flows import intents_for, register, runner, standin, wait_confirmed, wait_for_audit
 
 pytestmark = pytest.mark.integration
@@ -186,15 +186,9 @@ def test_two_members_choosing_the_same_limited_size_take_two_units_or_are_told_i
     director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
     # Both units land on one stock shard: one write of two units, held to the shard's cap (a
-    # transaction names an item once; CI found the 500 when it named it twice).
+    # transaction names an item once; naming it twice was a 500, found by the own-entry tests).
     kim, rid, eid = _team_race(director, api, cap=10, sizes=(2, 4))
-    sizes = [{"id": "M", "label": "Medium", "quantity": 3}, {"id": "L", "label": "Large"}]
-    saved = kim.put(
-        f"/api/admin/races/{rid}/events/{eid}/questions",
-        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
-              "expectedVersion": 0},
-    )  # fmt: skip
-    assert saved.status_code == 200, saved.text
+    ask_shirt_sizes(kim, rid, eid, [{"id": "M", "label": "Medium", "quantity": 3}, {"id": "L", "label": "Large"}])
 
     def team_of(shirts: tuple[str, ...], tag: str) -> requests.Response:
         members = [m | {"answers": {"shirt": s}} for m, s in zip(_members(len(shirts), rid + tag), shirts, strict=True)]
