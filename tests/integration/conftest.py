@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -149,9 +150,19 @@ def in_process_env(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterat
         monkeypatch.setenv(key, value)
     # The process-wide Metrics object was made before this environment existed.
     monkeypatch.setattr(metrics, "namespace", env["POWERTOOLS_METRICS_NAMESPACE"])
-    caches = (config.get_settings, clients.aws, clients.cache)
-    for cached in caches:
-        cached.cache_clear()
+    _clear_built()
     yield
-    for cached in caches:
+    _clear_built()
+
+
+def _clear_built() -> None:
+    """Forget the settings, clients and everything the wirings built from them: a store
+    built earlier holds a client this test cannot see (its calls go uncounted) or an
+    environment that is gone."""
+    for cached in (config.get_settings, clients.aws, clients.cache):
         cached.cache_clear()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("racecap.") and (name.endswith(".wiring") or name == "racecap.cache"):
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", "") == name:
+                    value.cache_clear()

@@ -45,8 +45,6 @@ def dynamodb_calls() -> Iterator[Counter[str]]:
 def test_the_poll_and_the_webhook_after_a_confirmation_read_no_table_and_a_cancellation_is_seen_at_once(
     director: Any, api: requests.Session, stack: LocalStack, backend: Any, in_process_env: None
 ) -> None:
-    for built in (registration_service, payments, shared):  # built for this stack's environment
-        built.cache_clear()
     kim = director("kim-round-trips")
     race = kim.post("/api/admin/races", json=race_body((5,))).json()
     race_id, event_id = race["raceId"], race["events"][0]["eventId"]
