@@ -845,7 +845,7 @@ _RESULTS_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST"], str], ...] = (
 )
 
 # The race directors' admin API: every route behind the JWT authorizer.
-_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = (
+_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str], ...] = (
     ("GET", "/races"),
     ("POST", "/races"),
     ("GET", "/races/{raceId}"),
@@ -876,6 +876,9 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = 
     ("GET", "/races/{raceId}/codes"),
     ("POST", "/races/{raceId}/codes"),
     ("POST", "/races/{raceId}/codes/bulk"),
+    # An event's waitlist (racecap.waitlist): the list, removing someone.
+    ("GET", "/races/{raceId}/events/{eventId}/waitlist"),
+    ("DELETE", "/races/{raceId}/events/{eventId}/waitlist/{entryId}"),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -910,6 +913,11 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/my/registration/cancellation", "RegistrationApi"),
     Route("POST", "/api/my/registration/email", "RegistrationApi"),
     Route("POST", "/api/my/registration/email/confirm", "RegistrationApi"),
+    # An event's waitlist: join a sold-out event's list, confirm from the emailed link, my place, leave.
+    Route("POST", "/api/races/{raceId}/events/{eventId}/waitlist", "RegistrationApi"),
+    Route("POST", "/api/waitlist/confirm", "RegistrationApi"),
+    Route("GET", "/api/waitlist/me", "RegistrationApi"),
+    Route("DELETE", "/api/waitlist/me", "RegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.

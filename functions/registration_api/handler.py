@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from racecap.api.runner import codes, holds, own, payments, queue, registration
+from racecap.api.runner import codes, holds, own, payments, queue, registration, waitlist
 from racecap.config import get_settings
 from racecap.fairness.wiring import runner_rate_limit
 from racecap.http import make_resolver
@@ -17,7 +17,7 @@ from racecap.observability import logger, metrics, tracer
 
 get_settings()  # validate the environment at cold start, not mid-burst
 app = make_resolver(rate_limit=runner_rate_limit, rate_exempt=(payments.WEBHOOK_PATH,))
-for capability in (holds, queue, codes, registration, payments, own):
+for capability in (holds, queue, codes, registration, payments, own, waitlist):
     app.include_router(capability.router)
 
 
