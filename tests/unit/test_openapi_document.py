@@ -149,7 +149,13 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
         "registration": ("apiKey", "header", "X-Racecap-Registration"),
         "waitlist": ("apiKey", "header", "X-Racecap-Waitlist"),
     }
-    for scheme in ("device", "queue", "admission", "registration", "waitlist"):  # what missing, expired and foreign mean
+    for scheme in (
+        "device",
+        "queue",
+        "admission",
+        "registration",
+        "waitlist",
+    ):  # what missing, expired and foreign mean
         assert all(word in schemes[scheme]["description"] for word in ("Missing", "Expired", "INVALID_TOKEN"))
 
     def reads(method: str, path: str) -> set[str]:
