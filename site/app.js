@@ -27,7 +27,7 @@ const ROUTES = [
   [/^\/my\/email\/([^/]+)$/, mine, 'confirmEmailPage'],
   [/^\/my$/, mine, 'myPage'],
   [/^\/my\/([^/]+)$/, mine, 'linkPage'],
-  [/^\/waitlist(?:\/(.+))?$/, () => import('./waitlist.js'), 'waitlistPage'],
+  [/^\/waitlist(?=\/|$)\/?(.*)$/, () => import('./waitlist.js'), 'waitlistPage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
   [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, results, 'resultsPage'],

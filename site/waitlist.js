@@ -14,6 +14,8 @@ const HEADER = 'X-Racecap-Waitlist';
 const KEY = 'waitlist';
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]{2,}$/;
 
+// `rest` is "" for #/waitlist (the app's pattern always captures: an absent group would arrive
+// as the text "undefined").
 export function waitlistPage(rest) {
   const [first, raceId, eventId] = (rest || '').split('/');
   if (!rest) return positionPage();
