@@ -252,3 +252,33 @@ def test_copying_a_race_carries_each_events_waitlist_setting_but_not_its_runners
     assert copied["waitlist"] == {"enabled": True, "offerWindowHours": 24, "maxLength": 50}
     view = kim.get(f"/api/admin/races/{copy.json()['raceId']}/events/{copied['eventId']}/waitlist").json()
     assert (view["length"], view["entries"]) == (0, [])
+
+
+def test_no_log_line_names_a_runner_who_joined_confirmed_or_left_the_waitlist(
+    director: Any, api: requests.Session, stack: LocalStack
+) -> None:
+    import uuid
+
+    rid, eid, _ = _sold_out_race(director, api)
+    tag = uuid.uuid4().hex[:10]
+    email = f"Private.Waiter.{tag}@Example.com"
+    who = Runner(api)
+    ch = who.challenge(rid)
+    body = {"email": email, "firstName": f"Zephyrine{tag}", "lastName": f"Quillfeather{tag}",
+            "challenge": ch["challenge"], "nonce": solve(ch["challenge"], ch["difficulty"])}  # fmt: skip
+    assert who.call("POST", f"/api/races/{rid}/events/{eid}/waitlist", json=body).status_code == 202
+    bad = who.call("POST", f"/api/races/{rid}/events/{eid}/waitlist", json=body | {"lastName": ""})
+    assert bad.status_code == 400  # a refused form logs what it logs without the runner in it
+    token = _token(stack, email.lower())
+    assert _confirm(api, token).status_code == 200
+    wait_until(lambda: _mail(stack, email.lower(), JOINED), timeout=45)
+    assert api.delete("/api/waitlist/me", headers={HEADER: token}).status_code == 204
+
+    logs = sorted(stack.log_dir.glob("**/*.log"))
+    found = [
+        f"{path.name}: {line[:200]}"
+        for path in logs
+        for line in path.read_text(errors="replace").splitlines()
+        if tag in line.lower()
+    ]
+    assert found == []
