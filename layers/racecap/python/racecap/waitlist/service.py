@@ -107,12 +107,14 @@ class Waitlist:
         """Queue the confirmation link to ``body.email`` (the same answer whether or not it is on
         the list); raises ``WaitlistClosed``, ``NotSoldOut``, ``WaitlistFull``, the proof's and the
         buckets' refusals."""
+        # The device first, as the queue's join asks it: the document makes the device token
+        # required here, so its absence is the answer whatever the event's state.
+        device = client.require_device()
         race, event = self._event(race_id, event_id)
         if not event.waitlist.enabled or race_status(race) != "OPEN":
             raise WaitlistClosed(f"{event.name} takes no waitlist entries now.")
         if self._races.availability(race_id, [event]).get(event_id, 0) > 0:
             raise NotSoldOut(f"{event.name} still has places: hold one instead.")
-        device = client.require_device()
         challenge_id = work.check(self._signer(), race_id, device, body.challenge, body.nonce)
         entry_id = waitlist_entry_id(race_id, event_id, body.email)
         keys = [f"addr:{entry_id}"]
