@@ -681,6 +681,25 @@ FUNCTIONS: tuple[Function, ...] = (
         memory_mb=1024,
     ),
     Function(
+        "MyRegistrationApi",
+        "functions/my_registration_api",
+        "A runner's own entry from their email's link: find it, see it, correct it, move it, cancel it; "
+        "a sold-out event's waitlist: join, confirm, place, leave",
+        grants=(
+            TableAccess("Races", "read"),
+            # email claims, stocked options, holds, stats; waitlist entries and spent challenges
+            TableAccess("Inventory", "readwrite"),
+            TableAccess("Registrations", "readwrite"),  # edits, the address, cancellations
+            TableAccess("Audit", "readwrite"),  # every change is audited (no address in it)
+            QueueAccess("Emails", "send"),  # the link, the email change, the refund and waitlist emails
+            ReadSecret("PaymentProvider"),  # refunds under the race's policy
+            ReadSecret("FairnessSigningKey"),  # the links' tokens; the waitlist's proof-of-work
+        ),
+        # No warm start: a few requests at a time, days after an opening (cold starts are the
+        # opening function's problem, and this function is out of its way: see its handler).
+        memory_mb=1024,
+    ),
+    Function(
         "RegistrationWriter",
         "functions/registration_writer",
         "Persists paid registrations from the queue, assigns bibs, enqueues email",
@@ -906,18 +925,20 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/races/{raceId}/queue/challenge", "RegistrationApi"),
     Route("GET", "/api/races/{raceId}/queue/now-serving", "RegistrationApi"),
     # A runner's own entry: "find my registration", then what the emailed link opens.
-    Route("POST", "/api/races/{raceId}/registration-link", "RegistrationApi"),
-    Route("GET", "/api/my/registration", "RegistrationApi"),
-    Route("PATCH", "/api/my/registration", "RegistrationApi"),
-    Route("GET", "/api/my/registration/cancellation", "RegistrationApi"),
-    Route("POST", "/api/my/registration/cancellation", "RegistrationApi"),
-    Route("POST", "/api/my/registration/email", "RegistrationApi"),
-    Route("POST", "/api/my/registration/email/confirm", "RegistrationApi"),
-    # An event's waitlist: join a sold-out event's list, confirm from the emailed link, my place, leave.
-    Route("POST", "/api/races/{raceId}/events/{eventId}/waitlist", "RegistrationApi"),
-    Route("POST", "/api/waitlist/confirm", "RegistrationApi"),
-    Route("GET", "/api/waitlist/me", "RegistrationApi"),
-    Route("DELETE", "/api/waitlist/me", "RegistrationApi"),
+    Route("POST", "/api/races/{raceId}/registration-link", "MyRegistrationApi"),
+    Route("GET", "/api/my/registration", "MyRegistrationApi"),
+    Route("PATCH", "/api/my/registration", "MyRegistrationApi"),
+    Route("GET", "/api/my/registration/cancellation", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/cancellation", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/email", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/email/confirm", "MyRegistrationApi"),
+    # An event's waitlist: join a sold-out event's list, confirm from the emailed link, my place,
+    # leave. MyRegistrationApi's too: a few at a time after a sell-out, out of the opening's
+    # function (its cold starts would carry the waitlist's init for nothing).
+    Route("POST", "/api/races/{raceId}/events/{eventId}/waitlist", "MyRegistrationApi"),
+    Route("POST", "/api/waitlist/confirm", "MyRegistrationApi"),
+    Route("GET", "/api/waitlist/me", "MyRegistrationApi"),
+    Route("DELETE", "/api/waitlist/me", "MyRegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.

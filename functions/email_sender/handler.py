@@ -35,4 +35,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     # A processor per invocation: it holds one batch's state, and the local stack runs
     # concurrent pollers' invocations in one process.
     processor = BatchProcessor(event_type=EventType.SQS)
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    with notifier().batched():  # the batch's delivery log in one write (emails.sender)
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )

@@ -102,7 +102,7 @@ class FakeAttempts(FakeHolds):
             for email, rid in email_claims(hold, attempt)
         ]
 
-    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> bool:
         t = self.tables
         try:
             t.transact(
@@ -119,7 +119,8 @@ class FakeAttempts(FakeHolds):
                 ]
             )
         except ConditionFailed:
-            pass  # already moved on: the same outcome
+            return False  # already moved on: the same outcome
+        return True
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
         t = self.tables

@@ -59,6 +59,8 @@ def test_only_the_functions_granted_read_secret_may_read_it(view: TemplateView) 
     assert expected["HoldSweeper"] == expected["AdminApi"] == {"PaymentProvider"}
     # RegistrationApi also signs and checks the fairness tokens (device, queue, admission).
     assert expected["RegistrationApi"] == {"PaymentProvider", "FairnessSigningKey"}
+    # MyRegistrationApi refunds under the race's policy and signs the runners' links.
+    assert expected["MyRegistrationApi"] == {"PaymentProvider", "FairnessSigningKey"}
 
 
 def test_the_provider_calling_functions_have_a_route_out(view: TemplateView) -> None:

@@ -456,12 +456,19 @@ def test_given_a_poison_message_then_it_fails_before_anything_is_sent_or_stored(
 class RecordingLog:
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail
+        self.writes = 0
         self.items: list[tuple[str, str, str, str]] = []
 
     def record(self, registration_id: str, kind: str, dedup_key: str, ses_message_id: str, at: Any) -> None:
         if self.fail:
             raise RuntimeError("table unavailable")
         self.items.append((registration_id, kind, dedup_key, ses_message_id))
+
+    def record_many(self, deliveries: Any) -> None:
+        if self.fail:
+            raise RuntimeError("table unavailable")
+        self.writes += 1
+        self.items += [(d.registration_id, d.kind, d.dedup_key, d.ses_message_id) for d in deliveries]
 
 
 def test_given_an_email_is_sent_then_the_delivery_log_has_it_once_duplicates_included():
@@ -479,4 +486,25 @@ def test_given_the_delivery_log_fails_then_the_email_is_not_sent_again():
     body = confirmation()
     assert n.handle_record(record(body), context()) == "ses-1"
     assert n.handle_record(record(body, "m-2"), context()) == "ses-1"  # the redelivery finds it sent
+    assert len(mailer.sent) == 1
+
+
+def test_a_batchs_deliveries_are_logged_in_one_write_when_the_batch_is_done():
+    log = RecordingLog()
+    n = notifier(FakeMailer(), deliveries=log)
+    bodies = [confirmation(registrationId=f"reg-{i}") for i in range(3)]
+    bodies = [{**b, "dedupKey": f"confirmation:reg-{i}"} for i, b in enumerate(bodies)]
+    with n.batched():
+        for i, body in enumerate(bodies):
+            n.handle_record(record(body, f"m-{i}"), context())
+        assert log.items == []  # nothing written mid-batch
+    assert log.writes == 1 and [item[0] for item in log.items] == ["reg-0", "reg-1", "reg-2"]
+
+
+def test_a_batchs_failed_log_write_is_counted_and_the_emails_stay_sent_once():
+    mailer = FakeMailer()
+    n = notifier(mailer, deliveries=RecordingLog(fail=True))
+    with n.batched():
+        assert n.handle_record(record(confirmation()), context()) == "ses-1"
+    assert n.handle_record(record(confirmation(), "m-2"), context()) == "ses-1"  # redelivered: not sent again
     assert len(mailer.sent) == 1

@@ -230,3 +230,13 @@ def test_the_runner_api_loads_no_admin_router():
         for line, module, names in imports_of(p.read_text())
         if module.startswith("racecap.api.admin") or (module == "racecap.api" and "admin" in names)
     ] == []
+
+
+def test_the_opening_function_loads_no_own_entry_router():
+    """RegistrationApi is cold-started by the thousand at an opening: a runner's own entry (the
+    ledger, cancellations, email change) is MyRegistrationApi's, out of those cold starts."""
+    imported = [module for _, module, _ in imports_of((ROOT / "functions/registration_api/handler.py").read_text())]
+    names = [
+        n for _, module, ns in imports_of((ROOT / "functions/registration_api/handler.py").read_text()) for n in ns
+    ]
+    assert "own" not in names and not any(m.startswith(("racecap.api.runner.own", "racecap.ledger")) for m in imported)

@@ -195,6 +195,25 @@ class TieredCache:
         self.local.put(key, _MISSING, 0)
         self.shared.call(lambda r: r.delete(self._prefix + key), None)
 
+    def put_many(self, values: dict[str, Any], ttl: float) -> None:
+        """Write values a writer already knows (no loader, no lock), in one round trip."""
+        if not values:
+            return
+
+        def _put(r: redis.Redis) -> None:
+            pipe = r.pipeline(transaction=False)
+            for key, value in values.items():
+                pipe.set(self._prefix + key, json.dumps(value, separators=(",", ":")), px=int(ttl * 1000))
+            pipe.execute()
+
+        self.shared.call(_put, None)
+
+    def peek(self, key: str) -> Any:
+        """The shared tier's value for ``key``, or None (absent, or Redis unavailable): for a
+        reader that falls back to the table itself rather than loading into the cache."""
+        raw = self.shared.call(lambda r: r.get(self._prefix + key), None)
+        return json.loads(raw) if raw is not None else None
+
     # -- version stamps -------------------------------------------------------
     def stamp(self, name: str, load: Callable[[], int], *, shared_ttl: int = 3600, fresh: bool = False) -> int:
         """The current version stamp ``name``, read once per ``stamp_ttl`` per environment

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -40,7 +42,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import D
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from racecap.emails.models import PoisonMessage, parse_message, tags_for
-from racecap.emails.store import DeliveryLog, Mailer, MailThrottled
+from racecap.emails.store import Delivery, DeliveryLog, Mailer, MailThrottled
 from racecap.emails.templates import EmailMessage, RenderedEmail, render
 from racecap.observability import logger, metrics
 
@@ -90,6 +92,7 @@ class Notifier:
         prepare: Callable[[EmailMessage], EmailMessage | None] | None = None,
     ) -> None:
         self._mailer = mailer
+        self._batch = threading.local()  # the deliveries of the batch being handled (``batched``)
         self._prepare = prepare
         self._deliveries = deliveries
         self._limiter = limiter
@@ -108,6 +111,26 @@ class Notifier:
             config=self._config,
             key_prefix=IDEMPOTENCY_KEY_PREFIX,
         )(self._deliver)
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Log the deliveries of the records handled inside (one SQS batch) together, when the
+        batch is done: one or two write requests a batch instead of one an email. The cost: a
+        process that dies mid-batch loses the log of what that batch had sent (a sent email is
+        never sent again for it: the deduplication records are written per email), as a crash
+        between a send and its own put did before, over a longer window; logged and counted.
+        Per thread: the local stack runs concurrent pollers' batches in one process."""
+        self._batch.pending = []
+        try:
+            yield
+        finally:
+            pending, self._batch.pending = self._batch.pending, None
+            if pending and self._deliveries is not None:
+                try:
+                    self._deliveries.record_many(pending)
+                except Exception:
+                    logger.exception("delivery log write failed", extra={"deliveries": len(pending)})
+                    metrics.add_metric(name="EmailDeliveryLogFailed", unit="Count", value=len(pending))
 
     def handle_record(self, record: SQSRecord, lambda_context: LambdaContext | None = None) -> str:
         """Deliver one SQS record's email; return the SES message id (the first one, for a duplicate)."""
@@ -178,8 +201,15 @@ class Notifier:
         registration_id = message.data.get("registrationId")
         if self._deliveries is None or not isinstance(registration_id, str) or not registration_id:
             return
+        delivery = Delivery(registration_id, message.kind, message.dedupKey, message_id, datetime.now(UTC))
+        pending: list[Delivery] | None = getattr(self._batch, "pending", None)
+        if pending is not None:
+            pending.append(delivery)  # written with the rest of the batch (``batched``)
+            return
         try:
-            self._deliveries.record(registration_id, message.kind, message.dedupKey, message_id, datetime.now(UTC))
+            self._deliveries.record(
+                delivery.registration_id, delivery.kind, delivery.dedup_key, delivery.ses_message_id, delivery.at
+            )
         except Exception:
             log = {"dedupKey": message.dedupKey, "sesMessageId": message_id}
             logger.exception("delivery log write failed", extra=log)

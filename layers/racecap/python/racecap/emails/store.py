@@ -11,8 +11,11 @@ registration mean two emails were sent.
 
 from __future__ import annotations
 
+import random
 import re
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -28,8 +31,21 @@ def sent_sk(kind: str, ses_message_id: str) -> str:
     return f"{SENT_PREFIX}{kind}#{ses_message_id}"
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """One email SES accepted, as the log keeps it."""
+
+    registration_id: str
+    kind: str
+    dedup_key: str
+    ses_message_id: str
+    at: datetime
+
+
 class DeliveryLog(Protocol):
     def record(self, registration_id: str, kind: str, dedup_key: str, ses_message_id: str, at: datetime) -> None: ...
+
+    def record_many(self, deliveries: Sequence[Delivery]) -> None: ...
 
 
 class DynamoDeliveryLog:
@@ -40,18 +56,22 @@ class DynamoDeliveryLog:
     def record(self, registration_id: str, kind: str, dedup_key: str, ses_message_id: str, at: datetime) -> None:
         # A plain put: one SES message id is one email, so a retried put rewrites the same item.
         self._db.put_item(
-            TableName=self._table,
-            Item=to_item(
-                {
-                    "pk": f"REG#{registration_id}",
-                    "sk": sent_sk(kind, ses_message_id),
-                    "kind": kind,
-                    "dedupKey": dedup_key,
-                    "sesMessageId": ses_message_id,
-                    "sentAt": at.isoformat(),
-                }
-            ),
+            TableName=self._table, Item=_item(Delivery(registration_id, kind, dedup_key, ses_message_id, at))
         )
+
+    def record_many(self, deliveries: Sequence[Delivery]) -> None:
+        """A batch's deliveries in as few requests as DynamoDB takes (25 puts each): the email
+        sender logs each SQS batch once, not each email (issue 38: a write request per email)."""
+        for start in range(0, len(deliveries), BATCH_WRITE_MAX):
+            requests = [{"PutRequest": {"Item": _item(d)}} for d in deliveries[start : start + BATCH_WRITE_MAX]]
+            for attempt in range(UNPROCESSED_TRIES):
+                left = self._db.batch_write_item(RequestItems={self._table: requests}).get("UnprocessedItems") or {}
+                requests = left.get(self._table) or []
+                if not requests:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0) * random.random())  # throttled: back off, full jitter
+            if requests:
+                raise RuntimeError(f"{len(requests)} deliveries left unprocessed after {UNPROCESSED_TRIES} tries")
 
     def sent(self, registration_id: str, kind: str) -> list[dict[str, Any]]:
         """The emails of ``kind`` sent about one registration, oldest id first."""
@@ -123,3 +143,20 @@ def is_throttling(exc: ClientError) -> bool:
 
 def _tag(value: str) -> str:
     return _TAG_UNSAFE.sub("_", value)[:256] or "_"
+
+
+BATCH_WRITE_MAX = 25  # DynamoDB's BatchWriteItem limit
+UNPROCESSED_TRIES = 5
+
+
+def _item(d: Delivery) -> dict[str, Any]:
+    return to_item(
+        {
+            "pk": f"REG#{d.registration_id}",
+            "sk": sent_sk(d.kind, d.ses_message_id),
+            "kind": d.kind,
+            "dedupKey": d.dedup_key,
+            "sesMessageId": d.ses_message_id,
+            "sentAt": d.at.isoformat(),
+        }
+    )

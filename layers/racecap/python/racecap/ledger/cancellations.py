@@ -48,6 +48,7 @@ from racecap.payments.port import AlreadyRefunded, PaymentProvider, PaymentRejec
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
 from racecap.registration.models import Registration, RegistrationPhase, refunded_by_cancel
+from racecap.registration.status import StatusSnapshots
 
 # Each loop moves the registration one state on (CONFIRMED, CANCELLING, CANCELLED, then the
 # answer), or reads again what is left for a FULL refund a concurrent partial refund got ahead
@@ -94,8 +95,11 @@ class Cancellations:
         audit: AuditTrail,
         catalog: RaceDefinitions,
         ledger: LedgerStore,
+        statuses: StatusSnapshots | None = None,
     ) -> None:
         self._ledger = ledger
+        # The waiting screen's snapshot of a confirmed registration: forgotten as its status moves.
+        self._statuses = statuses
         self._regs = registrations
         self._holds = holds
         self._payments = payments
@@ -134,10 +138,12 @@ class Cancellations:
                 return _view(reg, changed)
             if status == RegistrationPhase.CONFIRMED:
                 self._begin(director, reg, reason, refund, amount_cents)
+                self._forget_status(registration_id)
                 changed = True
                 continue
             if status == RegistrationPhase.CANCELLING:
                 self._refund_and_release(reg)
+                self._forget_status(registration_id)
                 changed = True
                 continue
             raise Conflict(f"Registration {registration_id} is {status} and cannot be cancelled.")
@@ -345,6 +351,10 @@ class Cancellations:
             return
         race, _ = self._catalog.definition(reg.raceId)
         self.cancel(PROVIDER, race, reg.registrationId)
+
+    def _forget_status(self, registration_id: str) -> None:
+        if self._statuses is not None:
+            self._statuses.forget(registration_id)
 
     def _tell_the_payer(self, reg: Registration) -> None:
         """A team member's refund goes to the card that paid, the captain's: the captain hears of

@@ -92,9 +92,18 @@ def cancellations() -> Cancellations:
     from racecap.ledger.cancellations import Cancellations
     from racecap.payments.wiring import payments
     from racecap.races.wiring import catalog
+    from racecap.registration.wiring import status_snapshots
 
     return Cancellations(
-        cancel_store(), holds(), payments(), emails_queue(), transact, audit_trail(), catalog(), ledger_store()
+        cancel_store(),
+        holds(),
+        payments(),
+        emails_queue(),
+        transact,
+        audit_trail(),
+        catalog(),
+        ledger_store(),
+        statuses=status_snapshots(),
     )
 
 

@@ -54,9 +54,10 @@ class Attempts(HoldStore, Protocol):
 
     def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool: ...
 
-    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> bool:
         """PAYING → QUEUED (paid, on the queue); the sweeper sees it again at ``requeue_at``
-        unless the writer has confirmed it by then."""
+        unless the writer has confirmed it by then. False: the hold had moved on (this call
+        changed nothing)."""
         ...
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
@@ -369,7 +370,7 @@ class DynamoAttempts(DynamoHolds):
             for email, rid in email_claims(hold, attempt)
         ]
 
-    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> None:
+    def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> bool:
         """Paid and on the queue: the hold can no longer expire. It stays in the sweeper's
         sparse index, keyed by ``requeue_at`` instead of its expiry, until the writer confirms
         it (the writer's transaction removes it): if the message is lost, the sweeper finds
@@ -399,3 +400,5 @@ class DynamoAttempts(DynamoHolds):
         except ConditionFailed as exc:
             if exc.first != 0:
                 raise
+            return False
+        return True

@@ -38,6 +38,7 @@ from racecap.races.models import Event, Race
 from racecap.races.rules import check_age, today_in
 from racecap.registration.links import RegistrationLinks, check
 from racecap.registration.models import DetailsEdit, Registration, RegistrationPhase
+from racecap.registration.status import StatusSnapshots
 
 # The stock shards a new choice tries, one after another when full, before it is sold out.
 MAX_TRIES = 6
@@ -86,7 +87,9 @@ class DetailsEdits:
         audit: AuditTrail,
         transact: Callable[[list[TransactItem]], None],
         tables: tuple[str, str],  # (Registrations, Inventory)
+        statuses: StatusSnapshots | None = None,
     ) -> None:
+        self._statuses = statuses  # the waiting screen's snapshot names the runner: forgotten on an edit
         self._links = links
         self._regs = registrations
         self._holds = holds
@@ -128,6 +131,8 @@ class DetailsEdits:
             plan = self._stock_moves(reg, race, event, stored, full) if "answers" in sets and stored else _Plan()
             try:
                 self._write(reg, sets, plan)
+                if self._statuses is not None:
+                    self._statuses.forget(reg.registrationId)
                 return self._regs.get(reg.registrationId) or reg
             except _ShardFull as exc:
                 full.add(exc.entry)  # nothing was written: the option's other shards next

@@ -6,6 +6,7 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 
 from racecap.aws.queues import MessageQueue
+from racecap.cache import Flags
 from racecap.errors import (
     Conflict,
     HoldExpired,
@@ -71,6 +72,15 @@ def payment_metadata(hold: Hold, attempt: Attempt) -> dict[str, str]:
     }
 
 
+# How long "this payment queued its hold" is kept: the webhook comes seconds after the payment,
+# a redelivery or the reconciliation's overlap within hours. Past it, the hold is read.
+PAID_MARK_TTL_S = 6 * 3600.0
+
+
+def paid_mark(payment_id: str) -> str:
+    return f"paid:{payment_id}"
+
+
 def already_applied(hold: Hold, intent: PaymentIntent) -> bool:
     """The hold is past paying (queued, confirmed or cancelled) and this succeeded intent is
     its own payment (recorded as its intent, or as paid by whoever queued it): nothing to do.
@@ -90,6 +100,7 @@ class PaymentStep:
     _payments: PaymentProvider
     _queue: MessageQueue
     _requeue_after: timedelta
+    _marks: Flags | None
 
     def confirm(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's browser says it confirmed the intent: the server asks the provider."""
@@ -146,11 +157,16 @@ class PaymentStep:
         is entitled to this payment: the caller refunds it)."""
         now = now or datetime.now(UTC)
         hold_id = intent.metadata.get("holdId", "")
+        if hold_id and self._marks is not None and self._marks.has_flag(paid_mark(intent.id), local_ttl=0):
+            return "already"
         hold = self._holds.get(hold_id) if hold_id else None
         if hold is None:
             return self._registered_by(intent)
         if hold.status in SETTLED_PHASES:
-            return "already" if already_applied(hold, intent) else "orphan"
+            if already_applied(hold, intent):
+                self._mark_paid(intent.id)  # a redelivery or a reconciliation's next look: no read
+                return "already"
+            return "orphan"
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return "orphan"
         hold = self._price_settled(hold, intent)
@@ -181,7 +197,16 @@ class PaymentStep:
         self, hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
     ) -> None:
         self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
-        self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after)
+        if self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after):
+            self._mark_paid(payment_id)
+
+    def _mark_paid(self, payment_id: str) -> None:
+        """The hold this payment paid for is settled with it (QUEUED, ``chargeId``): settled is
+        for good (``already_applied``), so the provider's webhook for it, seconds later, answers
+        "already" from this mark instead of reading the hold (issue 38: a read per registration).
+        Lost with Redis: the webhook reads the hold, as before."""
+        if self._marks is not None:
+            self._marks.flag(paid_mark(payment_id), PAID_MARK_TTL_S)
 
     def resend_unconfirmed(self, hold: Hold, now: datetime) -> bool:
         """The backstop for a lost message: a hold paid and queued ``requeue_after`` ago that

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from racecap.aws.keys import stock_entry
 from racecap.aws.queues import MessageQueue
+from racecap.cache import Flags
 from racecap.errors import (
     Conflict,
     EmailAlreadyRegistered,
@@ -74,7 +75,7 @@ from racecap.registration.models import (
     member_fields,
 )
 from racecap.registration.payment import PaymentStep, attempt_key
-from racecap.registration.status import StatusReads, WriterPace
+from racecap.registration.status import StatusReads, StatusSnapshots, WriterPace
 from racecap.registration.store import RegistrationStore
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ class RegistrationService(PaymentStep, StatusReads):
         requeue_after: timedelta = REQUEUE_AFTER,
         pace: WriterPace | None = None,
         questions: Questions | None = None,
+        marks: Flags | None = None,
+        snapshots: StatusSnapshots | None = None,
     ) -> None:
         self._catalog = catalog
         self._holds = holds
@@ -131,6 +134,8 @@ class RegistrationService(PaymentStep, StatusReads):
         self._requeue_after = requeue_after
         self._pace = pace
         self._questions = questions
+        self._marks = marks  # "this intent queued its hold": the webhook's answer without a read
+        self._snapshots = snapshots
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's details: claim the email, then the hold's intent (and, given a

@@ -134,12 +134,65 @@ def wait_s(queued_for_s: float, backlog: Backlog | None) -> int:
     return max(1, min(ceiling, round(expected - queued_for_s)))
 
 
+# How long the writer's snapshot of a registration it just confirmed answers the waiting
+# screen. The screen asks within seconds of the confirmation, so a short life costs nothing;
+# every path that changes a registration's status or names forgets it (``StatusSnapshots.forget``),
+# and an unavailable Redis means the table is read, as before.
+STATUS_SNAPSHOT_TTL_S = 300.0
+
+
+def status_of(reg: Registration) -> RegistrationStatus:
+    """A registration's status as the waiting screen reads it."""
+    return RegistrationStatus(
+        registrationId=reg.registrationId,
+        status=reg.status.value,
+        raceId=reg.raceId,
+        eventId=reg.eventId,
+        bib=reg.bib,
+        firstName=reg.firstName,
+        lastName=reg.lastName,
+        eventName=reg.eventName,
+        raceName=reg.raceName,
+        confirmedAt=datetime.fromisoformat(reg.confirmedAt),
+        cancelledAt=datetime.fromisoformat(reg.cancelledAt) if reg.cancelledAt else None,
+        message=cancelled_message(reg),
+    )
+
+
+class StatusSnapshots:
+    """The waiting screen's answer for a registration the writer just confirmed, kept in the
+    shared cache by the writer (one pipelined write a batch), so the screen's poll is no
+    DynamoDB read (issue 38): the status only ever moves on from CONFIRMED by a cancellation,
+    and the cancellations and the runner's edits forget the snapshot when they write."""
+
+    def __init__(self, cache: TieredCache) -> None:
+        self._cache = cache
+
+    def keep(self, regs: list[Registration]) -> None:
+        self._cache.put_many(
+            {_snapshot_key(r.registrationId): status_of(r).model_dump(mode="json") for r in regs},
+            STATUS_SNAPSHOT_TTL_S,
+        )
+
+    def get(self, registration_id: str) -> RegistrationStatus | None:
+        raw = self._cache.peek(_snapshot_key(registration_id))
+        return RegistrationStatus.model_validate(raw) if raw else None
+
+    def forget(self, registration_id: str) -> None:
+        self._cache.delete(_snapshot_key(registration_id))
+
+
+def _snapshot_key(registration_id: str) -> str:
+    return f"status:{registration_id}"
+
+
 class StatusReads:
     """What the waiting screen reads: a registration's status and when to look again. Part of RegistrationService."""
 
     _holds: Attempts
     _registrations: RegistrationStore
     _pace: WriterPace | None
+    _snapshots: StatusSnapshots | None
 
     # -- the waiting screen -----------------------------------------------------------------
     def first_wait(self) -> int:
@@ -159,22 +212,11 @@ class StatusReads:
 
     def status(self, registration_id: str, now: datetime | None = None) -> tuple[RegistrationStatus, int | None]:
         now = now or datetime.now(UTC)
+        if self._snapshots is not None and (kept := self._snapshots.get(registration_id)) is not None:
+            return kept, None
         reg = self._registrations.get(registration_id)
         if reg is not None:
-            return RegistrationStatus(
-                registrationId=registration_id,
-                status=reg.status.value,
-                raceId=reg.raceId,
-                eventId=reg.eventId,
-                bib=reg.bib,
-                firstName=reg.firstName,
-                lastName=reg.lastName,
-                eventName=reg.eventName,
-                raceName=reg.raceName,
-                confirmedAt=datetime.fromisoformat(reg.confirmedAt),
-                cancelledAt=datetime.fromisoformat(reg.cancelledAt) if reg.cancelledAt else None,
-                message=cancelled_message(reg),
-            ), None
+            return status_of(reg), None
         hold = self._holds.get(hold_id_for(registration_id)) if registration_id.startswith("reg_") else None
         if hold is None or registration_id not in (hold.registrationId, *hold.memberIds) or hold.attempt is None:
             raise RegistrationNotFound(f"No registration with id {registration_id}.")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from racecap.registration.email_change import EmailChange
     from racecap.registration.links import LinkRequests, RegistrationLinks
     from racecap.registration.service import RegistrationService
-    from racecap.registration.status import SqsWriterPace
+    from racecap.registration.status import SqsWriterPace, StatusSnapshots
     from racecap.registration.store import DynamoRegistrations
     from racecap.registration.sweeper import HoldSweeper
     from racecap.registration.writer import RegistrationWriter
@@ -42,6 +42,7 @@ def registrations() -> DynamoRegistrations:
 @lru_cache(maxsize=1)
 def registration_service() -> RegistrationService:
     from racecap.aws.queues import SqsQueue
+    from racecap.cache import shared as cache
     from racecap.payments.wiring import payments
     from racecap.questions.wiring import questions
     from racecap.races.wiring import catalog
@@ -50,8 +51,26 @@ def registration_service() -> RegistrationService:
     queue = SqsQueue(clients.sqs(), get_settings().registrations_queue_url)
     requeue_after = timedelta(seconds=get_settings().requeue_after_s)
     return RegistrationService(
-        catalog(), attempts(), registrations(), payments(), queue, requeue_after, writer_pace(), questions()
+        catalog(),
+        attempts(),
+        registrations(),
+        payments(),
+        queue,
+        requeue_after,
+        writer_pace(),
+        questions(),
+        marks=cache(),
+        snapshots=status_snapshots(),
     )
+
+
+@lru_cache(maxsize=1)
+def status_snapshots() -> StatusSnapshots:
+    """The writer's snapshots of what it confirmed, for the waiting screen (``registration.status``)."""
+    from racecap.cache import shared as cache
+    from racecap.registration.status import StatusSnapshots
+
+    return StatusSnapshots(cache())
 
 
 @lru_cache(maxsize=1)
@@ -70,7 +89,14 @@ def writer() -> RegistrationWriter:
     from racecap.questions.wiring import questions
     from racecap.registration.writer import RegistrationWriter
 
-    return RegistrationWriter(registrations(), emails_queue(), turns=cache(), pace=writer_pace(), answers=questions())
+    return RegistrationWriter(
+        registrations(),
+        emails_queue(),
+        turns=cache(),
+        pace=writer_pace(),
+        answers=questions(),
+        snapshots=status_snapshots(),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -144,4 +170,6 @@ def details_edits() -> DetailsEdits:
 
     s = get_settings()
     tables = (s.registrations_table, s.inventory_table)
-    return DetailsEdits(links(), registrations(), holds(), catalog(), questions(), audit_trail(), transact, tables)
+    return DetailsEdits(
+        links(), registrations(), holds(), catalog(), questions(), audit_trail(), transact, tables, status_snapshots()
+    )

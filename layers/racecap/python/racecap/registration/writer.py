@@ -22,7 +22,7 @@ from racecap.aws.queues import MessageQueue
 from racecap.emails.models import EmailMessage
 from racecap.observability import logger, metrics
 from racecap.registration.models import PaidRegistration, PaidTeam, Registration
-from racecap.registration.status import WriterPace
+from racecap.registration.status import StatusSnapshots, WriterPace
 from racecap.registration.store import MAX_PER_TRANSACTION, CounterMoved, DuplicateRegistration, RegistrationStore
 
 if TYPE_CHECKING:
@@ -69,8 +69,10 @@ class RegistrationWriter:
         turns: TieredCache | None = None,
         pace: WriterPace | None = None,
         answers: Questions | None = None,
+        snapshots: StatusSnapshots | None = None,
     ) -> None:
         self._answers = answers
+        self._snapshots = snapshots
         self._regs = registrations
         self._emails = emails
         self._turns = turns
@@ -140,12 +142,24 @@ class RegistrationWriter:
             chunk.append(unit)
         if chunk:
             confirmed += self._confirm_chunk(race_id, event_id, chunk)
+        self._keep_statuses(confirmed)
         if done:
             metrics.add_metric(name="DuplicateDelivery", unit="Count", value=len(done))
         # Re-enqueue emails for duplicates too: the earlier delivery may have crashed
         # between its commit and its email; the sender deduplicates.
         self._emails.send_many([confirmation_email(r, self._answered(r)) for r in [*confirmed, *done.values()]])
         return len(confirmed)
+
+    def _keep_statuses(self, confirmed: list[Registration]) -> None:
+        """The waiting screens' answers for what this batch confirmed (one round trip): their
+        next poll reads no table. Only the ones confirmed now: a duplicate's may have moved on."""
+        if self._snapshots is None or not confirmed:
+            return
+        try:
+            self._snapshots.keep(confirmed)
+        except Exception:
+            # A read saved for each poll: never worth failing a written batch.
+            logger.warning("status snapshots not kept", exc_info=True)
 
     def _answered(self, reg: Registration) -> list[tuple[str, str]]:
         if self._answers is None or reg.answers is None:

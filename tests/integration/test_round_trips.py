@@ -1,0 +1,83 @@
+"""What the waiting screen's poll and the provider's webhook cost after a registration is
+queued and confirmed (issue 38): answered from what the writer and the confirm call already
+know (Redis), not by reading DynamoDB again, and read from the table once that knowledge is
+gone or no longer true (a cancellation forgets the snapshot; Redis down reads through)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import requests
+from racecap import clients
+from racecap.cache import shared
+from racecap.payments.wiring import payments
+from racecap.registration.payment import paid_mark
+from racecap.registration.wiring import registration_service
+
+from local.stack import LocalStack
+
+from .admin import race_body, wait_until
+from .flows import hold_and_register, runner, wait_confirmed
+
+pytestmark = pytest.mark.integration
+
+
+@contextmanager
+def dynamodb_calls() -> Iterator[Counter[str]]:
+    """The DynamoDB operations this process makes inside the block."""
+    calls: Counter[str] = Counter()
+
+    def count(**kwargs: Any) -> None:
+        calls[kwargs["event_name"].split(".")[-1]] += 1
+
+    client = clients.dynamodb()
+    client.meta.events.register("before-call", count)
+    try:
+        yield calls
+    finally:
+        client.meta.events.unregister("before-call", count)
+
+
+def test_the_poll_and_the_webhook_after_a_confirmation_read_no_table_and_a_cancellation_is_seen_at_once(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any, in_process_env: None
+) -> None:
+    for built in (registration_service, payments, shared):  # built for this stack's environment
+        built.cache_clear()
+    kim = director("kim-round-trips")
+    race = kim.post("/api/admin/races", json=race_body((5,))).json()
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(race_id)
+    wait_until(lambda: api.get(f"/api/races/{race_id}").json()["status"] == "OPEN", timeout=5)
+    _, reg_id = hold_and_register(api, race_id, event_id, runner())
+    wait_confirmed(api, [reg_id])
+    service = registration_service()
+    intent = payments().retrieve_intent(str(backend.registrations().get(reg_id).chargeId))
+
+    with dynamodb_calls() as calls:
+        status, _ = service.status(reg_id)
+        webhook = service.payment_succeeded(intent)
+    assert (status.status, status.bib is not None, webhook) == ("CONFIRMED", True, "already")
+    assert sum(calls.values()) == 0, calls  # the writer's snapshot, and the confirm call's mark
+    assert api.get(f"/api/registrations/{reg_id}").json() == status.model_dump(mode="json")
+
+    # Without the mark (Redis lost it): the hold is read once, the answer is the same, and
+    # the mark is back for the next redelivery.
+    shared().delete(paid_mark(intent.id))
+    shared().local.clear()
+    with dynamodb_calls() as calls:
+        assert service.payment_succeeded(intent) == "already"
+    assert calls["GetItem"] == 1, calls
+    with dynamodb_calls() as calls:
+        assert service.payment_succeeded(intent) == "already"
+    assert sum(calls.values()) == 0, calls
+
+    # The director cancels (in AdminApi's process): the next poll says so, from the table.
+    cancelled = kim.post(f"/api/admin/races/{race_id}/registrations/{reg_id}/cancel")
+    assert cancelled.status_code == 200, cancelled.text
+    wait_until(lambda: backend.registrations().get(reg_id).status == "CANCELLED", timeout=30)
+    answer = api.get(f"/api/registrations/{reg_id}").json()
+    assert answer["status"] == "CANCELLED" and "Refunded" in answer["message"], answer
