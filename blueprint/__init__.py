@@ -683,15 +683,17 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         "MyRegistrationApi",
         "functions/my_registration_api",
-        "A runner's own entry from their email's link: find it, see it, correct it, move it, cancel it",
+        "A runner's own entry from their email's link: find it, see it, correct it, move it, cancel it; "
+        "a sold-out event's waitlist: join, confirm, place, leave",
         grants=(
             TableAccess("Races", "read"),
-            TableAccess("Inventory", "readwrite"),  # email claims, stocked options, holds, stats
+            # email claims, stocked options, holds, stats; waitlist entries and spent challenges
+            TableAccess("Inventory", "readwrite"),
             TableAccess("Registrations", "readwrite"),  # edits, the address, cancellations
             TableAccess("Audit", "readwrite"),  # every change is audited (no address in it)
-            QueueAccess("Emails", "send"),  # the link, the email change, the refund emails
+            QueueAccess("Emails", "send"),  # the link, the email change, the refund and waitlist emails
             ReadSecret("PaymentProvider"),  # refunds under the race's policy
-            ReadSecret("FairnessSigningKey"),  # the link's and the email change's tokens
+            ReadSecret("FairnessSigningKey"),  # the links' tokens; the waitlist's proof-of-work
         ),
         # No warm start: a few requests at a time, days after an opening (cold starts are the
         # opening function's problem, and this function is out of its way: see its handler).
@@ -862,7 +864,7 @@ _RESULTS_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST"], str], ...] = (
 )
 
 # The race directors' admin API: every route behind the JWT authorizer.
-_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = (
+_ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str], ...] = (
     ("GET", "/races"),
     ("POST", "/races"),
     ("GET", "/races/{raceId}"),
@@ -893,6 +895,9 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT"], str], ...] = 
     ("GET", "/races/{raceId}/codes"),
     ("POST", "/races/{raceId}/codes"),
     ("POST", "/races/{raceId}/codes/bulk"),
+    # An event's waitlist (racecap.waitlist): the list, removing someone.
+    ("GET", "/races/{raceId}/events/{eventId}/waitlist"),
+    ("DELETE", "/races/{raceId}/events/{eventId}/waitlist/{entryId}"),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -927,6 +932,13 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/my/registration/cancellation", "MyRegistrationApi"),
     Route("POST", "/api/my/registration/email", "MyRegistrationApi"),
     Route("POST", "/api/my/registration/email/confirm", "MyRegistrationApi"),
+    # An event's waitlist: join a sold-out event's list, confirm from the emailed link, my place,
+    # leave. MyRegistrationApi's too: a few at a time after a sell-out, out of the opening's
+    # function (its cold starts would carry the waitlist's init for nothing).
+    Route("POST", "/api/races/{raceId}/events/{eventId}/waitlist", "MyRegistrationApi"),
+    Route("POST", "/api/waitlist/confirm", "MyRegistrationApi"),
+    Route("GET", "/api/waitlist/me", "MyRegistrationApi"),
+    Route("DELETE", "/api/waitlist/me", "MyRegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.

@@ -8,22 +8,30 @@
 //   #/my[/{token}]         my registration (the emailed link)  mine.js
 //   #/my/email/{token}     confirm a new email address          mine.js
 //   #/races/{raceId}/find  find my registration: email me the link  mine.js
+//   #/waitlist/join/{r}/{e}  join a sold-out event's waitlist      waitlist.js
+//   #/waitlist[/{token}]   confirm (the emailed link), my place, leave  waitlist.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
 import { errorBox, h, page } from './ui.js';
 
+// A module's loader written once however many routes it serves: the hold page's weight, which
+// counts this file, is at its budget.
+const races = () => import('./races.js');
+const mine = () => import('./mine.js');
+const results = () => import('./results.js');
 const ROUTES = [
-  [/^\/$/, () => import('./races.js'), 'raceList'],
-  [/^\/races\/([^/]+)$/, () => import('./races.js'), 'racePage'],
+  [/^\/$/, races, 'raceList'],
+  [/^\/races\/([^/]+)$/, races, 'racePage'],
   [/^\/races\/([^/]+)\/queue$/, () => import('./queue.js'), 'queuePage'],
-  [/^\/races\/([^/]+)\/find$/, () => import('./mine.js'), 'findPage'],
-  [/^\/my\/email\/([^/]+)$/, () => import('./mine.js'), 'confirmEmailPage'],
-  [/^\/my$/, () => import('./mine.js'), 'myPage'],
-  [/^\/my\/([^/]+)$/, () => import('./mine.js'), 'linkPage'],
+  [/^\/races\/([^/]+)\/find$/, mine, 'findPage'],
+  [/^\/my\/email\/([^/]+)$/, mine, 'confirmEmailPage'],
+  [/^\/my$/, mine, 'myPage'],
+  [/^\/my\/([^/]+)$/, mine, 'linkPage'],
+  [/^\/waitlist(?=\/|$)\/?(.*)$/, () => import('./waitlist.js'), 'waitlistPage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
-  [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, () => import('./results.js'), 'resultsPage'],
-  [/^\/races\/([^/]+)\/events\/([^/]+)\/results\/(\d+)$/, () => import('./results.js'), 'runnerPage'],
+  [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, results, 'resultsPage'],
+  [/^\/races\/([^/]+)\/events\/([^/]+)\/results\/(\d+)$/, results, 'runnerPage'],
 ];
 let rendered = false;
 let seq = 0;

@@ -137,8 +137,11 @@ export async function racePage(raceId) {
     r.team = ev.teamMaxSize && h('div', {}, h('button', { type: 'button', cls: 'link', testid: 'enter-team',
       onclick: (e) => import('./team.js').then((m) => m.teamChooser(e.target.parentNode, { raceId, race, ev: r.ev, signal })),
     }, `Enter a team (${ev.teamMinSize}–${ev.teamMaxSize} runners)`));
+    // A sold-out event with a waitlist: its line's door (waitlist.js).
+    r.wait = h('p', { hidden: true }, h('a', { href: `#/waitlist/join/${enc(raceId)}/${enc(ev.eventId)}`,
+      testid: 'waitlist-link' }, 'Join the waitlist'));
     r.el = h('li', { cls: 'card', testid: 'event', 'data-event-id': ev.eventId },
-      r.name, r.price, r.spots, r.state, r.btn, r.team, r.st.el);
+      r.name, r.price, r.spots, r.state, r.btn, r.team, r.wait, r.st.el);
     return r;
   };
 
@@ -164,6 +167,7 @@ export async function racePage(raceId) {
       badge(r.state, es);
       r.btn.hidden = es !== 'open';
       if (r.team) r.team.hidden = es !== 'open';
+      r.wait.hidden = !(es === 'soldout' && ev.waitlist);
       r.btn.disabled = holding;
     }
   };

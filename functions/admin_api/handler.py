@@ -11,14 +11,14 @@ from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from racecap.api.admin import audit, codes, fairness, questions, races, runners, stats, window
+from racecap.api.admin import audit, codes, fairness, questions, races, runners, stats, waitlist, window
 from racecap.config import get_settings
 from racecap.http import make_resolver
 from racecap.observability import logger, metrics, tracer
 
 get_settings()  # validate the environment at cold start
 app = make_resolver()
-for capability in (races, window, stats, fairness, runners, questions, codes, audit):
+for capability in (races, window, stats, fairness, runners, questions, codes, audit, waitlist):
     app.include_router(capability.router)
 
 

@@ -1,6 +1,7 @@
 """MyRegistrationApi: a runner's own entry, from the link in their email — "find my
 registration", see it, correct it, change its address, cancel it under the race's refund
-policy (``racecap/api/runner/own.py``).
+policy (``racecap/api/runner/own.py``) — and a sold-out event's waitlist: join it, confirm
+from the emailed link, see the place, leave (``racecap/api/runner/waitlist.py``).
 
 A function of its own, not a router of RegistrationApi: that function is the opening's, kept
 warm by the hundred (provisioned concurrency) and cold-started by the thousand in a burst, and
@@ -13,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from racecap.api.runner import own
+from racecap.api.runner import own, waitlist
 from racecap.config import get_settings
 from racecap.fairness.wiring import runner_rate_limit
 from racecap.http import make_resolver
@@ -21,7 +22,8 @@ from racecap.observability import logger, metrics, tracer
 
 get_settings()  # validate the environment at cold start
 app = make_resolver(rate_limit=runner_rate_limit)
-app.include_router(own.router)
+for capability in (own, waitlist):
+    app.include_router(capability.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

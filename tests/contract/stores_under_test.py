@@ -24,6 +24,7 @@ from racecap.questions.store import DynamoQuestions, QuestionStore
 from racecap.races.store import DynamoRaceStore, RaceStore
 from racecap.registration.attempts import Attempts, DynamoAttempts
 from racecap.registration.store import DynamoRegistrations, RegistrationStore
+from racecap.waitlist.store import DynamoWaitlist, WaitlistStore
 from racecap.window.store import DynamoWindows, WindowStore
 
 import blueprint
@@ -36,6 +37,7 @@ from tests.fakes.ledger import FakeLedger
 from tests.fakes.questions import FakeQuestions
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
+from tests.fakes.waitlist import FakeWaitlist
 
 
 @dataclass
@@ -57,6 +59,7 @@ class StoresUnderTest:
     attempts: Attempts  # the payment step's writes on the same holds
     code_holds: CodeHolds  # a code's writes on the same holds
     cancel_store: CancelStore  # the ledger's writes on the same registrations
+    waitlist: WaitlistStore  # events' waitlists: their lines and entries
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
@@ -81,6 +84,7 @@ def fake_stores() -> Iterator[StoresUnderTest]:
         FakeAttempts(tables),
         FakeCodeHolds(tables),
         FakeCancelStore(tables),
+        FakeWaitlist(),
     )
 
 
@@ -114,6 +118,7 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 DynamoAttempts(client, inv),
                 DynamoCodeHolds(client, inv),
                 DynamoCancelStore(client, regs, inv),
+                DynamoWaitlist(client, inv),
             )
         finally:
             server.stop()

@@ -14,12 +14,14 @@ from racecap.registration.models import Registration
 
 from .catalog import FakeCatalog
 from .stores import FakeTables, fake_item
+from .waitlist import FakeWaitlist
 
 
 class FakeRetention:
-    def __init__(self, tables: FakeTables, catalog: FakeCatalog) -> None:
+    def __init__(self, tables: FakeTables, catalog: FakeCatalog, waitlist: FakeWaitlist | None = None) -> None:
         self.tables = tables
         self.catalog = catalog
+        self.waitlist = waitlist or FakeWaitlist()
         self.fail_after: int | None = None  # purges allowed before one raises (a crash mid-way)
 
     def get_race(self, race_id: str) -> tuple[Race, list[Event]] | None:
@@ -60,6 +62,15 @@ class FakeRetention:
             t.holds.pop(reg.holdId, None)
 
         return [fake_item(lambda: rid in t.regs, purge)]
+
+    def waitlist_items(self, race_id: str, event_id: str) -> list[TransactItem]:
+        store = self.waitlist
+
+        def delete(key: tuple[str, str, str]) -> TransactItem:
+            return fake_item(lambda: True, lambda: store.items.pop(key, None))
+
+        with store.lock:
+            return [delete(k) for k in store.items if k[:2] == (race_id, event_id)]
 
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem:
         def mark() -> None:

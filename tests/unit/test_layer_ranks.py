@@ -35,7 +35,7 @@ RANKS: dict[str, int] = {
     **dict.fromkeys(["audit", "places", "emails", "payments"], 1),
     "races": 2,
     **dict.fromkeys(["questions", "fairness", "holds"], 3),
-    "window": 4,  # its wiring passes fairness' ``opened`` callback
+    **dict.fromkeys(["window", "waitlist"], 4),  # window's wiring passes fairness' ``opened`` callback
     "setup": 5,  # ``RaceAdmin`` moves a scheduled window
     **dict.fromkeys(["codes", "registration"], 6),
     "ledger": 7,

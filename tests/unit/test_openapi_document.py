@@ -70,6 +70,7 @@ def _body_models() -> dict[str, type]:
     from racecap.registration import models as registration_models
     from racecap.results import models
     from racecap.setup import models as setup_models
+    from racecap.waitlist import models as waitlist_models
 
     return {
         name: obj
@@ -82,6 +83,7 @@ def _body_models() -> dict[str, type]:
             question_models,
             code_models,
             hold_models,
+            waitlist_models,
         )
         for name, obj in vars(module).items()
         if isinstance(obj, type) and issubclass(obj, BaseModel)
@@ -145,8 +147,15 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
         "queue": ("apiKey", "header", "X-Racecap-Queue"),
         "admission": ("apiKey", "header", "X-Racecap-Admission"),
         "registration": ("apiKey", "header", "X-Racecap-Registration"),
+        "waitlist": ("apiKey", "header", "X-Racecap-Waitlist"),
     }
-    for scheme in ("device", "queue", "admission", "registration"):  # what missing, expired and foreign mean
+    for scheme in (
+        "device",
+        "queue",
+        "admission",
+        "registration",
+        "waitlist",
+    ):  # what missing, expired and foreign mean
         assert all(word in schemes[scheme]["description"] for word in ("Missing", "Expired", "INVALID_TOKEN"))
 
     def reads(method: str, path: str) -> set[str]:
@@ -158,6 +167,10 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
     assert reads("post", "/api/races/{raceId}/queue") == {"device"}
     assert reads("get", "/api/races/{raceId}/queue") == {"device", "queue"}
     assert "409" not in DOC["paths"]["/api/races/{raceId}/queue"]["post"]["responses"]  # no director's conflict
+    assert reads("post", "/api/races/{raceId}/events/{eventId}/waitlist") == {"device"}
+    for method in ("get", "delete"):  # a waitlist entry: only its link's token opens it
+        assert reads(method, "/api/waitlist/me") == {"waitlist"}
+        assert "401" in DOC["paths"]["/api/waitlist/me"][method]["responses"]
     # A runner's own entry: only its link's token opens it (the registration id alone is no credential).
     for method, path in (("get", ""), ("get", "/cancellation"), ("post", "/cancellation")):
         assert reads(method, f"/api/my/registration{path}") == {"registration"}

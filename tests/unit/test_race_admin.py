@@ -392,3 +392,40 @@ def test_a_copy_into_the_past_is_refused_naming_the_race_date(w):
     with pytest.raises(ValidationFailed) as refused:
         w.admin.copy_race(DANA, race.raceId, CopyRequest(raceDate="1999-09-01"))
     assert set(refused.value.fields or {}) == {"raceDate"}
+
+
+def test_an_events_waitlist_is_set_whole_audited_refused_when_out_of_bounds_and_copied(w):
+    from pydantic import ValidationError
+    from racecap.setup.models import CopyRequest
+
+    race = w.create(5)
+    event_id = _event_id(w, race.raceId)
+    assert w.admin.get(DANA, race.raceId).events[0].waitlist.model_dump() == {
+        "enabled": False, "offerWindowHours": 48, "maxLength": None,
+    }  # fmt: skip
+    patch = EventPatch.model_validate({"waitlist": {"enabled": True, "maxLength": 10}})
+    (event,) = w.admin.update_event(DANA, race.raceId, event_id, patch).events
+    assert event.waitlist.model_dump() == {"enabled": True, "offerWindowHours": 48, "maxLength": 10}
+    assert w.audit_store.actions(race.raceId)[-1] == "event.update"
+    again = w.admin.update_event(DANA, race.raceId, event_id, patch)  # the same setting: nothing written
+    assert again.version == w.admin.get(DANA, race.raceId).version
+    # Sent whole: a field left out takes its default again (here, no cap).
+    (event,) = w.admin.update_event(
+        DANA, race.raceId, event_id, EventPatch.model_validate({"waitlist": {"enabled": True}})
+    ).events
+    assert event.waitlist.maxLength is None
+    for wrong in (
+        {"enabled": 1},
+        {"offerWindowHours": 0},
+        {"offerWindowHours": 337},
+        {"maxLength": True},
+        {"other": 1},
+    ):
+        with pytest.raises(ValidationError):
+            EventPatch.model_validate({"waitlist": wrong})
+    w.admin.update_event(
+        DANA, race.raceId, event_id, EventPatch.model_validate({"waitlist": {"enabled": True, "offerWindowHours": 24}})
+    )
+    copy = w.admin.copy_race(DANA, race.raceId, CopyRequest())
+    (copied,) = w.admin.get(DANA, copy.raceId).events
+    assert copied.waitlist.model_dump() == {"enabled": True, "offerWindowHours": 24, "maxLength": None}

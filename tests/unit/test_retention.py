@@ -137,3 +137,20 @@ def test_a_purge_empties_the_provider_ids_on_the_ledgers_refunds_too():
     entries = list(w.ledger_store.entries.values())
     assert len(entries) == 3 and {e.providerId for e in entries} == {""}
     assert [e.amountCents for e in w.ledger_store.refunds(first)] == [500, 700]  # the amounts stay
+
+
+def test_a_purge_deletes_every_waitlist_entry_of_the_race_whatever_its_state_and_keeps_other_races():
+    from racecap.waitlist.models import WaitlistEntry
+
+    w = _world()
+    job, store = _job(w, RACE_DAY + timedelta(days=61))
+
+    def entry(race: str, n: int, state: str) -> WaitlistEntry:
+        return WaitlistEntry(entryId=f"e{n}", raceId=race, eventId="ev0", state=state, email=f"w{n}@x.io",  # type: ignore[arg-type]
+                             firstName="W", lastName="L", joinedAt="2025-04-01T00:00:00+00:00")  # fmt: skip
+
+    for n, state in enumerate(("PENDING", "WAITING", "LEFT", "REMOVED")):
+        store.waitlist.items[("race-1", "ev0", f"e{n}")] = entry("race-1", n, state)
+    store.waitlist.items[("race-2", "ev0", "e9")] = entry("race-2", 9, "WAITING")
+    job.run(lambda: 900)
+    assert list(store.waitlist.items) == [("race-2", "ev0", "e9")]

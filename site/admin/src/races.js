@@ -450,6 +450,12 @@ function eventEditor(api, path, ev, current, updated) {
     maxAge.control.disabled = noMax.checked;
     if (noMax.checked) maxAge.control.value = '';
   });
+  // The event's waitlist (issue 40): runners join it once the event is sold out.
+  const waitOn = h('input', { id: `ev${n}-waitlist-enabled`, type: 'checkbox', 'data-testid': 'waitlist-enabled' });
+  const waitOnWrap = h('div', { class: 'field check', dataset: { field: 'waitlist.enabled' } }, waitOn,
+    h('label', { htmlFor: waitOn.id }, 'A waitlist once sold out'), h('p', { class: 'error', hidden: true }));
+  const offerHours = field('waitlist.offerWindowHours', 'Hours to take an offered place', { type: 'number', min: 1, max: 336 });
+  const maxLength = field('waitlist.maxLength', 'Most runners on the list', { type: 'number', min: 1 }, 'Leave empty for no limit.');
   const taken = h('p', { 'data-testid': 'event-taken' });
   const tiers = h('div', { class: 'tiers', 'data-testid': 'tiers' });
   const tierHint = h('p', { class: 'hint' });
@@ -495,6 +501,10 @@ function eventEditor(api, path, ev, current, updated) {
     maxAge.control.disabled = noMax.checked;
     taken.textContent = `Taken: ${e.taken} of ${e.cap} · price now ${money(e.priceNow ?? e.priceCents, currency())}`;
     tierRows(e.priceTiers.map((t) => ({ startsAt: toZoneInput(t.startsAt, zone()), price: inputFromMinor(t.priceCents, currency()) })));
+    const w = e.waitlist || { enabled: false, offerWindowHours: 48, maxLength: null };
+    waitOn.checked = w.enabled;
+    offerHours.control.value = w.offerWindowHours;
+    maxLength.control.value = w.maxLength ?? '';
   }
 
   function asked() {
@@ -514,7 +524,13 @@ function eventEditor(api, path, ev, current, updated) {
     const same = typed.length === ev.priceTiers.length &&
       typed.every((t, i) => t.priceCents === ev.priceTiers[i].priceCents && new Date(t.startsAt).getTime() === new Date(ev.priceTiers[i].startsAt).getTime());
     if (!same) out.priceTiers = typed;
-    return Object.fromEntries(Object.entries(out).filter(([k, v]) => k === 'noMaxAge' || k === 'priceTiers' || v !== ev[k]));
+    // The setting is sent whole (it replaces the one before), and only when it changed.
+    const waitlist = { enabled: waitOn.checked, offerWindowHours: Number(offerHours.control.value),
+      ...(maxLength.control.value.trim() ? { maxLength: Number(maxLength.control.value) } : {}) };
+    const was = ev.waitlist || { enabled: false, offerWindowHours: 48, maxLength: null };
+    if (waitlist.enabled !== was.enabled || waitlist.offerWindowHours !== was.offerWindowHours
+      || (waitlist.maxLength ?? null) !== was.maxLength) out.waitlist = waitlist;
+    return Object.fromEntries(Object.entries(out).filter(([k, v]) => ['noMaxAge', 'priceTiers', 'waitlist'].includes(k) || v !== ev[k]));
   }
 
   const save = h('button', { type: 'submit', 'data-testid': 'save-event' }, 'Save this event');
@@ -523,6 +539,7 @@ function eventEditor(api, path, ev, current, updated) {
       h('div', { class: 'grid' }, name, cap, price),
       h('fieldset', { class: 'sub' }, h('legend', {}, 'Age rule, on race day'), h('div', { class: 'grid' }, minAge, maxAge), noMaxWrap),
       h('fieldset', { class: 'sub' }, h('legend', {}, 'Price changes by date'), tierHint, tiers, addTier),
+      h('fieldset', { class: 'sub', 'data-testid': 'event-waitlist' }, h('legend', {}, 'Waitlist'), waitOnWrap, h('div', { class: 'grid' }, offerHours, maxLength)),
       h('div', { class: 'actions' }, save)));
   el.addEventListener('submit', (e) => {
     e.preventDefault();

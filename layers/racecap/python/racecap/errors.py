@@ -189,3 +189,26 @@ class CodeTooLate(CodeError):
 
 class CodeTaken(Conflict):
     code = "CODE_EXISTS"
+
+
+class WaitlistClosed(DomainError):
+    """The event takes no joins on its waitlist: the director has not switched it on (or has
+    switched it off), or registration is not open."""
+
+    code, status = "WAITLIST_CLOSED", 409
+
+
+class WaitlistFull(DomainError):
+    """The director's cap on the waitlist's length is reached; nothing was written."""
+
+    code, status = "WAITLIST_FULL", 409
+
+
+class NotSoldOut(DomainError):
+    """Places are still on sale: hold one instead of joining the waitlist."""
+
+    code, status = "NOT_SOLD_OUT", 409
+
+
+class WaitlistEntryNotFound(NotFound):
+    code = "WAITLIST_ENTRY_NOT_FOUND"

@@ -114,3 +114,17 @@ class _Record(Model):
     def __getitem__(self, name: str) -> Any:
         """Read a field by its stored attribute name (for audits and tests that read tables)."""
         return getattr(self, name)
+
+
+# An address as runners type it, shared by every capability that takes one (registration, the
+# waitlist). The rule as the document states it, read alike by Python's ``re`` and a client's
+# ECMA-262 regex: ``\s`` differs between them on control characters (Python's includes
+# \x1c-\x1f and \x85, ECMA's \ufeff), so those are excluded outright, and only plain
+# spaces, tabs and line ends may surround the address (they are trimmed).
+_ADDRESS_PART = r"[^@\s\x00-\x1f\x7f-\x9f\ufeff]"
+EMAIL_PATTERN = rf"^[ \t\n\r]*{_ADDRESS_PART}{{1,64}}@{_ADDRESS_PART}+\.{_ADDRESS_PART}{{2,}}[ \t\n\r]*$"
+
+
+def normalize_email(raw: str) -> str:
+    """Emails compare case-insensitively after trimming (the contract)."""
+    return raw.strip().lower()

@@ -15,6 +15,12 @@ Inventory (pk / sk):
   BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
   STATS#<raceId>#<eventId>   / STATS        confirmed, revenueCents, cancelled, refundedCents
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
+  WAITLIST#<raceId>#<eventId> / LINE        the event's waitlist counters: seq (join numbers given,
+                                            at confirmation), head (how far offers have got),
+                                            waiting (confirmed entries in line: the length cap's)
+  WAITLIST#<raceId>#<eventId> / ENTRY#<entryId>  one address's entry on it (entryId: a digest
+                                            of race, event and address, so one per address;
+                                            never the race's email claim)
 Registrations:
   REG#<registrationId>       / REG          gsi1 = EVENT#<raceId>#<eventId> / BIB#<bib:08d>
 Races:
@@ -153,6 +159,32 @@ def event_bib_pk(race_id: str, event_id: str) -> str:
 
 def bib_sk(bib: int) -> str:
     return f"BIB#{bib:08d}"
+
+
+# -- the waitlist (racecap.waitlist): one partition per event, its counters beside its entries --
+WAITLIST_LINE_SK = "LINE"
+
+
+WAITLIST_ENTRY_PREFIX = "ENTRY#"
+
+
+def waitlist_pk(race_id: str, event_id: str) -> str:
+    return f"WAITLIST#{race_id}#{event_id}"
+
+
+def waitlist_line_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(waitlist_pk(race_id, event_id), WAITLIST_LINE_SK)
+
+
+def waitlist_entry_key(race_id: str, event_id: str, entry_id: str) -> dict[str, Any]:
+    return key(waitlist_pk(race_id, event_id), f"{WAITLIST_ENTRY_PREFIX}{entry_id}")
+
+
+def waitlist_entry_id(race_id: str, event_id: str, email: str) -> str:
+    """An address's entry id on an event's waitlist: the same address always lands on the same
+    item (one entry per address, by the key itself), and the id in URLs and the audit trail is
+    not the address (as ``registration.links.address_key`` names one)."""
+    return hashlib.sha256(f"{race_id}\n{event_id}\n{email}".encode()).hexdigest()[:32]
 
 
 # -- Races ----------------------------------------------------------------------------------

@@ -111,6 +111,31 @@ class LinkData(Model):
     manageUrl: str = Field(max_length=4096, pattern=r"^https?://")
 
 
+class WaitlistConfirmData(Model):
+    """Joining an event's waitlist: the link confirming the address, to that address (racecap.waitlist)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    entryId: str = Field(min_length=1, max_length=100)
+    confirmUrl: str = Field(max_length=4096, pattern=r"^https?://")
+
+
+class WaitlistJoinedData(Model):
+    """The address confirmed: "you're on the list at position N", with the link to the entry."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    entryId: str = Field(min_length=1, max_length=100)
+    position: int = Field(ge=1)
+    manageUrl: str = Field(max_length=4096, pattern=r"^https?://")
+
+
 class UnmatchedRefundData(Model):
     """A payment no place could be given for, refunded automatically (names may be unknown)."""
 

@@ -30,6 +30,8 @@ from racecap.emails.models import (
     RefundData,
     RenderedEmail,
     UnmatchedRefundData,
+    WaitlistConfirmData,
+    WaitlistJoinedData,
     _Data,
 )
 from racecap.money import decimals, in_units
@@ -89,7 +91,7 @@ _HTML_FRAME = Template(
 <div style="background:#ffffff;border-radius:8px;padding:24px">
 $content
 </div>
-<p style="font-size:12px;color:#66788a;margin:16px 0 0">Racecap · registration $registrationId</p>
+<p style="font-size:12px;color:#66788a;margin:16px 0 0">Racecap · $reference</p>
 </div>
 </body></html>
 """
@@ -152,10 +154,11 @@ has been cancelled$refundedHtml</p>
 )
 
 
-def _page(title: str, content: str, registration_id: str) -> str:
-    """Wrap already-escaped ``content`` in the common frame."""
+def _page(title: str, content: str, registration_id: str, what: str = "registration") -> str:
+    """Wrap already-escaped ``content`` in the common frame (its footer names the ``what``: a
+    registration, or a waitlist entry)."""
     return _HTML_FRAME.substitute(
-        title=html.escape(title), content=content, registrationId=html.escape(registration_id)
+        title=html.escape(title), content=content, reference=html.escape(f"{what} {registration_id}")
     )
 
 
@@ -394,6 +397,90 @@ def render_unmatched_refund(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
 
 
+_WAITLIST_CONFIRM_TEXT = Template(
+    """Hi $firstName,
+
+Someone (we hope you) asked to join the waitlist for $raceName — $eventName with this address.
+To confirm it and take your place in line, open this link within a week:
+
+$confirmUrl
+
+The same link shows your place later, and lets you leave the list.
+If you did not ask for it, ignore this email: nothing happens.
+
+Racecap
+"""
+)
+
+
+_WAITLIST_CONFIRM_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">Confirm your place on the waitlist</h1>
+<p style="margin:0 0 16px">Hi $firstName, someone (we hope you) asked to join the waitlist for
+<strong>$raceName</strong> — $eventName with this address. To confirm it and take your place in line, open
+this link within a week:</p>
+<p style="margin:0 0 16px"><a href="$confirmUrl" style="display:inline-block;background:#1f2933;color:#ffffff;
+padding:10px 18px;border-radius:6px;text-decoration:none">Confirm my place</a></p>
+<p style="margin:0;font-size:13px;color:#66788a">The same link shows your place later, and lets you leave the
+list. If you did not ask for it, ignore this email: nothing happens.</p>"""
+)
+
+
+def render_waitlist_confirm(raw: dict[str, Any]) -> RenderedEmail:
+    d: WaitlistConfirmData = _data(WaitlistConfirmData, raw)  # type: ignore[arg-type]
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "confirmUrl": d.confirmUrl,
+    }
+    subject = _one_line(f"Confirm your place on the waitlist for {d.raceName} — {d.eventName}")
+    content = _WAITLIST_CONFIRM_HTML.substitute(_escaped(values))
+    page = _page(subject, content, d.entryId, "waitlist entry")
+    return RenderedEmail(subject, _WAITLIST_CONFIRM_TEXT.substitute(values), page)
+
+
+_WAITLIST_JOINED_TEXT = Template(
+    """Hi $firstName,
+
+You're on the waitlist for $raceName — $eventName at position $position.
+
+When a place frees up, it is offered to the next runner in line by email. Your place, and
+leaving the list, are at this link (keep it to yourself):
+
+$manageUrl
+
+Racecap
+"""
+)
+
+
+_WAITLIST_JOINED_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">You're on the list at position $position</h1>
+<p style="margin:0 0 16px">Hi $firstName, you're on the waitlist for <strong>$raceName</strong> — $eventName
+at position <strong>$position</strong>.</p>
+<p style="margin:0 0 16px">When a place frees up, it is offered to the next runner in line by email.</p>
+<p style="margin:0 0 16px"><a href="$manageUrl" style="display:inline-block;background:#1f2933;color:#ffffff;
+padding:10px 18px;border-radius:6px;text-decoration:none">My place on the waitlist</a></p>
+<p style="margin:0;font-size:13px;color:#66788a">Keep this link to yourself: it shows your place and lets you
+leave the list.</p>"""
+)
+
+
+def render_waitlist_joined(raw: dict[str, Any]) -> RenderedEmail:
+    d: WaitlistJoinedData = _data(WaitlistJoinedData, raw)  # type: ignore[arg-type]
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "position": str(d.position),
+        "manageUrl": d.manageUrl,
+    }
+    subject = _one_line(f"You're on the waitlist for {d.raceName} — {d.eventName} at position {d.position}")
+    content = _WAITLIST_JOINED_HTML.substitute(_escaped(values))
+    page = _page(subject, content, d.entryId, "waitlist entry")
+    return RenderedEmail(subject, _WAITLIST_JOINED_TEXT.substitute(values), page)
+
+
 TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "confirmation": render_confirmation,
     "refund": render_refund,
@@ -402,4 +489,6 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "email-change": render_email_change,
     "email-changed": render_email_changed,
     "email-moved": render_email_moved,
+    "waitlist-confirm": render_waitlist_confirm,
+    "waitlist-joined": render_waitlist_joined,
 }

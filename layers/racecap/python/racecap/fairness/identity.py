@@ -67,16 +67,23 @@ TOKEN_SCHEMES: dict[str, tuple[str, str]] = {
         "of Racecap's: 401 INVALID_TOKEN. Expired (a month after race day): 401 TOKEN_EXPIRED. Replaced (after an "
         "email change): 401 LINK_REVOKED. Ask for a new link on the race's page.",
     ),
+    "waitlist": (
+        "X-Racecap-Waitlist",
+        "The token in the link to your waitlist entry (the email confirming your address sends it): the only "
+        "way to see your place on an event's waitlist or leave it. Missing or not one of Racecap's: 401 "
+        "INVALID_TOKEN. Expired (after race day): 401 TOKEN_EXPIRED.",
+    ),
 }
 # Headers as the handlers see them (lowercased, as API Gateway's HTTP API delivers them).
-DEVICE_HEADER, QUEUE_HEADER, ADMISSION_HEADER, REGISTRATION_HEADER = (
-    TOKEN_SCHEMES[k][0].lower() for k in ("device", "queue", "admission", "registration")
+DEVICE_HEADER, QUEUE_HEADER, ADMISSION_HEADER, REGISTRATION_HEADER, WAITLIST_HEADER = (
+    TOKEN_SCHEMES[k][0].lower() for k in ("device", "queue", "admission", "registration", "waitlist")
 )
 # What a route declares as its ``security`` (OpenAPI: alternatives OR-ed, ``{}`` = none needed).
 NEEDS_DEVICE: list[dict[str, list[str]]] = [{"device": []}]
 READS_QUEUE_TOKEN: list[dict[str, list[str]]] = [{"device": [], "queue": []}, {"device": []}]
 HOLDS_SECURITY: list[dict[str, list[str]]] = [{"device": [], "admission": []}, {"device": []}, {}]
 OWN_REGISTRATION: list[dict[str, list[str]]] = [{"registration": []}]
+OWN_WAITLIST_ENTRY: list[dict[str, list[str]]] = [{"waitlist": []}]
 
 
 class DeviceView(Model):

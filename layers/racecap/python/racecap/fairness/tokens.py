@@ -1,5 +1,6 @@
 """Signed, self-contained tokens: the device, queue-entry, admission and challenge tokens, and
-the link to a runner's own registration and the one confirming a new address (``registration.links``).
+the link to a runner's own registration and the one confirming a new address (``registration.links``),
+and the link to a runner's waitlist entry (``waitlist.service``: it confirms the address, then shows the place).
 
 A token is ``<kind>.<payload>.<mac>``: the payload is base64url JSON and the MAC an
 HMAC-SHA256 over ``kind.payload`` under a key derived per kind from the one signing key,
@@ -18,8 +19,8 @@ from typing import Any, Literal
 
 from racecap.errors import DomainError
 
-Kind = Literal["dev", "que", "adm", "pow", "reg", "eml"]
-KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml")
+Kind = Literal["dev", "que", "adm", "pow", "reg", "eml", "wtl"]
+KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml", "wtl")
 
 
 class InvalidToken(DomainError):
@@ -87,4 +88,5 @@ _NAMES: dict[str, str] = {
     "pow": "proof-of-work challenge",
     "reg": "link to your registration",
     "eml": "link confirming your new email address",
+    "wtl": "link to your waitlist entry",
 }

@@ -152,6 +152,7 @@ class RaceCatalog:
                     ageRule=rule_text(e.minAge, e.maxAge),
                     teamMinSize=e.teamMinSize,
                     teamMaxSize=e.teamMaxSize,
+                    waitlist=e.waitlist.enabled,
                 )
                 for e in events
             ],

@@ -39,6 +39,7 @@ class EventChanges(TypedDict, total=False):
     priceTiers: list[dict[str, Any]]
     teamMinSize: int | None
     teamMaxSize: int | None
+    waitlist: dict[str, Any]
 
 
 RegistrationState = Literal["SCHEDULED", "OPEN", "CLOSED"]
@@ -93,6 +94,29 @@ class RefundPolicy(Model):
                 "editUntil": move(self.editUntil) if self.editUntil else None,
             }
         )
+
+
+DEFAULT_OFFER_WINDOW_HOURS = 48
+MAX_OFFER_WINDOW_HOURS = 14 * 24
+MAX_WAITLIST_LENGTH = 100_000
+
+
+class WaitlistSettings(Model):
+    """An event's waitlist, set by the director (issue 40): off until switched on."""
+
+    enabled: bool = Field(default=False, description="Runners may join the waitlist once the event is sold out.")
+    offerWindowHours: int = Field(
+        default=DEFAULT_OFFER_WINDOW_HOURS,
+        ge=1,
+        le=MAX_OFFER_WINDOW_HOURS,
+        description="How long a runner offered a freed place has to take it (never past registration's close).",
+    )
+    maxLength: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WAITLIST_LENGTH,
+        description="The most runners the list holds at once (confirmed entries); null: no cap.",
+    )
 
 
 class Race(Model):
@@ -159,6 +183,8 @@ class Event(Model):
     # places together. None: the event takes single entries only.
     teamMinSize: int | None = None
     teamMaxSize: int | None = None
+    # The event's waitlist (racecap.waitlist); events stored before it existed have none.
+    waitlist: WaitlistSettings = Field(default_factory=WaitlistSettings)
 
     def price_at(self, at: datetime) -> int:
         price = self.priceCents
@@ -187,6 +213,11 @@ class EventView(Model):
         default=None, description="Team entries: the smallest team a captain may enter; null: no team entries."
     )
     teamMaxSize: int | None = Field(default=None, description="Team entries: the largest team.")
+    waitlist: bool = Field(
+        default=False,
+        description="The event has a waitlist: once it is SOLD_OUT, runners may join it "
+        "(POST /api/races/{raceId}/events/{eventId}/waitlist).",
+    )
 
 
 class EventSummaryView(Model):

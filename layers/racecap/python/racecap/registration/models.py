@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from racecap.errors import ValidationFailed
-from racecap.models import Model, _Record
+from racecap.models import EMAIL_PATTERN, Model, _Record, normalize_email
 from racecap.questions.models import Answers, WaiverAcceptance
 from racecap.races.rules import MAX_TEAM_SIZE, MIN_TEAM_SIZE, age_on
 
@@ -254,21 +254,10 @@ def registration_row(reg: Registration) -> RegistrationRow:
 # Deliberately permissive (RFC 5322 is not what runners type); the confirmation email
 # is the real proof. One @, a dot in the domain, no spaces, at most 254 characters.
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
-# The same rule as the document states it, read alike by Python's ``re`` and a client's
-# ECMA-262 regex: ``\s`` differs between them on control characters (Python's includes
-# \x1c-\x1f and \x85, ECMA's \ufeff), so those are excluded outright, and only plain
-# spaces, tabs and line ends may surround the address (they are trimmed).
-_ADDRESS_PART = r"[^@\s\x00-\x1f\x7f-\x9f\ufeff]"
-EMAIL_PATTERN = rf"^[ \t\n\r]*{_ADDRESS_PART}{{1,64}}@{_ADDRESS_PART}+\.{_ADDRESS_PART}{{2,}}[ \t\n\r]*$"
 
 
 # A plausibility check only (a mistyped year), measured today; the event's own rule decides.
 MAX_AGE_YEARS = 120
-
-
-def normalize_email(raw: str) -> str:
-    """Emails compare case-insensitively after trimming (the contract)."""
-    return raw.strip().lower()
 
 
 # Optional: a PaymentMethod id (``pm_…``) to confirm on the server (load generators, Stripe's

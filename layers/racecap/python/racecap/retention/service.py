@@ -9,6 +9,8 @@ on, the retention job (``functions/retention_purge``, hourly) deletes what is no
   runners in age groups;
 * every email's claim on the race (its key is the email) and the runners' holds (which
   carry the payment attempt: email, date of birth);
+* every entry of the race's events' waitlists (an address and a name each; ``racecap.waitlist``),
+  whatever its state, in transactions of up to ``LEDGER_ITEMS_PER_TRANSACTION`` deletes;
 
 and keeps what results publish and directors count: name, bib, event, status, amounts,
 times, the stats. The answers to the registration questions (emergency contacts, clubs,
@@ -75,6 +77,10 @@ class RetentionStore(Protocol):
         """One registration's deletion, as one transaction's items."""
         ...
 
+    def waitlist_items(self, race_id: str, event_id: str) -> list[TransactItem]:
+        """Every entry of the event's waitlist, deleted."""
+        ...
+
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem: ...
 
 
@@ -134,6 +140,11 @@ class RetentionPurge:
                 self._forget_ledger_ids(reg, at)
                 self._transact(self._store.purge_items(reg, age_on_race_day(reg, race_day), at))
                 done += 1
+            # The waitlist's entries after the event's registrations: deleting one twice (a resumed
+            # run) changes nothing, so a run stopped anywhere is finished by the next.
+            entries = self._store.waitlist_items(race.raceId, event.eventId)
+            for start in range(0, len(entries), LEDGER_ITEMS_PER_TRANSACTION):
+                self._transact(entries[start : start + LEDGER_ITEMS_PER_TRANSACTION])
         counts["registrations"] += done
         self._transact(
             [

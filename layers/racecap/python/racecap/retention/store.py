@@ -17,11 +17,13 @@ from typing import Any
 from racecap.aws.items import from_item, query_raw, values
 from racecap.aws.keys import (
     RACE_SK,
+    WAITLIST_ENTRY_PREFIX,
     email_key,
     event_bib_pk,
     hold_key,
     race_key,
     reg_key,
+    waitlist_pk,
 )
 from racecap.aws.transactions import TransactItem
 from racecap.questions.rules import kept_after_purge, waiver_after_purge
@@ -97,6 +99,19 @@ class DynamoRetention:
             {"Delete": {"TableName": self._inv, "Key": email_key(reg.raceId, reg.email)}},
             {"Delete": {"TableName": self._inv, "Key": hold_key(reg.holdId)}},
         ]
+
+    def waitlist_items(self, race_id: str, event_id: str) -> list[TransactItem]:
+        """Every entry of the event's waitlist, deleted (each holds an address and a name; the
+        line's counters, figures alone, stay)."""
+        items = query_raw(
+            self._db,
+            TableName=self._inv,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :entry)",
+            ProjectionExpression="pk, sk",
+            ExpressionAttributeValues=values({":pk": waitlist_pk(race_id, event_id), ":entry": WAITLIST_ENTRY_PREFIX}),
+            ConsistentRead=True,
+        )
+        return [{"Delete": {"TableName": self._inv, "Key": {"pk": i["pk"], "sk": i["sk"]}}} for i in items]
 
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem:
         return {

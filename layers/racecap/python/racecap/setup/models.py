@@ -21,11 +21,14 @@ from pydantic import (
 from racecap.errors import FieldErrors
 from racecap.models import WHOLE_NUMBER, YEARS, JsonInt, Model, within_years
 from racecap.races.models import (
+    MAX_OFFER_WINDOW_HOURS,
+    MAX_WAITLIST_LENGTH,
     Listing,
     PriceTier,
     PublicRaceStatus,
     RefundPolicy,
     RegistrationState,
+    WaitlistSettings,
 )
 from racecap.races.rules import (
     DEFAULT_MIN_AGE,
@@ -53,6 +56,7 @@ class AdminEventView(Model):
     teamMaxSize: int | None = None
     taken: int = Field(description="Places held, paid or confirmed right now.")
     placesLeft: int
+    waitlist: WaitlistSettings = Field(description="The event's waitlist (off by default).")
 
 
 class AdminRaceSummary(Model):
@@ -179,6 +183,29 @@ TEAM_SIZE_DESCRIPTION = (
 )
 
 
+class WaitlistFields(Model):
+    """An event's waitlist as a director sends it (strict: `true` is not a number of hours)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: StrictBool = Field(default=False, description="Runners may join once the event is sold out.")
+    offerWindowHours: JsonInt = Field(
+        default=48,
+        ge=1,
+        le=MAX_OFFER_WINDOW_HOURS,
+        description="Hours a runner offered a freed place has to take it (never past registration's close).",
+    )
+    maxLength: Annotated[int, Strict(), Ge(1), Le(MAX_WAITLIST_LENGTH), WHOLE_NUMBER] | None = Field(
+        default=None, description="The most confirmed runners the list holds at once; leave out for no cap."
+    )
+
+
+WAITLIST_DESCRIPTION = (
+    "The event's waitlist: runners join it once the event is sold out, confirm their address by email, and are "
+    "offered freed places in the order they joined."
+)
+
+
 class EventDraft(Model):
     model_config = _STRICT
 
@@ -196,6 +223,7 @@ class EventDraft(Model):
     )
     teamMinSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
     teamMaxSize: TeamSize | None = Field(default=None, description=TEAM_SIZE_DESCRIPTION)
+    waitlist: WaitlistFields = Field(default_factory=WaitlistFields, description=WAITLIST_DESCRIPTION)
 
     @field_validator("maxAge")
     @classmethod
@@ -433,6 +461,9 @@ class EventPatch(Model):
         default=None,
         max_length=MAX_PRICE_TIERS,
         description=PRICE_TIERS_DESCRIPTION + " Replaces them all; [] removes them.",
+    )
+    waitlist: WaitlistFields | None = Field(
+        default=None, description=WAITLIST_DESCRIPTION + " The whole setting (it replaces the one before)."
     )
 
     model_config = ConfigDict(**_STRICT, json_schema_extra=_null_is_not_a_value)

@@ -29,7 +29,7 @@ from racecap.models import YEARS, Director
 from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, shards_for, split_cap
 from racecap.places.store import Inventory
 from racecap.races.catalog import RaceCatalog
-from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges, RefundPolicy
+from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges, RefundPolicy, WaitlistSettings
 from racecap.races.rules import (
     purge_due,
     team_range_problem,
@@ -138,6 +138,7 @@ class RaceAdmin:
                     teamMaxSize=e.teamMaxSize,
                     taken=usage.taken,
                     placesLeft=usage.left,
+                    waitlist=e.waitlist,
                 )
             )
         return AdminRaceView(
@@ -192,6 +193,7 @@ class RaceAdmin:
                 priceTiers=tiers[i],
                 teamMinSize=e.teamMinSize,
                 teamMaxSize=e.teamMaxSize,
+                waitlist=WaitlistSettings.model_validate(e.waitlist.model_dump()),
             )
             for i, e in enumerate(draft.events)
         ]
@@ -236,6 +238,7 @@ class RaceAdmin:
             priceTiers=_tiers(draft.priceTiers, race.timeZone, "priceTiers"),
             teamMinSize=draft.teamMinSize,
             teamMaxSize=draft.teamMaxSize,
+            waitlist=WaitlistSettings.model_validate(draft.waitlist.model_dump()),
         )
         self._inventory.create_event_shards(race_id, event.eventId, split_cap(event.cap, event.shards))
         try:
@@ -307,6 +310,10 @@ class RaceAdmin:
             if "maxAge" in asked:
                 raise ValidationFailed("Send maxAge or noMaxAge, not both.", fields={"noMaxAge": "Not with maxAge."})
             asked["maxAge"] = None
+        if patch.waitlist is not None:
+            # The whole setting replaces the one before (fields left out take their defaults):
+            # the stored map is always complete.
+            asked["waitlist"] = WaitlistSettings.model_validate(patch.waitlist.model_dump()).model_dump()
         if patch.noTeams:
             if {"teamMinSize", "teamMaxSize"} & asked.keys():
                 raise ValidationFailed("Send team sizes or noTeams, not both.", fields={"noTeams": "Not with sizes."})
@@ -416,6 +423,8 @@ class RaceAdmin:
                             "priceTiers": [
                                 {"startsAt": t.startsAt + shift, "priceCents": t.priceCents} for t in e.priceTiers
                             ],
+                            # The setting comes along; the list itself (its runners) does not.
+                            "waitlist": e.waitlist.model_dump(),
                         }
                         | ({"maxAge": e.maxAge} if e.maxAge is not None else {})
                         | (

@@ -42,7 +42,9 @@ def device_token() -> Response[DeviceView]:
 
 @router.post(
     "/api/races/<raceId>/queue/challenge",
-    summary="A proof-of-work challenge for joining the race's queue",
+    summary="A proof-of-work challenge for joining the race's queue, or an event's waitlist",
+    description="Bound to the race and the device, spent once: one solved challenge buys one queue place or one "
+    "waitlist join.",
     tags=["Fairness"],
     security=NEEDS_DEVICE,
     responses={401: {"description": "DEVICE_TOKEN_REQUIRED, INVALID_TOKEN"}, 404: {"description": "RACE_NOT_FOUND"}},

@@ -1,0 +1,57 @@
+"""An event's waitlist, for its director: the list with places and states, removing someone."""
+
+# No `from __future__ import annotations` here: Powertools reads the route annotations
+# at run time to validate requests and responses.
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, owner_of
+from racecap.errors import EventNotFound
+from racecap.http import NO_STORE
+from racecap.observability import tracer
+from racecap.races.models import Event
+from racecap.waitlist.models import AdminWaitlistView
+from racecap.waitlist.wiring import waitlist_admin
+
+router = Router()
+_owned = owner_of(router)
+
+
+def _event(events: list[Event], race_id: str, event_id: str) -> Event:
+    event = next((e for e in events if e.eventId == event_id), None)
+    if event is None:
+        raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+    return event
+
+
+@router.get(
+    "/api/admin/races/<raceId>/events/<eventId>/waitlist",
+    summary="The event's waitlist: its settings, length, and every entry with its place and state",
+    tags=["Admin: waitlist"],
+    security=SECURITY,
+    responses={404: {"description": "RACE_NOT_FOUND (no such race, or not yours), EVENT_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_waitlist(raceId: str, eventId: str) -> Response[AdminWaitlistView]:
+    _, _, events = _owned(raceId)
+    return as_json(200, waitlist_admin().view(raceId, _event(events, raceId, eventId)))
+
+
+@router.delete(
+    "/api/admin/races/<raceId>/events/<eventId>/waitlist/<entryId>",
+    summary="Remove someone from the event's waitlist (audited by entry id, never by address)",
+    description="The address cannot join this event's list again. Safe to repeat.",
+    tags=["Admin: waitlist"],
+    security=SECURITY,
+    responses={
+        **NOT_YOURS,
+        204: {"description": "Removed"},
+        404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND, WAITLIST_ENTRY_NOT_FOUND"},
+    },
+)
+@tracer.capture_method
+def remove_from_waitlist(raceId: str, eventId: str, entryId: str) -> Response[None]:
+    director, _, events = _owned(raceId)
+    waitlist_admin().remove(director, raceId, _event(events, raceId, eventId).eventId, entryId)
+    return Response(204, headers=NO_STORE)

@@ -1,0 +1,164 @@
+// An event's waitlist (racecap.waitlist), one route of the app (waitlistPage) for three pages:
+//   #/waitlist/join/{raceId}/{eventId}  join a sold-out event's list: name and email, then a
+//                                       proof-of-work solved here (pow.js, the queue's own)
+//   #/waitlist/{token}                  the emailed link: confirms the address (safe to repeat), keeps
+//                                       the token for this tab and replaces the address with #/waitlist
+//                                       so it does not stay in the history (tokens hold no "/")
+//   #/waitlist                          my place in line (the kept token), and leaving
+import { api, withBusyRetry } from './api.js';
+import { device } from './identity.js';
+import { solve } from './pow.js';
+import { backLink, enc, errorBox, go, h, page, retitle, say, setText, store } from './ui.js';
+
+const HEADER = 'X-Racecap-Waitlist';
+const KEY = 'waitlist';
+const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]{2,}$/;
+
+// `rest` is "" for #/waitlist (the app's pattern always captures: an absent group would arrive
+// as the text "undefined").
+export function waitlistPage(rest) {
+  const [first, raceId, eventId] = (rest || '').split('/');
+  if (!rest) return positionPage();
+  if (first === 'join' && eventId) return joinPage(decodeURIComponent(raceId), decodeURIComponent(eventId));
+  return confirmPage(rest);
+}
+
+function joinPage(raceId, eventId) {
+  const { h1, body, signal } = page('Join the waitlist');
+  const fields = [['firstName', 'First name', 'text', 'given-name'], ['lastName', 'Last name', 'text', 'family-name'],
+    ['email', 'Email address', 'email', 'email']];
+  const inputs = {}; // by the API's field names, so a 400's `fields` lands under each
+  const rows = fields.map(([name, label, type, ac]) => {
+    const err = h('p', { cls: 'field-error', id: `wl-${name}-err`, testid: `wl-${name}-error` });
+    const input = h('input', { id: `wl-${name}`, name, type, autocomplete: ac, required: true,
+      'aria-describedby': `wl-${name}-err`, testid: `wl-${name}` });
+    inputs[name] = { input, err };
+    return h('div', { cls: 'field' }, h('label', { for: `wl-${name}` }, label), input, err);
+  });
+  const st = h('p', { role: 'status', testid: 'wl-status' });
+  const send = h('button', { type: 'submit', cls: 'primary', testid: 'wl-join' }, 'Join the waitlist');
+  const form = h('form', { novalidate: true, testid: 'wl-form' }, rows, send, st);
+  const bad = (name, msg) => {
+    setText(inputs[name].err, msg);
+    inputs[name].input.setAttribute('aria-invalid', 'true');
+  };
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const value = Object.fromEntries(Object.entries(inputs).map(([k, { input }]) => [k, input.value.trim()]));
+    for (const { input, err } of Object.values(inputs)) (setText(err, ''), input.removeAttribute('aria-invalid'));
+    if (!value.firstName) bad('firstName', 'Enter your first name.');
+    if (!value.lastName) bad('lastName', 'Enter your last name.');
+    if (!EMAIL.test(value.email)) bad('email', 'Enter an email address like name@example.com.');
+    const first = Object.values(inputs).find(({ input }) => input.hasAttribute('aria-invalid'));
+    if (first) return first.input.focus();
+    send.disabled = true;
+    try {
+      await device(signal);
+      setText(st, 'Proving this is a person, not a script: a few seconds of work for your device…');
+      // The opening queue's challenge: bound to this race and device, spent once.
+      const ch = (await withBusyRetry(() => api('POST', `/races/${enc(raceId)}/queue/challenge`, { signal }), { signal })).data;
+      const nonce = await solve(ch.challenge, ch.difficulty, { signal });
+      const { data } = await api('POST', `/races/${enc(raceId)}/events/${enc(eventId)}/waitlist`,
+        { body: { ...value, challenge: ch.challenge, nonce }, signal });
+      retitle(h1, 'Check your inbox');
+      body.replaceChildren(h('p', { role: 'status', testid: 'wl-sent' }, data.message), backLink(raceId));
+      say(data.message);
+      body.querySelector('a').focus();
+    } catch (e) {
+      if (signal.aborted) return;
+      const wrong = Object.entries((e.body && e.body.fields) || {}).filter(([k]) => inputs[k]);
+      for (const [k, msg] of wrong) bad(k, msg);
+      if (wrong.length) inputs[wrong[0][0]].input.focus();
+      setText(st, wrong.length ? '' : e.message);
+      send.disabled = false;
+    }
+  });
+  body.append(
+    h('p', {}, 'This event is sold out. Join its waitlist: when a place frees up it is offered to the next runner in '
+      + 'line, by email. We first email you a link to confirm your address; you take your place in line when you open it.'),
+    form, backLink(raceId));
+}
+
+// The emailed link: confirm (a repeat answers the same), keep the token, show the place.
+function confirmPage(token) {
+  const { h1, body, signal } = page('Confirming your place');
+  const st = h('p', { role: 'status', testid: 'wl-confirm-status' }, 'Confirming…');
+  body.append(st);
+  (async () => {
+    try {
+      await api('POST', '/waitlist/confirm', { body: { token }, signal });
+      store.set(KEY, token);
+      go('/waitlist', true);
+    } catch (e) {
+      if (signal.aborted) return;
+      retitle(h1, 'Not on the waitlist');
+      body.replaceChildren(errorBox(e.message), backLink());
+    }
+  })();
+}
+
+function positionPage() {
+  const { h1, body, signal } = page('My place on the waitlist');
+  const kept = store.get(KEY);
+  if (!kept) {
+    body.append(h('p', { testid: 'wl-no-link' }, 'Open the link in your waitlist email to see your place.'), backLink());
+    return;
+  }
+  const call = (method) => api(method, '/waitlist/me', { signal, headers: { [HEADER]: kept } });
+
+  async function show(announce) {
+    let me;
+    try {
+      me = (await call('GET')).data;
+    } catch (e) {
+      if (signal.aborted) return;
+      body.replaceChildren(errorBox(e.message, e.status !== 401 && e.status !== 404 && (() => show())), backLink());
+      return;
+    }
+    retitle(h1, `Waitlist: ${me.raceName}, ${me.eventName}`);
+    const rows = [
+      me.position && ['Your place in line', String(me.position), 'wl-position'],
+      me.number && ['Your number', String(me.number), 'wl-number'],
+    ].filter(Boolean);
+    const status = h('p', { role: 'status', testid: 'wl-state', 'data-state': me.state }, me.message);
+    body.replaceChildren(status,
+      rows.length ? h('dl', {}, rows.flatMap(([dt, dd, testid]) => [h('dt', {}, dt), h('dd', { testid }, dd)])) : '',
+      me.state === 'WAITING' || me.state === 'PENDING' ? leaveSection() : '',
+      backLink(me.raceId));
+    if (announce) say(me.message);
+  }
+
+  function leaveSection() {
+    const box = h('section', { 'aria-labelledby': 'wl-leave-title', testid: 'wl-leave' },
+      h('h2', { id: 'wl-leave-title' }, 'Leave the waitlist'));
+    const start = h('button', { type: 'button', testid: 'wl-leave-start' }, 'Leave the waitlist');
+    box.append(h('p', { cls: 'muted' }, 'Your name and address are deleted at once. If you join again later, '
+      + 'you go to the back of the line.'), start);
+    start.addEventListener('click', () => {
+      const yes = h('button', { type: 'button', cls: 'primary', testid: 'wl-leave-yes' }, 'Yes, leave the waitlist');
+      const no = h('button', { type: 'button', testid: 'wl-leave-no' }, 'No, keep my place');
+      const ask = h('div', { role: 'group', 'aria-label': 'Leave the waitlist?', testid: 'wl-leave-confirm' },
+        h('p', {}, 'Leave the waitlist? You lose your place in line.'), yes, no);
+      start.replaceWith(ask);
+      yes.focus();
+      no.addEventListener('click', () => (ask.replaceWith(start), start.focus()));
+      yes.addEventListener('click', async () => {
+        yes.disabled = true;
+        no.disabled = true;
+        try {
+          await call('DELETE');
+          await show(true);
+          const done = document.querySelector('[data-testid="wl-state"]');
+          if (done) (done.setAttribute('tabindex', '-1'), done.focus());
+        } catch (e) {
+          ask.append(h('p', { role: 'alert' }, e.message));
+          yes.disabled = false;
+          no.disabled = false;
+        }
+      });
+    });
+    return box;
+  }
+
+  show(true);
+}

@@ -1,0 +1,136 @@
+"""An event's waitlist in real headless Chromium, on a phone and by keyboard only (issue 40,
+slice 1): the sold-out event's "join the waitlist", the form (its errors beside its fields, the
+proof-of-work solved in the page), the emailed link that confirms and shows the place, and
+leaving.
+
+Each test leaves ``test-artifacts/browser/<test>.png``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import requests
+from playwright.sync_api import Page, expect
+
+from local.auth import director_sub
+from local.stack import LocalStack
+from tests.browser.conftest import CHROMIUM
+from tests.browser.steps import accessible, focused_testid, new_race, tab_to, unique
+from tests.integration.admin import DirectorSession, wait_until
+from tests.integration.conftest import api_session
+from tests.integration.flows import event_ids, hold
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent: `bash local/install.sh apt` installs it"),
+]
+
+PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+
+
+def _link(stack: LocalStack, email: str) -> str:
+    """The site's link in the waitlist's confirmation email to ``email``."""
+
+    def found() -> list[dict[str, Any]]:
+        mail = requests.get(f"{stack.mailbox_url}/messages.json", timeout=10).json()["messages"]
+        return [m for m in mail if email in m["to"] and m["tags"].get("kind") == "waitlist-confirm"]
+
+    (url,) = re.findall(r"https?://\S+/#/waitlist/\S+", wait_until(found, timeout=45)[0]["text"])
+    return str(url)
+
+
+def test_on_a_phone_by_keyboard_a_runner_joins_a_sold_out_events_waitlist_confirms_from_the_email_and_leaves(
+    new_page: Callable[..., Page], stack: LocalStack, backend: Any, snap: Any
+) -> None:
+    kim = DirectorSession(stack, "kim-waitlist-site")
+    race_id = new_race(backend, unique("Waitlist 10K"), [1], owner=director_sub("kim-waitlist-site"))
+    api = api_session(stack)
+    (event_id,) = event_ids(api, race_id)
+    on = kim.patch(f"/api/admin/races/{race_id}/events/{event_id}", json={"waitlist": {"enabled": True}})
+    assert on.status_code == 200, on.text
+    assert kim.patch(f"/api/admin/races/{race_id}/fairness", json={"powDifficulty": 4}).status_code == 200
+    assert hold(api, race_id, event_id).status_code == 201  # the one place is held: sold out
+    wait_until(lambda: api.get(f"/api/races/{race_id}").json()["events"][0]["status"] == "SOLD_OUT", timeout=10)
+    email = f"wait-{race_id[-6:].lower()}@example.com"
+
+    page = new_page(**PHONE)
+    page.goto(f"/#/races/{race_id}")
+    tab_to(page, "waitlist-link")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("wl-form")).to_be_visible()
+    accessible(page, "the waitlist's form")
+
+    # A mistyped address is named beside its field, and the focus goes there.
+    tab_to(page, "wl-firstName")
+    page.keyboard.type("Ada")
+    page.keyboard.press("Tab")
+    page.keyboard.type("Lovelace")
+    page.keyboard.press("Tab")
+    page.keyboard.type("ada-at-example")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("wl-email-error")).to_contain_text("name@example.com")
+    assert focused_testid(page) == "wl-email"
+    page.keyboard.press("Control+A")
+    page.keyboard.type(email)
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("wl-sent")).to_contain_text("Check your inbox", timeout=20_000)
+    snap(page, "asked")
+
+    # The emailed link confirms the address; the token leaves the address bar; the place shows.
+    page.goto(_link(stack, email).replace(stack.url, ""))
+    expect(page.get_by_test_id("wl-state")).to_have_attribute("data-state", "WAITING", timeout=20_000)
+    assert page.url.endswith("#/waitlist")
+    expect(page.get_by_test_id("wl-position")).to_have_text("1")
+    accessible(page, "my place on the waitlist")
+    snap(page, "waiting")
+
+    # Leaving asks first; "no" keeps the place, "yes" leaves.
+    tab_to(page, "wl-leave-start")
+    page.keyboard.press("Enter")
+    assert focused_testid(page) == "wl-leave-yes"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # "No, keep my place"
+    assert focused_testid(page) == "wl-leave-start"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # "Yes, leave the waitlist"
+    expect(page.get_by_test_id("wl-state")).to_have_attribute("data-state", "LEFT", timeout=20_000)
+    listed = kim.get(f"/api/admin/races/{race_id}/events/{event_id}/waitlist").json()
+    assert [(e["state"], e["email"]) for e in listed["entries"]] == [("LEFT", "")]
+    accessible(page, "left")
+    snap(page, "left")
+
+
+def test_a_director_switches_an_events_waitlist_on_in_the_console_with_a_cap_and_it_is_kept(
+    new_page: Callable[..., Page], stack: LocalStack, backend: Any, api: Any, demo_seed: str, snap: Any
+) -> None:
+    from racecap.setup.models import EventDraft
+
+    from tests.browser.steps import console_race
+    from tests.browser.test_console import CONSOLE, signed_in
+    from tests.browser.test_console_refund_policy import admin_get
+
+    assert stack.directors is not None
+    race = console_race(
+        backend, stack.directors.demo_sub, name=unique("Waitlist Console 5K"),
+        events=[EventDraft(name="5K", cap=20, priceCents=3000)],
+    )  # fmt: skip
+    page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900})
+    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    editor = page.get_by_test_id("event-waitlist")
+    expect(editor.get_by_label("A waitlist once sold out")).not_to_be_checked()
+    expect(editor.get_by_label("Hours to take an offered place")).to_have_value("48")
+    editor.get_by_label("A waitlist once sold out").check()
+    editor.get_by_label("Most runners on the list").fill("200")
+    row = page.get_by_test_id("event-row")
+    row.get_by_test_id("save-event").click()
+    expect(row.get_by_test_id("event-alert")).to_contain_text("Saved.")
+    accessible(page, "the event's waitlist setting")
+    snap(page, "console")
+    stored = admin_get(page, stack, api, race.raceId)["events"][0]["waitlist"]
+    assert stored == {"enabled": True, "offerWindowHours": 48, "maxLength": 200}
+    page.reload()
+    expect(page.get_by_test_id("event-waitlist").get_by_label("A waitlist once sold out")).to_be_checked()
+    expect(page.get_by_test_id("event-waitlist").get_by_label("Most runners on the list")).to_have_value("200")

@@ -1,0 +1,76 @@
+"""The waitlist's store (``waitlist.store``), the same cases on the fake and on DynamoDB Local:
+one entry per address, a join number given only from the line as read (a stale read or a full
+list refuses item 0, an entry no longer pending item 1), leaving and removing shorten the line."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from racecap.aws.transactions import ConditionFailed
+from racecap.waitlist.models import WaitlistEntry
+
+from tests.contract.stores_under_test import StoresUnderTest
+
+NOW = 1_900_000_000
+
+
+def _entry(race: str, n: int, **over: object) -> WaitlistEntry:
+    fields = {"entryId": f"entry{n}", "raceId": race, "eventId": "evt", "state": "PENDING", "email": f"r{n}@x.io",
+              "firstName": "Ada", "lastName": "L", "joinedAt": "2030-01-01T00:00:00+00:00", "ttl": NOW + 600}  # fmt: skip
+    return WaitlistEntry.model_validate(fields | over)
+
+
+def test_an_address_has_one_live_entry_and_may_join_again_once_it_left_or_its_pending_one_expired(
+    stores: StoresUnderTest,
+) -> None:
+    w, race = stores.waitlist, f"race-{uuid.uuid4().hex[:8]}"
+    assert w.put_pending(_entry(race, 1), NOW)
+    assert not w.put_pending(_entry(race, 1, firstName="Other"), NOW)  # a live pending entry stays as it is
+    got = w.get(race, "evt", "entry1")
+    assert got is not None and got.firstName == "Ada"
+    assert w.put_pending(_entry(race, 1, firstName="Later"), NOW + 601)  # that one expired
+    w.confirm(w.get(race, "evt", "entry1"), w.line(race, "evt"), None, "at")  # type: ignore[arg-type]
+    assert not w.put_pending(_entry(race, 1), NOW)  # waiting: stays
+    w.leave(w.get(race, "evt", "entry1"), "at")  # type: ignore[arg-type]
+    assert w.put_pending(_entry(race, 1), NOW)  # left: may join again
+    assert [e.state for e in w.entries(race, "evt")] == ["PENDING"]
+
+
+def test_a_number_is_given_from_the_line_as_read_and_the_cap_and_the_state_are_checked_in_the_same_write(
+    stores: StoresUnderTest,
+) -> None:
+    w, race = stores.waitlist, f"race-{uuid.uuid4().hex[:8]}"
+    for n in range(1, 5):
+        assert w.put_pending(_entry(race, n), NOW)
+    empty = w.line(race, "evt")
+    assert (empty.seq, empty.waiting, empty.exists) == (0, 0, False)
+    w.confirm(w.get(race, "evt", "entry1"), empty, 2, "at")  # type: ignore[arg-type]
+    with pytest.raises(ConditionFailed) as stale:  # the line moved since it was read
+        w.confirm(w.get(race, "evt", "entry2"), empty, 2, "at")  # type: ignore[arg-type]
+    assert stale.value.indexes == [0]
+    w.confirm(w.get(race, "evt", "entry2"), w.line(race, "evt"), 2, "at")  # type: ignore[arg-type]
+    with pytest.raises(ConditionFailed) as full:
+        w.confirm(w.get(race, "evt", "entry3"), w.line(race, "evt"), 2, "at")  # type: ignore[arg-type]
+    assert full.value.indexes == [0]
+    with pytest.raises(ConditionFailed) as done:  # confirmed already
+        w.confirm(_entry(race, 1), w.line(race, "evt"), None, "at")
+    assert done.value.indexes == [1]
+    line = w.line(race, "evt")
+    assert (line.seq, line.waiting, line.head, line.exists) == (2, 2, 0, True)
+    first = w.get(race, "evt", "entry1")
+    assert first is not None and (first.state, first.seq, first.confirmedAt, first.ttl) == ("WAITING", 1, "at", None)
+
+    # Leaving empties the runner's data and shortens the line; removing too, from any live state.
+    w.leave(first, "left-at")
+    left = w.get(race, "evt", "entry1")
+    assert left is not None and (left.state, left.email, left.firstName, left.seq) == ("LEFT", "", "", 1)
+    with pytest.raises(ConditionFailed):
+        w.leave(first, "again")  # read as WAITING, it is LEFT now
+    w.remove(w.get(race, "evt", "entry3"), "rm", [])  # type: ignore[arg-type]
+    w.remove(w.get(race, "evt", "entry2"), "rm", [])  # type: ignore[arg-type]
+    line = w.line(race, "evt")
+    assert (line.seq, line.waiting) == (2, 0)
+    assert sorted((e.entryId, e.state) for e in w.entries(race, "evt")) == [
+        ("entry1", "LEFT"), ("entry2", "REMOVED"), ("entry3", "REMOVED"), ("entry4", "PENDING"),
+    ]  # fmt: skip
