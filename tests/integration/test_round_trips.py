@@ -15,6 +15,7 @@ import requests
 from racecap import clients
 from racecap.cache import shared
 from racecap.payments.wiring import payments
+from racecap.registration.models import RegistrationRequest
 from racecap.registration.payment import paid_mark
 from racecap.registration.wiring import registration_service
 
@@ -86,3 +87,35 @@ def test_the_poll_and_the_webhook_after_a_confirmation_read_no_table_and_a_cance
     wait_until(lambda: backend.registrations().get(reg_id).status == "CANCELLED", timeout=30)
     answer = api.get(f"/api/registrations/{reg_id}").json()
     assert answer["status"] == "CANCELLED" and "Refunded" in answer["message"], answer
+
+
+def test_the_registration_and_confirm_calls_read_no_hold_and_a_lost_snapshot_reads_it_once(
+    director: Any, api: requests.Session, backend: Any, in_process_env: None
+) -> None:
+    """The hold the previous step wrote comes from Redis (``holds.snapshots``), on the real
+    stack's Redis and DynamoDB; without it, each step reads the table once, as before."""
+    from racecap.holds.wiring import hold_service
+
+    kim = director("kim-hold-snapshots")
+    race = kim.post("/api/admin/races", json=race_body((5,))).json()
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    kim.open_now(race_id)
+    wait_until(lambda: api.get(f"/api/races/{race_id}").json()["status"] == "OPEN", timeout=5)
+    service = registration_service()
+    details = RegistrationRequest.model_validate(runner(token=None))
+
+    for lost in (False, True):
+        hold_id = hold_service().hold(race_id, event_id).holdId
+        if lost:
+            shared().delete(f"hold:{hold_id}")
+        with dynamodb_calls() as calls:
+            answer = service.register(hold_id, details.model_copy(update={"email": f"{lost}-{details.email}"}))
+        assert answer.status == "PAYMENT_REQUIRED" and calls["GetItem"] == int(lost), calls
+        intent_id = str(backend.holds().get(hold_id).intentId)
+        payments().confirm_intent(intent_id, payment_method="pm_card_visa", idempotency_key=f"browser-{intent_id}")
+        if lost:
+            shared().delete(f"hold:{hold_id}")
+        with dynamodb_calls() as calls:
+            assert service.confirm(hold_id).status == "QUEUED"
+        assert calls["GetItem"] == int(lost) and calls["UpdateItem"] + calls["TransactWriteItems"] == 1, calls
+        wait_confirmed(api, [answer.registrationId])

@@ -20,6 +20,7 @@ from tests.fakes.attempts import FakeAttempts
 from tests.fakes.cancel_store import FakeCancelStore
 from tests.fakes.catalog import FakeAudit, FakeCatalog, FakeFlags, open_race
 from tests.fakes.code_holds import FakeCodeHolds
+from tests.fakes.hints import FakeHoldHints
 from tests.fakes.ledger import FakeLedger
 from tests.fakes.payments import FakePaymentProvider
 from tests.fakes.questions import FakeQuestions
@@ -37,6 +38,7 @@ class World:
     emails: FakeQueue = field(default_factory=FakeQueue)
     flags: FakeFlags = field(default_factory=FakeFlags)
     pace: FakeWriterPace = field(default_factory=FakeWriterPace)
+    hints: FakeHoldHints = field(default_factory=FakeHoldHints)  # the hold's snapshots (Redis)
 
     def __post_init__(self) -> None:
         self.catalog = FakeCatalog(self.tables)
@@ -49,7 +51,7 @@ class World:
         self.questions = Questions(
             self.question_store, self.tables.transact, FakeAudit(self.tables), local_cache(), FakeInventory(self.tables)
         )
-        self.hold_service = HoldService(self.catalog, self.holds, self.flags)  # type: ignore[arg-type]
+        self.hold_service = HoldService(self.catalog, self.holds, self.flags, self.hints)  # type: ignore[arg-type]
         self.registration = RegistrationService(
             self.catalog,  # type: ignore[arg-type]
             self.attempts,
@@ -58,6 +60,7 @@ class World:
             self.queue,
             pace=self.pace,
             questions=self.questions,
+            hold_hints=self.hints,  # type: ignore[arg-type]
         )
         self.sweeper = HoldSweeper(self.attempts, self.payments, self.registration, self.catalog, self.flags)  # type: ignore[arg-type]
         self.writer = RegistrationWriter(self.regs, self.emails, pace=self.pace)  # type: ignore[arg-type]

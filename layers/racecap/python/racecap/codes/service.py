@@ -60,6 +60,7 @@ from racecap.errors import (
     ValidationFailed,
 )
 from racecap.holds.models import Hold, HoldPhase, Reprice
+from racecap.holds.snapshots import HoldSnapshots
 from racecap.money import charge_problem, decimals, in_units
 from racecap.observability import logger, metrics
 from racecap.payments.calls import provider_call
@@ -200,11 +201,19 @@ class Discounts:
     """The runner's side: apply a code to a held place, or remove it; before the details are
     sent (the hold's price) or after, on the card step (the hold's PaymentIntent's amount too)."""
 
-    def __init__(self, store: CodeStore, holds: CodeHolds, catalog: RaceDefinitions, payments: PaymentProvider) -> None:
+    def __init__(
+        self,
+        store: CodeStore,
+        holds: CodeHolds,
+        catalog: RaceDefinitions,
+        payments: PaymentProvider,
+        hold_hints: HoldSnapshots | None = None,
+    ) -> None:
         self._store = store
         self._holds = holds
         self._catalog = catalog
         self._payments = payments
+        self._hold_hints = hold_hints
 
     def apply(self, hold_id: str, typed: str, now: datetime | None = None) -> Hold:
         now = now or datetime.now(UTC)
@@ -331,6 +340,10 @@ class Discounts:
     def _held(self, hold_id: str, now: datetime) -> Hold:
         """The hold a code may change: HELD, or PAYING with its intent created (any code change
         left under way on it settled first)."""
+        if self._hold_hints is not None:
+            # The price is about to change: the next steps read the hold from the table (the
+            # confirm call's snapshot knows nothing of a re-price under way).
+            self._hold_hints.forget(hold_id)
         hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")

@@ -35,10 +35,11 @@ def code_store() -> DynamoCodes:
 @lru_cache(maxsize=1)
 def discounts() -> Discounts:
     from racecap.codes.service import Discounts
+    from racecap.holds.wiring import hold_snapshots
     from racecap.payments.wiring import payments
     from racecap.races.wiring import catalog
 
-    return Discounts(code_store(), code_holds(), catalog(), payments())
+    return Discounts(code_store(), code_holds(), catalog(), payments(), hold_snapshots())
 
 
 @lru_cache(maxsize=1)

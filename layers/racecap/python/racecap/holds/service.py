@@ -23,6 +23,7 @@ from racecap.errors import (
     SoldOut,
 )
 from racecap.holds.models import DONE_PHASES, PAID_PHASES, Hold, HoldCreated, HoldPhase, HoldView
+from racecap.holds.snapshots import HoldSnapshots
 from racecap.holds.store import HoldStore
 from racecap.observability import metrics
 from racecap.places.rules import plan_team, shard_name
@@ -59,10 +60,13 @@ def member_ids(registration_id: str, places: int) -> list[str]:
 
 
 class HoldService:
-    def __init__(self, catalog: RaceDefinitions, holds: HoldStore, cache: Flags) -> None:
+    def __init__(
+        self, catalog: RaceDefinitions, holds: HoldStore, cache: Flags, snapshots: HoldSnapshots | None = None
+    ) -> None:
         self._catalog = catalog
         self._holds = holds
         self._cache = cache
+        self._snapshots = snapshots  # the hold as created, for the registration call (``holds.snapshots``)
         # Per environment: shards recently found full are tried last (saves write units).
         self._full: dict[str, tuple[float, set[str]]] = {}
 
@@ -89,6 +93,8 @@ class HoldService:
             self._cache.flag(flag, SOLD_OUT_FLAG_TTL)
             metrics.add_metric(name="SoldOut", unit="Count", value=1)
             raise SoldOut(f"{event.name} is sold out.")
+        if self._snapshots is not None:
+            self._snapshots.keep(got)
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
         return _created(hold)
 
@@ -184,6 +190,8 @@ class HoldService:
             raise HoldNotFound(f"No hold with id {hold_id}.")
         if hold.status in PAID_PHASES:
             raise Conflict("This place is paid for; ask the race director to cancel the registration.")
+        if self._snapshots is not None:
+            self._snapshots.forget(hold_id)
         if hold.status == HoldPhase.HELD and self._holds.release(hold, HoldPhase.RELEASED):
             self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
             metrics.add_metric(name="HoldReleased", unit="Count", value=1)

@@ -11,6 +11,7 @@ from racecap.config import get_settings
 
 if TYPE_CHECKING:
     from racecap.holds.service import HoldService
+    from racecap.holds.snapshots import HoldSnapshots
     from racecap.holds.store import DynamoHolds
 
 
@@ -27,4 +28,13 @@ def hold_service() -> HoldService:
     from racecap.holds.service import HoldService
     from racecap.races.wiring import catalog
 
-    return HoldService(catalog(), holds(), cache())
+    return HoldService(catalog(), holds(), cache(), hold_snapshots())
+
+
+@lru_cache(maxsize=1)
+def hold_snapshots() -> HoldSnapshots:
+    """The hold as the last step of a runner's flow wrote it (``holds.snapshots``)."""
+    from racecap.cache import shared as cache
+    from racecap.holds.snapshots import HoldSnapshots
+
+    return HoldSnapshots(cache())

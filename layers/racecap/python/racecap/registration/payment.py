@@ -24,6 +24,7 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
+from racecap.holds.snapshots import HoldSnapshots
 from racecap.observability import logger, metrics
 from racecap.payments.calls import provider_call
 from racecap.payments.port import (
@@ -101,6 +102,7 @@ class PaymentStep:
     _queue: MessageQueue
     _requeue_after: timedelta
     _marks: Flags | None
+    _hold_hints: HoldSnapshots | None
 
     def confirm(self, hold_id: str, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's browser says it confirmed the intent: the server asks the provider."""
@@ -125,13 +127,46 @@ class PaymentStep:
     ) -> tuple[RegistrationAccepted, PaymentIntent | None]:
         """A paying hold settled by what the provider says of its intent (and that intent), or
         the answer for a hold already paid (and no intent: nothing was asked)."""
+        known = self._known_paying(hold_id, now, by_clock=by_clock)
+        intent = None
+        if known is not None:
+            intent = provider_call(lambda: self._payments.retrieve_intent(str(known.intentId)), hold_id)
+            if self._queued_as_known(known, intent, now):
+                return RegistrationAccepted(registrationId=known.registrationId, status="QUEUED"), intent
         hold = self._paying_hold(hold_id, now, by_clock=by_clock)
         if isinstance(hold, RegistrationAccepted):
             return hold, None
         assert hold.attempt is not None  # _paying_hold's promise
-        intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
+        if intent is None or intent.id != hold.intentId:
+            intent = provider_call(lambda: self._payments.retrieve_intent(str(hold.intentId)), hold_id)
         race, event = self._race_event(hold)
         return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=report_decline), intent
+
+    def _known_paying(self, hold_id: str, now: datetime, *, by_clock: bool) -> Hold | None:
+        """The hold as the registration call left it (``holds.snapshots``), if it was then
+        PAYING its recorded intent with no code change under way: the confirm call's usual case."""
+        known = self._hold_hints.get(hold_id) if self._hold_hints is not None else None
+        if known is None or known.status != HoldPhase.PAYING or known.attempt is None or known.intentId is None:
+            return None
+        if known.reprice is not None or (by_clock and known.expired(now)):
+            return None
+        return known
+
+    def _queued_as_known(self, known: Hold, intent: PaymentIntent, now: datetime) -> bool:
+        """Queue a hold known from its snapshot when its payment plainly succeeded: the mark's
+        condition (PAYING with this attempt) is what makes the snapshot's word safe. Anything
+        else (not succeeded, another amount, already marked paid by the webhook, the condition
+        failed) is False, and the caller works it out from the table as before."""
+        attempt = known.attempt
+        if attempt is None or intent.status != IntentStatus.SUCCEEDED or not self._pays_for(intent, attempt):
+            return False
+        if self._marks is not None and self._marks.has_flag(paid_mark(intent.id), local_ttl=0):
+            return False  # queued already (the webhook): the table says how far it has got
+        race, event = self._race_event(known)
+        if not self.enqueue_paid(known, attempt, intent.id, race, event, now):
+            return False  # moved on since the snapshot (the writer, a sweeper): a duplicate message changes nothing
+        metrics.add_metric(name="RegistrationQueued", unit="Count", value=1)
+        return True
 
     def _paying_hold(self, hold_id: str, now: datetime, *, by_clock: bool) -> Hold | RegistrationAccepted:
         """The hold a payment call is about, PAYING with its details and intent, or the answer
@@ -195,10 +230,17 @@ class PaymentStep:
 
     def enqueue_paid(
         self, hold: Hold, attempt: Attempt, payment_id: str, race: Race, event: Event, now: datetime
-    ) -> None:
+    ) -> bool:
+        """Send the registration to the writer, then mark the hold QUEUED; False: the hold had
+        moved on (the mark changed nothing; the writer keys on the registration id, so the
+        message is at most a duplicate)."""
         self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
-        if self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after):
-            self._mark_paid(payment_id)
+        if not self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after):
+            return False
+        self._mark_paid(payment_id)
+        if self._hold_hints is not None:
+            self._hold_hints.forget(hold.holdId)  # past paying: nothing more reads it
+        return True
 
     def _mark_paid(self, payment_id: str) -> None:
         """The hold this payment paid for is settled with it (QUEUED, ``chargeId``): settled is
@@ -266,6 +308,8 @@ class PaymentStep:
         if not self._holds.set_intent(hold, attempt, intent.id):
             # Moved on meanwhile (expired and swept, or queued by a webhook): say what it is now.
             return self._explain_moved(hold.holdId, attempt.email, intent)
+        if self._hold_hints is not None:  # for the confirm call, a moment from now
+            self._hold_hints.keep(hold.model_copy(update={"intentId": intent.id, "busyUntil": None}))
         return intent
 
     def _explain_moved(self, hold_id: str, email: str, intent: PaymentIntent) -> PaymentIntent:

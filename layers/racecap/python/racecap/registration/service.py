@@ -57,6 +57,7 @@ from racecap.holds.models import (
     HoldPhase,
     TeamMember,
 )
+from racecap.holds.snapshots import HoldSnapshots
 from racecap.observability import metrics
 from racecap.payments.port import (
     IntentStatus,
@@ -125,6 +126,7 @@ class RegistrationService(PaymentStep, StatusReads):
         questions: Questions | None = None,
         marks: Flags | None = None,
         snapshots: StatusSnapshots | None = None,
+        hold_hints: HoldSnapshots | None = None,
     ) -> None:
         self._catalog = catalog
         self._holds = holds
@@ -136,12 +138,13 @@ class RegistrationService(PaymentStep, StatusReads):
         self._questions = questions
         self._marks = marks  # "this intent queued its hold": the webhook's answer without a read
         self._snapshots = snapshots
+        self._hold_hints = hold_hints  # the hold as its last step wrote it (``holds.snapshots``)
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
         """The runner's details: claim the email, then the hold's intent (and, given a
         PaymentMethod, confirm it here). Answers with the intent's client secret while unpaid."""
         now = now or datetime.now(UTC)
-        hold = self._holds.get(hold_id)
+        hold = self._hinted(hold_id, now) or self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
         if hold.is_team:
@@ -384,6 +387,18 @@ class RegistrationService(PaymentStep, StatusReads):
                 raise ValidationFailed("This event asks no questions.", fields={"answers": "Not asked."})
             return None
         return self._questions.check(hold.raceId, hold.eventId, request.answers)
+
+    def _hinted(self, hold_id: str, now: datetime) -> Hold | None:
+        """The hold as the hold call wrote it, while it is HELD and unexpired: ``begin_payment``
+        is conditioned on the hold as it really is (HELD, unexpired, the same code; or PAYING
+        this very attempt, which takes no stock again), so a snapshot out of date answers
+        HOLD_GONE and ``_explain_hold_gone`` reads the table. A snapshot of a paying hold is the
+        confirm call's, not this one's: a declined card puts the hold back to HELD with its
+        options' stock given back, and only the table says so."""
+        known = self._hold_hints.get(hold_id) if self._hold_hints is not None else None
+        if known is None or known.is_team or known.status != HoldPhase.HELD or known.expired(now):
+            return None
+        return known
 
     def _explain_hold_gone(self, hold_id: str, attempt: Attempt) -> RegistrationAccepted:
         hold = self._holds.get(hold_id)

@@ -43,6 +43,7 @@ def registrations() -> DynamoRegistrations:
 def registration_service() -> RegistrationService:
     from racecap.aws.queues import SqsQueue
     from racecap.cache import shared as cache
+    from racecap.holds.wiring import hold_snapshots
     from racecap.payments.wiring import payments
     from racecap.questions.wiring import questions
     from racecap.races.wiring import catalog
@@ -61,6 +62,7 @@ def registration_service() -> RegistrationService:
         questions(),
         marks=cache(),
         snapshots=status_snapshots(),
+        hold_hints=hold_snapshots(),
     )
 
 
