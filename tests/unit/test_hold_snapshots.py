@@ -55,7 +55,6 @@ def test_the_registration_and_the_confirm_call_read_no_hold_from_the_table() -> 
         assert world.registration.confirm(hold_id).status == "QUEUED"
     assert reads == []
     assert world.holds.get(hold_id).status == HoldPhase.QUEUED
-    assert world.hints.get(hold_id) is None  # past paying: nothing reads it again
     assert world.write_queued() == []
     assert world.holds.get(hold_id).status == HoldPhase.CONFIRMED
 
@@ -92,7 +91,7 @@ def test_a_confirm_whose_snapshot_is_behind_the_writer_answers_from_the_table_an
     paying = world.hints.get(hold_id)
     world.registration.confirm(hold_id)
     assert world.write_queued() == []
-    world.hints.keep(paying)  # as if the forget had been lost: the snapshot still says PAYING
+    world.hints.keep(paying)  # the snapshot still says PAYING (it stays so after the confirm)
     assert world.registration.confirm(hold_id).status == "CONFIRMED"
     assert world.write_queued() == []  # the duplicate message changed nothing
     assert list(world.tables.regs) == [world.holds.get(hold_id).registrationId]

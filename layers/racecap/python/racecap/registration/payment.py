@@ -154,14 +154,16 @@ class PaymentStep:
 
     def _queued_as_known(self, known: Hold, intent: PaymentIntent, now: datetime) -> bool:
         """Queue a hold known from its snapshot when its payment plainly succeeded: the mark's
-        condition (PAYING with this attempt) is what makes the snapshot's word safe. Anything
-        else (not succeeded, another amount, already marked paid by the webhook, the condition
-        failed) is False, and the caller works it out from the table as before."""
+        condition (PAYING with this attempt) is what makes the snapshot's word safe. True too
+        when the provider's webhook queued it first (its paid mark: settled for good, so the
+        answer is QUEUED whatever the writer has done since). Anything else (not succeeded,
+        another amount, the condition failed) is False, and the caller works it out from the
+        table as before."""
         attempt = known.attempt
         if attempt is None or intent.status != IntentStatus.SUCCEEDED or not self._pays_for(intent, attempt):
             return False
         if self._marks is not None and self._marks.has_flag(paid_mark(intent.id), local_ttl=0):
-            return False  # queued already (the webhook): the table says how far it has got
+            return True
         race, event = self._race_event(known)
         if not self.enqueue_paid(known, attempt, intent.id, race, event, now):
             return False  # moved on since the snapshot (the writer, a sweeper): a duplicate message changes nothing
@@ -237,9 +239,9 @@ class PaymentStep:
         self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
         if not self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after):
             return False
+        # The hold's snapshot stays as it is (PAYING): with this mark, a confirm call after the
+        # webhook (or a second one) answers QUEUED from the two without reading the hold.
         self._mark_paid(payment_id)
-        if self._hold_hints is not None:
-            self._hold_hints.forget(hold.holdId)  # past paying: nothing more reads it
         return True
 
     def _mark_paid(self, payment_id: str) -> None:
