@@ -17,7 +17,12 @@ Inventory (pk / sk):
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
   WAITLIST#<raceId>#<eventId> / LINE        the event's waitlist counters: seq (join numbers given,
                                             at confirmation), head (how far offers have got),
-                                            waiting (confirmed entries in line: the length cap's)
+                                            waiting (confirmed entries in line: the length cap's),
+                                            pool (freed places kept for the line, still counted
+                                            as taken on their shards; pool_<shard> per shard),
+                                            offered (offers out), closed (no more offers);
+                                            gsi1 = WAITLIST-POOL / <raceId>#<eventId> while it
+                                            has places to offer or offers out (sparse)
   WAITLIST#<raceId>#<eventId> / ENTRY#<entryId>  one address's entry on it (entryId: a digest
                                             of race, event and address, so one per address;
                                             never the race's email claim)
@@ -166,6 +171,11 @@ WAITLIST_LINE_SK = "LINE"
 
 
 WAITLIST_ENTRY_PREFIX = "ENTRY#"
+
+
+# The sparse gsi1 partition of the LINE items with pooled places or offers out: the offer
+# batch's whole to-do list, one query (a line with nothing to offer is not in it).
+WAITLIST_WORK_PARTITION = "WAITLIST-POOL"
 
 
 def waitlist_pk(race_id: str, event_id: str) -> str:

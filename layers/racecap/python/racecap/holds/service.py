@@ -24,7 +24,7 @@ from racecap.errors import (
 )
 from racecap.holds.models import DONE_PHASES, PAID_PHASES, Hold, HoldCreated, HoldPhase, HoldView
 from racecap.holds.store import HoldStore
-from racecap.observability import metrics
+from racecap.observability import logger, metrics
 from racecap.places.rules import plan_team, shard_name
 from racecap.races.catalog import RaceDefinitions, race_status, sold_out_flag
 from racecap.races.models import Event, Race
@@ -184,9 +184,28 @@ class HoldService:
             raise HoldNotFound(f"No hold with id {hold_id}.")
         if hold.status in PAID_PHASES:
             raise Conflict("This place is paid for; ask the race director to cancel the registration.")
-        if hold.status == HoldPhase.HELD and self._holds.release(hold, HoldPhase.RELEASED):
+        if hold.status != HoldPhase.HELD:
+            return
+        freed = self._holds.release(hold, HoldPhase.RELEASED, waitlist=waitlisted(self._catalog, hold))
+        if freed == "public":  # a place kept for the waitlist leaves the event sold out
             self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
+        if freed:
             metrics.add_metric(name="HoldReleased", unit="Count", value=1)
+
+
+def waitlisted(catalog: RaceDefinitions, hold: Hold) -> bool:
+    """Whether the hold's event has a waitlist switched on, from the definition in the cache
+    (no read of its own): only then does a freed place look at the line (``places.returns``)."""
+    try:
+        _, events = catalog.definition(hold.raceId)
+    except RaceNotFound:
+        return False
+    except Exception:
+        # Unknown: look at the line (one read) rather than guess. With no line there, the place
+        # goes to its shard as it always did; a sweep must not stop for a cache outage.
+        logger.warning("race definition unavailable; reading the waitlist's line", extra={"raceId": hold.raceId})
+        return True
+    return any(e.eventId == hold.eventId and e.waitlist.enabled for e in events)
 
 
 def _new_hold(race: Race, event: Event, now: datetime, limits: dict[str, int] | None, places: int = 1) -> Hold:
