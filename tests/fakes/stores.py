@@ -357,6 +357,16 @@ class FakeHolds:
             raise
         return True
 
+    def offered_hold_item(self, hold: Hold) -> TransactItem:
+        """A hold on a place the waitlist offered (its shard counts it already); the item's check
+        answers the hold's id (``FakeWaitlist.claim_offer`` reads it)."""
+
+        def put() -> None:
+            self.tables.holds[hold.holdId] = hold
+            self.tables.live.add(hold.holdId)
+
+        return fake_item(lambda: hold.holdId, put)  # type: ignore[arg-type,return-value]
+
     def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
         def free(key: str) -> None:
             self.tables.client_holds[key] -= hold.client_takes(key)

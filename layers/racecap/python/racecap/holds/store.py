@@ -151,6 +151,24 @@ class DynamoHolds:
             "currency": hold.currency,
         }
 
+    def offered_hold_item(self, hold: Hold) -> TransactItem:
+        """The Put of a hold on a place the waitlist offered (racecap.waitlist): its shard already
+        counts the place (a pooled place stays taken), so nothing else moves on the shard, and no
+        client limit applies (the runner's place in line is the limit)."""
+        item = self._hold_item(hold) | {
+            "shard": hold.shard,
+            "offerEntry": hold.offerEntry,
+            "offerEmail": hold.offerEmail,
+            "clientLimits": None,
+        }
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": to_item({k: v for k, v in item.items() if v is not None}),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
     def _claim_on(self, hold: Hold, shard: str, item: dict[str, Any]) -> bool:
         try:
             transact(

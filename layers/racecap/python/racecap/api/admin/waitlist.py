@@ -55,3 +55,21 @@ def remove_from_waitlist(raceId: str, eventId: str, entryId: str) -> Response[No
     director, _, events = _owned(raceId)
     waitlist_admin().remove(director, raceId, _event(events, raceId, eventId).eventId, entryId)
     return Response(204, headers=NO_STORE)
+
+
+@router.post(
+    "/api/admin/races/<raceId>/events/<eventId>/waitlist/close",
+    summary="Close the event's waitlist: no more offers; offered and kept places go back on sale",
+    description=(
+        "Offers not yet claimed end and their places, with every place kept for the line, go back to the "
+        "public at once; every runner still waiting gets one email saying the list has closed. A place already "
+        "claimed stays its runner's. Registration closing does the same. Safe to repeat; audited."
+    ),
+    tags=["Admin: waitlist"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND"}},
+)
+@tracer.capture_method
+def close_waitlist(raceId: str, eventId: str) -> Response[AdminWaitlistView]:
+    director, _, events = _owned(raceId)
+    return as_json(200, waitlist_admin().close(director, raceId, _event(events, raceId, eventId)))
