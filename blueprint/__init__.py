@@ -910,6 +910,7 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str
     ("GET", "/races/{raceId}/events/{eventId}/waitlist"),
     ("DELETE", "/races/{raceId}/events/{eventId}/waitlist/{entryId}"),
     ("POST", "/races/{raceId}/events/{eventId}/waitlist/close"),
+    ("POST", "/races/{raceId}/events/{eventId}/waitlist/release"),
 )
 
 ROUTES: tuple[Route, ...] = (

@@ -17,7 +17,7 @@ from racecap.waitlist.models import AdminWaitlistEntry, AdminWaitlistView, Waitl
 from racecap.waitlist.rules import iso, position
 from racecap.waitlist.store import WaitlistStore
 
-_ORDER = {"WAITING": 0, "PENDING": 1, "LEFT": 2, "REMOVED": 2}
+_ORDER = {"WAITING": 0, "OFFERED": 1, "PENDING": 2, "LEFT": 3, "REMOVED": 3}
 
 
 class WaitlistAdmin:
@@ -55,6 +55,13 @@ class WaitlistAdmin:
             length=line.waiting,
             joined=line.seq,
             head=line.head,
+            pooled=line.pool,
+            offersOut=line.offered,
+            offersMade=line.made,
+            accepted=line.claimed,
+            expired=line.expired,
+            declined=line.declined,
+            closed=line.closed,
             entries=[_row(e, line.head) for e in entries],
         )
 

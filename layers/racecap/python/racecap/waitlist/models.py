@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from racecap.models import EMAIL_PATTERN, Model, _Record, normalize_email
+from racecap.models import EMAIL_PATTERN, JsonInt, Model, _Record, normalize_email
 from racecap.races.models import WaitlistSettings
 
 # PENDING: joined, address not confirmed yet (it does not count: no number, not in the length);
@@ -166,6 +166,14 @@ class AdminWaitlistEntry(Model):
     removedAt: str | None = None
 
 
+class WaitlistRelease(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    places: JsonInt = Field(
+        ge=1, le=10_000, description="Places to add to the event for its waitlist: the cap goes up by this many."
+    )
+
+
 class AdminWaitlistView(Model):
     raceId: str
     eventId: str
@@ -173,6 +181,13 @@ class AdminWaitlistView(Model):
     length: int = Field(description="Confirmed runners waiting (what the length cap counts).")
     joined: int = Field(description="Join numbers given so far.")
     head: int = Field(description="How far offers have got: a waiting runner's position is their number minus this.")
+    pooled: int = Field(default=0, description="Freed places kept for the line, not offered yet.")
+    offersOut: int = Field(default=0, description="Offers waiting for their runner.")
+    offersMade: int = Field(default=0, description="Offers made so far.")
+    accepted: int = Field(default=0, description="Offers claimed (each became its runner's hold).")
+    expired: int = Field(default=0, description="Offers whose window ran out (each passed on).")
+    declined: int = Field(default=0, description="Offers passed on by their runner.")
+    closed: bool = Field(default=False, description="The list is closed: no more offers.")
     entries: list[AdminWaitlistEntry] = Field(
         description="Waiting runners in line order, then those still to confirm, then those who left or were removed."
     )
