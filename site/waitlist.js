@@ -139,28 +139,11 @@ function positionPage() {
     const start = h('button', { type: 'button', testid: 'wl-leave-start' }, 'Leave the waitlist');
     box.append(h('p', { cls: 'muted' }, 'Your name and address are deleted at once. If you join again later, '
       + 'you go to the back of the line.'), start);
-    start.addEventListener('click', () => {
-      const yes = h('button', { type: 'button', cls: 'primary', testid: 'wl-leave-yes' }, 'Yes, leave the waitlist');
-      const no = h('button', { type: 'button', testid: 'wl-leave-no' }, 'No, keep my place');
-      const ask = h('div', { role: 'group', 'aria-label': 'Leave the waitlist?', testid: 'wl-leave-confirm' },
-        h('p', {}, 'Leave the waitlist? You lose your place in line.'), yes, no);
-      start.replaceWith(ask);
-      yes.focus();
-      no.addEventListener('click', () => (ask.replaceWith(start), start.focus()));
-      yes.addEventListener('click', async () => {
-        yes.disabled = true;
-        no.disabled = true;
-        try {
-          await call('DELETE');
-          await show(true);
-          const done = document.querySelector('[data-testid="wl-state"]');
-          if (done) (done.setAttribute('tabindex', '-1'), done.focus());
-        } catch (e) {
-          ask.append(h('p', { role: 'alert' }, e.message));
-          yes.disabled = false;
-          no.disabled = false;
-        }
-      });
+    askFirst(start, { id: 'wl-leave', question: 'Leave the waitlist? You lose your place in line.',
+      yes: 'Yes, leave the waitlist', no: 'No, keep my place', label: 'Leave the waitlist?' }, async () => {
+      await call('DELETE');
+      await show(true);
+      focusState('wl-state');
     });
     return box;
   }
@@ -225,32 +208,43 @@ function offerPage() {
         pass.disabled = false;
       }
     });
-    pass.addEventListener('click', () => {
-      const yes = h('button', { type: 'button', cls: 'primary', testid: 'wl-offer-decline-yes' },
-        'Yes, pass it to the next runner');
-      const no = h('button', { type: 'button', testid: 'wl-offer-decline-no' }, 'No, keep the offer');
-      const ask = h('div', { role: 'group', 'aria-label': 'Pass the place on?', testid: 'wl-offer-decline-confirm' },
-        h('p', {}, 'Pass the place on? It goes to the next runner in line at once.'), yes, no);
-      pass.replaceWith(ask);
-      yes.focus();
-      no.addEventListener('click', () => (ask.replaceWith(pass), pass.focus()));
-      yes.addEventListener('click', async () => {
-        yes.disabled = true;
-        no.disabled = true;
-        try {
-          await call('/waitlist/offer/decline');
-          await show(true);
-          const done = document.querySelector('[data-testid="wl-offer-state"]');
-          if (done) (done.setAttribute('tabindex', '-1'), done.focus());
-        } catch (e) {
-          ask.append(h('p', { role: 'alert' }, e.message));
-          yes.disabled = false;
-          no.disabled = false;
-        }
-      });
+    askFirst(pass, { id: 'wl-offer-decline', question: 'Pass the place on? It goes to the next runner in line at once.',
+      yes: 'Yes, pass it to the next runner', no: 'No, keep the offer', label: 'Pass the place on?' }, async () => {
+      await call('/waitlist/offer/decline');
+      await show(true);
+      focusState('wl-offer-state');
     });
     return box;
   }
 
   show(true);
+}
+
+// A step that cannot be undone asks first: `trigger` becomes "yes" (focused) and "no" (back to it).
+// The yes/no buttons' test ids are `${id}-yes` and `${id}-no`; the group's `${id}-confirm`.
+function askFirst(trigger, { id, question, yes: yesText, no: noText, label }, act) {
+  trigger.addEventListener('click', () => {
+    const yes = h('button', { type: 'button', cls: 'primary', testid: `${id}-yes` }, yesText);
+    const no = h('button', { type: 'button', testid: `${id}-no` }, noText);
+    const ask = h('div', { role: 'group', 'aria-label': label, testid: `${id}-confirm` }, h('p', {}, question), yes, no);
+    trigger.replaceWith(ask);
+    yes.focus();
+    no.addEventListener('click', () => (ask.replaceWith(trigger), trigger.focus()));
+    yes.addEventListener('click', async () => {
+      yes.disabled = true;
+      no.disabled = true;
+      try {
+        await act();
+      } catch (e) {
+        ask.append(h('p', { role: 'alert' }, e.message));
+        yes.disabled = false;
+        no.disabled = false;
+      }
+    });
+  });
+}
+
+function focusState(testid) {
+  const done = document.querySelector(`[data-testid="${testid}"]`);
+  if (done) (done.setAttribute('tabindex', '-1'), done.focus());
 }

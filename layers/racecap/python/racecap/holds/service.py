@@ -90,7 +90,7 @@ class HoldService:
             metrics.add_metric(name="SoldOut", unit="Count", value=1)
             raise SoldOut(f"{event.name} is sold out.")
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
-        return _created(hold)
+        return hold_created(hold)
 
     def hold_team(
         self,
@@ -119,7 +119,7 @@ class HoldService:
                 left=got,
             )
         metrics.add_metric(name="TeamHoldCreated", unit="Count", value=1)
-        return _created(hold)
+        return hold_created(hold)
 
     def _open_event(self, race_id: str, event_id: str, now: datetime) -> tuple[Race, Event]:
         try:
@@ -228,7 +228,8 @@ def _new_hold(race: Race, event: Event, now: datetime, limits: dict[str, int] | 
     )
 
 
-def _created(hold: Hold) -> HoldCreated:
+def hold_created(hold: Hold) -> HoldCreated:
+    """The answer to a new hold (the public path's, a team's, a claimed waitlist offer's)."""
     price = hold.amountCents or 0
     return HoldCreated(
         holdId=hold.holdId,

@@ -39,7 +39,7 @@ from racecap.errors import (
 )
 from racecap.fairness.tokens import InvalidToken, Signer
 from racecap.holds.models import Hold, HoldCreated, HoldPhase
-from racecap.holds.service import new_hold_ids
+from racecap.holds.service import hold_created, new_hold_ids
 from racecap.observability import logger, metrics
 from racecap.races.catalog import RaceDefinitions, race_status
 from racecap.races.models import Event, Race
@@ -242,7 +242,7 @@ class OfferClaims:
             if offer.state == "CLAIMED" and offer.holdId:
                 hold = self._holds.get(offer.holdId)
                 if hold is not None:
-                    return _created(hold)  # a repeat answers the same hold
+                    return hold_created(hold)  # a repeat answers the same hold
             now = self._clock()
             at = datetime.fromtimestamp(now, UTC)
             if race_status(race, at) != "OPEN":
@@ -277,7 +277,7 @@ class OfferClaims:
             except ConditionFailed:
                 continue  # declined, expired or claimed meanwhile: read it again
             metrics.add_metric(name="WaitlistOfferClaimed", unit="Count", value=1)
-            return _created(hold)
+            return hold_created(hold)
         raise Conflict("The offer kept changing; please retry.")
 
     def decline(self, token: str) -> None:
@@ -326,17 +326,6 @@ class OfferClaims:
             holdId=offer.holdId,
             message=message.format(event=event.name),
         )
-
-
-def _created(hold: Hold) -> HoldCreated:
-    return HoldCreated(
-        holdId=hold.holdId,
-        expiresAt=hold.expiresAt,
-        raceId=hold.raceId,
-        eventId=hold.eventId,
-        priceCents=hold.amountCents or 0,
-        currency=hold.currency or "",
-    )
 
 
 _GONE = {

@@ -245,7 +245,8 @@ class DynamoWaitlist:
             KeyConditionExpression="gsi1pk = :p",
             ExpressionAttributeValues=values({":p": WAITLIST_WORK_PARTITION}),
         )
-        return [tuple(str(i["gsi1sk"]["S"]).split("#", 1)) for i in items]  # type: ignore[misc]
+        # The index carries raceId and eventId (a LINE always has them: confirm and close set them).
+        return [(str(i["raceId"]["S"]), str(i["eventId"]["S"])) for i in items if "raceId" in i and "eventId" in i]
 
     def next_waiting(self, race_id: str, event_id: str, limit: int) -> list[WaitlistEntry]:
         keys = self._db.query(
