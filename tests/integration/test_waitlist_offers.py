@@ -28,7 +28,7 @@ from racecap.waitlist.store import DynamoWaitlist
 from local.stack import LocalStack
 
 from .admin import race_body, wait_until
-from .flows import hold_and_register, register, runner, wait_confirmed
+from .flows import hold_and_register, register, runner, wait_confirmed, wait_for_audit
 from .runners import Runner, why
 
 pytestmark = pytest.mark.integration
@@ -180,6 +180,8 @@ def test_three_places_freed_at_once_go_to_the_first_three_in_line_then_to_the_ne
     assert 7 not in _offers(backend, rid, eid)
     assert _taken(backend, rid, eid) == 5
     assert Runner(api, device=False).hold(rid, eid).status_code == 409
+    report = wait_for_audit(stack, backend, rid, timeout=30)  # every taken place accounted for
+    assert report.ok, report.summary()
 
 
 def test_a_claim_past_its_window_passes_the_place_on_and_a_closed_registration_returns_every_place(
@@ -203,14 +205,23 @@ def test_a_claim_past_its_window_passes_the_place_on_and_a_closed_registration_r
     assert (late.status_code, late.json()["error"]) == (410, "OFFER_EXPIRED"), why(late)
     assert 3 in _offers(backend, rid, eid)  # at once, not at the next sweep
 
+    # The director releases one more place to the line: entry 4 is offered it.
+    released = kim.post(f"/api/admin/races/{rid}/events/{eid}/waitlist/release", json={"places": 1})
+    assert released.status_code == 200, released.text
+    wait_until(lambda: 4 in _offers(backend, rid, eid), timeout=3 * SWEEP_S + 10)
+    view = kim.get(f"/api/admin/races/{rid}/events/{eid}/waitlist").json()
+    assert (view["length"], view["offersOut"], view["offersMade"], view["expired"]) == (2, 3, 4, 1)
+
     # Registration closes: entry 2's claim is refused, the places go back on sale, the rest hear.
     assert kim.post(f"/api/admin/races/{rid}/window/close").status_code == 200
     closed = api.post("/api/waitlist/offer/claim", json={"token": _claim_token(stack, emails[1])})
     assert (closed.status_code, closed.json()["error"]) == (409, "REGISTRATION_CLOSED"), why(closed)
     assert _taken(backend, rid, eid) == 0
     assert {o.state for o in _offers(backend, rid, eid).values()} == {"EXPIRED", "CLOSED"}
-    waiting = emails[3:]  # 4, 5, 6: never offered
+    waiting = emails[4:]  # 5 and 6: never offered
     wait_until(lambda: len(_mailed(stack, CLOSED, emails)) == len(waiting), timeout=45)
     time.sleep(SWEEP_S)
     assert _mailed(stack, CLOSED, emails) == waiting
     assert sum(len([t for t in m["to"] if rid[-6:].lower() in t]) for m in _mail(stack, CLOSED)) == len(waiting)
+    report = wait_for_audit(stack, backend, rid, timeout=30)
+    assert report.ok, report.summary()
