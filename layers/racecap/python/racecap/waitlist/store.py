@@ -274,7 +274,7 @@ class DynamoWaitlist:
                 update_item(
                     self._table,
                     waitlist_line_key(race_id, event_id),
-                    "SET #head = :seq ADD #pool :minus, #ps :minus, #offered :one, #waiting :minus, made :one",
+                    "SET #head = :seq ADD #pool :minus, #ps :minus, #offered :one, #waiting :minus, #made :one",
                     condition="attribute_not_exists(#closed) AND #pool >= :one AND #ps >= :one AND #head < :seq",
                     names={
                         "#head": "head",
@@ -283,15 +283,16 @@ class DynamoWaitlist:
                         "#offered": OFFERED,
                         "#waiting": "waiting",
                         "#closed": CLOSED,
+                        "#made": "made",
                     },
                     vals={":seq": entry.seq, ":minus": -1, ":one": 1},
                 ),
                 update_item(
                     self._table,
                     waitlist_entry_key(race_id, event_id, entry.entryId),
-                    "SET #state = :offered, offeredAt = :at REMOVE gsi1pk, gsi1sk",
+                    "SET #state = :offered, #at = :at REMOVE gsi1pk, gsi1sk",
                     condition="#state = :waiting",
-                    names={"#state": "state"},
+                    names={"#state": "state", "#at": "offeredAt"},
                     vals={":offered": "OFFERED", ":at": offer.offeredAt, ":waiting": "WAITING"},
                 ),
                 {
@@ -348,8 +349,8 @@ class DynamoWaitlist:
     def end_offer(self, offer: Offer, state: OfferState, at: str) -> None:
         tally = {"EXPIRED": "expired", "DECLINED": "declined"}.get(state)
         closed = state == "CLOSED"
-        line_names = {"#offered": OFFERED}
-        adds = ["#offered :minus", *([f"{tally} :one"] if tally else [])]
+        line_names = {"#offered": OFFERED, **({"#tally": tally} if tally else {})}
+        adds = ["#offered :minus", *(["#tally :one"] if tally else [])]
         if not closed:  # back to the pool, on the shard that counts it
             line_names |= {"#pool": POOL, "#ps": pool_attr(offer.shard)}
             adds += ["#pool :one", "#ps :one"]
@@ -357,9 +358,9 @@ class DynamoWaitlist:
             update_item(
                 self._table,
                 waitlist_offer_key(offer.raceId, offer.eventId, offer.entryId),
-                "SET #state = :ended, endedAt = :at REMOVE gsi1pk, gsi1sk",
+                "SET #state = :ended, #at = :at REMOVE gsi1pk, gsi1sk",
                 condition="#state = :offered",
-                names={"#state": "state"},
+                names={"#state": "state", "#at": "endedAt"},
                 vals={":ended": state, ":at": at, ":offered": "OFFERED"},
             ),
             update_item(
@@ -390,9 +391,9 @@ class DynamoWaitlist:
                 update_item(
                     self._table,
                     waitlist_offer_key(offer.raceId, offer.eventId, offer.entryId),
-                    "SET #state = :claimed, holdId = :hold, endedAt = :at REMOVE gsi1pk, gsi1sk",
-                    condition="#state = :offered AND expiresAt > :now",
-                    names={"#state": "state"},
+                    "SET #state = :claimed, #hold = :hold, #at = :at REMOVE gsi1pk, gsi1sk",
+                    condition="#state = :offered AND #expires > :now",
+                    names={"#state": "state", "#hold": "holdId", "#at": "endedAt", "#expires": "expiresAt"},
                     vals={
                         ":claimed": "CLAIMED",
                         ":hold": hold_item["Put"]["Item"]["holdId"]["S"],
@@ -404,9 +405,9 @@ class DynamoWaitlist:
                 update_item(
                     self._table,
                     waitlist_line_key(offer.raceId, offer.eventId),
-                    "ADD #offered :minus, claimed :one",
+                    "ADD #offered :minus, #claimed :one",
                     condition="#offered >= :one",
-                    names={"#offered": OFFERED},
+                    names={"#offered": OFFERED, "#claimed": "claimed"},
                     vals={":minus": -1, ":one": 1},
                 ),
                 hold_item,
