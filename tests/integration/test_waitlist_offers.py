@@ -60,12 +60,12 @@ def _taken(backend: Any, rid: str, eid: str) -> int:
 def _full_race(
     director: Any, api: requests.Session, cap: int, registered: int
 ) -> tuple[str, str, Any, list[str], list[str]]:
-    """An open race whose one event (teams of 2-3 allowed, waitlist on) is sold out: ``registered``
+    """An open race whose one event (teams of 2-3 allowed, up to its cap; waitlist on) is sold out: ``registered``
     confirmed registrations, the rest held (their ids last)."""
     kim = director("kim-offers")
     race = kim.post("/api/admin/races", json=race_body((cap,))).json()
     rid, eid = race["raceId"], race["events"][0]["eventId"]
-    setting = {"waitlist": {"enabled": True}, "teamMinSize": 2, "teamMaxSize": 3}
+    setting = {"waitlist": {"enabled": True}, "teamMinSize": 2, "teamMaxSize": min(3, cap)}
     assert kim.patch(f"/api/admin/races/{rid}/events/{eid}", json=setting).status_code == 200
     kim.open_now(rid)
     wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=10)
