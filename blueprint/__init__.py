@@ -653,6 +653,11 @@ COMMON_ENV: dict[str, Ref] = {
 # The most warm environments the registration API keeps ready during an opening.
 REGISTRATION_WARM_MAX = 200
 
+# How long a waitlist offer waits for its runner: "0" means each event's own window (its
+# director's hours); a number of seconds replaces it on a test stage (tests/integration).
+OFFER_WINDOW = Param("WaitlistOfferWindowSeconds", "0")
+
+
 FUNCTIONS: tuple[Function, ...] = (
     Function(
         "PublicApi",
@@ -698,6 +703,7 @@ FUNCTIONS: tuple[Function, ...] = (
         # No warm start: a few requests at a time, days after an opening (cold starts are the
         # opening function's problem, and this function is out of its way: see its handler).
         memory_mb=1024,
+        extra_env={"WAITLIST_OFFER_WINDOW_SECONDS": OFFER_WINDOW},  # an offer declined is passed on at once
     ),
     Function(
         "RegistrationWriter",
@@ -743,11 +749,15 @@ FUNCTIONS: tuple[Function, ...] = (
             QueueAccess("Registrations", "send"),  # a paid hold found at expiry or by reconciliation
             QueueAccess("Emails", "send"),  # the email that goes with an automatic refund or cancellation
             ReadSecret("PaymentProvider"),  # cancels an expiring hold's payment; lists payments and refunds
+            ReadSecret("FairnessSigningKey"),  # signs the claim link of a waitlist offer (racecap.waitlist.offers)
         ),
         # A refund with no answer yet is looked for at the provider once it is this old: longer
         # than its own request can take (~22.5 s with the SDK's retries). Its key makes an
         # earlier look harmless (the tests' stacks look after a few seconds), only wasteful.
-        extra_env={"REFUND_SETTLE_AFTER_SECONDS": Param("RefundSettleAfterSeconds", "30")},
+        extra_env={
+            "REFUND_SETTLE_AFTER_SECONDS": Param("RefundSettleAfterSeconds", "30"),
+            "WAITLIST_OFFER_WINDOW_SECONDS": OFFER_WINDOW,
+        },
         timeout_s=60,
         reserved_concurrency=1,
     ),
@@ -774,6 +784,7 @@ FUNCTIONS: tuple[Function, ...] = (
             TableAccess("Races", "readwrite"),
             TableAccess("Inventory", "readwrite"),
             ScaleWarmStart("RegistrationApi"),  # the pre-warm before an opening, undone after it
+            QueueAccess("Emails", "send"),  # the closing: "the waitlist has closed", to each runner waiting
         ),
         timeout_s=30,
         extra_env={
@@ -898,6 +909,8 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str
     # An event's waitlist (racecap.waitlist): the list, removing someone.
     ("GET", "/races/{raceId}/events/{eventId}/waitlist"),
     ("DELETE", "/races/{raceId}/events/{eventId}/waitlist/{entryId}"),
+    ("POST", "/races/{raceId}/events/{eventId}/waitlist/close"),
+    ("POST", "/races/{raceId}/events/{eventId}/waitlist/release"),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -939,6 +952,10 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/waitlist/confirm", "MyRegistrationApi"),
     Route("GET", "/api/waitlist/me", "MyRegistrationApi"),
     Route("DELETE", "/api/waitlist/me", "MyRegistrationApi"),
+    # A place offered from the waitlist: see it, claim it (a hold through its own path), pass it on.
+    Route("POST", "/api/waitlist/offer", "MyRegistrationApi"),
+    Route("POST", "/api/waitlist/offer/claim", "MyRegistrationApi"),
+    Route("POST", "/api/waitlist/offer/decline", "MyRegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.

@@ -10,6 +10,7 @@
 //   #/races/{raceId}/find  find my registration: email me the link  mine.js
 //   #/waitlist/join/{r}/{e}  join a sold-out event's waitlist      waitlist.js
 //   #/waitlist[/{token}]   confirm (the emailed link), my place, leave  waitlist.js
+//   #/waitlist/offer[/{token}]  a place offered from the waitlist: claim it or pass it on  waitlist.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
 import { errorBox, h, page } from './ui.js';

@@ -5,13 +5,17 @@
 //                                       the token for this tab and replaces the address with #/waitlist
 //                                       so it does not stay in the history (tokens hold no "/")
 //   #/waitlist                          my place in line (the kept token), and leaving
+//   #/waitlist/offer/{token}            the offer email's link: kept for this tab, replaced by
+//   #/waitlist/offer                    the offered place: claim it (it becomes my hold, then the
+//                                       usual form and payment: hold.js) or pass it on
 import { api, withBusyRetry } from './api.js';
 import { device } from './identity.js';
 import { solve } from './pow.js';
-import { backLink, enc, errorBox, go, h, page, retitle, say, setText, store } from './ui.js';
+import { backLink, enc, errorBox, go, h, money, page, retitle, say, setText, store, when } from './ui.js';
 
 const HEADER = 'X-Racecap-Waitlist';
 const KEY = 'waitlist';
+const OFFER_KEY = 'waitlistOffer';
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]{2,}$/;
 
 // `rest` is "" for #/waitlist (the app's pattern always captures: an absent group would arrive
@@ -19,6 +23,7 @@ const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]{2,}$/;
 export function waitlistPage(rest) {
   const [first, raceId, eventId] = (rest || '').split('/');
   if (!rest) return positionPage();
+  if (first === 'offer') return raceId ? keepOffer(raceId) : offerPage();
   if (first === 'join' && eventId) return joinPage(decodeURIComponent(raceId), decodeURIComponent(eventId));
   return confirmPage(rest);
 }
@@ -134,31 +139,112 @@ function positionPage() {
     const start = h('button', { type: 'button', testid: 'wl-leave-start' }, 'Leave the waitlist');
     box.append(h('p', { cls: 'muted' }, 'Your name and address are deleted at once. If you join again later, '
       + 'you go to the back of the line.'), start);
-    start.addEventListener('click', () => {
-      const yes = h('button', { type: 'button', cls: 'primary', testid: 'wl-leave-yes' }, 'Yes, leave the waitlist');
-      const no = h('button', { type: 'button', testid: 'wl-leave-no' }, 'No, keep my place');
-      const ask = h('div', { role: 'group', 'aria-label': 'Leave the waitlist?', testid: 'wl-leave-confirm' },
-        h('p', {}, 'Leave the waitlist? You lose your place in line.'), yes, no);
-      start.replaceWith(ask);
-      yes.focus();
-      no.addEventListener('click', () => (ask.replaceWith(start), start.focus()));
-      yes.addEventListener('click', async () => {
-        yes.disabled = true;
-        no.disabled = true;
-        try {
-          await call('DELETE');
-          await show(true);
-          const done = document.querySelector('[data-testid="wl-state"]');
-          if (done) (done.setAttribute('tabindex', '-1'), done.focus());
-        } catch (e) {
-          ask.append(h('p', { role: 'alert' }, e.message));
-          yes.disabled = false;
-          no.disabled = false;
-        }
-      });
+    askFirst(start, { id: 'wl-leave', question: 'Leave the waitlist? You lose your place in line.',
+      yes: 'Yes, leave the waitlist', no: 'No, keep my place', label: 'Leave the waitlist?' }, async () => {
+      await call('DELETE');
+      await show(true);
+      focusState('wl-state');
     });
     return box;
   }
 
   show(true);
+}
+
+// The offer's token leaves the address bar (and the history) at once: it is the offer.
+function keepOffer(token) {
+  store.set(OFFER_KEY, token);
+  go('/waitlist/offer', true);
+}
+
+function offerPage() {
+  const { h1, body, signal } = page('A place offered to you');
+  const token = store.get(OFFER_KEY);
+  if (!token) {
+    body.append(h('p', { testid: 'wl-no-offer' }, 'Open the link in your offer email to see the place.'), backLink());
+    return;
+  }
+  const call = (path) => api('POST', path, { body: { token }, signal });
+
+  async function show(announce) {
+    let offer;
+    try {
+      offer = (await call('/waitlist/offer')).data;
+    } catch (e) {
+      if (signal.aborted) return;
+      body.replaceChildren(errorBox(e.message, e.status >= 500 && (() => show())), backLink());
+      return;
+    }
+    retitle(h1, `${offer.raceName}: ${offer.eventName}`);
+    const open = offer.state === 'OFFERED' && Date.parse(offer.expiresAt) > Date.now();
+    const status = h('p', { role: 'status', testid: 'wl-offer-state', 'data-state': offer.state }, offer.message);
+    const facts = open ? h('dl', {},
+      h('dt', {}, 'Claim it before'), h('dd', { testid: 'wl-offer-deadline' }, when(offer.expiresAt)),
+      h('dt', {}, 'Price'), h('dd', { testid: 'wl-offer-price' }, money(offer.priceCents, offer.currency))) : '';
+    const claimed = offer.state === 'CLAIMED' && offer.holdId
+      ? h('p', {}, h('a', { href: `#/holds/${enc(offer.holdId)}`, testid: 'wl-offer-hold' }, 'Register and pay')) : '';
+    body.replaceChildren(status, facts, open ? actions() : claimed, backLink(offer.raceId));
+    if (announce) say(offer.message);
+  }
+
+  function actions() {
+    const st = h('p', { role: 'alert', testid: 'wl-offer-error' });
+    const claim = h('button', { type: 'button', cls: 'primary', testid: 'wl-offer-claim' }, 'Claim my place');
+    const pass = h('button', { type: 'button', testid: 'wl-offer-decline' }, 'Pass it on');
+    const box = h('section', { 'aria-label': 'The offered place', testid: 'wl-offer-actions' },
+      h('p', { cls: 'muted' }, 'Claiming holds the place for you; then register and pay as usual, with the address '
+        + 'this offer was sent to.'), claim, pass, st);
+    claim.addEventListener('click', async () => {
+      claim.disabled = true;
+      pass.disabled = true;
+      try {
+        const { data } = await call('/waitlist/offer/claim');
+        go(`/holds/${enc(data.holdId)}`);
+      } catch (e) {
+        if (signal.aborted) return;
+        if (e.status === 410 || e.status === 409) return show(true); // ended: the page says how
+        setText(st, e.message);
+        claim.disabled = false;
+        pass.disabled = false;
+      }
+    });
+    askFirst(pass, { id: 'wl-offer-decline', question: 'Pass the place on? It goes to the next runner in line at once.',
+      yes: 'Yes, pass it to the next runner', no: 'No, keep the offer', label: 'Pass the place on?' }, async () => {
+      await call('/waitlist/offer/decline');
+      await show(true);
+      focusState('wl-offer-state');
+    });
+    return box;
+  }
+
+  show(true);
+}
+
+// A step that cannot be undone asks first: `trigger` becomes "yes" (focused) and "no" (back to it).
+// The yes/no buttons' test ids are `${id}-yes` and `${id}-no`; the group's `${id}-confirm`.
+function askFirst(trigger, { id, question, yes: yesText, no: noText, label }, act) {
+  trigger.addEventListener('click', () => {
+    const yes = h('button', { type: 'button', cls: 'primary', testid: `${id}-yes` }, yesText);
+    const no = h('button', { type: 'button', testid: `${id}-no` }, noText);
+    const ask = h('div', { role: 'group', 'aria-label': label, testid: `${id}-confirm` }, h('p', {}, question), yes, no);
+    trigger.replaceWith(ask);
+    yes.focus();
+    no.addEventListener('click', () => (ask.replaceWith(trigger), trigger.focus()));
+    yes.addEventListener('click', async () => {
+      yes.disabled = true;
+      no.disabled = true;
+      try {
+        await act();
+      } catch (e) {
+        ask.append(h('p', { role: 'alert' }, e.message));
+        yes.disabled = false;
+        no.disabled = false;
+      }
+    });
+  });
+}
+
+function focusState(testid) {
+  const done = document.querySelector(`[data-testid="${testid}"]`);
+  if (done) (done.setAttribute('tabindex', '-1'), done.focus());
 }

@@ -10,6 +10,10 @@ provider's API with the stage's own key, the emails from the email sender's deli
 
 The non-negotiables, per race:
 * confirmed registrations ≤ cap for every event, and the cap shards agree;
+* every place the shards count as taken is accounted for, each from its own source: the
+  confirmed and cancelling registrations, the places of the live holds (held, paying,
+  queued), the waitlist's offers out (its OFFER items) and its pooled places (the LINE's
+  ``pool``); and the LINE's ``offered`` counter matches its OFFER items;
 * one registration per email per race;
 * bibs per event are 1..N: no gaps, no duplicates;
 * every option with stock (a T-shirt size) has exactly the units its live entries took: the
@@ -47,12 +51,15 @@ install_layer_path()
 
 from racecap.aws.items import from_item, get_all, query_all, values  # noqa: E402
 from racecap.aws.keys import (  # noqa: E402
+    WAITLIST_OFFER_PREFIX,
     cap_pk,
     code_pk,
     hold_key,
     live_partitions,
     option_counter,
     requeue_partitions,
+    waitlist_line_key,
+    waitlist_pk,
 )
 from racecap.ledger.cancellations import OUTSIDE_REASON  # noqa: E402
 from racecap.ledger.store import DynamoLedger  # noqa: E402
@@ -221,6 +228,7 @@ def audit(
             dupes = [b for b, n in Counter(bibs).items() if n > 1]
             report.violations.append(f"event {eid}: bibs are not 1..{len(bibs)} (duplicates {dupes[:5]})")
     report.confirmed = len(regs)
+    _audit_places(dynamodb, inventory, race_id, [str(e["eventId"]) for e in events], every_reg, report)
     _audit_stock(dynamodb, names, race_id, [str(e["eventId"]) for e in events], every_reg, report)
     codes = [i for i in items if i["sk"].startswith("CODE#")]
     _audit_codes(dynamodb, inventory, race_id, codes, list(every_reg.values()), report)
@@ -484,6 +492,47 @@ def _audit_stock(
                 report.violations.append(
                     f"event {eid}: option {qid}/{oid}: {taken} units taken, its live entries hold {held[key]}"
                 )
+
+
+def _audit_places(
+    dynamodb: Any,
+    inventory: str,
+    race_id: str,
+    event_ids: list[str],
+    every_reg: Mapping[str, Mapping[str, Any]],
+    report: AuditReport,
+) -> None:
+    """Σ shards' taken = confirmed + cancelling + places in live holds + offered + pooled, per event."""
+    holds = _live_holds(dynamodb, inventory, race_id)
+    for eid in event_ids:
+        taken = sum(int(s["taken"]) for s in _shards(dynamodb, inventory, cap_pk(race_id, eid)))
+        registered = sum(
+            1 for r in every_reg.values() if r.get("eventId") == eid and r.get("status") in ("CONFIRMED", "CANCELLING")
+        )
+        held = sum(int(h.get("places", 1)) for h in holds if h.get("eventId") == eid)
+        offers = list(
+            query_all(
+                dynamodb,
+                TableName=inventory,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :offer)",
+                ExpressionAttributeValues=values({":pk": waitlist_pk(race_id, eid), ":offer": WAITLIST_OFFER_PREFIX}),
+                ConsistentRead=True,
+            )
+        )
+        offered = sum(1 for o in offers if o.get("state") == "OFFERED")
+        line = dynamodb.get_item(TableName=inventory, Key=waitlist_line_key(race_id, eid), ConsistentRead=True)
+        counters = from_item(line["Item"]) if "Item" in line else {}
+        pooled = int(counters.get("pool", 0))
+        accounted = registered + held + offered + pooled
+        if taken != accounted:
+            report.violations.append(
+                f"event {eid}: shards count {taken} places taken, but {registered} registered + {held} held + "
+                f"{offered} offered + {pooled} pooled = {accounted}"
+            )
+        if int(counters.get("offered", 0)) != offered:
+            report.violations.append(
+                f"event {eid}: the waitlist counts {counters.get('offered', 0)} offers out, its offers say {offered}"
+            )
 
 
 def _live_holds(dynamodb: Any, inventory: str, race_id: str) -> list[dict[str, Any]]:

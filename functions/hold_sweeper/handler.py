@@ -1,4 +1,6 @@
-"""HoldSweeper: every minute (EventBridge), expired holds give their places back, then the
+"""HoldSweeper: every minute (EventBridge), expired holds give their places back (to a waitlist's
+pool first), then the waitlist offers (racecap.waitlist.offers: in this run, so a place an expiry
+just pooled is offered at once rather than a period later), then the
 payments reconciliation: every payment that succeeded is queued or refunded (never paid
 without a place), whatever happened to its webhook; then every refund still waiting for the
 provider's word is settled with it (a lost answer, a pending refund whose webhook was lost)."""
@@ -13,6 +15,7 @@ from racecap.config import get_settings
 from racecap.ledger.wiring import cancellations, ledger, payment_events
 from racecap.observability import logger, metrics, tracer
 from racecap.registration.wiring import sweeper
+from racecap.waitlist.wiring import offer_batch
 
 get_settings()
 
@@ -23,12 +26,18 @@ get_settings()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     counts = sweeper().sweep()
     logger.info("swept holds", extra=counts)
+    try:
+        offers = offer_batch().run()
+    except Exception:  # the payments' reconciliation below must run whatever happens to the offers
+        logger.exception("waitlist offers failed")
+        offers = {}
     reconciled = payment_events().reconcile()
     refunds = ledger().settle_open(resume_cancellation=cancellations().after_refund_settled)
     # A cancellation left half-way (its refund refused for the budget, a crash between steps) is
     # finished under its own refund key once it is as old as a refund's answer may take.
     grace = timedelta(seconds=get_settings().refund_settle_after_s)
     cancels = cancellations().finish_open(datetime.now(UTC) - grace)
+    counts |= {f"waitlist_{k}": v for k, v in offers.items()}
     counts |= {f"reconciled_{k}": v for k, v in reconciled.items()}
     counts |= {f"refunds_{k}": v for k, v in refunds.items()}
     return counts | {f"cancels_{k}": v for k, v in cancels.items()}

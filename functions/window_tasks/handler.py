@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 from racecap.config import get_settings
 from racecap.observability import logger, metrics, tracer
+from racecap.waitlist.wiring import waitlist_closing
 from racecap.window.wiring import warm_starts, window_tasks
 
 get_settings()
@@ -33,4 +34,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = WindowTask.model_validate(event)
     if task.task in ("prewarm", "cooldown"):
         return warm_starts().run(task.task, task.raceId, task.execution, task.coolDownAt)
-    return window_tasks().run(task.task, task.raceId, task.execution)
+    done = window_tasks().run(task.task, task.raceId, task.execution)
+    if task.task == "close" and done.get("registrationState") == "CLOSED":
+        # Every event's waitlist closes with registration (safe to repeat: a retried task too).
+        race_events = window_tasks().events(task.raceId)
+        waitlist_closing().closed(task.raceId, race_events)
+    return done

@@ -8,6 +8,7 @@ Each test leaves ``test-artifacts/browser/<test>.png``."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -134,3 +135,63 @@ def test_a_director_switches_an_events_waitlist_on_in_the_console_with_a_cap_and
     page.reload()
     expect(page.get_by_test_id("event-waitlist").get_by_label("A waitlist once sold out")).to_be_checked()
     expect(page.get_by_test_id("event-waitlist").get_by_label("Most runners on the list")).to_have_value("200")
+
+
+def test_on_a_phone_by_keyboard_a_runner_claims_the_place_offered_from_the_waitlist_and_lands_on_the_form(
+    new_page: Callable[..., Page], stack: LocalStack, backend: Any, snap: Any
+) -> None:
+    from racecap.aws.keys import waitlist_entry_id
+    from racecap.waitlist.models import WaitlistEntry
+    from racecap.waitlist.rules import iso
+    from racecap.waitlist.store import DynamoWaitlist
+
+    kim = DirectorSession(stack, "kim-offer-site")
+    race_id = new_race(backend, unique("Offer 10K"), [1], owner=director_sub("kim-offer-site"))
+    api = api_session(stack)
+    (event_id,) = event_ids(api, race_id)
+    on = kim.patch(f"/api/admin/races/{race_id}/events/{event_id}", json={"waitlist": {"enabled": True}})
+    assert on.status_code == 200, on.text
+    held = hold(api, race_id, event_id)
+    assert held.status_code == 201
+    # One runner in line (slice 1's join and confirm, through the store: the first test walks them).
+    email = f"offer-{race_id[-6:].lower()}@example.com"
+    store = DynamoWaitlist(backend.dynamodb, backend.table("Inventory"))
+    now = iso(time.time())
+    entry = WaitlistEntry(
+        entryId=waitlist_entry_id(race_id, event_id, email), raceId=race_id, eventId=event_id, state="PENDING",
+        email=email, firstName="Ada", lastName="Lovelace", joinedAt=now, ttl=int(time.time()) + 3600,
+    )  # fmt: skip
+    assert store.put_pending(entry, int(time.time()))
+    store.confirm(entry, store.line(race_id, event_id), None, now)
+    # The held place is given back: it goes to the line, and the sweeper offers it.
+    assert api.delete(f"/api/holds/{held.json()['holdId']}").status_code == 204
+
+    def offered() -> list[dict[str, Any]]:
+        mail = requests.get(f"{stack.mailbox_url}/messages.json", timeout=10).json()["messages"]
+        return [m for m in mail if email in m["to"] and m["tags"].get("kind") == "waitlist-offer"]
+
+    (url,) = re.findall(r"https?://\S+/#/waitlist/offer/\S+", wait_until(offered, timeout=45)[0]["text"])
+
+    page = new_page(**PHONE)
+    page.goto(url.replace(stack.url, ""))
+    expect(page.get_by_test_id("wl-offer-state")).to_have_attribute("data-state", "OFFERED", timeout=20_000)
+    assert page.url.endswith("#/waitlist/offer")  # the token left the address bar
+    expect(page.get_by_test_id("wl-offer-price")).to_contain_text("25")
+    accessible(page, "the offered place")
+    snap(page, "offered")
+
+    # Passing it on asks first; "no" keeps the offer; claiming leads to the usual form.
+    tab_to(page, "wl-offer-decline")
+    page.keyboard.press("Enter")
+    assert focused_testid(page) == "wl-offer-decline-yes"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # "No, keep the offer"
+    assert focused_testid(page) == "wl-offer-decline"
+    tab_to(page, "wl-offer-claim")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*#/holds/hold_[^/]+$"), timeout=20_000)
+    expect(page.get_by_test_id("page-title")).to_be_visible()
+    accessible(page, "the claimed place's form")
+    snap(page, "claimed")
+    listed = kim.get(f"/api/admin/races/{race_id}/events/{event_id}/waitlist").json()
+    assert (listed["accepted"], listed["offersOut"], listed["pooled"]) == (1, 0, 0)

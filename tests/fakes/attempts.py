@@ -14,6 +14,7 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
+from racecap.places.returns import Freed
 from racecap.registration.attempts import BUSY_FOR, MemberEmailTaken, OptionShardFull, email_claims
 
 from tests.fakes.stores import Claim, FakeHolds, fake_item
@@ -91,10 +92,12 @@ class FakeAttempts(FakeHolds):
             ]
         )
 
-    def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool:
+    def abandon_payment(self, hold: Hold, attempt: Attempt, *, waitlist: bool = False) -> Freed | None:
         stock = self.tables.stock_items(hold, attempt, -1)
         emails = self._release_emails(hold, attempt)
-        return self._move_place(hold, self._paying_with(attempt), HoldPhase.EXPIRED, [*emails, *stock])
+        return self._move_place(
+            hold, self._paying_with(attempt), HoldPhase.EXPIRED, [*emails, *stock], waitlist=waitlist
+        )
 
     def _release_emails(self, hold: Hold, attempt: Attempt) -> list[TransactItem]:
         return [

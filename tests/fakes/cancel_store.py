@@ -11,6 +11,7 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
+from racecap.places.returns import Giveback
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
@@ -105,7 +106,14 @@ class FakeCancelStore(FakeRegistrations):
         return fake_item(lambda: True, count)
 
     def finish_cancel_items(
-        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+        self,
+        reg: Registration,
+        hold: Hold,
+        refund_id: str,
+        now: str,
+        refunded_cents: int | None = None,
+        *,
+        place: Giveback | None = None,
     ) -> list[TransactItem]:
         t = self.tables
         rid = reg.registrationId
@@ -139,7 +147,11 @@ class FakeCancelStore(FakeRegistrations):
                     status=HoldPhase.CANCELLED,
                 )
             ),
-            t.shard_item(hold, -1, guard=True, shard=reg.shard if hold.is_team else None),
+            *(
+                place.items
+                if place
+                else [t.shard_item(hold, -1, guard=True, shard=reg.shard if hold.is_team else None)]
+            ),
             t.release_email_item(reg.raceId, reg.email, rid, only_claimed=False),
             fake_item(lambda: True, count),
             *(

@@ -182,19 +182,31 @@ class FakeInventory:
             shards = [Shard(sk=sk, cap=cap, taken=taken) for sk, (cap, taken) in sorted(found.items())]
         return ShardUsage(cap=sum(s.cap for s in shards), taken=sum(s.taken for s in shards), shards=shards)
 
-    def cap_change_items(self, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
+    def cap_change_items(
+        self, race_id: str, event_id: str, changes: list[ShardChange], pooled: Mapping[str, int] | None = None
+    ) -> list[TransactItem]:
         shards = self.tables.shards.setdefault((race_id, event_id), {})
         items = []
         for c in changes:
+            kept = (pooled or {}).get(c.sk, 0)
             if c.old_cap is None:
                 items.append(
-                    fake_item(lambda c=c: c.sk not in shards, lambda c=c: shards.__setitem__(c.sk, [c.new_cap, 0]))
+                    fake_item(
+                        lambda c=c: c.sk not in shards, lambda c=c, k=kept: shards.__setitem__(c.sk, [c.new_cap, k])
+                    )
                 )
             else:
+
+                def grow(c: ShardChange = c, k: int = kept) -> None:
+                    shards[c.sk][0] = c.new_cap
+                    shards[c.sk][1] += k
+
                 items.append(
                     fake_item(
-                        lambda c=c: c.sk in shards and shards[c.sk][0] == c.old_cap and shards[c.sk][1] <= c.new_cap,
-                        lambda c=c: shards[c.sk].__setitem__(0, c.new_cap),
+                        lambda c=c, k=kept: (
+                            c.sk in shards and shards[c.sk][0] == c.old_cap and shards[c.sk][1] <= c.new_cap - k
+                        ),
+                        grow,
                     )
                 )
         return items

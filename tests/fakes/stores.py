@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -29,6 +29,7 @@ from racecap.holds.models import (
     HoldPhase,
     Reprice,
 )
+from racecap.places.returns import Freed, Giveback, LineCounts, line_counts, pool_attr
 from racecap.registration.models import (
     ROW_FIELDS,
     PaidRegistration,
@@ -72,6 +73,9 @@ class FakeTables:
     cancel_marks: dict[str, str] = field(default_factory=dict)  # cancellations under way: id -> begun at
     # Discount codes' use counters: (raceId, CODE) -> shard -> [cap, taken] (racecap.codes)
     code_shards: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)
+    # The waitlist's LINE counters a freed place looks at (places.returns): waiting, pool,
+    # pool_<shard>, offered, closed — per (raceId, eventId).
+    lines: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     lock: threading.RLock = field(default_factory=threading.RLock)
     transactions: int = 0
 
@@ -91,6 +95,57 @@ class FakeTables:
                 raise ConditionFailed(failed)
             for _, apply in steps:
                 apply()
+
+    # -- freeing places (``places.returns.DynamoPlaceReturns``, in memory) ----------------------
+    def line(self, race_id: str, event_id: str) -> LineCounts:
+        with self.lock:
+            found = self.lines.get((race_id, event_id))
+            return line_counts(dict(found) if found else None)
+
+    def pool_item(
+        self, race_id: str, event_id: str, takes: Mapping[str, int], *, must_want: bool = True
+    ) -> TransactItem:
+        ev = (race_id, event_id)
+
+        def wants() -> bool:
+            line = self.line(race_id, event_id)
+            return line.exists and not line.closed and (not must_want or line.waiting > line.pool)
+
+        def pool() -> None:
+            for sk, k in takes.items():
+                self.lines[ev]["pool"] += k
+                self.lines[ev][pool_attr(sk)] += k
+
+        return fake_item(wants, pool)
+
+    def wants_nothing(self, race_id: str, event_id: str, *, closed_only: bool = False) -> TransactItem:
+        def check() -> bool:
+            line = self.line(race_id, event_id)
+            return not line.exists or line.closed or (not closed_only and line.waiting <= line.pool)
+
+        return fake_item(check, lambda: None)
+
+    def give_back(
+        self, race_id: str, event_id: str, takes: Mapping[str, int], *, waitlist: bool, to_line: bool = False
+    ) -> Giveback:
+        ev = (race_id, event_id)
+
+        def ok() -> bool:
+            return all(self.shards[ev][sk][1] >= k for sk, k in takes.items())
+
+        def apply() -> None:
+            for sk, k in takes.items():
+                self.shards[ev][sk][1] -= k
+
+        on_shards = [fake_item(ok, apply)]
+        if not waitlist:
+            return Giveback(on_shards, "public")
+        seen = self.line(race_id, event_id)
+        if seen.wants_places or (to_line and seen.exists and not seen.closed):
+            item = self.pool_item(race_id, event_id, takes, must_want=not to_line)
+            return Giveback([item], "pool", item)
+        check = self.wants_nothing(race_id, event_id, closed_only=to_line)
+        return Giveback([*on_shards, check], "public", check)
 
     # -- items shared by both views ---------------------------------------------------------
     def hold_item(self, hold_id: str, check: Callable[[Hold], bool], **changes: Any) -> TransactItem:
@@ -219,17 +274,25 @@ class FakeHolds:
         with self.tables.lock:
             return [self.tables.holds[h] for h in set(hold_ids) if h in self.tables.holds]
 
-    def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
+    def release(
+        self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None, waitlist: bool = False
+    ) -> Freed | None:
         moment = now or datetime.now(UTC)
 
         def releasable(h: Hold) -> bool:
             return h.status == HoldPhase.HELD and (new_phase != HoldPhase.EXPIRED or h.expired(moment))
 
-        return self._move_place(hold, releasable, new_phase)
+        return self._move_place(hold, releasable, new_phase, waitlist=waitlist)
 
     def _move_place(
-        self, hold: Hold, check: Callable[[Hold], bool], phase: HoldPhase, extra: list[TransactItem] | None = None
-    ) -> bool:
+        self,
+        hold: Hold,
+        check: Callable[[Hold], bool],
+        phase: HoldPhase,
+        extra: list[TransactItem] | None = None,
+        *,
+        waitlist: bool = False,
+    ) -> Freed | None:
         t = self.tables
         change = hold.reprice
 
@@ -239,21 +302,26 @@ class FakeHolds:
         uses = [t.code_item(hold.raceId, hold.code, hold.codeShard, -1)] if hold.code and hold.codeShard else []
         if change and change.code and change.shard:
             uses.append(t.code_item(hold.raceId, change.code, change.shard, -1))
-        try:
-            self.tables.transact(
-                [
-                    self.tables.hold_item(hold.holdId, unchanged, status=phase, reprice=None),
-                    *uses,
-                    self.tables.shard_item(hold, -1),
-                    *(extra or []),
-                    *self._free_client_slots(hold),
-                ]
+        while True:
+            place = t.give_back(
+                hold.raceId, hold.eventId, hold.taken_by_shard(), waitlist=waitlist, to_line=bool(hold.offerEntry)
             )
-        except ConditionFailed as exc:
-            if exc.first == 0:
-                return False
-            raise
-        return True
+            items = [
+                self.tables.hold_item(hold.holdId, unchanged, status=phase, reprice=None),
+                *uses,
+                *place.items,
+                *(extra or []),
+                *self._free_client_slots(hold),
+            ]
+            try:
+                self.tables.transact(items)
+            except ConditionFailed as exc:
+                if exc.first == 0:
+                    return None
+                if place.line_moved(exc, items):
+                    continue
+                raise
+            return place.freed
 
     def finish_reprice(self, hold: Hold, reprice: Reprice) -> bool:
         t = self.tables
@@ -288,6 +356,16 @@ class FakeHolds:
                 return False
             raise
         return True
+
+    def offered_hold_item(self, hold: Hold) -> TransactItem:
+        """A hold on a place the waitlist offered (its shard counts it already); the item's check
+        answers the hold's id (``FakeWaitlist.claim_offer`` reads it)."""
+
+        def put() -> None:
+            self.tables.holds[hold.holdId] = hold
+            self.tables.live.add(hold.holdId)
+
+        return fake_item(lambda: hold.holdId, put)  # type: ignore[arg-type,return-value]
 
     def _free_client_slots(self, hold: Hold) -> list[TransactItem]:
         def free(key: str) -> None:

@@ -8,14 +8,20 @@ import threading
 from dataclasses import replace
 
 from racecap.aws.transactions import ConditionFailed, TransactItem
-from racecap.waitlist.models import Line, WaitlistEntry
+from racecap.waitlist.models import Line, Offer, OfferState, WaitlistEntry
+
+from tests.fakes.stores import FakeTables
 
 
 class FakeWaitlist:
-    def __init__(self) -> None:
+    def __init__(self, tables: FakeTables | None = None) -> None:
         self.lock = threading.RLock()
         self.lines: dict[tuple[str, str], Line] = {}
         self.items: dict[tuple[str, str, str], WaitlistEntry] = {}
+        self.offer_items: dict[tuple[str, str, str], Offer] = {}
+        self.working: set[tuple[str, str]] = set()  # the sparse index of lines with work
+        self.claims: set[tuple[str, str]] = set()  # (raceId, email): the race's email claims
+        self.tables = tables  # the shards and holds offers and closings move (FakeTables)
 
     def line(self, race_id: str, event_id: str) -> Line:
         with self.lock:
@@ -56,7 +62,7 @@ class FakeWaitlist:
                 raise ConditionFailed(failed)
             assert current is not None
             number = seen.seq + 1
-            self.lines[(entry.raceId, entry.eventId)] = Line(number, line.head, line.waiting + 1, exists=True)
+            self.lines[(entry.raceId, entry.eventId)] = replace(line, seq=number, waiting=line.waiting + 1, exists=True)
             self.items[key] = current.model_copy(
                 update={"state": "WAITING", "seq": number, "confirmedAt": at, "ttl": None}
             )
@@ -88,3 +94,121 @@ class FakeWaitlist:
         """What the offers (issue 40's next slice) will do: move how far the line has got."""
         with self.lock:
             self.lines[(race_id, event_id)] = replace(self.lines[(race_id, event_id)], head=head)
+
+    # -- pooled places and offers (``DynamoWaitlist``'s, in memory) -------------------------------
+    def pool(self, race_id: str, event_id: str, shard: str, k: int) -> None:
+        """What ``places.returns`` does when a freed place goes to the line (the shard keeps it)."""
+        with self.lock:
+            line = self.lines[(race_id, event_id)]
+            by = dict(line.pool_by_shard)
+            by[shard] = by.get(shard, 0) + k
+            self.lines[(race_id, event_id)] = replace(line, pool=line.pool + k, pool_by_shard=by)
+            self.working.add((race_id, event_id))
+
+    def with_work(self) -> list[tuple[str, str]]:
+        with self.lock:
+            return sorted(self.working)
+
+    def next_waiting(self, race_id: str, event_id: str, limit: int) -> list[WaitlistEntry]:
+        with self.lock:
+            waiting = [e for e in self.entries(race_id, event_id) if e.state == "WAITING"]
+            return sorted(waiting, key=lambda e: e.seq or 0)[:limit]
+
+    def offer(self, entry: WaitlistEntry, offer: Offer) -> None:
+        ev = (entry.raceId, entry.eventId)
+        with self.lock:
+            line = self.lines[ev]
+            failed = []
+            if (
+                line.closed
+                or line.pool < 1
+                or line.pool_by_shard.get(offer.shard, 0) < 1
+                or line.head >= (entry.seq or 0)
+            ):
+                failed.append(0)
+            current = self.items.get((*ev, entry.entryId))
+            if current is None or current.state != "WAITING":
+                failed.append(1)
+            if (*ev, entry.entryId) in self.offer_items:
+                failed.append(2)
+            if failed:
+                raise ConditionFailed(failed)
+            assert current is not None and entry.seq is not None
+            by = dict(line.pool_by_shard)
+            by[offer.shard] -= 1
+            self.lines[ev] = replace(
+                line, head=entry.seq, pool=line.pool - 1, pool_by_shard=by, offered=line.offered + 1,
+                waiting=line.waiting - 1, made=line.made + 1,
+            )  # fmt: skip
+            self.items[(*ev, entry.entryId)] = current.model_copy(update={"state": "OFFERED"})
+            self.offer_items[(*ev, entry.entryId)] = offer
+
+    def get_offer(self, race_id: str, event_id: str, entry_id: str) -> Offer | None:
+        with self.lock:
+            return self.offer_items.get((race_id, event_id, entry_id))
+
+    def offers(self, race_id: str, event_id: str) -> list[Offer]:
+        with self.lock:
+            return [o for (r, ev, _), o in self.offer_items.items() if (r, ev) == (race_id, event_id)]
+
+    def expired_offers(self, now: str) -> list[Offer]:
+        with self.lock:
+            return [o for o in self.offer_items.values() if o.state == "OFFERED" and o.expiresAt <= now]
+
+    def end_offer(self, offer: Offer, state: OfferState, at: str) -> None:
+        ev, key = (offer.raceId, offer.eventId), (offer.raceId, offer.eventId, offer.entryId)
+        with self.lock:
+            current = self.offer_items.get(key)
+            if current is None or current.state != "OFFERED":
+                raise ConditionFailed([0])
+            self.offer_items[key] = current.model_copy(update={"state": state, "endedAt": at})
+            line = self.lines[ev]
+            tally = {"expired": line.expired + (state == "EXPIRED"), "declined": line.declined + (state == "DECLINED")}
+            if state == "CLOSED":
+                self.lines[ev] = replace(line, offered=line.offered - 1, **tally)
+                if self.tables is not None:
+                    self.tables.shards[ev][offer.shard][1] -= 1
+                return
+            by = dict(line.pool_by_shard)
+            by[offer.shard] = by.get(offer.shard, 0) + 1
+            self.lines[ev] = replace(line, offered=line.offered - 1, pool=line.pool + 1, pool_by_shard=by, **tally)
+
+    def claim_offer(self, offer: Offer, at: str, now: str, hold_item: TransactItem) -> None:
+        ev, key = (offer.raceId, offer.eventId), (offer.raceId, offer.eventId, offer.entryId)
+        with self.lock:
+            current = self.offer_items.get(key)
+            if current is None or current.state != "OFFERED" or current.expiresAt <= now:
+                raise ConditionFailed([0])
+            check, apply = hold_item["Fake"]
+            hold_id = check()  # the fake hold item's check answers its hold id (FakeHolds.offered_hold_item)
+            apply()
+            self.offer_items[key] = current.model_copy(update={"state": "CLAIMED", "holdId": hold_id, "endedAt": at})
+            line = self.lines[ev]
+            self.lines[ev] = replace(line, offered=line.offered - 1, claimed=line.claimed + 1)
+
+    def give_back(self, race_id: str, event_id: str, line: Line, takes: dict[str, int]) -> None:
+        ev = (race_id, event_id)
+        with self.lock:
+            now = self.lines[ev]
+            if (now.pool, now.waiting) != (line.pool, line.waiting):
+                raise ConditionFailed([0])
+            by = {s: k - takes.get(s, 0) for s, k in now.pool_by_shard.items()}
+            self.lines[ev] = replace(now, pool=now.pool - sum(takes.values()), pool_by_shard=by)
+            if self.tables is not None:
+                for shard, k in takes.items():
+                    self.tables.shards[ev][shard][1] -= k
+
+    def rest(self, race_id: str, event_id: str) -> None:
+        with self.lock:
+            line = self.lines.get((race_id, event_id), Line())
+            if line.pool <= 0 and line.offered <= 0:
+                self.working.discard((race_id, event_id))
+
+    def registered(self, race_id: str, email: str) -> bool:
+        return (race_id, email) in self.claims
+
+    def close_line(self, race_id: str, event_id: str, at: str, also: list[TransactItem] | None = None) -> None:
+        with self.lock:
+            self.lines[(race_id, event_id)] = replace(self.lines.get((race_id, event_id), Line()), closed=True)
+            for item in also or []:
+                item["Fake"][1]()

@@ -79,13 +79,15 @@ class Backend:
 def local_stack(work: Path) -> LocalStack:
     """The stack the test suites run against: each invocation in an environment of its own,
     as on Lambda, and the sweeper's schedule shrunk so expiry tests take seconds (its look for
-    refunds with no answer too: a refund's key makes an early look harmless)."""
+    refunds with no answer too: a refund's key makes an early look harmless; a waitlist offer's
+    window too)."""
     return LocalStack(
         work,
         Ports.free(),
         gateway_environments="own",
         schedule_scale=0.05,
-        params={"RefundSettleAfterSeconds": "2"},
+        # An offer from a waitlist waits 20 s rather than its event's hours (test_waitlist_offers).
+        params={"RefundSettleAfterSeconds": "2", "WaitlistOfferWindowSeconds": "20"},
         quiet=True,
     )
 

@@ -162,6 +162,15 @@ def _plant_refunds_past_the_payments(stack: Any, backend: Any, race_id: str, eve
     _plant_registration(backend, race_id, event_id, 1, _email(), amountCents=0, currency="USD", ledgerRefundedCents=500)
 
 
+def _plant_offer_without_its_place(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # A waitlist offer out (and the line counting it) whose place no shard counts: offered twice over.
+    pk = f"WAITLIST#{race_id}#{event_id}"
+    offer = {"pk": pk, "sk": "OFFER#planted", "entryId": "planted", "state": "OFFERED", "shard": "SHARD#000"}
+    backend.dynamodb.put_item(TableName=backend.table("Inventory"), Item=to_item(offer))
+    line = {"pk": pk, "sk": "LINE", "seq": 1, "head": 1, "waiting": 0, "pool": 0, "offered": 1}
+    backend.dynamodb.put_item(TableName=backend.table("Inventory"), Item=to_item(line))
+
+
 @pytest.mark.parametrize(
     ("plant", "caps", "violation"),
     [
@@ -175,6 +184,7 @@ def _plant_refunds_past_the_payments(stack: Any, backend: Any, race_id: str, eve
         (_plant_confirmation_sent_twice, [5], "1 registrations got more than one confirmation email"),
         (_plant_stock_kept_by_a_cancellation, [5], "option shirt/m: 1 units taken, its live entries hold 0"),
         (_plant_refunds_past_the_payments, [5], "its ledger refunded 500 of the 0 cents it paid"),
+        (_plant_offer_without_its_place, [5], "shards count 0 places taken, but 0 registered + 0 held + 1 offered"),
     ],
     ids=[
         "oversold event",
@@ -187,6 +197,7 @@ def _plant_refunds_past_the_payments(stack: Any, backend: Any, race_id: str, eve
         "confirmation sent twice",
         "stock unit kept by a cancellation",
         "refunds past the payments",
+        "waitlist offer without its place",
     ],
 )
 def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps, violation) -> None:

@@ -63,7 +63,13 @@ class AdminWorld:
         )
         self.tasks = WindowTasks(self.races, self.inventory, self.catalog, self.cache, self.windows)
         self.admin = RaceAdmin(
-            self.races, self.inventory, transact=t.transact, audit=self.audit, catalog=self.catalog, window=self.window
+            self.races,
+            self.inventory,
+            transact=t.transact,
+            audit=self.audit,
+            catalog=self.catalog,
+            window=self.window,
+            returns=t,  # type: ignore[arg-type]  # a raise's places go to the waitlist's pool first
         )
         self.stats = RaceStats(self.inventory, self.regs, self.holds.live_counts, self.cache, clock=self.clock)
         self.participants = Participants(self.regs)

@@ -74,6 +74,7 @@ class World:
             FakeAudit(self.tables),
             self.catalog,  # type: ignore[arg-type]
             self.ledger_store,
+            returns=self.tables,  # where freed places go (the waitlist's pool first: places.returns)
         )
         self.ledger = Ledger(
             self.ledger_store, self.cancel_store, self.payments, self.tables.transact, FakeAudit(self.tables)

@@ -76,6 +76,10 @@ class Settings(BaseModel):
     origin_verify_secret: str = Field(alias="ORIGIN_VERIFY_SECRET", min_length=16, repr=False)
     # HoldSweeper only: how old a refund with no answer is before the sweeper asks the provider.
     refund_settle_after_s: int = Field(default=30, alias="REFUND_SETTLE_AFTER_SECONDS", ge=1, le=3600)
+    # The functions that make waitlist offers (racecap.waitlist.offers): 0 means each event's own
+    # offer window (hours, the director's); a number of seconds replaces it on a test stage, so a
+    # test can watch an offer expire.
+    waitlist_offer_window_s: int = Field(default=0, alias="WAITLIST_OFFER_WINDOW_SECONDS", ge=0, le=336 * 3600)
     # AdminApi only (a function's ``extra_env`` in the blueprint); None elsewhere.
     window_state_machine_arn: str | None = Field(
         default=None, alias="WINDOW_STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:"

@@ -210,5 +210,17 @@ class NotSoldOut(DomainError):
     code, status = "NOT_SOLD_OUT", 409
 
 
+class OfferExpired(DomainError):
+    """A waitlist offer claimed after its window: the place went to the next runner in line."""
+
+    code, status = "OFFER_EXPIRED", 410
+
+
+class OfferGone(DomainError):
+    """A waitlist offer that was declined, passed on or closed: nothing to claim."""
+
+    code, status = "OFFER_GONE", 410
+
+
 class WaitlistEntryNotFound(NotFound):
     code = "WAITLIST_ENTRY_NOT_FOUND"

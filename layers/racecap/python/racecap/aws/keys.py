@@ -17,10 +17,19 @@ Inventory (pk / sk):
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
   WAITLIST#<raceId>#<eventId> / LINE        the event's waitlist counters: seq (join numbers given,
                                             at confirmation), head (how far offers have got),
-                                            waiting (confirmed entries in line: the length cap's)
+                                            waiting (confirmed entries in line: the length cap's),
+                                            pool (freed places kept for the line, still counted
+                                            as taken on their shards; pool_<shard> per shard),
+                                            offered (offers out), closed (no more offers);
+                                            gsi1 = WAITLIST-POOL / <raceId>#<eventId> while it
+                                            has places to offer or offers out (sparse)
   WAITLIST#<raceId>#<eventId> / ENTRY#<entryId>  one address's entry on it (entryId: a digest
                                             of race, event and address, so one per address;
-                                            never the race's email claim)
+                                            never the race's email claim); gsi1 =
+                                            WAITLIST-LINE#<raceId>#<eventId> / <seq:010d> while
+                                            WAITING (the line in order, for the offer batch)
+  WAITLIST#<raceId>#<eventId> / OFFER#<entryId>  the place offered to that entry; gsi1 =
+                                            WAITLIST-OFFERS / <expiresAt>#... while OFFERED
 Registrations:
   REG#<registrationId>       / REG          gsi1 = EVENT#<raceId>#<eventId> / BIB#<bib:08d>
 Races:
@@ -166,6 +175,31 @@ WAITLIST_LINE_SK = "LINE"
 
 
 WAITLIST_ENTRY_PREFIX = "ENTRY#"
+
+
+# The sparse gsi1 partition of the LINE items with pooled places or offers out: the offer
+# batch's whole to-do list, one query (a line with nothing to offer is not in it).
+WAITLIST_WORK_PARTITION = "WAITLIST-POOL"
+
+
+WAITLIST_OFFER_PREFIX = "OFFER#"
+
+
+# The sparse gsi1 partition of the offers out, by expiry: the batch's expired offers, one query.
+WAITLIST_OFFERS_PARTITION = "WAITLIST-OFFERS"
+
+
+def waitlist_queue_partition(race_id: str, event_id: str) -> str:
+    """The gsi1 partition of an event's WAITING entries, sorted by join number."""
+    return f"WAITLIST-LINE#{race_id}#{event_id}"
+
+
+def waitlist_queue_sk(seq: int) -> str:
+    return f"{seq:010d}"
+
+
+def waitlist_offer_key(race_id: str, event_id: str, entry_id: str) -> dict[str, Any]:
+    return key(waitlist_pk(race_id, event_id), f"{WAITLIST_OFFER_PREFIX}{entry_id}")
 
 
 def waitlist_pk(race_id: str, event_id: str) -> str:

@@ -136,6 +136,32 @@ class WaitlistJoinedData(Model):
     manageUrl: str = Field(max_length=4096, pattern=r"^https?://")
 
 
+class WaitlistOfferData(Model):
+    """A freed place offered to the next runner in line: the claim link and its deadline."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    entryId: str = Field(min_length=1, max_length=100)
+    claimUrl: str = Field(max_length=4096, pattern=r"^https?://")
+    expiresAt: str = Field(min_length=1, max_length=60)
+    priceCents: int = Field(ge=0)
+    currency: str = Field(min_length=3, max_length=3)
+
+
+class WaitlistClosedData(Model):
+    """The list closed (registration closed, or the organiser closed it): no place will be offered."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    entryId: str = Field(min_length=1, max_length=100)
+
+
 class UnmatchedRefundData(Model):
     """A payment no place could be given for, refunded automatically (names may be unknown)."""
 

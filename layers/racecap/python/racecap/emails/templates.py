@@ -30,8 +30,10 @@ from racecap.emails.models import (
     RefundData,
     RenderedEmail,
     UnmatchedRefundData,
+    WaitlistClosedData,
     WaitlistConfirmData,
     WaitlistJoinedData,
+    WaitlistOfferData,
     _Data,
 )
 from racecap.money import decimals, in_units
@@ -481,6 +483,77 @@ def render_waitlist_joined(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, _WAITLIST_JOINED_TEXT.substitute(values), page)
 
 
+_WAITLIST_OFFER_TEXT = Template(
+    """Hi $firstName,
+
+A place in $raceName — $eventName is yours if you take it: you were next on the waitlist.
+Claim it before $expiresAt (UTC), then register and pay ($price) as usual, with this address:
+
+$claimUrl
+
+If you no longer want it, the same page lets you pass it on to the next runner at once.
+
+Racecap
+"""
+)
+
+
+_WAITLIST_OFFER_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">A place is yours if you take it</h1>
+<p style="margin:0 0 16px">Hi $firstName, you were next on the waitlist for <strong>$raceName</strong> —
+$eventName. Claim the place before <strong>$expiresAt (UTC)</strong>, then register and pay ($price) as usual,
+with this address.</p>
+<p style="margin:0 0 16px"><a href="$claimUrl" style="display:inline-block;background:#1f2933;color:#ffffff;
+padding:10px 18px;border-radius:6px;text-decoration:none">Claim my place</a></p>
+<p style="margin:0;font-size:13px;color:#66788a">No longer want it? The same page passes it on to the next
+runner at once.</p>"""
+)
+
+
+def render_waitlist_offer(raw: dict[str, Any]) -> RenderedEmail:
+    d: WaitlistOfferData = _data(WaitlistOfferData, raw)  # type: ignore[arg-type]
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "claimUrl": d.claimUrl,
+        "expiresAt": d.expiresAt[:16].replace("T", " "),
+        "price": format_money(d.priceCents, d.currency) if d.priceCents else "free",
+    }
+    subject = _one_line(f"A place in {d.raceName} — {d.eventName} is yours if you claim it")
+    content = _WAITLIST_OFFER_HTML.substitute(_escaped(values))
+    page = _page(subject, content, d.entryId, "waitlist entry")
+    return RenderedEmail(subject, _WAITLIST_OFFER_TEXT.substitute(values), page)
+
+
+_WAITLIST_CLOSED_TEXT = Template(
+    """Hi $firstName,
+
+The waitlist for $raceName — $eventName has closed: no more places will be offered from it.
+Thank you for waiting, and we hope to see you at the next edition.
+
+Racecap
+"""
+)
+
+
+_WAITLIST_CLOSED_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">The waitlist has closed</h1>
+<p style="margin:0 0 16px">Hi $firstName, the waitlist for <strong>$raceName</strong> — $eventName has closed:
+no more places will be offered from it.</p>
+<p style="margin:0">Thank you for waiting, and we hope to see you at the next edition.</p>"""
+)
+
+
+def render_waitlist_closed(raw: dict[str, Any]) -> RenderedEmail:
+    d: WaitlistClosedData = _data(WaitlistClosedData, raw)  # type: ignore[arg-type]
+    values = {"firstName": d.firstName, "raceName": d.raceName, "eventName": d.eventName}
+    subject = _one_line(f"The waitlist for {d.raceName} — {d.eventName} has closed")
+    content = _WAITLIST_CLOSED_HTML.substitute(_escaped(values))
+    page = _page(subject, content, d.entryId, "waitlist entry")
+    return RenderedEmail(subject, _WAITLIST_CLOSED_TEXT.substitute(values), page)
+
+
 TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "confirmation": render_confirmation,
     "refund": render_refund,
@@ -491,4 +564,6 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "email-moved": render_email_moved,
     "waitlist-confirm": render_waitlist_confirm,
     "waitlist-joined": render_waitlist_joined,
+    "waitlist-offer": render_waitlist_offer,
+    "waitlist-closed": render_waitlist_closed,
 }

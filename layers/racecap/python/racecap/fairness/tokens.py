@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from racecap.errors import DomainError
 
-Kind = Literal["dev", "que", "adm", "pow", "reg", "eml", "wtl"]
-KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml", "wtl")
+Kind = Literal["dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto"]
+KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto")
 
 
 class InvalidToken(DomainError):
@@ -89,4 +89,5 @@ _NAMES: dict[str, str] = {
     "reg": "link to your registration",
     "eml": "link confirming your new email address",
     "wtl": "link to your waitlist entry",
+    "wto": "link to the place offered to you",
 }

@@ -168,6 +168,11 @@ class Hold(_Record):
     places: int = 1
     shardTakes: dict[str, int] = {}
     memberIds: list[str] = []
+    # A place offered from the event's waitlist and claimed (racecap.waitlist): the entry it was
+    # offered to. Its place was the line's: unpaid, it goes back to the line's pool, not the public.
+    offerEntry: str | None = None
+    # The address the offer went to: the registration must use it (one runner's place, not a coupon).
+    offerEmail: str | None = None
 
     @property
     def is_team(self) -> bool:

@@ -25,7 +25,7 @@ from racecap.errors import (
 from racecap.holds.models import DONE_PHASES, PAID_PHASES, Hold, HoldCreated, HoldPhase, HoldView
 from racecap.holds.snapshots import HoldSnapshots
 from racecap.holds.store import HoldStore
-from racecap.observability import metrics
+from racecap.observability import logger, metrics
 from racecap.places.rules import plan_team, shard_name
 from racecap.races.catalog import RaceDefinitions, race_status, sold_out_flag
 from racecap.races.models import Event, Race
@@ -96,7 +96,7 @@ class HoldService:
         if self._snapshots is not None:
             self._snapshots.keep(got)
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
-        return _created(hold)
+        return hold_created(hold)
 
     def hold_team(
         self,
@@ -125,7 +125,7 @@ class HoldService:
                 left=got,
             )
         metrics.add_metric(name="TeamHoldCreated", unit="Count", value=1)
-        return _created(hold)
+        return hold_created(hold)
 
     def _open_event(self, race_id: str, event_id: str, now: datetime) -> tuple[Race, Event]:
         try:
@@ -192,9 +192,28 @@ class HoldService:
             raise Conflict("This place is paid for; ask the race director to cancel the registration.")
         if self._snapshots is not None:
             self._snapshots.forget(hold_id)
-        if hold.status == HoldPhase.HELD and self._holds.release(hold, HoldPhase.RELEASED):
+        if hold.status != HoldPhase.HELD:
+            return
+        freed = self._holds.release(hold, HoldPhase.RELEASED, waitlist=waitlisted(self._catalog, hold))
+        if freed == "public":  # a place kept for the waitlist leaves the event sold out
             self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
+        if freed:
             metrics.add_metric(name="HoldReleased", unit="Count", value=1)
+
+
+def waitlisted(catalog: RaceDefinitions, hold: Hold) -> bool:
+    """Whether the hold's event has a waitlist switched on, from the definition in the cache
+    (no read of its own): only then does a freed place look at the line (``places.returns``)."""
+    try:
+        _, events = catalog.definition(hold.raceId)
+    except RaceNotFound:
+        return False
+    except Exception:
+        # Unknown: look at the line (one read) rather than guess. With no line there, the place
+        # goes to its shard as it always did; a sweep must not stop for a cache outage.
+        logger.warning("race definition unavailable; reading the waitlist's line", extra={"raceId": hold.raceId})
+        return True
+    return any(e.eventId == hold.eventId and e.waitlist.enabled for e in events)
 
 
 def _new_hold(race: Race, event: Event, now: datetime, limits: dict[str, int] | None, places: int = 1) -> Hold:
@@ -217,7 +236,8 @@ def _new_hold(race: Race, event: Event, now: datetime, limits: dict[str, int] | 
     )
 
 
-def _created(hold: Hold) -> HoldCreated:
+def hold_created(hold: Hold) -> HoldCreated:
+    """The answer to a new hold (the public path's, a team's, a claimed waitlist offer's)."""
     price = hold.amountCents or 0
     return HoldCreated(
         holdId=hold.holdId,

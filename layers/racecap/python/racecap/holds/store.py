@@ -35,6 +35,7 @@ from racecap.holds.models import (
     HoldPhase,
     Reprice,
 )
+from racecap.places.returns import DynamoPlaceReturns, Freed
 from racecap.places.store import read_shards
 
 
@@ -57,8 +58,11 @@ class HoldStore(Protocol):
         """The holds that exist among ``hold_ids`` (consistent reads, in any order)."""
         ...
 
-    def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
-        """HELD → RELEASED, or → EXPIRED once past ``expiresAt``; the place goes back. False: moved already."""
+    def release(
+        self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None, waitlist: bool = False
+    ) -> Freed | None:
+        """HELD → RELEASED, or → EXPIRED once past ``expiresAt``; the place goes back (to the
+        waitlist's pool first when ``waitlist``: ``places.returns``). None: moved already."""
         ...
 
     def finish_reprice(self, hold: Hold, reprice: Reprice) -> bool:
@@ -77,7 +81,10 @@ class HoldStore(Protocol):
     def live_counts(self, race_id: str) -> dict[str, int]: ...
 
 
-TTL_AFTER_EXPIRY = timedelta(days=30)  # backstop clean-up of old hold records only
+TTL_AFTER_EXPIRY = timedelta(days=30)
+# Reads of the waitlist's line a freeing transaction makes before it gives up (each retry
+# follows a runner confirming or leaving between the read and the write: rare).
+LINE_TRIES = 4  # backstop clean-up of old hold records only
 
 
 # How a team's places spread over the shards with room (``places.rules.plan_team``).
@@ -107,6 +114,7 @@ class DynamoHolds:
     def __init__(self, client: Any, table: str) -> None:
         self._db = client
         self._table = table
+        self._returns = DynamoPlaceReturns(client, table)
 
     # -- places -------------------------------------------------------------------------
     def claim(self, hold: Hold, shards: list[str], avoid: set[str] | None = None) -> Hold | None:
@@ -141,6 +149,24 @@ class DynamoHolds:
             # The price rides on the write that takes the place: no write of its own.
             "amountCents": hold.amountCents,
             "currency": hold.currency,
+        }
+
+    def offered_hold_item(self, hold: Hold) -> TransactItem:
+        """The Put of a hold on a place the waitlist offered (racecap.waitlist): its shard already
+        counts the place (a pooled place stays taken), so nothing else moves on the shard, and no
+        client limit applies (the runner's place in line is the limit)."""
+        item = self._hold_item(hold) | {
+            "shard": hold.shard,
+            "offerEntry": hold.offerEntry,
+            "offerEmail": hold.offerEmail,
+            "clientLimits": None,
+        }
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": to_item({k: v for k, v in item.items() if v is not None}),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
         }
 
     def _claim_on(self, hold: Hold, shard: str, item: dict[str, Any]) -> bool:
@@ -286,18 +312,26 @@ class DynamoHolds:
     def get_many(self, hold_ids: Sequence[str]) -> list[Hold]:
         return self._get_many([hold_key(h) for h in set(hold_ids)])
 
-    def release(self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None) -> bool:
+    def release(
+        self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None, waitlist: bool = False
+    ) -> Freed | None:
         """Give a HELD hold's place back (runner cancelled: RELEASED, or it ran out: EXPIRED)."""
         condition = "#s = :held"
         vals: dict[str, Any] = {":held": HoldPhase.HELD, ":new": new_phase}
         if new_phase == HoldPhase.EXPIRED:
             condition += " AND expiresAt <= :now"
             vals[":now"] = (now or datetime.now(UTC)).isoformat()
-        return self._transition_and_return_place(hold, condition, vals)
+        return self._transition_and_return_place(hold, condition, vals, waitlist=waitlist)
 
     def _transition_and_return_place(
-        self, hold: Hold, condition: str, vals: dict[str, Any], extra: list[TransactItem] | None = None
-    ) -> bool:
+        self,
+        hold: Hold,
+        condition: str,
+        vals: dict[str, Any],
+        extra: list[TransactItem] | None = None,
+        *,
+        waitlist: bool = False,
+    ) -> Freed | None:
         # The code's use goes back with the place. The hold must still carry the code it was
         # read with: one applied or removed meanwhile fails this, and the caller reads again.
         if hold.code:
@@ -310,39 +344,37 @@ class DynamoHolds:
         condition += " AND " + self._reprice_is(hold.reprice)
         if hold.reprice:
             vals = {**vals, ":change": hold.reprice.changeId}
-        try:
-            transact(
-                self._db,
-                [
-                    self._update_hold(hold, "SET #s = :new REMOVE gsi1pk, gsi1sk, reprice", condition, vals),
-                    *(
-                        [self.code_give_back(hold.raceId, hold.code, hold.codeShard)]
-                        if hold.code and hold.codeShard
-                        else []
-                    ),
-                    *(
-                        [self.code_give_back(hold.raceId, hold.reprice.code, hold.reprice.shard)]
-                        if hold.reprice and hold.reprice.code and hold.reprice.shard
-                        else []
-                    ),
-                    *(
-                        update_item(
-                            self._table,
-                            shard_key(hold.raceId, hold.eventId, shard),
-                            "SET taken = taken + :minus",
-                            vals={":minus": -k},
-                        )
-                        for shard, k in sorted(hold.taken_by_shard().items())
-                    ),
-                    *(extra or []),
-                    *self._free_client_slots(hold),
-                ],
+        for _ in range(LINE_TRIES):
+            # An offered place's hold (``offerEntry``) was the line's already: it goes back to the pool.
+            place = self._returns.give_back(
+                hold.raceId, hold.eventId, hold.taken_by_shard(), waitlist=waitlist, to_line=bool(hold.offerEntry)
             )
-        except ConditionFailed as exc:
-            if exc.first == 0:
-                return False  # someone else moved the hold first
-            raise
-        return True
+            items = [
+                self._update_hold(hold, "SET #s = :new REMOVE gsi1pk, gsi1sk, reprice", condition, vals),
+                *(
+                    [self.code_give_back(hold.raceId, hold.code, hold.codeShard)]
+                    if hold.code and hold.codeShard
+                    else []
+                ),
+                *(
+                    [self.code_give_back(hold.raceId, hold.reprice.code, hold.reprice.shard)]
+                    if hold.reprice and hold.reprice.code and hold.reprice.shard
+                    else []
+                ),
+                *place.items,
+                *(extra or []),
+                *self._free_client_slots(hold),
+            ]
+            try:
+                transact(self._db, items)
+            except ConditionFailed as exc:
+                if exc.first == 0:
+                    return None  # someone else moved the hold first
+                if place.line_moved(exc, items):
+                    continue  # a runner joined (or left) the line meanwhile: the place may go the other way
+                raise
+            return place.freed
+        raise Busy("The waitlist kept changing while the place was freed; please retry.", retry_after=1)
 
     # -- discount codes ---------------------------------------------------------------------
     def code_take(self, race_id: str, code: str, shard: str) -> TransactItem:

@@ -15,7 +15,6 @@ from racecap.aws.keys import (
     email_key,
     hold_key,
     reg_key,
-    shard_key,
     stats_key,
     stock_key,
 )
@@ -24,6 +23,7 @@ from racecap.holds.models import (
     Hold,
     HoldPhase,
 )
+from racecap.places.returns import Giveback, shard_items
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
@@ -50,8 +50,17 @@ class CancelStore(RegistrationStore, Protocol):
     def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
 
     def finish_cancel_items(
-        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
-    ) -> list[TransactItem]: ...
+        self,
+        reg: Registration,
+        hold: Hold,
+        refund_id: str,
+        now: str,
+        refunded_cents: int | None = None,
+        *,
+        place: Giveback | None = None,
+    ) -> list[TransactItem]:
+        """``place``: where the freed place goes (``places.returns``); None: back to its shard."""
+        ...
 
     def refunds_counted_item(
         self, race_id: str, event_id: str, cents: int, *, outside: bool = False
@@ -166,7 +175,14 @@ class DynamoCancelStore(DynamoRegistrations):
         }
 
     def finish_cancel_items(
-        self, reg: Registration, hold: Hold, refund_id: str, now: str, refunded_cents: int | None = None
+        self,
+        reg: Registration,
+        hold: Hold,
+        refund_id: str,
+        now: str,
+        refunded_cents: int | None = None,
+        *,
+        place: Giveback | None = None,
     ) -> list[TransactItem]:
         """Refunded (``refunded_cents`` by this cancellation; None: the whole charge, as a
         cancellation begun before the refund choice did): the registration is CANCELLED, its
@@ -209,13 +225,8 @@ class DynamoCancelStore(DynamoRegistrations):
                     {":cancelled": HoldPhase.CANCELLED, ":confirmed": HoldPhase.CONFIRMED, ":rid": rid},
                 )
             ),
-            update_item(
-                self._inv,
-                shard_key(race_id, event_id, reg.shard or hold.shard),
-                "SET taken = taken - :one",
-                condition="taken >= :one",
-                vals={":one": 1},
-            ),
+            # The place: back to its shard, or to the waitlist's pool (``places.returns``).
+            *(place.items if place else shard_items(self._inv, race_id, event_id, {reg.shard or hold.shard: 1})),
             {
                 "Delete": {
                     "TableName": self._inv,

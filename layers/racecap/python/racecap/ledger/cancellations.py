@@ -37,7 +37,8 @@ from racecap.aws.queues import MessageQueue
 from racecap.aws.transactions import ConditionFailed, TransactItem
 from racecap.emails.models import EmailMessage
 from racecap.errors import Busy, Conflict, RefundFailed, RegistrationNotFound
-from racecap.holds.store import HoldStore
+from racecap.holds.service import waitlisted
+from racecap.holds.store import LINE_TRIES, HoldStore
 from racecap.ledger.cancel_store import CancelStore
 from racecap.ledger.models import CancellationView, LedgerEntry, RefundPhase
 from racecap.ledger.service import RefundTooLarge, entry_phase, refund_metadata, too_large
@@ -45,6 +46,7 @@ from racecap.ledger.store import LedgerStore
 from racecap.models import Actor, Director
 from racecap.observability import logger, metrics
 from racecap.payments.port import AlreadyRefunded, PaymentProvider, PaymentRejected, PaymentUnavailable
+from racecap.places.returns import PlaceReturns
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
 from racecap.registration.models import Registration, RegistrationPhase, refunded_by_cancel
@@ -96,8 +98,11 @@ class Cancellations:
         catalog: RaceDefinitions,
         ledger: LedgerStore,
         statuses: StatusSnapshots | None = None,
+        returns: PlaceReturns | None = None,
     ) -> None:
         self._ledger = ledger
+        # Where a freed place goes when the event has a waitlist (None: always its shard).
+        self._returns = returns
         # The waiting screen's snapshot of a confirmed registration: forgotten as its status moves.
         self._statuses = statuses
         self._regs = registrations
@@ -379,17 +384,30 @@ class Cancellations:
         hold = self._holds.get(reg.holdId)
         if hold is None:
             raise RuntimeError(f"registration {rid} has no hold {reg.holdId}")
-        try:
-            now = datetime.now(UTC).isoformat()
-            self._transact(
-                [
-                    *self._regs.finish_cancel_items(reg, hold, refund_id, now, refunded),
-                    self._regs.close_cancel_item(rid),
-                ]
+        line = self._returns is not None and waitlisted(self._catalog, hold)
+        for _ in range(LINE_TRIES):
+            # The place goes to the waitlist's pool first (``places.returns``), in this transaction.
+            place = (
+                self._returns.give_back(reg.raceId, reg.eventId, {reg.shard or hold.shard: 1}, waitlist=True)
+                if line and self._returns is not None
+                else None
             )
-        except ConditionFailed:
-            return  # finished by a concurrent call: the loop reads CANCELLED
-        self._catalog.places_came_back(reg.raceId, reg.eventId)
+            now = datetime.now(UTC).isoformat()
+            items = [
+                *self._regs.finish_cancel_items(reg, hold, refund_id, now, refunded, place=place),
+                self._regs.close_cancel_item(rid),
+            ]
+            try:
+                self._transact(items)
+            except ConditionFailed as exc:
+                if place is not None and place.line_moved(exc, items):
+                    continue  # the line changed between its read and this write: build it again
+                return  # finished by a concurrent call: the loop reads CANCELLED
+            break
+        else:
+            return  # the line kept moving: the caller's loop (or the sweeper) finishes it
+        if place is None or place.freed == "public":  # a place kept for the waitlist leaves it sold out
+            self._catalog.places_came_back(reg.raceId, reg.eventId)
         metrics.add_metric(name="RegistrationCancelled", unit="Count", value=1)
         logger.info("registration cancelled", extra={"registrationId": rid, "refundId": refund_id, "cents": refunded})
 

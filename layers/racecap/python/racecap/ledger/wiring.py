@@ -91,6 +91,7 @@ def cancellations() -> Cancellations:
     from racecap.holds.wiring import holds
     from racecap.ledger.cancellations import Cancellations
     from racecap.payments.wiring import payments
+    from racecap.places.wiring import place_returns
     from racecap.races.wiring import catalog
     from racecap.registration.wiring import status_snapshots
 
@@ -104,6 +105,7 @@ def cancellations() -> Cancellations:
         catalog(),
         ledger_store(),
         statuses=status_snapshots(),
+        returns=place_returns(),
     )
 
 

@@ -82,3 +82,15 @@ def plan_team(rooms: dict[str, int], places: int) -> dict[str, int]:
     if places > 0:
         raise ValueError("not enough room for the team")
     return takes
+
+
+def pool_split(changes: list[ShardChange], places: int) -> dict[str, int]:
+    """Of a raised cap's new places, ``places`` kept for the waitlist's line: counted taken on the
+    shards that grew (at most their growth each), so each pooled place has a shard counting it."""
+    split: dict[str, int] = {}
+    for c in changes:
+        k = min(c.new_cap - (c.old_cap or 0), places)
+        if k > 0:
+            split[c.sk] = k
+            places -= k
+    return split

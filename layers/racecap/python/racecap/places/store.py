@@ -8,6 +8,7 @@ shard caps is the event cap, so no interleaving of claims can sell a place twice
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from racecap.aws.items import query_all, to_item, values
@@ -23,8 +24,11 @@ class Inventory(Protocol):
 
     def usage(self, race_id: str, event_id: str, *, consistent: bool = False) -> ShardUsage: ...
 
-    def cap_change_items(self, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
-        """A cap change's items: each holds only while its shard's cap and places are as planned."""
+    def cap_change_items(
+        self, race_id: str, event_id: str, changes: list[ShardChange], pooled: Mapping[str, int] | None = None
+    ) -> list[TransactItem]:
+        """A cap change's items: each holds only while its shard's cap and places are as planned;
+        ``pooled`` (shard -> places) of a raise's new places are taken at once, for the waitlist."""
         ...
 
 
@@ -59,31 +63,38 @@ class DynamoInventory:
         return ShardUsage(cap=sum(s.cap for s in shards), taken=sum(s.taken for s in shards), shards=shards)
 
     # -- changing a cap (directors; the plan is places.rules's) ---------------------------
-    def cap_change_items(self, race_id: str, event_id: str, changes: list[ShardChange]) -> list[TransactItem]:
+    def cap_change_items(
+        self, race_id: str, event_id: str, changes: list[ShardChange], pooled: Mapping[str, int] | None = None
+    ) -> list[TransactItem]:
         """Each shard changes only if its cap is still the one planned from and its places
-        taken still fit: a hold landing meanwhile fails the whole change, which is re-planned."""
+        taken still fit: a hold landing meanwhile fails the whole change, which is re-planned.
+        A raise's places kept for the waitlist (``pooled``) are taken on their shard in the same
+        write: they never show as free, so no public hold can take them."""
         items: list[TransactItem] = []
         for c in changes:
             key = {"pk": cap_pk(race_id, event_id), "sk": c.sk}
+            kept = (pooled or {}).get(c.sk, 0)
             if c.old_cap is None:
                 items.append(
                     {
                         "Put": {
                             "TableName": self._table,
-                            "Item": to_item({**key, "cap": c.new_cap, "taken": 0}),
+                            "Item": to_item({**key, "cap": c.new_cap, "taken": kept}),
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     }
                 )
                 continue
+            expression = "SET cap = :new" + (", taken = taken + :kept" if kept else "")
+            vals = {":old": c.old_cap, ":new": c.new_cap} | ({":kept": kept, ":most": c.new_cap - kept} if kept else {})
             items.append(
                 {
                     "Update": {
                         "TableName": self._table,
                         "Key": to_item(key),
-                        "UpdateExpression": "SET cap = :new",
-                        "ConditionExpression": "cap = :old AND taken <= :new",
-                        "ExpressionAttributeValues": values({":old": c.old_cap, ":new": c.new_cap}),
+                        "UpdateExpression": expression,
+                        "ConditionExpression": "cap = :old AND taken <= " + (":most" if kept else ":new"),
+                        "ExpressionAttributeValues": values(vals),
                     }
                 }
             )

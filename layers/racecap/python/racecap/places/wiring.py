@@ -10,6 +10,7 @@ from racecap import clients
 from racecap.config import get_settings
 
 if TYPE_CHECKING:
+    from racecap.places.returns import DynamoPlaceReturns
     from racecap.places.store import DynamoInventory
 
 
@@ -18,3 +19,10 @@ def inventory() -> DynamoInventory:
     from racecap.places.store import DynamoInventory
 
     return DynamoInventory(clients.dynamodb(), get_settings().inventory_table)
+
+
+@lru_cache(maxsize=1)
+def place_returns() -> DynamoPlaceReturns:
+    from racecap.places.returns import DynamoPlaceReturns
+
+    return DynamoPlaceReturns(clients.dynamodb(), get_settings().inventory_table)

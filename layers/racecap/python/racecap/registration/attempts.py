@@ -32,6 +32,7 @@ from racecap.holds.models import (
     HoldPhase,
 )
 from racecap.holds.store import DynamoHolds, HoldStore, live_sort_key
+from racecap.places.returns import Freed
 
 
 class Attempts(HoldStore, Protocol):
@@ -52,7 +53,10 @@ class Attempts(HoldStore, Protocol):
 
     def payment_declined(self, hold: Hold, attempt: Attempt) -> None: ...
 
-    def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool: ...
+    def abandon_payment(self, hold: Hold, attempt: Attempt, *, waitlist: bool = False) -> Freed | None:
+        """An attempt that never charged, its hold expired: all of it released (the place to the
+        waitlist's pool first when ``waitlist``). None: moved already."""
+        ...
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> bool:
         """PAYING → QUEUED (paid, on the queue); the sweeper sees it again at ``requeue_at``
@@ -255,7 +259,7 @@ class DynamoAttempts(DynamoHolds):
             ],
         )
 
-    def abandon_payment(self, hold: Hold, attempt: Attempt) -> bool:
+    def abandon_payment(self, hold: Hold, attempt: Attempt, *, waitlist: bool = False) -> Freed | None:
         """An attempt that never charged, found after the hold expired: release all of it."""
         vals = {":paying": HoldPhase.PAYING, ":key": attempt.key, ":new": HoldPhase.EXPIRED}
         return self._transition_and_return_place(
@@ -263,6 +267,7 @@ class DynamoAttempts(DynamoHolds):
             "#s = :paying AND attempt.#k = :key",
             vals,
             extra=[*self._release_emails(hold, attempt), *self._stock_items(hold, attempt, -1)],
+            waitlist=waitlist,
         )
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:

@@ -149,6 +149,10 @@ class RegistrationService(PaymentStep, StatusReads):
             raise HoldNotFound(f"No hold with id {hold_id}.")
         if hold.is_team:
             raise Conflict("This hold is a team's: send every member's details to its team registration.")
+        if hold.offerEmail and request.email != hold.offerEmail:
+            # A waitlist offer is one runner's place in line, not a coupon to pass on.
+            message = "This place was offered to the address on the waitlist: register with that address."
+            raise ValidationFailed(message, fields={"email": message})
         already = self._already_registered(hold, request.email)
         if already is not None:
             return already

@@ -16,7 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from racecap.cache import Flags
-from racecap.holds.models import Hold, HoldPhase
+from racecap.holds.models import Attempt, Hold, HoldPhase
+from racecap.holds.service import waitlisted
 from racecap.observability import logger, metrics
 from racecap.payments.port import (
     IntentNotCancelable,
@@ -25,6 +26,7 @@ from racecap.payments.port import (
     PaymentProvider,
     PaymentUnavailable,
 )
+from racecap.places.returns import Freed
 from racecap.races.catalog import RaceDefinitions, sold_out_flag
 from racecap.registration.attempts import Attempts
 from racecap.registration.service import RegistrationService
@@ -48,9 +50,11 @@ class HoldSweeper:
         self._registration = registration
         self._catalog = catalog
         self._cache = cache
+        self._freed: dict[str, Freed] = {}  # this run's freed holds: where their places went
 
     def sweep(self, now: datetime | None = None) -> dict[str, int]:
         now = now or datetime.now(UTC)
+        self._freed = {}
         counts = {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
         for hold in self._holds.expired(now):
             try:
@@ -62,7 +66,8 @@ class HoldSweeper:
                 continue
             if outcome:
                 counts[outcome] += 1
-            if outcome in ("released", "abandoned"):
+            if outcome in ("released", "abandoned") and self._freed.get(hold.holdId) == "public":
+                # A place the waitlist's pool took leaves the event sold out.
                 self._cache.clear_flag(sold_out_flag(hold.raceId, hold.eventId))
         for name, value in counts.items():
             if value:
@@ -73,14 +78,15 @@ class HoldSweeper:
         if hold.status == HoldPhase.QUEUED:  # paid, queued, still unconfirmed at its re-send time
             return "resent" if self._registration.resend_unconfirmed(hold, now) else None
         if hold.status == HoldPhase.HELD:
-            return "released" if self._holds.release(hold, HoldPhase.EXPIRED, now=now) else None
+            freed = self._holds.release(hold, HoldPhase.EXPIRED, now=now, waitlist=waitlisted(self._catalog, hold))
+            return self._was_freed(hold, freed)
         if hold.status != HoldPhase.PAYING or hold.attempt is None:
             return None
         attempt = hold.attempt
         if attempt.amountCents == 0:
             # A free entry has no intent to ask about: its details call stopped before queueing
             # it and no retry came (a retry would have queued it). No provider call.
-            return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
+            return self._abandon(hold, attempt)
         intents = self._hold_intents(hold)
         paid = next((i for i in intents if i.status == IntentStatus.SUCCEEDED), None)
         three_ds = any(i.status == IntentStatus.REQUIRES_ACTION for i in intents)
@@ -97,7 +103,17 @@ class HoldSweeper:
                 logger.info("recovered a paid registration", extra={"registrationId": hold.registrationId})
                 return "recovered"
             return None
-        return "abandoned" if self._holds.abandon_payment(hold, attempt) else None
+        return self._abandon(hold, attempt)
+
+    def _abandon(self, hold: Hold, attempt: Attempt) -> str | None:
+        freed = self._holds.abandon_payment(hold, attempt, waitlist=waitlisted(self._catalog, hold))
+        return self._was_freed(hold, freed, "abandoned")
+
+    def _was_freed(self, hold: Hold, freed: Freed | None, outcome: str = "released") -> str | None:
+        if freed is None:
+            return None
+        self._freed[hold.holdId] = freed
+        return outcome
 
     def _hold_intents(self, hold: Hold) -> list[PaymentIntent]:
         """The hold's intent as recorded; after a crash before it was recorded, whatever the

@@ -18,6 +18,7 @@ from racecap.aws.items import from_item, query_raw, values
 from racecap.aws.keys import (
     RACE_SK,
     WAITLIST_ENTRY_PREFIX,
+    WAITLIST_OFFER_PREFIX,
     email_key,
     event_bib_pk,
     hold_key,
@@ -101,17 +102,19 @@ class DynamoRetention:
         ]
 
     def waitlist_items(self, race_id: str, event_id: str) -> list[TransactItem]:
-        """Every entry of the event's waitlist, deleted (each holds an address and a name; the
-        line's counters, figures alone, stay)."""
-        items = query_raw(
-            self._db,
-            TableName=self._inv,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :entry)",
-            ProjectionExpression="pk, sk",
-            ExpressionAttributeValues=values({":pk": waitlist_pk(race_id, event_id), ":entry": WAITLIST_ENTRY_PREFIX}),
-            ConsistentRead=True,
-        )
-        return [{"Delete": {"TableName": self._inv, "Key": {"pk": i["pk"], "sk": i["sk"]}}} for i in items]
+        """Every entry and offer of the event's waitlist, deleted (each holds an address and a name;
+        the line's counters, figures alone, stay)."""
+        found: list[dict[str, Any]] = []
+        for prefix in (WAITLIST_ENTRY_PREFIX, WAITLIST_OFFER_PREFIX):
+            found += query_raw(
+                self._db,
+                TableName=self._inv,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                ProjectionExpression="pk, sk",
+                ExpressionAttributeValues=values({":pk": waitlist_pk(race_id, event_id), ":prefix": prefix}),
+                ConsistentRead=True,
+            )
+        return [{"Delete": {"TableName": self._inv, "Key": {"pk": i["pk"], "sk": i["sk"]}}} for i in found]
 
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem:
         return {

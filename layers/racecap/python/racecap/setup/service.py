@@ -26,7 +26,9 @@ from racecap.errors import (
     ValidationFailed,
 )
 from racecap.models import YEARS, Director
-from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, shards_for, split_cap
+from racecap.places.models import ShardChange
+from racecap.places.returns import PlaceReturns
+from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, pool_split, shards_for, split_cap
 from racecap.places.store import Inventory
 from racecap.races.catalog import RaceCatalog
 from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges, RefundPolicy, WaitlistSettings
@@ -85,8 +87,11 @@ class RaceAdmin:
         audit: AuditEntries | None = None,
         catalog: RaceCatalog | None = None,
         window: WindowControl | None = None,
+        returns: PlaceReturns | None = None,
     ) -> None:
         self._store = store
+        # Where a raise's new places go when the event has a waitlist (None: all to the public).
+        self._returns = returns
         self._inventory = inventory
         self._transact = transact
         self._audit = audit
@@ -353,6 +358,7 @@ class RaceAdmin:
             if problem:
                 raise ValidationFailed(next(iter(problem.values())), fields=problem)
             shard_items: list[TransactItem] = []
+            kept: dict[str, int] = {}
             if "cap" in changes:
                 usage = self._inventory.usage(race_id, event_id, consistent=True)
                 try:
@@ -363,7 +369,15 @@ class RaceAdmin:
                         f"the cap cannot go below {exc.taken}.",
                         fields={"cap": f"At least {exc.taken}."},
                     ) from exc
-                shard_items = self._inventory.cap_change_items(race_id, event_id, plan)
+                kept, line_items = self._kept_for_line(race_id, event, changes["cap"] - event.cap, plan)
+                shard_items = [
+                    *(
+                        self._inventory.cap_change_items(race_id, event_id, plan, pooled=kept)
+                        if kept
+                        else self._inventory.cap_change_items(race_id, event_id, plan)
+                    ),
+                    *line_items,
+                ]
                 added = sum(1 for c in plan if c.old_cap is None)
                 if added:  # new shards exist only once the event names them (same transaction)
                     changes["shards"] = len(usage.shards) + added
@@ -379,10 +393,26 @@ class RaceAdmin:
                 )
             except ConditionFailed:
                 continue  # a hold, or another edit, moved something we read: read again
-            if changes.get("cap", 0) > event.cap:
+            if changes.get("cap", 0) > event.cap + sum(kept.values()):  # some went to the public
                 self._races.places_came_back(race_id, event_id)
             return self._changed(director, race_id)
         raise Conflict("The event kept changing while we tried to save; please retry.")
+
+    def _kept_for_line(
+        self, race_id: str, event: Event, raised_by: int, plan: list[ShardChange]
+    ) -> tuple[dict[str, int], list[TransactItem]]:
+        """A raise on an event whose waitlist has runners waiting: as many new places as they need
+        go to the line's pool in the same transaction (one write of its counter), taken on the
+        shards that grew; the rest to the public. With nobody waiting, a check that this is still
+        so (a runner confirming meanwhile fails the edit, which reads again). No waitlist: nothing."""
+        if raised_by <= 0 or not event.waitlist.enabled or self._returns is None:
+            return {}, []
+        line = self._returns.line(race_id, event.eventId)
+        want = min(raised_by, line.waiting - line.pool) if line.wants_places else 0
+        if want <= 0:
+            return {}, [self._returns.wants_nothing(race_id, event.eventId)]
+        kept = pool_split(plan, want)
+        return kept, [self._returns.pool_item(race_id, event.eventId, kept)]
 
     def copy_race(self, director: Director, race_id: str, request: CopyRequest) -> Race:
         """Next year's edition: the race's settings and events (places, prices, age rules), its

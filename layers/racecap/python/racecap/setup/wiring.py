@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def race_admin() -> RaceAdmin:
     from racecap.audit.wiring import audit_trail
     from racecap.aws.wiring import transact
-    from racecap.places.wiring import inventory
+    from racecap.places.wiring import inventory, place_returns
     from racecap.races.wiring import catalog, race_store
     from racecap.setup.service import RaceAdmin
     from racecap.window.wiring import window_control
@@ -26,4 +26,5 @@ def race_admin() -> RaceAdmin:
         audit=audit_trail(),
         catalog=catalog(),
         window=window_control(),
+        returns=place_returns(),
     )

@@ -40,6 +40,11 @@ class EventStats(Model):
         description="Refunds made outside Racecap (the provider's dashboard), recorded in the ledger: check them."
     )
     perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
+    waitlistLength: int = Field(default=0, description="Runners waiting on the event's waitlist (confirmed entries).")
+    waitlistPooled: int = Field(default=0, description="Freed places kept for the waitlist, not offered yet.")
+    offersOut: int = Field(default=0, description="Waitlist offers waiting for their runner.")
+    offersAccepted: int = Field(default=0, description="Waitlist offers claimed.")
+    offersExpired: int = Field(default=0, description="Waitlist offers whose window ran out.")
 
 
 class RaceStatsView(Model):

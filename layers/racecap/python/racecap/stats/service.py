@@ -26,6 +26,7 @@ from racecap.races.catalog import race_status
 from racecap.races.models import Event, Race
 from racecap.registration.store import CANCELLED_BY_FIELDS, RegistrationStore
 from racecap.stats.models import EventStats, MinuteCount, RaceStatsView
+from racecap.waitlist.models import Line
 
 STATS_TTL = 2.0
 
@@ -42,8 +43,10 @@ class RaceStats:
         cache: TieredCache,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         code_uses: Callable[[str], list[CodeUses]] | None = None,
+        waitlist: Callable[[str, str], Line] | None = None,
     ) -> None:
         self._code_uses = code_uses
+        self._waitlist = waitlist  # an event's line counters (read only for events with a waitlist)
         self._inventory = inventory
         self._regs = registrations
         self._live_holds = live_holds
@@ -70,6 +73,7 @@ class RaceStats:
             counters = self._regs.stats(race.raceId, e.eventId)
             per_minute = self._regs.per_minute(race.raceId, e.eventId, first)
             held = min(held_by_event.get(e.eventId, 0), usage.taken)
+            line = self._waitlist(race.raceId, e.eventId) if self._waitlist and e.waitlist.enabled else Line()
             # Revenue is the confirmed registrations'; a cancelled one's payment stays in the gross.
             gross = counters["revenueCents"] + counters.get("cancelledCents", 0)
             refunded = counters["refundedCents"]
@@ -80,7 +84,8 @@ class RaceStats:
                     cap=usage.cap,
                     held=held,
                     # Read at slightly different instants: never show a negative queue.
-                    queued=max(0, usage.taken - counters["confirmed"] - held),
+                    # The waitlist's pooled and offered places stay taken on the shards: not queued.
+                    queued=max(0, usage.taken - counters["confirmed"] - held - line.pool - line.offered),
                     confirmed=counters["confirmed"],
                     cancelled=counters["cancelled"],
                     # Who cancelled: counted since the split was added (older ones read 0 here).
@@ -96,6 +101,11 @@ class RaceStats:
                     netCents=gross - refunded,
                     outsideRefunds=counters.get("outsideRefunds", 0),
                     perMinute=[MinuteCount(minute=m, confirmed=per_minute.get(m, 0)) for m in window],
+                    waitlistLength=line.waiting,
+                    waitlistPooled=line.pool,
+                    offersOut=line.offered,
+                    offersAccepted=line.claimed,
+                    offersExpired=line.expired,
                 )
             )
         totals = {

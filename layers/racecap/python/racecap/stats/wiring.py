@@ -18,5 +18,13 @@ def race_stats() -> RaceStats:
     from racecap.places.wiring import inventory
     from racecap.registration.wiring import registrations
     from racecap.stats.service import RaceStats
+    from racecap.waitlist.wiring import waitlist_store
 
-    return RaceStats(inventory(), registrations(), holds().live_counts, cache(), code_uses=race_code_uses)
+    return RaceStats(
+        inventory(),
+        registrations(),
+        holds().live_counts,
+        cache(),
+        code_uses=race_code_uses,
+        waitlist=waitlist_store().line,
+    )

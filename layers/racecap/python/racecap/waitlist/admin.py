@@ -12,18 +12,35 @@ from racecap.aws.transactions import ConditionFailed
 from racecap.errors import Conflict, WaitlistEntryNotFound
 from racecap.models import Director
 from racecap.races.models import Event
+from racecap.waitlist.closing import WaitlistClosing
 from racecap.waitlist.models import AdminWaitlistEntry, AdminWaitlistView, WaitlistEntry
 from racecap.waitlist.rules import iso, position
 from racecap.waitlist.store import WaitlistStore
 
-_ORDER = {"WAITING": 0, "PENDING": 1, "LEFT": 2, "REMOVED": 2}
+_ORDER = {"WAITING": 0, "OFFERED": 1, "PENDING": 2, "LEFT": 3, "REMOVED": 3}
 
 
 class WaitlistAdmin:
-    def __init__(self, store: WaitlistStore, audit: AuditEntries, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: WaitlistStore,
+        audit: AuditEntries,
+        clock: Callable[[], float] = time.time,
+        closing: WaitlistClosing | None = None,
+    ) -> None:
         self._store = store
         self._audit = audit
         self._clock = clock
+        self._closing = closing
+
+    def close(self, director: Director, race_id: str, event: Event) -> AdminWaitlistView:
+        """The director closes the list: offers out and pooled places back to the public, one email
+        to each runner still waiting; audited. Safe to repeat."""
+        if self._closing is None:
+            raise Conflict("Closing the waitlist is not available here.")
+        audit = self._audit.item(director, race_id, "waitlist.close", event.eventId, eventId=event.eventId)
+        self._closing.close(race_id, event.eventId, [audit])
+        return self.view(race_id, event)
 
     def view(self, race_id: str, event: Event) -> AdminWaitlistView:
         line = self._store.line(race_id, event.eventId)
@@ -38,6 +55,13 @@ class WaitlistAdmin:
             length=line.waiting,
             joined=line.seq,
             head=line.head,
+            pooled=line.pool,
+            offersOut=line.offered,
+            offersMade=line.made,
+            accepted=line.claimed,
+            expired=line.expired,
+            declined=line.declined,
+            closed=line.closed,
             entries=[_row(e, line.head) for e in entries],
         )
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from racecap.models import EMAIL_PATTERN, Model, _Record, normalize_email
+from racecap.models import EMAIL_PATTERN, JsonInt, Model, _Record, normalize_email
 from racecap.races.models import WaitlistSettings
 
 # PENDING: joined, address not confirmed yet (it does not count: no number, not in the length);
 # WAITING: confirmed, in line with a join number; LEFT: the runner left (their data dropped);
-# REMOVED: the director took them off (kept until the purge, so the same address cannot rejoin).
-EntryState = Literal["PENDING", "WAITING", "LEFT", "REMOVED"]
+# REMOVED: the director took them off (kept until the purge, so the same address cannot rejoin);
+# OFFERED: the line reached them and a place was offered (its OFFER item says how that went).
+EntryState = Literal["PENDING", "WAITING", "LEFT", "REMOVED", "OFFERED"]
+# An offer: OFFERED (out, waiting for its runner), CLAIMED (the runner took it: a hold of theirs),
+# then ended: EXPIRED (its window passed), DECLINED, USELESS (the runner registered another way),
+# CLOSED (the list closed before it was claimed). Every ended one's place went back to the pool.
+OfferState = Literal["OFFERED", "CLAIMED", "EXPIRED", "DECLINED", "USELESS", "CLOSED"]
 
 
 class WaitlistEntry(_Record):
@@ -36,12 +41,61 @@ class WaitlistEntry(_Record):
 
 @dataclass(frozen=True)
 class Line:
-    """An event's line counters (one item): numbers given, how far offers have got, how many wait."""
+    """An event's line counters (one item): numbers given, how far offers have got, how many wait;
+    the places kept for the line (``pool``, per shard in ``pool_by_shard``), the offers out, and
+    the offers' tallies (made, claimed, expired, declined) for the director's figures."""
 
     seq: int = 0
     head: int = 0
     waiting: int = 0
     exists: bool = False
+    pool: int = 0
+    offered: int = 0
+    closed: bool = False
+    pool_by_shard: dict[str, int] = field(default_factory=dict)
+    made: int = 0
+    claimed: int = 0
+    expired: int = 0
+    declined: int = 0
+
+
+class Offer(_Record):
+    """A freed place offered to one entry (``OFFER#<entryId>``, beside it): at most one per entry."""
+
+    entryId: str
+    raceId: str
+    eventId: str
+    state: OfferState
+    seq: int  # the entry's join number (the line's head moved to it)
+    shard: str  # the shard that counts the place (``places.returns``)
+    email: str
+    firstName: str = ""
+    offeredAt: str
+    expiresAt: str  # min(offered + the event's offer window, registration's close)
+    priceCents: int  # the tier current when offered (the claim fixes the tier in force then)
+    holdId: str | None = None  # once claimed
+    endedAt: str | None = None
+
+
+class OfferToken(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    token: str = Field(min_length=1, max_length=2048, description="The token in the offer email's link.")
+
+
+class OfferView(Model):
+    """An offered place, as its link shows it."""
+
+    raceId: str
+    eventId: str
+    raceName: str
+    eventName: str
+    state: OfferState
+    expiresAt: str = Field(description="Claim it before then (never past registration's close).")
+    priceCents: int = Field(description="The price in force now: claiming fixes it.")
+    currency: str
+    holdId: str | None = Field(default=None, description="Once claimed: the hold to register and pay with.")
+    message: str
 
 
 class WaitlistJoin(Model):
@@ -112,6 +166,14 @@ class AdminWaitlistEntry(Model):
     removedAt: str | None = None
 
 
+class WaitlistRelease(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    places: JsonInt = Field(
+        ge=1, le=10_000, description="Places to add to the event for its waitlist: the cap goes up by this many."
+    )
+
+
 class AdminWaitlistView(Model):
     raceId: str
     eventId: str
@@ -119,6 +181,13 @@ class AdminWaitlistView(Model):
     length: int = Field(description="Confirmed runners waiting (what the length cap counts).")
     joined: int = Field(description="Join numbers given so far.")
     head: int = Field(description="How far offers have got: a waiting runner's position is their number minus this.")
+    pooled: int = Field(default=0, description="Freed places kept for the line, not offered yet.")
+    offersOut: int = Field(default=0, description="Offers waiting for their runner.")
+    offersMade: int = Field(default=0, description="Offers made so far.")
+    accepted: int = Field(default=0, description="Offers claimed (each became its runner's hold).")
+    expired: int = Field(default=0, description="Offers whose window ran out (each passed on).")
+    declined: int = Field(default=0, description="Offers passed on by their runner.")
+    closed: bool = Field(default=False, description="The list is closed: no more offers.")
     entries: list[AdminWaitlistEntry] = Field(
         description="Waiting runners in line order, then those still to confirm, then those who left or were removed."
     )

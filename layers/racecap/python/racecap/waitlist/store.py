@@ -16,15 +16,24 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from racecap.aws.items import from_item, query_all, to_item, values
+from racecap.aws.items import from_item, query_all, query_raw, to_item, values
 from racecap.aws.keys import (
     WAITLIST_ENTRY_PREFIX,
+    WAITLIST_OFFER_PREFIX,
+    WAITLIST_OFFERS_PARTITION,
+    WAITLIST_WORK_PARTITION,
+    email_key,
+    shard_key,
     waitlist_entry_key,
     waitlist_line_key,
+    waitlist_offer_key,
     waitlist_pk,
+    waitlist_queue_partition,
+    waitlist_queue_sk,
 )
 from racecap.aws.transactions import TransactItem, transact, update_item
-from racecap.waitlist.models import Line, WaitlistEntry
+from racecap.places.returns import CLOSED, OFFERED, POOL, line_counts, pool_attr
+from racecap.waitlist.models import Line, Offer, OfferState, WaitlistEntry
 
 _NAMES = {"#state": "state", "#ttl": "ttl"}
 _LINE_NAMES = {"#seq": "seq", "#head": "head", "#waiting": "waiting"}
@@ -55,6 +64,57 @@ class WaitlistStore(Protocol):
         """REMOVED by the director, out of the length, with ``also`` (the audit entry) in the same write."""
         ...
 
+    # -- offers (the batch and the claim link) ------------------------------------------------------
+    def with_work(self) -> list[tuple[str, str]]:
+        """(raceId, eventId) of every line with pooled places or offers out (a sparse index)."""
+        ...
+
+    def next_waiting(self, race_id: str, event_id: str, limit: int) -> list[WaitlistEntry]:
+        """The first WAITING entries by join number (read again, consistently, from the index's keys)."""
+        ...
+
+    def offer(self, entry: WaitlistEntry, offer: Offer) -> None:
+        """One transaction: the line's head moves to the entry's number, a pooled place on
+        ``offer.shard`` becomes an offer out, the entry is OFFERED, the offer is written.
+        ``ConditionFailed``: 0 the line moved (closed, no pooled place there, head past it),
+        1 the entry left the line, 2 it had an offer already."""
+        ...
+
+    def get_offer(self, race_id: str, event_id: str, entry_id: str) -> Offer | None: ...
+
+    def offers(self, race_id: str, event_id: str) -> list[Offer]: ...
+
+    def expired_offers(self, now: str) -> list[Offer]:
+        """Offers still OFFERED whose window ended by ``now``."""
+        ...
+
+    def end_offer(self, offer: Offer, state: OfferState, at: str) -> None:
+        """OFFERED → ``state``; its place back to the pool (or, the list closed, to its shard).
+        ``ConditionFailed``: it was no longer OFFERED."""
+        ...
+
+    def claim_offer(self, offer: Offer, at: str, now: str, hold_item: TransactItem) -> None:
+        """OFFERED → CLAIMED with the runner's hold (``hold_item``) in the same transaction; the
+        offer is no longer out (the place is a live hold). ``ConditionFailed``: 0 the offer moved
+        or its window ended."""
+        ...
+
+    def give_back(self, race_id: str, event_id: str, line: Line, takes: dict[str, int]) -> None:
+        """Pooled places nobody waits for back to their shards (the line as read, else ``ConditionFailed``)."""
+        ...
+
+    def rest(self, race_id: str, event_id: str) -> None:
+        """Out of the batch's to-do list, while it has nothing pooled and no offer out."""
+        ...
+
+    def registered(self, race_id: str, email: str) -> bool:
+        """The address holds the race's email claim (paying, or registered another way)."""
+        ...
+
+    def close_line(self, race_id: str, event_id: str, at: str, also: list[TransactItem] | None = None) -> None:
+        """No more places to the pool and no more offers (``closed``); a line that never existed too."""
+        ...
+
 
 class DynamoWaitlist:
     def __init__(self, client: Any, table: str) -> None:
@@ -65,8 +125,7 @@ class DynamoWaitlist:
         resp = self._db.get_item(TableName=self._table, Key=waitlist_line_key(race_id, event_id), ConsistentRead=True)
         if "Item" not in resp:
             return Line()
-        item = from_item(resp["Item"])
-        return Line(int(item.get("seq", 0)), int(item.get("head", 0)), int(item.get("waiting", 0)), exists=True)
+        return line_from(from_item(resp["Item"]))
 
     def get(self, race_id: str, event_id: str, entry_id: str) -> WaitlistEntry | None:
         resp = self._db.get_item(
@@ -125,10 +184,19 @@ class DynamoWaitlist:
                 update_item(
                     self._table,
                     waitlist_entry_key(entry.raceId, entry.eventId, entry.entryId),
-                    "SET #state = :waiting, #seq = :next, confirmedAt = :at REMOVE #ttl",
+                    # In the line's index by number: the offer batch takes the next one from it.
+                    "SET #state = :waiting, #seq = :next, confirmedAt = :at, gsi1pk = :queue, gsi1sk = :place "
+                    "REMOVE #ttl",
                     condition="#state = :pending",
                     names={**_NAMES, "#seq": "seq"},
-                    vals={":waiting": "WAITING", ":next": number, ":at": at, ":pending": "PENDING"},
+                    vals={
+                        ":waiting": "WAITING",
+                        ":next": number,
+                        ":at": at,
+                        ":pending": "PENDING",
+                        ":queue": waitlist_queue_partition(entry.raceId, entry.eventId),
+                        ":place": waitlist_queue_sk(number),
+                    },
                 ),
             ],
         )
@@ -142,7 +210,7 @@ class DynamoWaitlist:
                     waitlist_entry_key(entry.raceId, entry.eventId, entry.entryId),
                     # Nothing to keep a runner's address for once they left: only the number stays.
                     "SET #state = :left, leftAt = :at, email = :empty, firstName = :empty, lastName = :empty "
-                    "REMOVE #ttl",
+                    "REMOVE #ttl, gsi1pk, gsi1sk",
                     condition="#state = :was",
                     names=_NAMES,
                     vals={":left": "LEFT", ":at": at, ":empty": "", ":was": entry.state},
@@ -158,7 +226,7 @@ class DynamoWaitlist:
                 update_item(
                     self._table,
                     waitlist_entry_key(entry.raceId, entry.eventId, entry.entryId),
-                    "SET #state = :removed, removedAt = :at REMOVE #ttl",
+                    "SET #state = :removed, removedAt = :at REMOVE #ttl, gsi1pk, gsi1sk",
                     condition="#state = :was",
                     names=_NAMES,
                     vals={":removed": "REMOVED", ":at": at, ":was": entry.state},
@@ -167,6 +235,251 @@ class DynamoWaitlist:
                 *also,
             ],
         )
+
+    # -- offers ----------------------------------------------------------------------------------
+    def with_work(self) -> list[tuple[str, str]]:
+        items = query_raw(
+            self._db,
+            TableName=self._table,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :p",
+            ExpressionAttributeValues=values({":p": WAITLIST_WORK_PARTITION}),
+        )
+        # The index carries raceId and eventId (a LINE always has them: confirm and close set them).
+        return [(str(i["raceId"]["S"]), str(i["eventId"]["S"])) for i in items if "raceId" in i and "eventId" in i]
+
+    def next_waiting(self, race_id: str, event_id: str, limit: int) -> list[WaitlistEntry]:
+        keys = self._db.query(
+            TableName=self._table,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :p",
+            ExpressionAttributeValues=values({":p": waitlist_queue_partition(race_id, event_id)}),
+            Limit=limit,
+        )["Items"]
+        found = []
+        for k in keys:  # the index lags: the entry itself, read now, decides
+            resp = self._db.get_item(TableName=self._table, Key={"pk": k["pk"], "sk": k["sk"]}, ConsistentRead=True)
+            if "Item" in resp:
+                entry = WaitlistEntry.model_validate(from_item(resp["Item"]))
+                if entry.state == "WAITING":
+                    found.append(entry)
+        return found
+
+    def offer(self, entry: WaitlistEntry, offer: Offer) -> None:
+        assert entry.seq is not None
+        race_id, event_id = entry.raceId, entry.eventId
+        transact(
+            self._db,
+            [
+                update_item(
+                    self._table,
+                    waitlist_line_key(race_id, event_id),
+                    "SET #head = :seq ADD #pool :minus, #ps :minus, #offered :one, #waiting :minus, #made :one",
+                    condition="attribute_not_exists(#closed) AND #pool >= :one AND #ps >= :one AND #head < :seq",
+                    names={
+                        "#head": "head",
+                        "#pool": POOL,
+                        "#ps": pool_attr(offer.shard),
+                        "#offered": OFFERED,
+                        "#waiting": "waiting",
+                        "#closed": CLOSED,
+                        "#made": "made",
+                    },
+                    vals={":seq": entry.seq, ":minus": -1, ":one": 1},
+                ),
+                update_item(
+                    self._table,
+                    waitlist_entry_key(race_id, event_id, entry.entryId),
+                    "SET #state = :offered, #at = :at REMOVE gsi1pk, gsi1sk",
+                    condition="#state = :waiting",
+                    names={"#state": "state", "#at": "offeredAt"},
+                    vals={":offered": "OFFERED", ":at": offer.offeredAt, ":waiting": "WAITING"},
+                ),
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": {
+                            **waitlist_offer_key(race_id, event_id, entry.entryId),
+                            **to_item(self._offer_item(offer)),
+                        },
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ],
+        )
+
+    @staticmethod
+    def _offer_item(offer: Offer) -> dict[str, Any]:
+        live = {"gsi1pk": WAITLIST_OFFERS_PARTITION, "gsi1sk": f"{offer.expiresAt}#{offer.raceId}#{offer.eventId}"}
+        return offer.model_dump() | (live if offer.state == "OFFERED" else {})
+
+    def get_offer(self, race_id: str, event_id: str, entry_id: str) -> Offer | None:
+        resp = self._db.get_item(
+            TableName=self._table, Key=waitlist_offer_key(race_id, event_id, entry_id), ConsistentRead=True
+        )
+        return Offer.model_validate(from_item(resp["Item"])) if "Item" in resp else None
+
+    def offers(self, race_id: str, event_id: str) -> list[Offer]:
+        items = query_all(
+            self._db,
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :offer)",
+            ExpressionAttributeValues=values({":pk": waitlist_pk(race_id, event_id), ":offer": WAITLIST_OFFER_PREFIX}),
+            ConsistentRead=True,
+        )
+        return [Offer.model_validate(i) for i in items]
+
+    def expired_offers(self, now: str) -> list[Offer]:
+        keys = query_raw(
+            self._db,
+            TableName=self._table,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :p AND gsi1sk <= :now",
+            ExpressionAttributeValues=values({":p": WAITLIST_OFFERS_PARTITION, ":now": now}),
+        )
+        found = []
+        for k in keys:
+            resp = self._db.get_item(TableName=self._table, Key={"pk": k["pk"], "sk": k["sk"]}, ConsistentRead=True)
+            if "Item" in resp:
+                offer = Offer.model_validate(from_item(resp["Item"]))
+                if offer.state == "OFFERED" and offer.expiresAt <= now:
+                    found.append(offer)
+        return found
+
+    def end_offer(self, offer: Offer, state: OfferState, at: str) -> None:
+        tally = {"EXPIRED": "expired", "DECLINED": "declined"}.get(state)
+        closed = state == "CLOSED"
+        line_names = {"#offered": OFFERED, **({"#tally": tally} if tally else {})}
+        adds = ["#offered :minus", *(["#tally :one"] if tally else [])]
+        if not closed:  # back to the pool, on the shard that counts it
+            line_names |= {"#pool": POOL, "#ps": pool_attr(offer.shard)}
+            adds += ["#pool :one", "#ps :one"]
+        items: list[TransactItem] = [
+            update_item(
+                self._table,
+                waitlist_offer_key(offer.raceId, offer.eventId, offer.entryId),
+                "SET #state = :ended, #at = :at REMOVE gsi1pk, gsi1sk",
+                condition="#state = :offered",
+                names={"#state": "state", "#at": "endedAt"},
+                vals={":ended": state, ":at": at, ":offered": "OFFERED"},
+            ),
+            update_item(
+                self._table,
+                waitlist_line_key(offer.raceId, offer.eventId),
+                "ADD " + ", ".join(adds),
+                condition="#offered >= :one",
+                names=line_names,
+                vals={":minus": -1, ":one": 1},
+            ),
+        ]
+        if closed:  # the list is closed: the place goes back to its shard, for the public
+            items.append(
+                update_item(
+                    self._table,
+                    shard_key(offer.raceId, offer.eventId, offer.shard),
+                    "SET taken = taken - :one",
+                    condition="taken >= :one",
+                    vals={":one": 1},
+                )
+            )
+        transact(self._db, items)
+
+    def claim_offer(self, offer: Offer, at: str, now: str, hold_item: TransactItem) -> None:
+        transact(
+            self._db,
+            [
+                update_item(
+                    self._table,
+                    waitlist_offer_key(offer.raceId, offer.eventId, offer.entryId),
+                    "SET #state = :claimed, #hold = :hold, #at = :at REMOVE gsi1pk, gsi1sk",
+                    condition="#state = :offered AND #expires > :now",
+                    names={"#state": "state", "#hold": "holdId", "#at": "endedAt", "#expires": "expiresAt"},
+                    vals={
+                        ":claimed": "CLAIMED",
+                        ":hold": hold_item["Put"]["Item"]["holdId"]["S"],
+                        ":at": at,
+                        ":offered": "OFFERED",
+                        ":now": now,
+                    },
+                ),
+                update_item(
+                    self._table,
+                    waitlist_line_key(offer.raceId, offer.eventId),
+                    "ADD #offered :minus, #claimed :one",
+                    condition="#offered >= :one",
+                    names={"#offered": OFFERED, "#claimed": "claimed"},
+                    vals={":minus": -1, ":one": 1},
+                ),
+                hold_item,
+            ],
+        )
+
+    def give_back(self, race_id: str, event_id: str, line: Line, takes: dict[str, int]) -> None:
+        names = {"#pool": POOL, "#waiting": "waiting"}
+        vals: dict[str, Any] = {":total": -sum(takes.values()), ":pool": line.pool, ":waiting": line.waiting}
+        adds = ["#pool :total"]
+        shards: list[TransactItem] = []
+        for n, (shard, k) in enumerate(sorted(takes.items())):
+            names[f"#p{n}"] = pool_attr(shard)
+            vals[f":k{n}"] = -k
+            adds.append(f"#p{n} :k{n}")
+            shards.append(
+                update_item(
+                    self._table,
+                    shard_key(race_id, event_id, shard),
+                    "SET taken = taken - :k",
+                    condition="taken >= :k",
+                    vals={":k": k},
+                )
+            )
+        transact(
+            self._db,
+            [
+                update_item(
+                    self._table,
+                    waitlist_line_key(race_id, event_id),
+                    "ADD " + ", ".join(adds),
+                    condition="#pool = :pool AND #waiting = :waiting",
+                    names=names,
+                    vals=vals,
+                ),
+                *shards,
+            ],
+        )
+
+    def registered(self, race_id: str, email: str) -> bool:
+        """The address holds the race's email claim (paying or registered another way)."""
+        resp = self._db.get_item(TableName=self._table, Key=email_key(race_id, email), ConsistentRead=True)
+        return "Item" in resp
+
+    def close_line(self, race_id: str, event_id: str, at: str, also: list[TransactItem] | None = None) -> None:
+        transact(
+            self._db,
+            [
+                update_item(
+                    self._table,
+                    waitlist_line_key(race_id, event_id),
+                    "SET #closed = if_not_exists(#closed, :at), raceId = :race, eventId = :event",
+                    names={"#closed": CLOSED},
+                    vals={":at": at, ":race": race_id, ":event": event_id},
+                ),
+                *(also or []),
+            ],
+        )
+
+    def rest(self, race_id: str, event_id: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=waitlist_line_key(race_id, event_id),
+                UpdateExpression="REMOVE gsi1pk, gsi1sk",
+                ConditionExpression="(attribute_not_exists(#pool) OR #pool <= :zero) AND "
+                "(attribute_not_exists(#offered) OR #offered <= :zero)",
+                ExpressionAttributeNames={"#pool": POOL, "#offered": OFFERED},
+                ExpressionAttributeValues=values({":zero": 0}),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            pass  # a place was pooled meanwhile: it stays on the list for the next run
 
     def _out_of_line(self, entry: WaitlistEntry) -> list[TransactItem]:
         """A waiting entry leaving the line shortens it (the number it had is not given again)."""
@@ -182,3 +495,22 @@ class DynamoWaitlist:
                 vals={":one": 1},
             )
         ]
+
+
+def line_from(item: dict[str, Any]) -> Line:
+    """The LINE item (plain values) as ``Line``; its pool's fields are ``places.returns``' names."""
+    counts = line_counts(item)
+    return Line(
+        int(item.get("seq", 0)),
+        int(item.get("head", 0)),
+        counts.waiting,
+        exists=True,
+        pool=counts.pool,
+        offered=counts.offered,
+        closed=counts.closed,
+        pool_by_shard=counts.pool_by_shard,
+        made=int(item.get("made", 0)),
+        claimed=int(item.get("claimed", 0)),
+        expired=int(item.get("expired", 0)),
+        declined=int(item.get("declined", 0)),
+    )

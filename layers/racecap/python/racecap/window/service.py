@@ -91,6 +91,11 @@ class WindowTasks:
         logger.info("warmed race", extra={"raceId": race_id, "shards": shards})
         return {"raceId": race_id, "events": len(events), "shards": shards}
 
+    def events(self, race_id: str) -> list[Event]:
+        """The race's events as stored now (what closing each event's waitlist needs)."""
+        found = self._store.get_race(race_id)
+        return found[1] if found else []
+
     def set_state(self, race_id: str, state: RegistrationState, execution: str | None = None) -> dict[str, object]:
         """Open or close, idempotently, and only as the race's current execution (if named)."""
         found = self._store.get_race(race_id)

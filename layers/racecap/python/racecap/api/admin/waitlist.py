@@ -3,15 +3,20 @@
 # No `from __future__ import annotations` here: Powertools reads the route annotations
 # at run time to validate requests and responses.
 
+from typing import Annotated
+
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, owner_of
 from racecap.errors import EventNotFound
 from racecap.http import NO_STORE
 from racecap.observability import tracer
 from racecap.races.models import Event
-from racecap.waitlist.models import AdminWaitlistView
+from racecap.setup.models import EventPatch
+from racecap.setup.wiring import race_admin
+from racecap.waitlist.models import AdminWaitlistView, WaitlistRelease
 from racecap.waitlist.wiring import waitlist_admin
 
 router = Router()
@@ -55,3 +60,49 @@ def remove_from_waitlist(raceId: str, eventId: str, entryId: str) -> Response[No
     director, _, events = _owned(raceId)
     waitlist_admin().remove(director, raceId, _event(events, raceId, eventId).eventId, entryId)
     return Response(204, headers=NO_STORE)
+
+
+@router.post(
+    "/api/admin/races/<raceId>/events/<eventId>/waitlist/close",
+    summary="Close the event's waitlist: no more offers; offered and kept places go back on sale",
+    description=(
+        "Offers not yet claimed end and their places, with every place kept for the line, go back to the "
+        "public at once; every runner still waiting gets one email saying the list has closed. A place already "
+        "claimed stays its runner's. Registration closing does the same. Safe to repeat; audited."
+    ),
+    tags=["Admin: waitlist"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND"}},
+)
+@tracer.capture_method
+def close_waitlist(raceId: str, eventId: str) -> Response[AdminWaitlistView]:
+    director, _, events = _owned(raceId)
+    return as_json(200, waitlist_admin().close(director, raceId, _event(events, raceId, eventId)))
+
+
+@router.post(
+    "/api/admin/races/<raceId>/events/<eventId>/waitlist/release",
+    summary="Release N more places to the event's waitlist: the cap goes up, the line is offered them first",
+    description=(
+        "The same as raising the cap by N: as many of the new places as runners wait for (beyond places already "
+        "kept for them) go to the line and are offered in order at the sweeper's next run; any more go on sale. "
+        "Audited as the event's edit."
+    ),
+    tags=["Admin: waitlist"],
+    security=SECURITY,
+    responses={
+        **NOT_YOURS,
+        400: {"description": "VALIDATION_ERROR"},
+        404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND"},
+        409: {"description": "CONFLICT: the event kept changing; retry"},
+    },
+)
+@tracer.capture_method
+def release_to_waitlist(
+    raceId: str, eventId: str, body: Annotated[WaitlistRelease, Body()]
+) -> Response[AdminWaitlistView]:
+    director, _, events = _owned(raceId)
+    event = _event(events, raceId, eventId)
+    race_admin().update_event(director, raceId, eventId, EventPatch(cap=event.cap + body.places))
+    _, _, events = _owned(raceId)
+    return as_json(200, waitlist_admin().view(raceId, _event(events, raceId, eventId)))

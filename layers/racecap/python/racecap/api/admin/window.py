@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, director_of, owner_of
 from racecap.observability import tracer
+from racecap.waitlist.wiring import waitlist_closing
 from racecap.window.models import WindowView
 from racecap.window.wiring import window_control
 
@@ -40,10 +41,13 @@ WINDOW_ACTIONS = {
 
 
 def _window_action(action: Literal["schedule", "open", "close"], race_id: str) -> Response[WindowView]:
-    director, race, _ = _owned(race_id)
+    director, race, events = _owned(race_id)
     control = window_control()
     do = {"schedule": control.schedule, "open": control.open_now, "close": control.close_now}[action]
-    return as_json(200, do(director, race))
+    view = do(director, race)
+    if action == "close":  # every event's waitlist closes with registration (safe to repeat)
+        waitlist_closing().closed(race.raceId, events)
+    return as_json(200, view)
 
 
 @router.post(

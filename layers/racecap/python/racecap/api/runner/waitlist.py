@@ -13,10 +13,18 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from racecap.api.runner.common import client_of
 from racecap.fairness.identity import NEEDS_DEVICE, OWN_WAITLIST_ENTRY, WAITLIST_HEADER, lower_headers
+from racecap.holds.models import HoldCreated
 from racecap.http import NO_STORE
 from racecap.observability import tracer
-from racecap.waitlist.models import MyWaitlistEntry, WaitlistConfirm, WaitlistJoin, WaitlistJoined
-from racecap.waitlist.wiring import waitlist
+from racecap.waitlist.models import (
+    MyWaitlistEntry,
+    OfferToken,
+    OfferView,
+    WaitlistConfirm,
+    WaitlistJoin,
+    WaitlistJoined,
+)
+from racecap.waitlist.wiring import offer_claims, waitlist
 
 router = Router()
 caller = client_of(router)
@@ -107,4 +115,57 @@ def my_waitlist_entry() -> Response[MyWaitlistEntry]:
 @tracer.capture_method
 def leave_waitlist() -> Response[None]:
     waitlist().leave(_token())
+    return Response(204, headers=NO_STORE)
+
+
+_OFFER_ERRORS: dict[int, OpenAPIResponse] = {
+    400: {"description": "VALIDATION_ERROR"},
+    401: {"description": "INVALID_TOKEN (missing, altered or not an offer link), TOKEN_EXPIRED"},
+    404: {"description": "WAITLIST_ENTRY_NOT_FOUND: the offer is gone (its race's data was purged)"},
+}
+
+
+@router.post(
+    "/api/waitlist/offer",
+    summary="The place offered to me from the waitlist: its state, deadline and price now",
+    description="The token travels in the body, never in a URL (it is the offer).",
+    tags=["Waitlist"],
+    responses=_OFFER_ERRORS,
+)
+@tracer.capture_method
+def my_offer(body: Annotated[OfferToken, Body()]) -> Response[OfferView]:
+    return Response(200, content_types.APPLICATION_JSON, offer_claims().view(body.token), headers=NO_STORE)
+
+
+@router.post(
+    "/api/waitlist/offer/claim",
+    summary="Claim the offered place: it becomes my hold, to register (with the offered address) and pay",
+    description=(
+        "Not the public hold path: the place was kept for the line, so the event stays sold out for everyone "
+        "else, and no queue, device or hold limit applies. The price is the tier in force now. Safe to repeat: "
+        "a claimed offer answers its hold."
+    ),
+    tags=["Waitlist"],
+    responses={
+        **_OFFER_ERRORS,
+        201: {"description": "Claimed: the hold to register and pay with"},
+        409: {"description": "REGISTRATION_CLOSED, EMAIL_ALREADY_REGISTERED (the place went to the next in line)"},
+        410: {"description": "OFFER_EXPIRED (the place went to the next in line), OFFER_GONE (declined, closed)"},
+    },
+)
+@tracer.capture_method
+def claim_offer(body: Annotated[OfferToken, Body()]) -> Response[HoldCreated]:
+    return Response(201, content_types.APPLICATION_JSON, offer_claims().claim(body.token), headers=NO_STORE)
+
+
+@router.post(
+    "/api/waitlist/offer/decline",
+    summary="Pass the offered place on: the next runner in line is offered it at once",
+    description="Safe to repeat.",
+    tags=["Waitlist"],
+    responses={**_OFFER_ERRORS, 204: {"description": "Passed on"}},
+)
+@tracer.capture_method
+def decline_offer(body: Annotated[OfferToken, Body()]) -> Response[None]:
+    offer_claims().decline(body.token)
     return Response(204, headers=NO_STORE)
