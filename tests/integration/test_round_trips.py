@@ -97,7 +97,7 @@ def test_the_registration_and_confirm_calls_read_no_hold_and_a_lost_snapshot_rea
 ) -> None:
     """The hold the previous step wrote comes from Redis (``holds.snapshots``), on the real
     stack's Redis and DynamoDB; without it, each step reads the table once, as before; and a
-    confirm after the provider's webhook queued the hold answers from the webhook's mark."""
+    confirm after the provider's webhook queued the hold answers from the snapshot it left (QUEUED)."""
     from racecap.holds.wiring import hold_service
 
     kim = director("kim-hold-snapshots")
@@ -125,7 +125,8 @@ def test_the_registration_and_confirm_calls_read_no_hold_and_a_lost_snapshot_rea
             if lost:
                 shared().delete(f"hold:{hold_id}")
             if case == "webhook first":
-                wait_until(lambda: shared().has_flag(paid_mark(intent_id), local_ttl=0), timeout=10)  # noqa: B023
+                queued = lambda: (shared().peek(f"hold:{hold_id}") or {}).get("status") == "QUEUED"  # noqa: B023, E731
+                wait_until(queued, timeout=10)  # the webhook's process kept the hold QUEUED
             with dynamodb_calls() as calls:
                 assert service.confirm(hold_id).status == "QUEUED"
             writes = 0 if case == "webhook first" else 1

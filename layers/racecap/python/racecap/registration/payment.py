@@ -127,7 +127,13 @@ class PaymentStep:
     ) -> tuple[RegistrationAccepted, PaymentIntent | None]:
         """A paying hold settled by what the provider says of its intent (and that intent), or
         the answer for a hold already paid (and no intent: nothing was asked)."""
-        known = self._known_paying(hold_id, now, by_clock=by_clock)
+        known = self._known(hold_id, now, by_clock=by_clock)
+        if known is not None and known.status in DONE_PHASES:
+            # The confirm call, a moment after the payment: QUEUED is its answer (the waiting
+            # screen then polls). The card step's link, opened any time later, reads the table.
+            if not by_clock:
+                return self._paid_answer(known), None
+            known = None
         intent = None
         if known is not None:
             intent = provider_call(lambda: self._payments.retrieve_intent(str(known.intentId)), hold_id)
@@ -142,10 +148,13 @@ class PaymentStep:
         race, event = self._race_event(hold)
         return self._settle(hold, hold.attempt, intent, race, event, now, report_decline=report_decline), intent
 
-    def _known_paying(self, hold_id: str, now: datetime, *, by_clock: bool) -> Hold | None:
-        """The hold as the registration call left it (``holds.snapshots``), if it was then
-        PAYING its recorded intent with no code change under way: the confirm call's usual case."""
+    def _known(self, hold_id: str, now: datetime, *, by_clock: bool) -> Hold | None:
+        """The hold as the last step left it (``holds.snapshots``): QUEUED (paid and queued,
+        settled for good: the answer needs nothing more), or PAYING its recorded intent with no
+        code change under way (the confirm call's usual case)."""
         known = self._hold_hints.get(hold_id) if self._hold_hints is not None else None
+        if known is not None and known.status in DONE_PHASES:
+            return known
         if known is None or known.status != HoldPhase.PAYING or known.attempt is None or known.intentId is None:
             return None
         if known.reprice is not None or (by_clock and known.expired(now)):
@@ -154,16 +163,12 @@ class PaymentStep:
 
     def _queued_as_known(self, known: Hold, intent: PaymentIntent, now: datetime) -> bool:
         """Queue a hold known from its snapshot when its payment plainly succeeded: the mark's
-        condition (PAYING with this attempt) is what makes the snapshot's word safe. True too
-        when the provider's webhook queued it first (its paid mark: settled for good, so the
-        answer is QUEUED whatever the writer has done since). Anything else (not succeeded,
-        another amount, the condition failed) is False, and the caller works it out from the
-        table as before."""
+        condition (PAYING with this attempt) is what makes the snapshot's word safe. Anything
+        else (not succeeded, another amount, the condition failed: the webhook queued it in
+        between) is False, and the caller works it out from the table as before."""
         attempt = known.attempt
         if attempt is None or intent.status != IntentStatus.SUCCEEDED or not self._pays_for(intent, attempt):
             return False
-        if self._marks is not None and self._marks.has_flag(paid_mark(intent.id), local_ttl=0):
-            return True
         race, event = self._race_event(known)
         if not self.enqueue_paid(known, attempt, intent.id, race, event, now):
             return False  # moved on since the snapshot (the writer, a sweeper): a duplicate message changes nothing
@@ -178,15 +183,19 @@ class PaymentStep:
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
         if hold.status in DONE_PHASES:
-            return RegistrationAccepted(
-                registrationId=hold.registrationId,
-                status="CONFIRMED" if hold.status == HoldPhase.CONFIRMED else "QUEUED",
-            )
+            return self._paid_answer(hold)
         if hold.status in GONE_PHASES or hold.status == HoldPhase.CANCELLED or (by_clock and hold.expired(now)):
             raise HoldExpired("Your hold on this place has expired; please hold a new place.")
         if hold.status != HoldPhase.PAYING or hold.attempt is None or hold.intentId is None:
             raise PaymentNotStarted("Send the runner's details first; no payment has started for this hold.")
         return hold
+
+    @staticmethod
+    def _paid_answer(hold: Hold) -> RegistrationAccepted:
+        return RegistrationAccepted(
+            registrationId=hold.registrationId,
+            status="CONFIRMED" if hold.status == HoldPhase.CONFIRMED else "QUEUED",
+        )
 
     def payment_succeeded(self, intent: PaymentIntent, now: datetime | None = None) -> str:
         """A succeeded intent, however we learnt of it (webhook, reconciliation): queue the
@@ -239,9 +248,12 @@ class PaymentStep:
         self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
         if not self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after):
             return False
-        # The hold's snapshot stays as it is (PAYING): with this mark, a confirm call after the
-        # webhook (or a second one) answers QUEUED from the two without reading the hold.
         self._mark_paid(payment_id)
+        if self._hold_hints is not None:
+            # Queued is settled for good: a confirm call after the webhook (or a second one)
+            # answers from this, with no read and no second message.
+            queued = {"status": HoldPhase.QUEUED, "attempt": attempt, "chargeId": payment_id or None}
+            self._hold_hints.keep(hold.model_copy(update=queued))
         return True
 
     def _mark_paid(self, payment_id: str) -> None:
