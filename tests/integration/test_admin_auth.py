@@ -96,6 +96,7 @@ def test_a_director_sees_and_changes_only_their_own_races(director: Any, api: re
         "PUT /api/admin/races/{raceId}/events/{eventId}/questions": {"questions": []},
         "POST /api/admin/races/{raceId}/codes": {"code": "BOBS", "kind": "PERCENT", "percent": 5},
         "POST /api/admin/races/{raceId}/codes/bulk": {"count": 1, "prefix": "BOB", "kind": "PERCENT", "percent": 5},
+        "POST /api/admin/races/{raceId}/events/{eventId}/waitlist/release": {"places": 1},
     }
     for route in ADMIN_ROUTES:
         if "{raceId}" not in route.path:
