@@ -908,7 +908,7 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str
     ("POST", "/races/{raceId}/codes/bulk"),
     # An event's waitlist (racecap.waitlist): the list, removing someone.
     ("GET", "/races/{raceId}/events/{eventId}/waitlist"),
-    ("DELETE", "/races/{raceId}/events/{eventId}/waitlist/{entryId}"),
+    ("DELETE", "/races/{raceId}/events/{eventId}/waitlist/entries/{entryId}"),
     ("POST", "/races/{raceId}/events/{eventId}/waitlist/close"),
     ("POST", "/races/{raceId}/events/{eventId}/waitlist/release"),
 )

@@ -160,10 +160,10 @@ def test_a_cap_on_the_lists_length_refuses_the_11th_of_10_with_a_clear_409_and_t
 
     # The director removes one (the trail names the entry, not the address): there is room again.
     removed = view["entries"][3]
-    gone = kim.delete(f"/api/admin/races/{rid}/events/{eid}/waitlist/{removed['entryId']}")
+    gone = kim.delete(f"/api/admin/races/{rid}/events/{eid}/waitlist/entries/{removed['entryId']}")
     assert gone.status_code == 204, gone.text
-    assert kim.delete(f"/api/admin/races/{rid}/events/{eid}/waitlist/{removed['entryId']}").status_code == 204
-    missing = kim.delete(f"/api/admin/races/{rid}/events/{eid}/waitlist/nope")
+    assert kim.delete(f"/api/admin/races/{rid}/events/{eid}/waitlist/entries/{removed['entryId']}").status_code == 204
+    missing = kim.delete(f"/api/admin/races/{rid}/events/{eid}/waitlist/entries/nope")
     assert (missing.status_code, missing.json()["error"]) == (404, "WAITLIST_ENTRY_NOT_FOUND")
     assert _confirm(api, tokens[10]).json()["number"] == 11
     trail = kim.get(f"/api/admin/races/{rid}/audit").json()["entries"]

@@ -44,7 +44,7 @@ def get_waitlist(raceId: str, eventId: str) -> Response[AdminWaitlistView]:
 
 
 @router.delete(
-    "/api/admin/races/<raceId>/events/<eventId>/waitlist/<entryId>",
+    "/api/admin/races/<raceId>/events/<eventId>/waitlist/entries/<entryId>",
     summary="Remove someone from the event's waitlist (audited by entry id, never by address)",
     description="The address cannot join this event's list again. Safe to repeat.",
     tags=["Admin: waitlist"],
