@@ -145,7 +145,7 @@ def test_three_hundred_runners_race_for_forty_m_shirts_exactly_forty_get_one_and
     outcomes = concurrently(one, list(range(300)), workers=32)
     got = [h for h, status, _ in outcomes if status == 200]
     sold_out = [body for _, status, body in outcomes if status == 409]
-    assert len(got) == 40, Counter(status for _, status, _ in outcomes)
+    assert len(got) == 40, Counter((status, body.get("error"), body.get("message")) for _, status, body in outcomes)
     assert len(sold_out) == 260 and all(b["error"] == "OPTION_SOLD_OUT" for b in sold_out)
     assert all(b["fields"] == {"answers.shirt": "Medium is sold out."} for b in sold_out)
     assert backend.inventory().usage(race_id, counter, consistent=True).taken == 40
