@@ -515,6 +515,29 @@ def test_a_resend_while_paying_is_accepted_whatever_the_director_did_to_the_opti
         assert _stock(w, race_id, event_id)[1] == 0  # the unit went back with the hold
 
 
+def test_a_send_the_providers_budget_refused_is_sent_again_past_the_hold_snapshot_it_left_behind() -> None:
+    """The first send took the hold's turn and a Medium, then the provider's budget refused its
+    intent (a 429 keeping the place): the hold's snapshot still says HELD, the table says PAYING
+    this very attempt. The re-send goes on from the table, keeping the unit — not a 409 "already
+    being processed" (the T-shirt burst's 18 of 40 in CI at 6df0eaa)."""
+    from racecap.errors import Busy
+    from racecap.holds.models import HoldPhase
+
+    w, race_id, event_id = _shirt_world(m=1)
+    held = w.hold_service.hold(race_id, event_id)
+    unpaid = _request("mid@example.com", {"shirt": "M"}).model_copy(update={"paymentMethod": None})
+    snapshot = w.hints.get(held.holdId)
+    w.payments.rate_limit_next = 1
+    with pytest.raises(Busy):
+        w.registration.register(held.holdId, unpaid)
+    assert w.holds.get(held.holdId).status == HoldPhase.PAYING
+    assert w.hints.get(held.holdId) is None  # the failed send forgot it
+    w.hints.keep(snapshot)  # as a Redis that missed the forget (or a second tab's send) leaves it
+    again = w.registration.register(held.holdId, unpaid)
+    assert again.status == "PAYMENT_REQUIRED" and len(w.payments.intents) == 1
+    assert _stock(w, race_id, event_id) == (1, 1)
+
+
 def test_a_quantity_below_what_is_taken_is_refused_naming_it_and_raising_it_adds_units() -> None:
     w, race_id, event_id = _shirt_world(m=2)
     for i in range(2):

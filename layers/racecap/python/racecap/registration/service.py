@@ -90,6 +90,10 @@ REQUEUE_AFTER = timedelta(minutes=5)
 CONFIRMABLE = frozenset({IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION})
 
 
+class _SnapshotBehind(Exception):
+    """A send begun from the hold's snapshot found the hold moved on (nothing was written)."""
+
+
 def _stock_by_member(attempt: Attempt) -> list[tuple[int, str]]:
     """The units an attempt took, each with its member (0 for a single runner's)."""
     if attempt.members:
@@ -144,9 +148,26 @@ class RegistrationService(PaymentStep, StatusReads):
         """The runner's details: claim the email, then the hold's intent (and, given a
         PaymentMethod, confirm it here). Answers with the intent's client secret while unpaid."""
         now = now or datetime.now(UTC)
-        hold = self._hinted(hold_id, now) or self._holds.get(hold_id)
+        hinted = self._hinted(hold_id, now)
+        if hinted is not None:
+            try:
+                return self._register(hinted, request, now, hinted=True)
+            except _SnapshotBehind:
+                # The hold moved on since the hold call (a send whose intent the provider's
+                # budget refused left it PAYING this very attempt, or a code changed its
+                # price): begin_payment wrote nothing, and the table decides, as without
+                # snapshots. Explaining HOLD_GONE from the table alone would answer "already
+                # being processed" to a retry that may go on.
+                pass
+        hold = self._holds.get(hold_id)
         if hold is None:
             raise HoldNotFound(f"No hold with id {hold_id}.")
+        return self._register(hold, request, now, hinted=False)
+
+    def _register(
+        self, hold: Hold, request: RegistrationRequest, now: datetime, *, hinted: bool
+    ) -> RegistrationAccepted:
+        hold_id = hold.holdId
         if hold.is_team:
             raise Conflict("This hold is a team's: send every member's details to its team registration.")
         if hold.offerEmail and request.email != hold.offerEmail:
@@ -181,6 +202,8 @@ class RegistrationService(PaymentStep, StatusReads):
             metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
             raise EmailAlreadyRegistered(f"{request.email} is already registered for {race.name}.")
         if outcome == BeginOutcome.HOLD_GONE:
+            if hinted:
+                raise _SnapshotBehind
             return self._explain_hold_gone(hold_id, attempt)
         hold = hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt})
         return self._pay(hold, attempt, race, event, request.paymentMethod, now)
@@ -197,6 +220,8 @@ class RegistrationService(PaymentStep, StatusReads):
         except Exception:
             if hold.intentId is None:  # this call had the hold to itself: the retry may begin now
                 self._holds.end_call(hold, attempt)
+            if self._hold_hints is not None:  # its snapshot says HELD: the retry reads the table
+                self._hold_hints.forget(hold.holdId)
             raise
         confirming = bool(payment_method) and intent.status in CONFIRMABLE
         if confirming and payment_method:
