@@ -945,6 +945,12 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/my/registration/cancellation", "MyRegistrationApi"),
     Route("POST", "/api/my/registration/email", "MyRegistrationApi"),
     Route("POST", "/api/my/registration/email/confirm", "MyRegistrationApi"),
+    Route("GET", "/api/my/registration/transfer", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/transfer", "MyRegistrationApi"),
+    Route("DELETE", "/api/my/registration/transfer", "MyRegistrationApi"),
+    Route("POST", "/api/transfers/offer", "MyRegistrationApi"),
+    Route("POST", "/api/transfers/accept", "MyRegistrationApi"),
+    Route("POST", "/api/transfers/confirm", "MyRegistrationApi"),
     # An event's waitlist: join a sold-out event's list, confirm from the emailed link, my place,
     # leave. MyRegistrationApi's too: a few at a time after a sell-out, out of the opening's
     # function (its cold starts would carry the waitlist's init for nothing).

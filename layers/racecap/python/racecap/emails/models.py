@@ -97,6 +97,22 @@ class MovedData(Model):
     registrationId: str = Field(min_length=1, max_length=100)
 
 
+class TransferOfferData(Model):
+    """A place offered to another runner: the link to take it over, to their address."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    fromFirstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    raceDate: str = Field(max_length=20)
+    registrationId: str = Field(min_length=1, max_length=100)
+    feeCents: int = Field(ge=0)
+    currency: str = Field(min_length=3, max_length=3)
+    until: str = Field(max_length=20)
+    acceptUrl: str = Field(max_length=4096, pattern=r"^https?://")
+
+
 class LinkData(Model):
     """ "Find my registration": the link, to the registered address only (registration.links)."""
 

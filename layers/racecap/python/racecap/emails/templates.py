@@ -29,6 +29,7 @@ from racecap.emails.models import (
     PoisonMessage,
     RefundData,
     RenderedEmail,
+    TransferOfferData,
     UnmatchedRefundData,
     WaitlistClosedData,
     WaitlistConfirmData,
@@ -317,6 +318,51 @@ def render_email_changed(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, confirmation.text, confirmation.html)
 
 
+def render_transfer_offer(raw: dict[str, Any]) -> RenderedEmail:
+    d: TransferOfferData = _data(TransferOfferData, raw)  # type: ignore[arg-type]
+    fee = (
+        f"Taking it over costs a {format_money(d.feeCents, d.currency)} transfer fee, paid when you accept."
+        if d.feeCents
+        else "Taking it over costs nothing."
+    )
+    text = (
+        f"Hi,\n\n{d.fromFirstName} offers you their place in {d.raceName} — {d.eventName} ({d.raceDate}). "
+        f"{fee}\n\nTo take it over, open this link by {d.until} and enter your details (the event's questions "
+        f"and waiver are asked as at registration):\n\n{d.acceptUrl}\n\n"
+        "If you do not want it, ignore this email: the place stays theirs.\n\nRacecap\n"
+    )
+    subject = _one_line(f"{d.fromFirstName} offers you their place in {d.raceName}")
+    content = "".join(f'<p style="margin:0 0 12px">{_linked(line, d.acceptUrl)}</p>' for line in text.split("\n\n"))
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
+def _linked(line: str, url: str) -> str:
+    """A paragraph, escaped; the one that is the link, as a link."""
+    if line == url:
+        return f'<a href="{html.escape(url)}">Take the place over</a>'
+    return html.escape(line)
+
+
+def render_transfer_confirmed(raw: dict[str, Any]) -> RenderedEmail:
+    """The new runner's confirmation: the confirmation's body, its own subject."""
+    confirmation = render_confirmation(raw)
+    d: ConfirmationData = _data(ConfirmationData, raw)
+    subject = _one_line(f"The place in {d.raceName} is yours (bib {d.bib})")
+    return RenderedEmail(subject, confirmation.text, confirmation.html)
+
+
+def render_transferred_away(raw: dict[str, Any]) -> RenderedEmail:
+    d: MovedData = _data(MovedData, raw)  # type: ignore[arg-type]
+    text = (
+        f"Hi {d.firstName},\n\nYour place in {d.raceName} is now the runner's you offered it to: they accepted "
+        "it. Your link to the registration no longer works, and your details were removed from it.\n\n"
+        "If you did not offer it, contact the race's organiser.\n\nRacecap\n"
+    )
+    subject = _one_line(f"Your place in {d.raceName} was taken over")
+    content = "".join(f'<p style="margin:0 0 12px">{html.escape(line)}</p>' for line in text.split("\n\n"))
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
 def render_refund(raw: dict[str, Any]) -> RenderedEmail:
     d: RefundData = _data(RefundData, raw)
     values = {
@@ -562,6 +608,9 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "email-change": render_email_change,
     "email-changed": render_email_changed,
     "email-moved": render_email_moved,
+    "transfer-offer": render_transfer_offer,
+    "transfer-confirmed": render_transfer_confirmed,
+    "transferred-away": render_transferred_away,
     "waitlist-confirm": render_waitlist_confirm,
     "waitlist-joined": render_waitlist_joined,
     "waitlist-offer": render_waitlist_offer,

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from racecap.errors import DomainError
 
-Kind = Literal["dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto"]
-KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto")
+Kind = Literal["dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto", "trf"]
+KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto", "trf")
 
 
 class InvalidToken(DomainError):
@@ -90,4 +90,5 @@ _NAMES: dict[str, str] = {
     "eml": "link confirming your new email address",
     "wtl": "link to your waitlist entry",
     "wto": "link to the place offered to you",
+    "trf": "link to take a place over",
 }

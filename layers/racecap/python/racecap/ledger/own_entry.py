@@ -48,7 +48,7 @@ class QuoteChanged(Conflict):
 
 
 class RunnerAction(Model):
-    action: Literal["cancel", "edit"]
+    action: Literal["cancel", "edit", "transfer"]
     until: str = Field(description="YYYY-MM-DD, the last day (in the race's time zone).")
     text: str = Field(description="What it does, in words.")
 
@@ -199,6 +199,9 @@ class OwnEntry:
         today = self._today(race.timeZone)
         left = max(0, reg.amountCents - (reg.ledgerRefundedCents or 0))
         q: PolicyQuote = policy_refund(policy, reg.amountCents, left, reg.currency, today)
+        if reg.transfers and not policy.transferredRefundable:
+            # The organiser's rule for places taken over: they may be cancelled, not refunded.
+            q = PolicyQuote(q.percent, q.grossCents, q.feeCents, 0, "A place taken over is not refunded: nothing is.")
         reason = _not_allowed(reg, race, today)
         return CancelQuote(
             allowed=reason is None,
@@ -224,6 +227,14 @@ class OwnEntry:
         if _not_allowed(reg, race, today) is None:
             quote = self._quote(reg, race)
             actions.append(RunnerAction(action="cancel", until=race.raceDate, text=quote.note))
+        transfers_until = race.refundPolicy.transfersUntil
+        if (
+            reg.status == RegistrationPhase.CONFIRMED
+            and transfers_until
+            and today <= date.fromisoformat(transfers_until)
+        ):
+            text = "Hand your place to someone else: they accept from a link sent to them."
+            actions.append(RunnerAction(action="transfer", until=transfers_until, text=text))
         answers: list[AnswerLine] = []
         if self._answers is not None and reg.answers:
             described = self._answers.described(reg.raceId, reg.eventId, reg.answers, reg.questionsVersion)

@@ -87,6 +87,7 @@ SETTLE_AFTER = timedelta(seconds=30)
 # The provider's words that leave a refund waiting: pending, or an answer with no verdict yet.
 _STILL_OPEN = frozenset({RefundStatus.PENDING, RefundStatus.REQUIRES_ACTION})
 # Who the audit names for a refund the provider failed after the fact.
+TRANSFER_JOB = Director(sub="system-transfers", username="Racecap transfers (a fee whose transfer did not happen)")
 PROVIDER_REFUNDS = Director(sub="payment-provider", username="payment provider (a refund's outcome)")
 
 
@@ -333,6 +334,17 @@ class Ledger:
         metrics.add_metric(name="ExtraPaymentRecorded", unit="Count", value=1)
         logger.info("payment recorded", extra={"registrationId": rid, "purpose": entry.reason})
         return "recorded"
+
+    def refund_lost_fee(self, reg: Registration, intent: PaymentIntent, key: str) -> None:
+        """A fee paid for a transfer that did not happen (the registration was cancelled, the
+        offer withdrawn or replaced): its amount back, under ``key`` (once), from the newest
+        payment, which the fee is. Nothing left to refund (a cancellation refunded all that was
+        left, the fee too): nothing more to do."""
+        try:
+            self.refund_registration(reg, intent.amount_cents, key, TRANSFER_JOB, "the transfer did not happen")
+        except RefundTooLarge:
+            logger.info("a lost transfer's fee was refunded already", extra={"registrationId": reg.registrationId})
+        metrics.add_metric(name="TransferFeeRefunded", unit="Count", value=1)
 
     def _ask_provider(self, provider: PaymentProvider, reg: Registration, entry: LedgerEntry) -> LedgerEntry:
         rid = reg.registrationId

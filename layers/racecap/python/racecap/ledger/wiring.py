@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from racecap.ledger.service import Ledger
     from racecap.ledger.store import DynamoLedger
+    from racecap.payments.port import PaymentIntent
+    from racecap.registration.transfer import Transfers
 
 
 @lru_cache(maxsize=1)
@@ -70,8 +72,18 @@ def payment_events() -> PaymentEvents:
         _race_name,
         ledger_store(),
         refund_updates=ledger().provider_refund,
-        extra_payments=ledger().record_payment,
+        extra_payments=_extra_payment,
     )
+
+
+def _extra_payment(intent: PaymentIntent) -> str:
+    """A payment beyond the entry's, by its purpose: a transfer's fee moves the place too (or
+    goes back when the transfer lost); any other is recorded in the registration's ledger."""
+    from racecap.registration.transfer import PURPOSE
+
+    if intent.metadata.get("purpose") == PURPOSE:
+        return transfers().fee_paid(intent)
+    return ledger().record_payment(intent)
 
 
 def _race_name(race_id: str) -> str | None:
@@ -118,3 +130,31 @@ def own_entry() -> OwnEntry:
     from racecap.registration.wiring import links
 
     return OwnEntry(links(), cancel_store(), ledger(), cancellations(), catalog(), questions())
+
+
+@lru_cache(maxsize=1)
+def transfers() -> Transfers:
+    """A runner's place handed to another (the registration capability's ``transfer``, built here
+    because a fee joins the ledger): offered by link, accepted (and any fee paid) by the
+    new runner, moved in one write; a fee for a transfer that lost goes back from the ledger."""
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.emails.wiring import emails_queue
+    from racecap.fairness.buckets import AddressBuckets
+    from racecap.fairness.wiring import signer
+    from racecap.holds.wiring import holds
+    from racecap.payments.wiring import payments
+    from racecap.questions.wiring import questions
+    from racecap.races.wiring import catalog
+    from racecap.registration.links import LINK_REQUEST_EVERY_S
+    from racecap.registration.transfer import OFFER_BURST, Transfers
+    from racecap.registration.wiring import links, registrations, status_snapshots
+
+    buckets = AddressBuckets(
+        clients.cache, rate_per_second=1 / LINK_REQUEST_EVERY_S, burst=OFFER_BURST, prefix="rc:trf:"
+    )
+    return Transfers(
+        links(), signer, registrations(), holds(), catalog(), questions(), payments(), emails_queue(), buckets,
+        audit_trail(), transact, get_settings().inventory_table, status_snapshots(), fees=ledger(),
+        record=ledger().record_payment,
+    )  # fmt: skip

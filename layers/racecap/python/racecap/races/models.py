@@ -81,6 +81,23 @@ class RefundPolicy(Model):
     editUntil: str | None = Field(
         default=None, description="YYYY-MM-DD: the last day runners may edit their details (race's zone)."
     )
+    transfersUntil: str | None = Field(
+        default=None,
+        description="YYYY-MM-DD: the last day runners may hand their place to someone else (race's zone); "
+        "none: no transfers.",
+    )
+    transferFeeCents: int = Field(
+        default=0,
+        ge=0,
+        le=10_000_000,
+        description="What the new runner pays to take a place over, in the currency's smallest unit (0: nothing; "
+        "else at least the payment provider's minimum).",
+    )
+    transferredRefundable: bool = Field(
+        default=True,
+        description="Whether a place taken over may still be cancelled with a refund under the tiers (the entry "
+        "payment goes back to the card that paid it, the original runner's).",
+    )
 
     def shifted(self, days: int) -> RefundPolicy:
         """The same policy for an edition ``days`` later (a copied race)."""
@@ -92,6 +109,7 @@ class RefundPolicy(Model):
             update={
                 "tiers": [t.model_copy(update={"until": move(t.until)}) for t in self.tiers],
                 "editUntil": move(self.editUntil) if self.editUntil else None,
+                "transfersUntil": move(self.transfersUntil) if self.transfersUntil else None,
             }
         )
 

@@ -134,7 +134,7 @@ class DetailsEdits:
                 if self._statuses is not None:
                     self._statuses.forget(reg.registrationId)
                 return self._regs.get(reg.registrationId) or reg
-            except _ShardFull as exc:
+            except ShardFull as exc:
                 full.add(exc.entry)  # nothing was written: the option's other shards next
         raise Conflict("The options kept filling up while we changed yours; please try again.")
 
@@ -143,53 +143,7 @@ class DetailsEdits:
         hold = self._holds.get(reg.holdId)
         if hold is None or hold.attempt is None:
             raise Conflict("This registration's payment record is gone; contact the organiser.")
-        # Where the hold records this runner's units: the attempt's own, or in a team's, their
-        # member's entry (the captain's card paid; each member's units are theirs alone).
-        path, owner, held = "attempt.stock", "registrationId", list(hold.attempt.stock or [])
-        if hold.is_team:
-            members = hold.attempt.team()
-            index = next((i for i, m in enumerate(members) if m.registrationId == reg.registrationId), None)
-            if index is None:
-                raise Conflict("This registration is not in its team's record; contact the organiser.")
-            path, owner = f"attempt.members[{index}].stock", f"attempt.members[{index}].registrationId"
-            held = list(members[index].stock or [])
-        chosen = self._answers.stocked(reg.raceId, reg.eventId, stored)
-        kept = [e for e in held if any(e.startswith(f"{c.question_id}#{c.option_id}#") for c in chosen)]
-        wanted = [c for c in chosen if not any(e.startswith(f"{c.question_id}#{c.option_id}#") for e in kept)]
-        released = [e for e in held if e not in kept]
-        if not wanted and not released:
-            return _Plan()
-        taken: list[str] = []
-        for c in wanted:
-            room = [s for s in c.shards if stock_entry(c.question_id, c.option_id, s) not in full]
-            if not room:
-                raise OptionSoldOut(
-                    f"{c.label} is sold out; please choose another.",
-                    fields={f"answers.{c.question_id}": f"{c.label} is sold out."},
-                )
-            taken.append(stock_entry(c.question_id, c.option_id, random.choice(room)))
-        items = [
-            *(
-                update_item(self._inv, stock_key(race.raceId, event.eventId, e), "SET taken = taken + :one",
-                            condition="taken < cap", vals={":one": 1})
-                for e in taken
-            ),
-            *(
-                update_item(self._inv, stock_key(race.raceId, event.eventId, e), "SET taken = taken - :one",
-                            condition="taken >= :one", vals={":one": 1})
-                for e in released
-            ),
-        ]  # fmt: skip
-        # Conditional on the hold still naming this runner there (a team's member list never
-        # reorders once paid; the condition makes sure of it rather than trusting it).
-        record = update_item(
-            self._inv,
-            hold_key(hold.holdId),
-            f"SET {path} = :stock",
-            condition=f"{owner} = :rid",
-            vals={":stock": [*kept, *taken], ":rid": reg.registrationId},
-        )
-        return _Plan(items, [record], taken)
+        return plan_stock(self._inv, hold, reg, self._answers.stocked(reg.raceId, reg.eventId, stored), full)
 
     def _write(self, reg: Registration, sets: dict[str, Any], plan: _Plan) -> None:
         names = {f"#f{i}": k for i, k in enumerate(sets)}
@@ -216,8 +170,74 @@ class DetailsEdits:
         except ConditionFailed as exc:
             full = [i - 2 for i in exc.indexes if 2 <= i < 2 + len(plan.taken)]
             if full:
-                raise _ShardFull(plan.taken[full[0]]) from exc
+                raise ShardFull(plan.taken[full[0]]) from exc
             raise Conflict("Your registration changed meanwhile (another tab?); reload it and try again.") from exc
+
+
+def plan_stock(
+    inventory: str,
+    hold: Hold,
+    reg: Registration,
+    chosen: list[StockedChoice],
+    full: set[str],
+    person: dict[str, Any] | None = None,
+) -> _Plan:
+    """A runner's options with stock as ``chosen`` now: the units to take (a shard with room,
+    not in ``full``) and give back, and the hold's new record of them (an edit, a transfer).
+    ``person``: the runner's details the hold's record of the attempt keeps, replaced too (a
+    transfer), so the record is written even when no unit moves. ``OptionSoldOut`` when a new
+    choice has no shard left."""
+    if hold.attempt is None:
+        raise Conflict("This registration's payment record is gone; contact the organiser.")
+    # Where the hold records this runner's units: the attempt's own, or in a team's, their
+    # member's entry (the captain's card paid; each member's units are theirs alone).
+    prefix, owner, held = "attempt.", "registrationId", list(hold.attempt.stock or [])
+    if hold.is_team:
+        members = hold.attempt.team()
+        index = next((i for i, m in enumerate(members) if m.registrationId == reg.registrationId), None)
+        if index is None:
+            raise Conflict("This registration is not in its team's record; contact the organiser.")
+        prefix, owner = f"attempt.members[{index}].", f"attempt.members[{index}].registrationId"
+        held = list(members[index].stock or [])
+    kept = [e for e in held if any(e.startswith(f"{c.question_id}#{c.option_id}#") for c in chosen)]
+    wanted = [c for c in chosen if not any(e.startswith(f"{c.question_id}#{c.option_id}#") for e in kept)]
+    released = [e for e in held if e not in kept]
+    if not wanted and not released and person is None:
+        return _Plan()
+    taken: list[str] = []
+    for c in wanted:
+        room = [s for s in c.shards if stock_entry(c.question_id, c.option_id, s) not in full]
+        if not room:
+            raise OptionSoldOut(
+                f"{c.label} is sold out; please choose another.",
+                fields={f"answers.{c.question_id}": f"{c.label} is sold out."},
+            )
+        taken.append(stock_entry(c.question_id, c.option_id, random.choice(room)))
+    items = [
+        *(
+            update_item(inventory, stock_key(reg.raceId, reg.eventId, e), "SET taken = taken + :one",
+                        condition="taken < cap", vals={":one": 1})
+            for e in taken
+        ),
+        *(
+            update_item(inventory, stock_key(reg.raceId, reg.eventId, e), "SET taken = taken - :one",
+                        condition="taken >= :one", vals={":one": 1})
+            for e in released
+        ),
+    ]  # fmt: skip
+    sets = {"stock": [*kept, *taken], **{k: v for k, v in (person or {}).items() if v is not None}}
+    gone = [k for k, v in (person or {}).items() if v is None]
+    names = {f"#p{i}": k for i, k in enumerate(sets)} | {f"#g{i}": k for i, k in enumerate(gone)}
+    vals: dict[str, Any] = {f":p{i}": v for i, v in enumerate(sets.values())} | {":rid": reg.registrationId}
+    path = prefix[:-1]  # "attempt" or "attempt.members[i]"
+    expression = "SET " + ", ".join(f"{path}.#p{i} = :p{i}" for i in range(len(sets)))
+    if gone:
+        expression += " REMOVE " + ", ".join(f"{path}.#g{i}" for i in range(len(gone)))
+    # Conditional on the hold still naming this runner there (a team's member list never
+    # reorders once paid; the condition makes sure of it rather than trusting it).
+    record = update_item(inventory, hold_key(hold.holdId), expression, condition=f"{owner} = :rid",
+                         names=names, vals=vals)  # fmt: skip
+    return _Plan(items, [record], taken)
 
 
 @dataclass(frozen=True)
@@ -229,7 +249,7 @@ class _Plan:
     taken: list[str] = field(default_factory=list)
 
 
-class _ShardFull(Exception):
+class ShardFull(Exception):
     def __init__(self, entry: str) -> None:
         super().__init__(entry)
         self.entry = entry

@@ -50,7 +50,7 @@ LINK_EMAIL_WINDOW_S = 600
 LINK_KIND = "registration-link"  # the email "find my registration" sends
 CHANGED_KIND = "email-changed"  # the registration's details at its new address (email_change)
 # The emails whose data name the registration and its link version: the sender signs the link in.
-SIGNED_INTO = frozenset({"confirmation", CHANGED_KIND})
+SIGNED_INTO = frozenset({"confirmation", CHANGED_KIND, "transfer-confirmed"})
 
 
 class LinkRevoked(DomainError):
@@ -94,6 +94,10 @@ class RegistrationLinks:
     def confirm_url(self, change_token: str) -> str:
         """The page that confirms a new address (``registration.email_change``)."""
         return f"{self._site}/#/my/email/{change_token}"
+
+    def transfer_url(self, offer_token: str) -> str:
+        """The page where the runner a place is offered to takes it over (``registration.transfer``)."""
+        return f"{self._site}/#/transfer/{offer_token}"
 
     def holder(self, token: str | None) -> LinkHolder:
         """Who the token lets in, or ``InvalidToken``/``TokenExpired`` (revocation: ``check``)."""

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Annotated, Literal, TypedDict, cast
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 from pydantic import (
     ConfigDict,
@@ -107,6 +107,14 @@ class Registration(PaidRegistration):
     # sent before. Absent (0) until the first revocation: no bytes on the writer's items.
     linkVersion: int | None = None
     emailChangedAt: str | None = None  # the runner's last change of address (registration.email_change)
+    # A place being handed to another runner (registration.transfer): the pending offer (its
+    # number, the address it went to, when; once accepted with a fee to pay, the new runner's
+    # details and the fee's intent). Absent otherwise, and removed when it completes.
+    transferOffer: dict[str, Any] | None = None
+    transfers: int | None = None  # how many times the place changed hands
+    transferredAt: str | None = None
+    lastTransfer: int | None = None  # the number of the offer that moved it last (a repeat answers "done")
+    offersMade: int | None = None  # offers numbered from it: a withdrawn offer's link never opens a later one
 
 
 class RegistrationRowData(TypedDict, total=False):
@@ -266,13 +274,12 @@ MAX_AGE_YEARS = 120
 PaymentMethodId = Annotated[str, StringConstraints(min_length=4, max_length=200, pattern=r"^pm_[A-Za-z0-9_]+$")]
 
 
-class RunnerDetails(Model):
-    """One runner's details: a registration's, or a team member's (``racecap.teams``)."""
+class PersonDetails(Model):
+    """Who runs: a registration's runner without the address (a transfer's new runner, whose
+    address is the offer's)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    # The patterns say in the document what the validators check (names are trimmed first).
-    email: str = Field(min_length=3, max_length=254, pattern=r"^\s*[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}\s*$")
     firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     dateOfBirth: date
@@ -281,14 +288,6 @@ class RunnerDetails(Model):
     answers: Answers | None = Field(default=None, max_length=60)
     # The event's waiver accepted (and, for a runner under 18 on race day, by a parent or guardian).
     waiver: WaiverAcceptance | None = None
-
-    @field_validator("email")
-    @classmethod
-    def _email(cls, v: str) -> str:
-        v = normalize_email(v)
-        if not EMAIL_RE.match(v):
-            raise ValueError("Enter an email address like name@example.com.")
-        return v
 
     @field_validator("dateOfBirth", mode="before")
     @classmethod
@@ -305,6 +304,21 @@ class RunnerDetails(Model):
             raise ValueError("The date of birth must be in the past.")
         if age_on(v, today) > MAX_AGE_YEARS:
             raise ValueError("Please check the year of birth.")
+        return v
+
+
+class RunnerDetails(PersonDetails):
+    """One runner's details: a registration's, or a team member's (``racecap.teams``)."""
+
+    # The patterns say in the document what the validators check (names are trimmed first).
+    email: str = Field(min_length=3, max_length=254, pattern=r"^\s*[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}\s*$")
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        v = normalize_email(v)
+        if not EMAIL_RE.match(v):
+            raise ValueError("Enter an email address like name@example.com.")
         return v
 
 
@@ -379,3 +393,65 @@ class DetailsEdit(Model):
         if v is not None and (not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v)):
             raise ValueError("Use the form YYYY-MM-DD.")
         return v
+
+
+# -- a place handed to another runner (registration.transfer) ------------------------------------
+class TransferQuote(Model):
+    allowed: bool = Field(description="Whether the place may be handed over now; `note` says why not.")
+    until: str | None = Field(default=None, description="YYYY-MM-DD: the last day (race's time zone).")
+    feeCents: int = Field(description="What the new runner pays to take the place over (0: nothing).")
+    currency: str
+    refundable: bool = Field(description="Whether the new runner may still cancel with a refund under the policy.")
+    pendingTo: str | None = Field(default=None, description="The pending offer's address, partly hidden.")
+    pendingSince: str | None = None
+    note: str
+
+
+class TransferOfferView(Model):
+    """What the new runner sees before accepting."""
+
+    raceId: str
+    raceName: str
+    raceDate: str
+    eventId: str
+    eventName: str
+    email: str = Field(description="The address the offer went to: the registration will use it.")
+    fromFirstName: str = Field(description="Who offers the place (their first name).")
+    feeCents: int
+    currency: str
+    until: str
+    refundable: bool
+    note: str
+
+
+class TransferAcceptance(PersonDetails):
+    """The new runner's details, as a registration asks them (the address is the offer's)."""
+
+    token: str = Field(
+        min_length=1, max_length=2048, description="The token in the offer's link (`#/transfer/<token>`)."
+    )
+    paymentMethod: PaymentMethodId | None = Field(
+        default=None, description="As on a registration: confirm the transfer fee on the server."
+    )
+
+
+class TransferToken(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    token: str = Field(min_length=1, max_length=2048)
+
+
+class TransferAnswer(Model):
+    registrationId: str
+    status: Literal["TRANSFERRED", "PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING"] = Field(
+        description="TRANSFERRED: the place is the new runner's (`linkToken` opens it); else pay the fee in the "
+        "browser with `clientSecret`, then call /api/transfers/confirm."
+    )
+    bib: int | None = None
+    linkToken: str | None = Field(default=None, description="The registration's new link token, once transferred.")
+    clientSecret: str | None = None
+    amountCents: int | None = None
+    currency: str | None = None
+    publishableKey: str | None = None
+    paymentsScript: str | None = None
+    message: str

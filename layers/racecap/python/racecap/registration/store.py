@@ -275,30 +275,7 @@ class DynamoRegistrations:
         one registration per email."""
         rid, version = reg.registrationId, reg.linkVersion or 0
         return [
-            {
-                "Put": {
-                    "TableName": self._inv,
-                    "Item": to_item(
-                        {
-                            "pk": email_pk(reg.raceId, new_email),
-                            "sk": "EMAIL",
-                            "registrationId": rid,
-                            "holdId": reg.holdId,
-                            "eventId": reg.eventId,
-                            "status": EmailClaimPhase.CLAIMED,
-                        }
-                    ),
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            },
-            {
-                "Delete": {
-                    "TableName": self._inv,
-                    "Key": email_key(reg.raceId, reg.email),
-                    "ConditionExpression": "registrationId = :rid",
-                    "ExpressionAttributeValues": values({":rid": rid}),
-                }
-            },
+            *self.claim_move_items(reg, new_email),
             update_item(
                 self._regs,
                 reg_key(rid),
@@ -316,6 +293,86 @@ class DynamoRegistrations:
                 },
             ),
         ]
+
+    def claim_move_items(self, reg: Registration, new_email: str) -> list[TransactItem]:
+        """The race-wide email claim moving from the registration's address to ``new_email``
+        (an email change, a transfer): [0] the new claim, only if no one holds it; [1] the old
+        one deleted, only if it is this registration's."""
+        return [
+            {
+                "Put": {
+                    "TableName": self._inv,
+                    "Item": to_item(
+                        {
+                            "pk": email_pk(reg.raceId, new_email),
+                            "sk": "EMAIL",
+                            "registrationId": reg.registrationId,
+                            "holdId": reg.holdId,
+                            "eventId": reg.eventId,
+                            "status": EmailClaimPhase.CLAIMED,
+                        }
+                    ),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Delete": {
+                    "TableName": self._inv,
+                    "Key": email_key(reg.raceId, reg.email),
+                    "ConditionExpression": "registrationId = :rid",
+                    "ExpressionAttributeValues": values({":rid": reg.registrationId}),
+                }
+            },
+        ]
+
+    def set_transfer_offer(
+        self, reg: Registration, offer: dict[str, Any] | None, *, made: int | None = None, expect: int | None = None
+    ) -> None:
+        """The runner's pending transfer (``registration.transfer``): set (numbered ``made``),
+        replaced, or removed (None), only while the registration is confirmed, and either under
+        the link it was asked with, or (``expect``) while offer ``expect`` is the pending one."""
+        vals: dict[str, Any] = {":confirmed": RegistrationPhase.CONFIRMED}
+        if expect is not None:
+            condition, vals[":n"] = "#s = :confirmed AND transferOffer.n = :n", expect
+        elif reg.linkVersion:
+            condition, vals[":version"] = "#s = :confirmed AND linkVersion = :version", reg.linkVersion
+        else:
+            condition = "#s = :confirmed AND attribute_not_exists(linkVersion)"
+        if offer is None:
+            expression = "REMOVE transferOffer"
+        else:
+            expression, vals[":offer"] = "SET transferOffer = :offer", offer
+            if made is not None:
+                expression += ", offersMade = :made"
+                vals[":made"] = made
+        transact(
+            self._db,
+            [update_item(self._regs, reg_key(reg.registrationId), expression, condition=condition,
+                         names={"#s": "status"}, vals=vals)],
+        )  # fmt: skip
+
+    def transfer_items(self, reg: Registration, n: int, person: dict[str, Any], now: str) -> list[TransactItem]:
+        """The place handed to another runner (``registration.transfer``): [0] the new address's
+        claim, [1] the old one's deleted, [2] the registration's runner replaced (not kept: the
+        old runner's data goes), its links revoked, the offer ``n`` consumed — only while the
+        registration is confirmed and offer ``n`` is the pending one."""
+        rid, version = reg.registrationId, reg.linkVersion or 0
+        sets = {**person, "linkVersion": version + 1, "transferredAt": now, "lastTransfer": n}
+        names = {f"#f{i}": k for i, k in enumerate(sets)}
+        vals: dict[str, Any] = {f":v{i}": v for i, v in enumerate(sets.values())}
+        removed = [k for k in ("answers", "questionsVersion", "waiver") if k not in person]
+        update = update_item(
+            self._regs,
+            reg_key(rid),
+            "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(sets)))
+            + ", transfers = if_not_exists(transfers, :zero) + :one REMOVE transferOffer"
+            + "".join(f", {k}" for k in removed),
+            condition="#s = :confirmed AND email = :old AND transferOffer.n = :n",
+            names={**names, "#s": "status"},
+            vals={**vals, ":confirmed": RegistrationPhase.CONFIRMED, ":old": reg.email, ":n": n,
+                  ":zero": 0, ":one": 1},
+        )  # fmt: skip
+        return [*self.claim_move_items(reg, str(person["email"])), update]
 
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
         resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)

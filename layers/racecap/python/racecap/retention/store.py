@@ -76,7 +76,7 @@ class DynamoRetention:
         if age is not None:
             sets += ", ageOnRaceDay = :age"
             vals[":age"] = age
-        removes = "refundId, disputeId"
+        removes = "refundId, disputeId, transferOffer"  # a pending offer names its address (and details)
         kept = kept_after_purge(reg.answers)  # answers are personal data: all but the division go
         if kept is not None:
             sets += ", answers = :kept"

@@ -20,6 +20,7 @@ from pydantic import (
 
 from racecap.errors import FieldErrors
 from racecap.models import WHOLE_NUMBER, YEARS, JsonInt, Model, within_years
+from racecap.money import minimum_charge
 from racecap.races.models import (
     MAX_OFFER_WINDOW_HOURS,
     MAX_WAITLIST_LENGTH,
@@ -274,8 +275,22 @@ class PolicyFields(Model):
     tiers: list[TierFields] = Field(default_factory=list, max_length=10)
     feeCents: JsonInt = Field(default=0, ge=0, le=10_000_000)
     editUntil: str | None = Field(default=None, pattern=DATE_PATTERN, description=f"YYYY-MM-DD ({YEARS}).")
+    transfersUntil: str | None = Field(
+        default=None,
+        pattern=DATE_PATTERN,
+        description=f"YYYY-MM-DD ({YEARS}): the last day runners may hand their place to someone else; none: no "
+        "transfers.",
+    )
+    transferFeeCents: JsonInt = Field(
+        default=0,
+        ge=0,
+        le=10_000_000,
+        description="What the new runner pays to take a place over (0, or at least the provider's minimum charge "
+        "in the race's currency).",
+    )
+    transferredRefundable: StrictBool = True
 
-    @field_validator("editUntil")
+    @field_validator("editUntil", "transfersUntil")
     @classmethod
     def _edit_day(cls, v: str | None) -> str | None:
         return _day(v) if v is not None else None
@@ -341,8 +356,16 @@ class RaceFields(Model):
         late = {f"refundPolicy.tiers.{i}.until": after for i, t in enumerate(policy.tiers) if t.until > self.raceDate}
         if policy.editUntil and policy.editUntil > self.raceDate:
             late["refundPolicy.editUntil"] = after
+        if policy.transfersUntil and policy.transfersUntil > self.raceDate:
+            late["refundPolicy.transfersUntil"] = after
         if late:
             raise FieldErrors("The refund policy's days must be on or before the race date.", late)
+        least = minimum_charge(self.currency) or 0
+        if 0 < policy.transferFeeCents < least:
+            raise FieldErrors(
+                "The payment provider charges no less than its minimum: make the transfer fee 0 or at least that.",
+                {"refundPolicy.transferFeeCents": f"At least {least} ({self.currency}'s smallest unit), or 0."},
+            )
         return self
 
     @field_validator("registrationOpensAt", "registrationClosesAt", mode="before")

@@ -12,11 +12,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from racecap.api.runner.common import PROVIDER_BUSY, client_of
+from racecap.config import get_settings
 from racecap.fairness.identity import OWN_REGISTRATION, REGISTRATION_HEADER, lower_headers
 from racecap.http import NO_STORE
 from racecap.ledger.models import MyCancelRequest
 from racecap.ledger.own_entry import CancelQuote, MyCancellation, MyRegistration
-from racecap.ledger.wiring import own_entry
+from racecap.ledger.wiring import own_entry, transfers
 from racecap.observability import tracer
 from racecap.registration.models import (
     DetailsEdit,
@@ -25,6 +26,11 @@ from racecap.registration.models import (
     EmailChangeRequest,
     LinkAnswer,
     LinkRequest,
+    TransferAcceptance,
+    TransferAnswer,
+    TransferOfferView,
+    TransferQuote,
+    TransferToken,
 )
 from racecap.registration.wiring import details_edits, email_change, link_requests
 
@@ -183,3 +189,116 @@ def change_my_email(body: Annotated[EmailChangeRequest, Body()]) -> Response[Lin
 @tracer.capture_method
 def confirm_my_email(body: Annotated[EmailChangeConfirmation, Body()]) -> Response[EmailChanged]:
     return Response(200, content_types.APPLICATION_JSON, email_change().confirm(body.token), headers=NO_STORE)
+
+
+# -- handing the place to someone else (issue 41) ---------------------------------------------------
+_OFFER_ERRORS: dict[int, OpenAPIResponse] = {
+    400: {"description": "VALIDATION_ERROR"},
+    401: {"description": "INVALID_TOKEN or TOKEN_EXPIRED (the offer's link)"},
+    403: {"description": "TRANSFER_NOT_ALLOWED: the organiser's cut-off passed, or transfers are off"},
+    409: {"description": "OFFER_GONE (withdrawn, replaced, taken, or the registration cancelled)"},
+}
+
+
+@router.get(
+    "/api/my/registration/transfer",
+    summary="Handing my place to someone else: allowed until when, the fee the new runner pays, any pending offer",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses=_LINK_ERRORS,
+)
+@tracer.capture_method
+def my_transfer_quote() -> Response[TransferQuote]:
+    return Response(200, content_types.APPLICATION_JSON, transfers().quote(_token()), headers=NO_STORE)
+
+
+@router.post(
+    "/api/my/registration/transfer",
+    summary="Offer my place to someone else: a link to accept it goes to their address",
+    description=(
+        "Nothing moves until they accept (and pay the organiser's transfer fee, if any): the place stays yours and "
+        "you may withdraw the offer. A new offer replaces the pending one; only the newest link works."
+    ),
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={
+        **_LINK_ERRORS,
+        202: {"description": "The link is on its way to the new runner"},
+        400: {"description": "VALIDATION_ERROR"},
+        403: {"description": "TRANSFER_NOT_ALLOWED: transfers are off or the cut-off passed"},
+        409: {"description": "CONFLICT (your own address, or the registration changed)"},
+        429: {"description": "TOO_MANY_REQUESTS", "headers": {"Retry-After": {"description": "Seconds to wait"}}},
+    },
+)
+@tracer.capture_method
+def offer_my_place(body: Annotated[LinkRequest, Body()]) -> Response[LinkAnswer]:
+    transfers().offer(_token(), body.email)
+    answer = LinkAnswer(message="A link to take your place over is on its way to them; the place is yours until then.")
+    return Response(202, content_types.APPLICATION_JSON, answer, headers=NO_STORE)
+
+
+@router.delete(
+    "/api/my/registration/transfer",
+    summary="Withdraw my pending offer (its link stops working)",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={**_LINK_ERRORS, 409: {"description": "CONFLICT (the registration changed meanwhile)"}},
+)
+@tracer.capture_method
+def withdraw_my_offer() -> Response[TransferQuote]:
+    token = _token()
+    transfers().withdraw(token)
+    return Response(200, content_types.APPLICATION_JSON, transfers().quote(token), headers=NO_STORE)
+
+
+@router.post(
+    "/api/transfers/offer",
+    summary="A place offered to me: the race, the event, the fee, until when",
+    tags=["Transfers"],
+    responses=_OFFER_ERRORS,
+)
+@tracer.capture_method
+def transfer_offer(body: Annotated[TransferToken, Body()]) -> Response[TransferOfferView]:
+    return Response(200, content_types.APPLICATION_JSON, transfers().view(body.token), headers=NO_STORE)
+
+
+@router.post(
+    "/api/transfers/accept",
+    summary="Take over the place offered to me: my details, the event's questions and waiver, and the fee",
+    description=(
+        "Checked as a registration is (the event's age rule on race day, its questions as they stand, its waiver). "
+        "With no fee the place is yours at once (TRANSFERRED, with the link token to your registration); with one, "
+        "pay it with `clientSecret` (or send `paymentMethod` to confirm it here), then call /api/transfers/confirm. "
+        "Safe to repeat."
+    ),
+    tags=["Transfers"],
+    responses={
+        **_OFFER_ERRORS,
+        402: {"description": "PAYMENT_DECLINED: try another card"},
+        409: {"description": "OFFER_GONE, EMAIL_ALREADY_REGISTERED (your address has a registration in the race), "
+              "OPTION_SOLD_OUT (`fields` names the answer)"},
+        429: PROVIDER_BUSY,
+    },
+)  # fmt: skip
+@tracer.capture_method
+def accept_transfer(body: Annotated[TransferAcceptance, Body()]) -> Response[TransferAnswer]:
+    return Response(200, content_types.APPLICATION_JSON, _with_keys(transfers().accept(body)), headers=NO_STORE)
+
+
+@router.post(
+    "/api/transfers/confirm",
+    summary="After paying the transfer fee in the browser: the place moves once the payment succeeded",
+    tags=["Transfers"],
+    responses={**_OFFER_ERRORS, 429: PROVIDER_BUSY},
+)
+@tracer.capture_method
+def confirm_transfer(body: Annotated[TransferToken, Body()]) -> Response[TransferAnswer]:
+    return Response(200, content_types.APPLICATION_JSON, _with_keys(transfers().confirm(body.token)), headers=NO_STORE)
+
+
+def _with_keys(answer: TransferAnswer) -> TransferAnswer:
+    if answer.clientSecret:  # what the browser's card form needs, as a registration's answer carries
+        settings = get_settings()
+        answer.publishableKey = settings.payments_publishable_key
+        answer.paymentsScript = settings.payments_script_url
+    return answer
