@@ -44,7 +44,9 @@ class FakeLedger:
         with self.tables.lock:
             return self.entries.get((registration_id, refund_key))
 
-    def reserve_items(self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry) -> list[TransactItem]:
+    def reserve_items(
+        self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry, confirmed_only: bool = True
+    ) -> list[TransactItem]:
         rid = reg.registrationId
         amount = entry.amountCents + sum(e.amountCents for e in more)
         extra = reg.ledgerExtraCents or 0
@@ -55,7 +57,7 @@ class FakeLedger:
                 stored is not None
                 and stored.amountCents == reg.amountCents
                 and (stored.ledgerExtraCents or 0) == extra
-                and stored.status == RegistrationPhase.CONFIRMED
+                and (stored.status == RegistrationPhase.CONFIRMED or not confirmed_only)
                 and self.sums[rid] <= reg.amountCents + extra - amount
             )
 

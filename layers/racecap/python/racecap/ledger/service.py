@@ -221,7 +221,14 @@ class Ledger:
 
     # -- the core, shared with the cancellation ---------------------------------------------
     def refund_registration(
-        self, reg: Registration, amount_cents: int | None, refund_key: str, director: Director, reason: str
+        self,
+        reg: Registration,
+        amount_cents: int | None,
+        refund_key: str,
+        director: Director,
+        reason: str,
+        *,
+        confirmed_only: bool = True,
     ) -> LedgerEntry:
         """Refund ``amount_cents`` (all that is left when None) under ``refund_key``; a repeat
         of one key resumes or replays that refund. Raises ``RefundTooLarge`` (nothing asked),
@@ -233,7 +240,7 @@ class Ledger:
             return parts[0]  # answered before: a replay
         provider = self._admitted()
         if not parts:
-            parts = self._reserve(reg, amount_cents, refund_key, director, reason)
+            parts = self._reserve(reg, amount_cents, refund_key, director, reason, confirmed_only)
         answered = [
             self._ask_provider(provider if i == 0 else self._payments, reg, p) if p.status == RefundPhase.PENDING else p
             for i, p in enumerate(parts)
@@ -252,7 +259,13 @@ class Ledger:
             ) from exc
 
     def _reserve(
-        self, reg: Registration, amount_cents: int | None, refund_key: str, director: Director, reason: str
+        self,
+        reg: Registration,
+        amount_cents: int | None,
+        refund_key: str,
+        director: Director,
+        reason: str,
+        confirmed_only: bool = True,
     ) -> list[LedgerEntry]:
         """Reserve the refund, split over the registration's payments newest first (each part
         within what is left of its payment), in one transaction; its parts, newest first."""
@@ -286,7 +299,7 @@ class Ledger:
         )  # fmt: skip
         counted = self._regs.refunds_counted_item(reg.raceId, reg.eventId, amount)
         try:
-            self._transact([*self._store.reserve_items(reg, *parts), counted, audit])
+            self._transact([*self._store.reserve_items(reg, *parts, confirmed_only=confirmed_only), counted, audit])
         except ConditionFailed as exc:
             again = self.parts(rid, refund_key)
             if again:
@@ -341,9 +354,12 @@ class Ledger:
         payment, which the fee is. Nothing left to refund (a cancellation refunded all that was
         left, the fee too): nothing more to do."""
         try:
-            self.refund_registration(reg, intent.amount_cents, key, TRANSFER_JOB, "the transfer did not happen")
+            self.refund_registration(
+                reg, intent.amount_cents, key, TRANSFER_JOB, "the transfer did not happen", confirmed_only=False
+            )
         except RefundTooLarge:
             logger.info("a lost transfer's fee was refunded already", extra={"registrationId": reg.registrationId})
+            return
         metrics.add_metric(name="TransferFeeRefunded", unit="Count", value=1)
 
     def _ask_provider(self, provider: PaymentProvider, reg: Registration, entry: LedgerEntry) -> LedgerEntry:

@@ -54,10 +54,14 @@ class LedgerStore(Protocol):
 
     def refund(self, registration_id: str, refund_key: str) -> LedgerEntry | None: ...
 
-    def reserve_items(self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry) -> list[TransactItem]:
+    def reserve_items(
+        self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry, confirmed_only: bool = True
+    ) -> list[TransactItem]:
         """Add the entries' amounts to the sum only if it stays within what the registration
         paid in all (its entry payment and ``ledgerExtraCents``, both as ``reg`` read them) and
-        the registration is confirmed (a cancellation under way refunds the rest itself); put
+        the registration is confirmed (a cancellation under way refunds the rest itself; not
+        ``confirmed_only``: a transfer's fee paid after the cancellation began, which it did not
+        count, goes back on its own); put
         each entry only if its key is new (items 0 and 1: a failed 1 means the action was
         recorded before). ``more``: the same refund's parts on the registration's other payments."""
         ...
@@ -152,7 +156,9 @@ class DynamoLedger:
         )
         return LedgerEntry.model_validate(from_item(resp["Item"])) if "Item" in resp else None
 
-    def reserve_items(self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry) -> list[TransactItem]:
+    def reserve_items(
+        self, reg: Registration, entry: LedgerEntry, *more: LedgerEntry, confirmed_only: bool = True
+    ) -> list[TransactItem]:
         rid = reg.registrationId
         extra = reg.ledgerExtraCents or 0
         amount = entry.amountCents + sum(e.amountCents for e in more)
@@ -165,14 +171,15 @@ class DynamoLedger:
                     # ledgerPending: refunds reserved, the provider's answer not recorded yet (the
                     # export's REFUND_PENDING), counted down when it is (settle_reserved, release).
                     "UpdateExpression": f"ADD {LEDGER_SUM} :amt, {LEDGER_PENDING} :n",
-                    "ConditionExpression": f"amountCents = :charged AND {paid} AND #s = :confirmed AND "
-                    f"(attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)",
+                    "ConditionExpression": f"amountCents = :charged AND {paid} AND "
+                    + ("#s = :confirmed AND " if confirmed_only else "attribute_exists(#s) AND ")
+                    + f"(attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} <= :room)",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": values(
                         {":amt": amount, ":charged": reg.amountCents, ":n": 1 + len(more)}
                         | ({":extra": extra} if extra else {})
                         | {":room": reg.amountCents + extra - amount}
-                        | {":confirmed": "CONFIRMED"}
+                        | ({":confirmed": "CONFIRMED"} if confirmed_only else {})
                     ),
                 }
             },
