@@ -906,11 +906,12 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str
     ("GET", "/races/{raceId}/codes"),
     ("POST", "/races/{raceId}/codes"),
     ("POST", "/races/{raceId}/codes/bulk"),
-    # An event's waitlist (racecap.waitlist): the list, removing someone.
+    # An event's waitlist (racecap.waitlist): the list, removing someone, closing, releasing places.
     ("GET", "/races/{raceId}/events/{eventId}/waitlist"),
     ("DELETE", "/races/{raceId}/events/{eventId}/waitlist/entries/{entryId}"),
     ("POST", "/races/{raceId}/events/{eventId}/waitlist/close"),
     ("POST", "/races/{raceId}/events/{eventId}/waitlist/release"),
+    ("GET", "/races/{raceId}/waitlist/export"),  # every event's list as CSV
 )
 
 ROUTES: tuple[Route, ...] = (

@@ -30,15 +30,15 @@ def in_words(day: date) -> str:
     return f"{day.day} {day:%B %Y}"
 
 
-def admin_get(page: Page, stack: LocalStack, api: Any, race_id: str) -> dict[str, Any]:
-    """The race as the admin API answers the signed-in director (their own ID token)."""
+def admin_get(page: Page, stack: LocalStack, api: Any, race_id: str, path: str = "") -> dict[str, Any]:
+    """The race (or ``path`` under it) as the admin API answers the signed-in director (their own ID token)."""
     assert stack.directors is not None
     cognito = directors._clients({"env": stack.function_env()})[0]
     refresh = page.evaluate("() => sessionStorage.getItem('racecap.console.refresh')")
     tokens = cognito.initiate_auth(
         ClientId=stack.directors.client_id, AuthFlow="REFRESH_TOKEN_AUTH", AuthParameters={"REFRESH_TOKEN": refresh}
     )["AuthenticationResult"]
-    got = api.get(f"/api/admin/races/{race_id}", headers={"Authorization": f"Bearer {tokens['IdToken']}"})
+    got = api.get(f"/api/admin/races/{race_id}{path}", headers={"Authorization": f"Bearer {tokens['IdToken']}"})
     assert got.status_code == 200, got.text
     return dict(got.json())
 

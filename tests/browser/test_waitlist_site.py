@@ -195,3 +195,134 @@ def test_on_a_phone_by_keyboard_a_runner_claims_the_place_offered_from_the_waitl
     snap(page, "claimed")
     listed = kim.get(f"/api/admin/races/{race_id}/events/{event_id}/waitlist").json()
     assert (listed["accepted"], listed["offersOut"], listed["pooled"]) == (1, 0, 0)
+
+
+def test_on_a_phone_by_keyboard_a_director_sees_the_list_removes_a_runner_releases_a_place_and_closes_the_list(
+    new_page: Callable[..., Page], stack: LocalStack, backend: Any, api: Any, demo_seed: str, snap: Any
+) -> None:
+    """The console's waitlist page (issue 40, directors): the list with places and states, the
+    figures, removing someone and releasing places (each by keyboard, with its confirmation or its
+    field error), the CSV of every list, and closing, after which the one runner still waiting gets
+    exactly one "the list has closed" email."""
+    import csv
+
+    from racecap.setup.models import EventDraft, WaitlistFields
+
+    from tests.browser.steps import console_race, published
+    from tests.browser.test_console import CONSOLE, signed_in
+    from tests.browser.test_console_refund_policy import admin_get
+
+    assert stack.directors is not None
+    race = console_race(
+        backend, stack.directors.demo_sub, opened=True, name=unique("Waitlist Director 5K"), location="Lakeside",
+        events=[EventDraft(name="5K", cap=1, priceCents=3000, waitlist=WaitlistFields(enabled=True))],
+    )  # fmt: skip
+    rid = published(backend, race.raceId)
+    (eid,) = event_ids(api, rid)
+    assert hold(api, rid, eid).status_code == 201  # the one place is held: sold out
+    emails = _in_line(backend, rid, eid, 3)
+
+    page = signed_in(new_page, demo_seed, **PHONE)
+    page.goto(f"{CONSOLE}#/races/{rid}/waitlist")
+    entries = page.get_by_test_id("wl-entry")
+    expect(entries).to_have_count(3)
+    expect(page.get_by_test_id("wl-entry-position")).to_have_text(["1", "2", "3"])
+    expect(page.get_by_test_id("wl-fig-waiting")).to_have_text("3")
+    accessible(page, "the director's waitlist")
+    # On a phone, Chromium widens the layout to fit what overflows (so innerWidth grows with it):
+    # the page's width against the phone's own is what shows sideways scrolling.
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["viewport"]["width"]
+    snap(page, "list")
+
+    # Remove the second runner: "no" first keeps them (the focus back on the button), then "yes".
+    second = entries.nth(1).get_attribute("data-entry-id")
+    _tab_to_in_row(page, "wl-remove", second)
+    page.keyboard.press("Enter")
+    assert focused_testid(page) == "wl-remove-yes"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # "No"
+    assert focused_testid(page) == "wl-remove"
+    expect(entries.nth(1)).to_have_attribute("data-state", "WAITING")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # "Yes, remove"
+    expect(page.get_by_test_id("wl-admin-status")).to_contain_text("removed from the list")
+    expect(page.locator(f'[data-entry-id="{second}"]')).to_have_attribute("data-state", "REMOVED")
+    expect(page.get_by_test_id("wl-fig-waiting")).to_have_text("2")
+    trail = [e for e in admin_get(page, stack, api, rid, "/audit")["entries"] if e["action"] == "waitlist.entry.remove"]
+    assert [e["target"] for e in trail] == [second] and "@" not in repr(trail)
+
+    # Release a place: a mistyped number is named beside its field; 1 place goes to runner 1.
+    tab_to(page, "wl-release-places")
+    page.keyboard.type("0")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("wl-release-places-error")).to_contain_text("1 to 10,000")
+    assert page.evaluate("() => document.activeElement.id") == "wl-release-places"
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("wl-admin-status")).to_contain_text("1 place released")
+    assert admin_get(page, stack, api, rid)["events"][0]["cap"] == 2
+    wait_until(lambda: _mailed(stack, "waitlist-offer", emails) == emails[:1], timeout=45)
+
+    # Close the list: asked first; then the offer ends, and the one runner waiting hears once.
+    tab_to(page, "wl-close")
+    page.keyboard.press("Enter")
+    assert focused_testid(page) == "wl-close-yes"
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("wl-admin-status")).to_contain_text("The list is closed")
+    expect(page.get_by_test_id("wl-fig-the-list")).to_have_text("Closed")
+    expect(page.get_by_test_id("wl-close")).to_be_disabled()
+    accessible(page, "the closed waitlist")
+    snap(page, "closed")
+    wait_until(lambda: _mailed(stack, "waitlist-closed", emails) == emails[2:], timeout=45)
+    time.sleep(3)  # a second email, were one coming, would be on its way by now
+    assert _mailed(stack, "waitlist-closed", emails, each=True) == emails[2:]
+
+    # The CSV of every list: each entry with its place, state and offer.
+    tab_to(page, "wl-export")
+    with page.expect_download() as got:
+        page.keyboard.press("Enter")
+    with open(got.value.path(), newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["email"], r["state"]) for r in rows] == [
+        (emails[0], "OFFERED"), (emails[1], "REMOVED"), (emails[2], "WAITING"),
+    ]  # fmt: skip
+    assert (rows[0]["offerState"], rows[2]["position"]) == ("CLOSED", "2")  # the close ended the offer
+
+
+def _in_line(backend: Any, race_id: str, event_id: str, n: int) -> list[str]:
+    """``n`` runners confirmed in line, in order, through the waitlist's store (joining through
+    the site is the first test's); their addresses."""
+    from racecap.aws.keys import waitlist_entry_id
+    from racecap.waitlist.models import WaitlistEntry
+    from racecap.waitlist.rules import iso
+    from racecap.waitlist.store import DynamoWaitlist
+
+    store = DynamoWaitlist(backend.dynamodb, backend.table("Inventory"))
+    emails = [f"line{i}-{race_id[-6:].lower()}@example.com" for i in range(1, n + 1)]
+    for i, email in enumerate(emails):
+        now = iso(time.time())
+        entry = WaitlistEntry(
+            entryId=waitlist_entry_id(race_id, event_id, email), raceId=race_id, eventId=event_id, state="PENDING",
+            email=email, firstName=f"Runner{i + 1}", lastName="Inline", joinedAt=now, ttl=int(time.time()) + 3600,
+        )  # fmt: skip
+        assert store.put_pending(entry, int(time.time()))
+        store.confirm(entry, store.line(race_id, event_id), None, now)
+    return emails
+
+
+def _mailed(stack: LocalStack, kind: str, emails: list[str], each: bool = False) -> list[str]:
+    """Which of ``emails`` got an email of ``kind``; ``each``: only those that got exactly one."""
+    mail = requests.get(f"{stack.mailbox_url}/messages.json", timeout=10).json()["messages"]
+    to = [t for m in mail if m["tags"].get("kind") == kind for t in m["to"]]
+    counts = {e: sum(1 for t in to if e in t) for e in emails}
+    return [e for e in emails if (counts[e] == 1 if each else counts[e] > 0)]
+
+
+def _tab_to_in_row(page: Page, testid: str, entry_id: str | None, limit: int = 80) -> None:
+    """Tab (as a keyboard user) to the ``testid`` control of the list's row for ``entry_id``."""
+    for _ in range(limit):
+        tab_to(page, testid, limit)
+        if page.evaluate("() => document.activeElement.closest('tr')?.dataset.entryId") == entry_id:
+            return
+    raise AssertionError(f"never reached {testid} in the row of {entry_id}")

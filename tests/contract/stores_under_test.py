@@ -12,18 +12,21 @@ from typing import Any
 import boto3
 from racecap.audit.store import AuditStore, DynamoAudit
 from racecap.aws.items import query_all, to_item, values
-from racecap.aws.keys import code_pk
+from racecap.aws.keys import code_pk, waitlist_line_key
 from racecap.aws.transactions import TransactItem, transact
 from racecap.codes.hold_store import DynamoCodeHolds
 from racecap.codes.service import CodeHolds
 from racecap.holds.store import DynamoHolds, HoldStore
 from racecap.ledger.cancel_store import CancelStore, DynamoCancelStore
 from racecap.ledger.store import DynamoLedger, LedgerStore
+from racecap.places.returns import POOL, pool_attr
 from racecap.places.store import DynamoInventory, Inventory
 from racecap.questions.store import DynamoQuestions, QuestionStore
 from racecap.races.store import DynamoRaceStore, RaceStore
 from racecap.registration.attempts import Attempts, DynamoAttempts
 from racecap.registration.store import DynamoRegistrations, RegistrationStore
+from racecap.retention.service import RetentionStore
+from racecap.retention.store import DynamoRetention
 from racecap.waitlist.store import DynamoWaitlist, WaitlistStore
 from racecap.window.store import DynamoWindows, WindowStore
 
@@ -32,10 +35,12 @@ from local import servers
 from local.provision import create_table_params
 from tests.fakes.attempts import FakeAttempts
 from tests.fakes.cancel_store import FakeCancelStore
+from tests.fakes.catalog import FakeCatalog
 from tests.fakes.code_holds import FakeCodeHolds
 from tests.fakes.ledger import FakeLedger
 from tests.fakes.questions import FakeQuestions
 from tests.fakes.races import FakeAuditStore, FakeInventory, FakeRaceStore, FakeWindows
+from tests.fakes.retention import FakeRetention
 from tests.fakes.stores import FakeHolds, FakeRegistrations, FakeTables
 from tests.fakes.waitlist import FakeWaitlist
 
@@ -60,10 +65,13 @@ class StoresUnderTest:
     code_holds: CodeHolds  # a code's writes on the same holds
     cancel_store: CancelStore  # the ledger's writes on the same registrations
     waitlist: WaitlistStore  # events' waitlists: their lines and entries
+    pool: Callable[[str, str, str, int], None]  # k freed places to an event's line on a shard (places.returns)
+    retention: RetentionStore  # the purge's reads and deletes, on the same tables
 
 
 def fake_stores() -> Iterator[StoresUnderTest]:
     tables = FakeTables()
+    waitlist = FakeWaitlist()
     yield StoresUnderTest(
         "fake",
         FakeHolds(tables),
@@ -84,7 +92,9 @@ def fake_stores() -> Iterator[StoresUnderTest]:
         FakeAttempts(tables),
         FakeCodeHolds(tables),
         FakeCancelStore(tables),
-        FakeWaitlist(),
+        waitlist,
+        waitlist.pool,
+        FakeRetention(tables, FakeCatalog(tables), waitlist),
     )
 
 
@@ -119,9 +129,22 @@ def dynamo_stores() -> Iterator[StoresUnderTest]:
                 DynamoCodeHolds(client, inv),
                 DynamoCancelStore(client, regs, inv),
                 DynamoWaitlist(client, inv),
+                lambda race_id, event_id, shard, k: _pool(client, inv, race_id, event_id, shard, k),
+                DynamoRetention(client, races, inv, regs),
             )
         finally:
             server.stop()
+
+
+def _pool(client: Any, table: str, race_id: str, event_id: str, shard: str, k: int) -> None:
+    """The LINE's share of ``places.returns``' pooling items (its shard's ``taken`` is not this suite's)."""
+    client.update_item(
+        TableName=table,
+        Key=waitlist_line_key(race_id, event_id),
+        UpdateExpression="ADD #pool :k, #ps :k",
+        ExpressionAttributeNames={"#pool": POOL, "#ps": pool_attr(shard)},
+        ExpressionAttributeValues=values({":k": k}),
+    )
 
 
 def _add_code(client: Any, table: str, race_id: str, code: str, caps: list[int]) -> None:

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 from racecap.aws.transactions import ConditionFailed
-from racecap.waitlist.models import WaitlistEntry
+from racecap.waitlist.models import Offer, WaitlistEntry
 
 from tests.contract.stores_under_test import StoresUnderTest
 
@@ -74,3 +74,30 @@ def test_a_number_is_given_from_the_line_as_read_and_the_cap_and_the_state_are_c
     assert sorted((e.entryId, e.state) for e in w.entries(race, "evt")) == [
         ("entry1", "LEFT"), ("entry2", "REMOVED"), ("entry3", "REMOVED"), ("entry4", "PENDING"),
     ]  # fmt: skip
+
+
+def test_the_retention_purge_deletes_every_entry_and_offer_of_the_event_and_keeps_the_lines_figures(
+    stores: StoresUnderTest,
+) -> None:
+    w, race, other = stores.waitlist, f"race-{uuid.uuid4().hex[:8]}", f"race-{uuid.uuid4().hex[:8]}"
+    for n in range(1, 4):
+        assert w.put_pending(_entry(race, n), NOW)
+        w.confirm(w.get(race, "evt", f"entry{n}"), w.line(race, "evt"), None, "at")  # type: ignore[arg-type]
+    assert w.put_pending(_entry(race, 4), NOW)  # still to confirm
+    stores.pool(race, "evt", "SHARD#000", 1)
+    first = w.get(race, "evt", "entry1")
+    assert first is not None and first.seq == 1
+    w.offer(first, Offer(entryId="entry1", raceId=race, eventId="evt", state="OFFERED", seq=1, shard="SHARD#000",
+                         email="r1@x.io", offeredAt="at", expiresAt="2030-01-03T00:00:00+00:00", priceCents=2500))  # fmt: skip
+    assert w.put_pending(_entry(race, 5, eventId="evt2"), NOW)  # another event of the race: its own purge
+    assert w.put_pending(_entry(other, 6), NOW)  # another race: kept
+
+    items = stores.retention.waitlist_items(race, "evt")
+    assert len(items) == 5  # four entries and the offer: each holds an address
+    stores.transact(items)
+    assert w.entries(race, "evt") == [] and w.offers(race, "evt") == []
+    line = w.line(race, "evt")
+    assert (line.exists, line.seq, line.made, line.offered) == (True, 3, 1, 1)  # figures, no one's data
+    assert [e.entryId for e in w.entries(race, "evt2")] == ["entry5"]
+    assert [e.entryId for e in w.entries(other, "evt")] == ["entry6"]
+    assert stores.retention.waitlist_items(race, "evt") == []  # a resumed run: nothing left to delete

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 from racecap.aws.transactions import TransactItem
 from racecap.questions.rules import kept_after_purge, waiver_after_purge
@@ -66,11 +67,16 @@ class FakeRetention:
     def waitlist_items(self, race_id: str, event_id: str) -> list[TransactItem]:
         store = self.waitlist
 
-        def delete(key: tuple[str, str, str]) -> TransactItem:
-            return fake_item(lambda: True, lambda: store.items.pop(key, None))
+        def delete(items: dict[tuple[str, str, str], Any], key: tuple[str, str, str]) -> TransactItem:
+            return fake_item(lambda: True, lambda: items.pop(key, None))
 
-        with store.lock:
-            return [delete(k) for k in store.items if k[:2] == (race_id, event_id)]
+        with store.lock:  # the entries and the offers (each holds an address), as DynamoRetention does
+            return [
+                delete(items, k)
+                for items in (store.items, store.offer_items)
+                for k in list(items)
+                if k[:2] == (race_id, event_id)
+            ]
 
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem:
         def mark() -> None:

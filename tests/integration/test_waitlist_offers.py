@@ -11,6 +11,8 @@ transaction the API's confirm runs): joining through the API is slice 1's tests'
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -223,5 +225,41 @@ def test_a_claim_past_its_window_passes_the_place_on_and_a_closed_registration_r
     time.sleep(SWEEP_S)
     assert _mailed(stack, CLOSED, emails) == waiting
     assert sum(len([t for t in m["to"] if rid[-6:].lower() in t]) for m in _mail(stack, CLOSED)) == len(waiting)
+    report = wait_for_audit(stack, backend, rid, timeout=30)
+    assert report.ok, report.summary()
+
+
+def test_the_directors_close_tells_each_runner_still_waiting_exactly_once_and_the_export_shows_the_list(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    rid, eid, kim, regs, _ = _full_race(director, api, cap=2, registered=1)
+    emails = _line_of(backend, rid, eid, 4)
+    assert kim.post(f"/api/admin/races/{rid}/registrations/{regs[0]}/cancel", json={}).status_code == 200
+    wait_until(lambda: sorted(_offers(backend, rid, eid)) == [1], timeout=30)
+
+    # The export: every entry in line order, with its place, state and offer (gzipped on request).
+    got = kim.get(f"/api/admin/races/{rid}/waitlist/export", headers={"Accept-Encoding": "gzip"})
+    assert got.status_code == 200, got.text
+    assert got.headers["Content-Type"].startswith("text/csv") and got.headers.get("Content-Encoding") == "gzip"
+    rows = list(csv.DictReader(io.StringIO(got.text)))
+    assert [(r["email"], r["state"], r["position"], r["offerState"]) for r in rows] == [
+        (emails[0], "OFFERED", "", "OFFERED"), (emails[1], "WAITING", "1", ""),
+        (emails[2], "WAITING", "2", ""), (emails[3], "WAITING", "3", ""),
+    ]  # fmt: skip
+
+    # The director closes the list, twice: the offer ends, its place goes on sale, each runner
+    # still waiting gets one email, and the trail names no address.
+    for _ in range(2):
+        closed = kim.post(f"/api/admin/races/{rid}/events/{eid}/waitlist/close")
+        assert closed.status_code == 200, closed.text
+        assert (closed.json()["closed"], closed.json()["offersOut"]) == (True, 0)
+    assert _offers(backend, rid, eid)[1].state == "CLOSED"
+    assert _taken(backend, rid, eid) == 1  # the one hold left; the offered place is free again
+    wait_until(lambda: len(_mailed(stack, CLOSED, emails)) == 3, timeout=45)
+    time.sleep(2 * SWEEP_S)  # a second email, were one coming, is on its way by now
+    to = [t for m in _mail(stack, CLOSED) for t in m["to"]]
+    assert {e: sum(e in t for t in to) for e in emails} == {emails[0]: 0, **dict.fromkeys(emails[1:], 1)}
+    trail = [e for e in kim.get(f"/api/admin/races/{rid}/audit").json()["entries"] if e["action"] == "waitlist.close"]
+    assert len(trail) == 2 and "@" not in repr(trail)
     report = wait_for_audit(stack, backend, rid, timeout=30)
     assert report.ok, report.summary()

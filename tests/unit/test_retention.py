@@ -139,8 +139,8 @@ def test_a_purge_empties_the_provider_ids_on_the_ledgers_refunds_too():
     assert [e.amountCents for e in w.ledger_store.refunds(first)] == [500, 700]  # the amounts stay
 
 
-def test_a_purge_deletes_every_waitlist_entry_of_the_race_whatever_its_state_and_keeps_other_races():
-    from racecap.waitlist.models import WaitlistEntry
+def test_a_purge_deletes_every_waitlist_entry_and_offer_of_the_race_whatever_its_state_and_keeps_other_races():
+    from racecap.waitlist.models import Offer, WaitlistEntry
 
     w = _world()
     job, store = _job(w, RACE_DAY + timedelta(days=61))
@@ -152,5 +152,10 @@ def test_a_purge_deletes_every_waitlist_entry_of_the_race_whatever_its_state_and
     for n, state in enumerate(("PENDING", "WAITING", "LEFT", "REMOVED")):
         store.waitlist.items[("race-1", "ev0", f"e{n}")] = entry("race-1", n, state)
     store.waitlist.items[("race-2", "ev0", "e9")] = entry("race-2", 9, "WAITING")
+    store.waitlist.offer_items[("race-1", "ev0", "e1")] = Offer(
+        entryId="e1", raceId="race-1", eventId="ev0", state="CLAIMED", seq=1, shard="SHARD#000", email="w1@x.io",
+        offeredAt="2025-04-02T00:00:00+00:00", expiresAt="2025-04-04T00:00:00+00:00", priceCents=2500,
+    )  # fmt: skip
     job.run(lambda: 900)
     assert list(store.waitlist.items) == [("race-2", "ev0", "e9")]
+    assert store.waitlist.offer_items == {}  # an offer carries the address it was made to

@@ -47,6 +47,7 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
       post: (path, body = {}, { headers } = {}) => request('POST', path, body, { headers }),
       patch: (path, body) => request('PATCH', path, body),
       put: (path, body) => request('PUT', path, body),
+      delete: (path) => request('DELETE', path),
       download: (path) => request('GET', path, undefined, { raw: true, signal }),
       postForFile: (path, body) => request('POST', path, body, { raw: true }),
       forRoute() {

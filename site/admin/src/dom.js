@@ -74,3 +74,22 @@ export function form({ submit, action, testid }, ...fields) {
   });
   return el;
 }
+
+/** A CSV export fetched page by page (X-Next-Cursor) with the token in a header, never in the
+ * URL, then handed to the browser as one file. `path` already has its own query, if any. */
+export async function downloadCsv(api, path, filename) {
+  const parts = [];
+  let next = '';
+  do {
+    const join = path.includes('?') ? '&' : '?';
+    const response = await api.download(`${path}${next ? `${join}cursor=${encodeURIComponent(next)}` : ''}`);
+    parts.push(await response.text());
+    next = response.headers.get('X-Next-Cursor') || '';
+  } while (next);
+  const url = URL.createObjectURL(new Blob(parts, { type: 'text/csv' }));
+  const a = h('a', { href: url, download: filename });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}

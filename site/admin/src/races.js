@@ -246,6 +246,7 @@ export function subnav(raceId, current) {
     ['runners', `${base}/runners`, 'Runners'],
     ['results', `${base}/results`, 'Results'],
     ['codes', `${base}/codes`, 'Discount codes'],
+    ['waitlist', `${base}/waitlist`, 'Waitlist'],
     ['audit', `${base}/audit`, 'Audit trail'],
   ];
   return h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},

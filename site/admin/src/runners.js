@@ -1,7 +1,7 @@
 // A race's runners: search (a bib, a whole email, or words of a name) and filters, a runner's
 // detail (GET …/registrations/{id}: the registration and its payments and refunds), cancel
 // with a refund (the confirmation shows the amount), and the CSV export.
-import { announce, h, show } from './dom.js';
+import { announce, downloadCsv, h, show } from './dom.js';
 import { minorFrom, money, showInZone } from './zone.js';
 
 const enc = encodeURIComponent;
@@ -266,21 +266,8 @@ export async function runnersPage(api, raceId, subnav) {
   }
 
   async function download() {
-    // The token goes in a header, never the URL: fetch the CSV, then hand the browser a blob.
     exportBox.textContent = 'Preparing the export…';
-    const parts = [];
-    let next = '';
-    do {
-      const response = await api.download(`/races/${enc(raceId)}/registrations/export?includeCancelled=true${next ? `&cursor=${enc(next)}` : ''}`);
-      parts.push(await response.text());
-      next = response.headers.get('X-Next-Cursor') || '';
-    } while (next);
-    const url = URL.createObjectURL(new Blob(parts, { type: 'text/csv' }));
-    const a = h('a', { href: url, download: `${raceId}-registrations.csv` });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    await downloadCsv(api, `/races/${enc(raceId)}/registrations/export?includeCancelled=true`, `${raceId}-registrations.csv`);
     exportBox.textContent = 'The export is downloaded.';
   }
 
@@ -334,6 +321,8 @@ function whatHappened(e) {
     'race.create': () => 'Created the race',
     'race.update': () => 'Changed the race',
     'event.update': () => 'Changed an event',
+    'waitlist.close': () => "Closed an event's waitlist",
+    'waitlist.entry.remove': () => `Removed entry ${e.target}${d.number ? ` (number ${d.number})` : ''} from an event's waitlist`,
   }[e.action];
   return said ? said() : e.action.replaceAll('.', ' ');
 }

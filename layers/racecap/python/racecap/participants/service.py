@@ -228,7 +228,7 @@ class Participants:
         questions = self._answers.columns(race.raceId, [e.eventId for e in events]) if self._answers else []
         ids = [qid for qid, _ in questions]
         if cursor is None:
-            yield _csv_line((*CSV_COLUMNS, *(f"{label} [{qid}]" for qid, label in questions))), encode_cursor(pos)
+            yield csv_line((*CSV_COLUMNS, *(f"{label} [{qid}]" for qid, label in questions))), encode_cursor(pos)
         for index in range(pos.event, len(events)):
             after = pos.after_bib if index == pos.event else 0
             for item in self._regs.event_rows(race.raceId, events[index].eventId, after):
@@ -266,7 +266,7 @@ class Participants:
                         else ()
                     ),
                 )
-                yield _csv_line(row), encode_cursor(Position(index, int(item["bib"])))
+                yield csv_line(row), encode_cursor(Position(index, int(item["bib"])))
         yield "", None
 
 
@@ -356,7 +356,7 @@ def _wanted(item: RegistrationRowData, status: str | None) -> bool:
     return status is None or item.get("status") == status
 
 
-def _csv_line(values: tuple[Any, ...]) -> str:
+def csv_line(values: tuple[Any, ...]) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\r\n").writerow(_safe(v) for v in values)
     return out.getvalue()

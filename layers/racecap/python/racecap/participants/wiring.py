@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from racecap.participants.service import Participants
+    from racecap.participants.waitlist_export import WaitlistExport
 
 
 @lru_cache(maxsize=1)
@@ -17,3 +18,11 @@ def participants() -> Participants:
     from racecap.registration.wiring import registrations
 
     return Participants(registrations(), questions())
+
+
+@lru_cache(maxsize=1)
+def waitlist_export() -> WaitlistExport:
+    from racecap.participants.waitlist_export import WaitlistExport
+    from racecap.waitlist.wiring import waitlist_store
+
+    return WaitlistExport(waitlist_store())

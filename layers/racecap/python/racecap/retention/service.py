@@ -9,8 +9,9 @@ on, the retention job (``functions/retention_purge``, hourly) deletes what is no
   runners in age groups;
 * every email's claim on the race (its key is the email) and the runners' holds (which
   carry the payment attempt: email, date of birth);
-* every entry of the race's events' waitlists (an address and a name each; ``racecap.waitlist``),
-  whatever its state, in transactions of up to ``LEDGER_ITEMS_PER_TRANSACTION`` deletes;
+* every entry and every offer of the race's events' waitlists (an address and a name each;
+  ``racecap.waitlist``), whatever its state, in transactions of up to
+  ``LEDGER_ITEMS_PER_TRANSACTION`` deletes; the lines' counters, figures alone, stay;
 
 and keeps what results publish and directors count: name, bib, event, status, amounts,
 times, the stats. The answers to the registration questions (emergency contacts, clubs,
@@ -78,7 +79,7 @@ class RetentionStore(Protocol):
         ...
 
     def waitlist_items(self, race_id: str, event_id: str) -> list[TransactItem]:
-        """Every entry of the event's waitlist, deleted."""
+        """Every entry and offer of the event's waitlist, deleted."""
         ...
 
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem: ...

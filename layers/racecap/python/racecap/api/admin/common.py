@@ -1,8 +1,10 @@
-"""What every admin route needs: the calling director, their race, a JSON answer, the security
-requirement and the 404 every race route may answer."""
+"""What every admin route needs: the calling director, their race, a JSON answer (or a CSV
+export's page), the security requirement and the 404 every race route may answer."""
 
-from collections.abc import Callable
+import base64
+from collections.abc import Callable, Iterator
 from typing import Any, cast
+from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -12,6 +14,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from racecap.auth import director_from_claims
 from racecap.http import NO_STORE
 from racecap.models import Director
+from racecap.participants.service import build_export_page
 from racecap.races.models import Event, Race
 from racecap.setup.wiring import race_admin
 
@@ -46,3 +49,32 @@ def owner_of(router: Router) -> Callable[[str], Owned]:
 
 def as_json(status: int, body: Any) -> Response[Any]:
     return Response(status, content_types.APPLICATION_JSON, body, headers=NO_STORE)
+
+
+def csv_page(
+    router: Router,
+    lines: Iterator[tuple[str, str | None]],
+    path: str,
+    filename: str,
+    query: dict[str, str] | None = None,
+) -> Response[str]:
+    """A CSV export's page as one Lambda response (``participants.service`` says why it pages):
+    gzipped when the client takes it, and where the next page is (``Link: rel="next"`` on ``path``
+    with ``query`` kept, and ``X-Next-Cursor``)."""
+    accepts = router.current_event.headers.get("accept-encoding", "")
+    deadline_s = router.lambda_context.get_remaining_time_in_millis() / 1000
+    page = build_export_page(lines, gzip="gzip" in accepts.lower(), remaining_s=deadline_s)
+    headers = {
+        **NO_STORE,
+        "Content-Disposition": f'attachment; filename="{filename}"',
+        "X-Export-Lines": str(page.lines),
+    }
+    if page.gzipped:
+        headers["Content-Encoding"] = "gzip"
+    if page.next_cursor:
+        headers["X-Next-Cursor"] = page.next_cursor
+        headers["Link"] = f'<{path}?{urlencode({"cursor": page.next_cursor} | (query or {}))}>; rel="next"'
+    body = page.body if isinstance(page.body, str) else base64.b64encode(page.body).decode()
+    response = Response(200, "text/csv; charset=utf-8", body, headers=headers)
+    response.base64_encoded = page.gzipped  # already encoded: validation sees plain ASCII text
+    return response

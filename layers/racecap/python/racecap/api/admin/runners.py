@@ -3,16 +3,13 @@
 # No `from __future__ import annotations` here: Powertools reads the route annotations
 # at run time to validate requests and responses.
 
-import base64
 from typing import Annotated, Literal
-from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
-from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, director_of, owner_of
-from racecap.http import NO_STORE
+from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, csv_page, director_of, owner_of
 from racecap.ledger.models import (
     OPEN_PHASES,
     CancellationView,
@@ -24,7 +21,7 @@ from racecap.ledger.models import (
 from racecap.ledger.wiring import cancellations, ledger
 from racecap.observability import tracer
 from racecap.participants.models import AnsweredPage
-from racecap.participants.service import CURSOR_PATTERN, PAGE_MAX, build_export_page
+from racecap.participants.service import CURSOR_PATTERN, PAGE_MAX
 from racecap.participants.wiring import participants
 
 router = Router()
@@ -72,25 +69,10 @@ def export_registrations(
     includeCancelled: Annotated[bool, Query()] = False,
 ) -> Response[str]:
     _, race, events = _owned(raceId)
-    accepts = router.current_event.headers.get("accept-encoding", "")
-    deadline_s = router.lambda_context.get_remaining_time_in_millis() / 1000
     lines = participants().export_lines(race, events, cursor=cursor, include_cancelled=includeCancelled)
-    page = build_export_page(lines, gzip="gzip" in accepts.lower(), remaining_s=deadline_s)
-    headers = {
-        **NO_STORE,
-        "Content-Disposition": f'attachment; filename="{raceId}-registrations.csv"',
-        "X-Export-Lines": str(page.lines),
-    }
-    if page.gzipped:
-        headers["Content-Encoding"] = "gzip"
-    if page.next_cursor:
-        query = urlencode({"cursor": page.next_cursor} | ({"includeCancelled": "true"} if includeCancelled else {}))
-        headers["X-Next-Cursor"] = page.next_cursor
-        headers["Link"] = f'</api/admin/races/{raceId}/registrations/export?{query}>; rel="next"'
-    body = page.body if isinstance(page.body, str) else base64.b64encode(page.body).decode()
-    response = Response(200, "text/csv; charset=utf-8", body, headers=headers)
-    response.base64_encoded = page.gzipped  # already encoded: validation sees plain ASCII text
-    return response
+    path = f"/api/admin/races/{raceId}/registrations/export"
+    query = {"includeCancelled": "true"} if includeCancelled else {}
+    return csv_page(router, lines, path, f"{raceId}-registrations.csv", query)
 
 
 # After the export's route: Powertools tries routes in order, and "export" is no registration id.

@@ -1,4 +1,5 @@
-"""An event's waitlist, for its director: the list with places and states, removing someone."""
+"""An event's waitlist, for its director: the list with places and states, removing someone, closing
+the list, releasing places to it; and every list of the race as CSV."""
 
 # No `from __future__ import annotations` here: Powertools reads the route annotations
 # at run time to validate requests and responses.
@@ -7,12 +8,14 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, owner_of
+from racecap.api.admin.common import NOT_YOURS, SECURITY, as_json, csv_page, owner_of
 from racecap.errors import EventNotFound
 from racecap.http import NO_STORE
 from racecap.observability import tracer
+from racecap.participants.service import CURSOR_PATTERN
+from racecap.participants.wiring import waitlist_export
 from racecap.races.models import Event
 from racecap.setup.models import EventPatch
 from racecap.setup.wiring import race_admin
@@ -106,3 +109,22 @@ def release_to_waitlist(
     race_admin().update_event(director, raceId, eventId, EventPatch(cap=event.cap + body.places))
     _, _, events = _owned(raceId)
     return as_json(200, waitlist_admin().view(raceId, _event(events, raceId, eventId)))
+
+
+@router.get(
+    "/api/admin/races/<raceId>/waitlist/export",
+    summary="Every event's waitlist as CSV: each entry with its number, place, state and offer",
+    description="One row per entry, event by event in line order (join number, then the entries still to "
+    "confirm): the runner, when they joined and confirmed, and their offer's state with when it was made, "
+    "until when it stood, and when it was claimed or ended. The stats' waitlist figures are counts of these "
+    "columns (`state` WAITING; `offerState` OFFERED, CLAIMED, EXPIRED). Paged like the registrations' export: "
+    'send `Accept-Encoding: gzip`; follow `Link: rel="next"` (or pass `X-Next-Cursor` as `cursor`).',
+    tags=["Admin: waitlist"],
+    security=SECURITY,
+    responses={**NOT_YOURS, 200: {"description": "CSV", "content": {"text/csv": {"schema": {"type": "string"}}}}},
+)
+@tracer.capture_method
+def export_waitlist(raceId: str, cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN)] = None) -> Response[str]:
+    _, race, events = _owned(raceId)
+    lines = waitlist_export().lines(race, events, cursor=cursor)
+    return csv_page(router, lines, f"/api/admin/races/{raceId}/waitlist/export", f"{raceId}-waitlist.csv")
