@@ -99,6 +99,12 @@ class FakeCancelStore(FakeRegistrations):
 
         return fake_item(lambda: rid in t.regs and t.regs[rid].status == RegistrationPhase.CANCELLING, apply)
 
+    def payments_counted_item(self, race_id: str, event_id: str, cents: int) -> TransactItem:
+        def count() -> None:
+            self.tables.stats[(race_id, event_id)].update(otherPaidCents=cents)
+
+        return fake_item(lambda: True, count)
+
     def refunds_counted_item(self, race_id: str, event_id: str, cents: int, *, outside: bool = False) -> TransactItem:
         def count() -> None:
             self.tables.stats[(race_id, event_id)].update(refundedCents=cents, outsideRefunds=int(outside))

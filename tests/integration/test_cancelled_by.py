@@ -68,7 +68,13 @@ def test_the_stats_and_the_export_say_who_cancelled(
     export = kim.get(f"/api/admin/races/{rid}/registrations/export", params={"includeCancelled": "true"})
     assert export.status_code == 200, export.text
     header, *rows = list(csv.reader(io.StringIO(export.text)))
-    assert header[-3:] == ["refundFailures", "cancelledBy", "T-shirt [shirt]"]  # the questions' columns after it
+    assert header[-5:] == [
+        "refundFailures",
+        "cancelledBy",
+        "transfers",
+        "transferredAt",
+        "T-shirt [shirt]",
+    ]  # questions after
     by_id = {row[header.index("registrationId")]: dict(zip(header, row, strict=True)) for row in rows}
     assert {r: by_id[r]["cancelledBy"] for r in ids} == {ann: "organiser", bo: "runner", cy: ""}
     assert {r: by_id[r]["status"] for r in ids} == {ann: "CANCELLED", bo: "CANCELLED", cy: "CONFIRMED"}

@@ -6,6 +6,8 @@ paid for a transfer that lost is refunded, once, and the books still balance."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -100,6 +102,14 @@ def test_a_place_handed_over_keeps_its_bib_replaces_the_runner_everywhere_and_sw
     assert wait_until(lambda: _mail(stack, grace, "transfer-confirmed"), timeout=45)
     assert wait_until(lambda: _mail(stack, ada, "transferred-away"), timeout=45)
 
+    # Nothing of Ada is left in the tables (the registration, the hold's attempt, the claim).
+    assert not _anywhere(backend, ada)
+    stats = kim.get(f"/api/admin/races/{rid}/stats").json()
+    assert stats["events"][0]["transfers"] == 1 and stats["totals"]["transfers"] == 1
+    export = kim.get(f"/api/admin/races/{rid}/registrations/export").text
+    (row,) = [r for r in csv.DictReader(io.StringIO(export)) if r["registrationId"] == reg_id]
+    assert (row["email"], row["transfers"], row["bib"]) == (grace, "1", str(bib)) and row["transferredAt"]
+
     # One registration per email: Grace cannot register again; Ada's claim is free.
     taken = hold_and_register_status(api, rid, eid, runner(grace))
     assert taken == 409
@@ -111,6 +121,15 @@ def test_a_place_handed_over_keeps_its_bib_replaces_the_runner_everywhere_and_sw
     moved = [e for e in trail if e["action"] == "registration.transferred"]
     assert [(e["target"], e["actor"]["kind"]) for e in moved] == [(reg_id, "runner")]
     assert not any(ada in str(e) or grace in str(e) for e in trail)  # no address in the trail
+
+
+def _anywhere(backend: Any, text: str) -> list[str]:
+    """The keys of every item of the Registrations and Inventory tables that mention ``text``."""
+    found = []
+    for table in ("Registrations", "Inventory"):
+        pages = backend.dynamodb.get_paginator("scan").paginate(TableName=backend.table(table))
+        found += [str(item["pk"]) for page in pages for item in page["Items"] if text in str(item)]
+    return found
 
 
 def hold_and_register_status(api: requests.Session, race_id: str, event_id: str, body: dict[str, Any]) -> int:
@@ -212,5 +231,49 @@ def test_a_transfer_fee_is_a_payment_of_its_own_and_one_paid_for_a_transfer_that
         statement = kim.get(f"/api/admin/races/{rid}/registrations/{lost_id}").json()
         raise AssertionError((statement, _refunds_at_provider(stack, intent_id))) from None
     assert backend.registrations().get(lost_id).status in ("CANCELLING", "CANCELLED")
+    # Both fees are in the gross, the lost one's refund in the refunds: the books balance.
+    totals = wait_until(
+        lambda: (t := kim.get(f"/api/admin/races/{rid}/stats").json()["totals"])["otherPaymentsCents"] == 1600 and t,
+        timeout=30,
+    )
+    assert (totals["transfers"], totals["grossCents"], totals["refundedCents"]) == (1, 7600, 3800)
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+
+
+def test_a_team_member_hands_over_their_own_place_and_the_team_keeps_the_rest(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    policy = {"transfersUntil": _day(20)}
+    sizes = [{"id": "M", "label": "Medium", "quantity": 3}, {"id": "L", "label": "Large", "quantity": 3}]
+    rid, eid, kim = _race(director, api, 2000, policy, (10,), who="kim-transfer-team", teams=True, sizes=sizes)
+    tag = rid[-6:].lower()
+    members = [
+        runner(f"member{i}.{tag}@example.com", token=None) | {"firstName": f"Member{i}", "answers": {"shirt": "M"}}
+        for i in range(3)
+    ]
+    team = api.post(f"/api/races/{rid}/events/{eid}/teams", json={"places": 3}).json()
+    paid = api.post(
+        f"/api/holds/{team['holdId']}/team",
+        json={"teamName": "Handover", "members": members, "paymentMethod": "pm_card_visa"},
+    )
+    assert paid.status_code == 202, paid.text
+    ids = backend.holds().get(team["holdId"]).memberIds
+    wait_confirmed(api, ids)
+
+    second = members[1]["email"]
+    me = {HEADER: _link_token(stack, second)}
+    new = f"newcomer.{tag}@example.com"
+    assert api.post("/api/my/registration/transfer", headers=me, json={"email": new}).status_code == 202
+    done = api.post("/api/transfers/accept", json=_new_runner(_offer_token(stack, new), answers={"shirt": "L"}))
+    assert (done.status_code, done.json()["status"], done.json()["registrationId"]) == (200, "TRANSFERRED", ids[1])
+
+    # Only that member changed: the team's record names the newcomer in their slot, with their size.
+    team_members = _hold(backend, team["holdId"])["attempt"]["members"]
+    assert [m["email"] for m in team_members] == [members[0]["email"], new, members[2]["email"]]
+    assert team_members[1]["stock"][0].startswith("shirt#L#") and team_members[0]["stock"][0].startswith("shirt#M#")
+    assert _stock(kim, rid, eid) == {"M": 2, "L": 1}
+    assert backend.registrations().get(ids[1]).teamName == "Handover"
+    assert not _anywhere(backend, second)
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations

@@ -136,6 +136,8 @@ def test_live_figures_add_up_per_event_and_in_total(w):
         "grossCents": 5000,
         "netCents": 5000,
         "outsideRefunds": 0,
+        "transfers": 0,
+        "otherPaymentsCents": 0,
     }
     assert (view.status, view.minutes, view.asOf) == ("OPEN", 3, w.clock.now)
 

@@ -66,6 +66,10 @@ class CancelStore(RegistrationStore, Protocol):
         self, race_id: str, event_id: str, cents: int, *, outside: bool = False
     ) -> TransactItem: ...
 
+    def payments_counted_item(self, race_id: str, event_id: str, cents: int) -> TransactItem:
+        """The event's counters see a payment beyond the entry (a transfer fee) of ``cents``."""
+        ...
+
     def flag_dispute(self, registration_id: str, dispute_id: str, now: str) -> bool: ...
 
     def open_cancel_item(self, registration_id: str, now: str) -> TransactItem:
@@ -171,6 +175,16 @@ class DynamoCancelStore(DynamoRegistrations):
                 "Key": stats_key(race_id, event_id),
                 "UpdateExpression": expression,
                 "ExpressionAttributeValues": values({":amt": cents} | ({":one": 1} if outside else {})),
+            }
+        }
+
+    def payments_counted_item(self, race_id: str, event_id: str, cents: int) -> TransactItem:
+        return {
+            "Update": {
+                "TableName": self._inv,
+                "Key": stats_key(race_id, event_id),
+                "UpdateExpression": "ADD otherPaidCents :amt",
+                "ExpressionAttributeValues": values({":amt": cents}),
             }
         }
 

@@ -338,8 +338,9 @@ class Ledger:
             actor="runner",
             at=datetime.now(UTC).isoformat(),
         )
+        counted = self._regs.payments_counted_item(reg.raceId, reg.eventId, entry.amountCents)
         try:
-            self._transact(self._store.payment_items(rid, entry))
+            self._transact([*self._store.payment_items(rid, entry), counted])
         except ConditionFailed as exc:
             if 0 in exc.indexes:
                 return "already"

@@ -105,6 +105,8 @@ CSV_COLUMNS = (
     "waiverGuardian",
     "refundFailures",  # refunds the provider failed after the fact (flagged: > 0): refund again
     "cancelledBy",  # who cancelled, in words (CANCELLED_BY_WORDS); empty for a live entry
+    "transfers",  # how many times the place was handed to another runner (registration.transfer)
+    "transferredAt",  # when it last was; the row's runner is the one who holds it now
 )
 
 
@@ -258,6 +260,8 @@ class Participants:
                     *_waiver_cells(item.get("waiver")),
                     item.get("refundFailures", 0),
                     _cancelled_by(item),
+                    item.get("transfers", 0),
+                    item.get("transferredAt", ""),
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids

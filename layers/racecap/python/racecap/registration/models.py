@@ -136,6 +136,8 @@ class RegistrationRowData(TypedDict, total=False):
     confirmedAt: str
     cancelledAt: str
     cancelledBy: str  # who cancelled: a director's id, "runner", "payment-provider", a job's (models.director_kind)
+    transfers: int  # places handed over (registration.transfer)
+    transferredAt: str
     refundId: str
     disputeId: str
     purgedAt: str

@@ -86,6 +86,7 @@ CANCELLED_BY_FIELDS: dict[ActorKind, str] = {
 }
 STATS_FIELDS = (
     *("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds"),
+    *("transfers", "otherPaidCents"),  # places handed over; payments beyond the entry (transfer fees)
     *CANCELLED_BY_FIELDS.values(),
 )
 
@@ -372,7 +373,15 @@ class DynamoRegistrations:
             vals={**vals, ":confirmed": RegistrationPhase.CONFIRMED, ":old": reg.email, ":n": n,
                   ":zero": 0, ":one": 1},
         )  # fmt: skip
-        return [*self.claim_move_items(reg, str(person["email"])), update]
+        counted = {
+            "Update": {
+                "TableName": self._inv,
+                "Key": stats_key(reg.raceId, reg.eventId),
+                "UpdateExpression": "ADD transfers :one",
+                "ExpressionAttributeValues": values({":one": 1}),
+            }
+        }
+        return [*self.claim_move_items(reg, str(person["email"])), update, counted]
 
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
         resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)

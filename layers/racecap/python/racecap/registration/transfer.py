@@ -396,12 +396,14 @@ class Transfers:
                 Actor.runner(reg.registrationId), reg.raceId, "registration.transferred", reg.registrationId,
                 eventId=reg.eventId, bib=reg.bib, offer=n, transfers=(reg.transfers or 0) + 1,
             )  # fmt: skip
-            items = [*self._regs.transfer_items(reg, n, person, now), audit, *plan.stock, *plan.record]
+            move_items = self._regs.transfer_items(reg, n, person, now)
+            items = [*move_items, audit, *plan.stock, *plan.record]
             try:
                 self._transact(items)
                 break
             except ConditionFailed as exc:
-                full_at = [i - 4 for i in exc.indexes if 4 <= i < 4 + len(plan.taken)]
+                first = len(move_items) + 1  # the units taken follow the move's items and the trail's
+                full_at = [i - first for i in exc.indexes if first <= i < first + len(plan.taken)]
                 if full_at:
                     full.add(plan.taken[full_at[0]])
                     continue

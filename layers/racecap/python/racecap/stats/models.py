@@ -39,6 +39,10 @@ class EventStats(Model):
     outsideRefunds: int = Field(
         description="Refunds made outside Racecap (the provider's dashboard), recorded in the ledger: check them."
     )
+    transfers: int = Field(default=0, description="Places handed over from one runner to another.")
+    otherPaymentsCents: int = Field(
+        default=0, description="Payments beyond the entry (transfer fees), in the gross; a lost one's refund too."
+    )
     perMinute: list[MinuteCount] = Field(description="Confirmations per UTC minute, oldest first, zeros included.")
     waitlistLength: int = Field(default=0, description="Runners waiting on the event's waitlist (confirmed entries).")
     waitlistPooled: int = Field(default=0, description="Freed places kept for the waitlist, not offered yet.")

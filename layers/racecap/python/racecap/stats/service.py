@@ -75,7 +75,7 @@ class RaceStats:
             held = min(held_by_event.get(e.eventId, 0), usage.taken)
             line = self._waitlist(race.raceId, e.eventId) if self._waitlist and e.waitlist.enabled else Line()
             # Revenue is the confirmed registrations'; a cancelled one's payment stays in the gross.
-            gross = counters["revenueCents"] + counters.get("cancelledCents", 0)
+            gross = counters["revenueCents"] + counters.get("cancelledCents", 0) + counters.get("otherPaidCents", 0)
             refunded = counters["refundedCents"]
             out.append(
                 EventStats(
@@ -100,6 +100,8 @@ class RaceStats:
                     refundedCents=refunded,
                     netCents=gross - refunded,
                     outsideRefunds=counters.get("outsideRefunds", 0),
+                    transfers=counters.get("transfers", 0),
+                    otherPaymentsCents=counters.get("otherPaidCents", 0),
                     perMinute=[MinuteCount(minute=m, confirmed=per_minute.get(m, 0)) for m in window],
                     waitlistLength=line.waiting,
                     waitlistPooled=line.pool,
@@ -114,6 +116,7 @@ class RaceStats:
                 *("cap", "held", "queued", "confirmed", "cancelled", "placesLeft"),
                 *CANCELLED_BY_FIELDS.values(),
                 *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
+                *("transfers", "otherPaymentsCents"),
             )
         }
         return RaceStatsView(
