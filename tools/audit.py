@@ -14,7 +14,8 @@ The non-negotiables, per race:
   confirmed and cancelling registrations, the places of the live holds (held, paying,
   queued), the waitlist's offers out (its OFFER items) and its pooled places (the LINE's
   ``pool``); and the LINE's ``offered`` counter matches its OFFER items;
-* one registration per email per race;
+* one registration per email per race, and a registration whose address moved (an email
+  change, a place handed over) is the one its address's claim names;
 * bibs per event are 1..N: no gaps, no duplicates;
 * every option with stock (a T-shirt size) has exactly the units its live entries took: the
   confirmed (or cancelling) registrations whose answers chose it, and the holds still paying
@@ -54,6 +55,7 @@ from racecap.aws.keys import (  # noqa: E402
     WAITLIST_OFFER_PREFIX,
     cap_pk,
     code_pk,
+    email_key,
     hold_key,
     live_partitions,
     option_counter,
@@ -236,6 +238,7 @@ def audit(
     # A race past its retention period has no emails left (retention.service).
     per_email = Counter(r["email"] for r in regs if r.get("email"))
     report.violations += [f"email {e} registered {n} times" for e, n in per_email.items() if n > 1]
+    _audit_moved_claims(dynamodb, inventory, race_id, regs, report)
 
     confirmed_ids = {r["registrationId"] for r in regs}
     # Every succeeded payment, from the provider's own records, in cents: its refunds never add
@@ -492,6 +495,24 @@ def _audit_stock(
                 report.violations.append(
                     f"event {eid}: option {qid}/{oid}: {taken} units taken, its live entries hold {held[key]}"
                 )
+
+
+def _audit_moved_claims(
+    dynamodb: Any, inventory: str, race_id: str, confirmed: list[dict[str, Any]], report: AuditReport
+) -> None:
+    """Each confirmed registration whose address moved after it was written (an email change, a
+    transfer) must be the one its address's claim names: the claim moved with it, in one write.
+    Only those are read: every other claim was written with its registration, and reading 50,000
+    claims would make the audit of a big race slow for nothing."""
+    moved = [r for r in confirmed if r.get("email") and (r.get("transfers") or r.get("emailChangedAt"))]
+    claims = {
+        str(c["registrationId"]): str(c["pk"])
+        for c in get_all(dynamodb, inventory, [email_key(race_id, str(r["email"])) for r in moved])
+    }
+    for r in moved:
+        rid = str(r["registrationId"])
+        if claims.get(rid) != f"EMAIL#{race_id}#{r['email']}":
+            report.violations.append(f"registration {rid}: its address's claim does not name it (moved without it)")
 
 
 def _audit_places(

@@ -171,6 +171,13 @@ def _plant_offer_without_its_place(stack: Any, backend: Any, race_id: str, event
     backend.dynamodb.put_item(TableName=backend.table("Inventory"), Item=to_item(line))
 
 
+def _plant_transfer_without_its_claim(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # A place handed over whose registration names the new address, the claim left on the old.
+    rid = _plant_registration(backend, race_id, event_id, 1, _email(), transfers=1)
+    old = {"pk": f"EMAIL#{race_id}#{_email()}", "sk": "EMAIL", "registrationId": rid, "status": "CLAIMED"}
+    backend.dynamodb.put_item(TableName=backend.table("Inventory"), Item=to_item(old))
+
+
 @pytest.mark.parametrize(
     ("plant", "caps", "violation"),
     [
@@ -185,6 +192,7 @@ def _plant_offer_without_its_place(stack: Any, backend: Any, race_id: str, event
         (_plant_stock_kept_by_a_cancellation, [5], "option shirt/m: 1 units taken, its live entries hold 0"),
         (_plant_refunds_past_the_payments, [5], "its ledger refunded 500 of the 0 cents it paid"),
         (_plant_offer_without_its_place, [5], "shards count 0 places taken, but 0 registered + 0 held + 1 offered"),
+        (_plant_transfer_without_its_claim, [5], "its address's claim does not name it"),
     ],
     ids=[
         "oversold event",
@@ -198,6 +206,7 @@ def _plant_offer_without_its_place(stack: Any, backend: Any, race_id: str, event
         "stock unit kept by a cancellation",
         "refunds past the payments",
         "waitlist offer without its place",
+        "place handed over without its claim",
     ],
 )
 def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps, violation) -> None:
