@@ -244,7 +244,8 @@ def test_a_transfer_fee_is_a_payment_of_its_own_and_one_paid_for_a_transfer_that
 def test_a_team_member_hands_over_their_own_place_and_the_team_keeps_the_rest(
     director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
-    policy = {"transfersUntil": _day(20)}
+    policy = {"runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "transfersUntil": _day(20),
+              "transferredRefundable": False}  # fmt: skip
     sizes = [{"id": "M", "label": "Medium", "quantity": 3}, {"id": "L", "label": "Large", "quantity": 3}]
     rid, eid, kim = _race(director, api, 2000, policy, (10,), who="kim-transfer-team", teams=True, sizes=sizes)
     tag = rid[-6:].lower()
@@ -275,5 +276,10 @@ def test_a_team_member_hands_over_their_own_place_and_the_team_keeps_the_rest(
     assert _stock(kim, rid, eid) == {"M": 2, "L": 1}
     assert backend.registrations().get(ids[1]).teamName == "Handover"
     assert not _anywhere(backend, second)
+    # The organiser's rule: a place taken over may be cancelled, not refunded (the teammates' may).
+    theirs = api.get("/api/my/registration/cancellation", headers={HEADER: done.json()["linkToken"]}).json()
+    assert (theirs["allowed"], theirs["amountCents"]) == (True, 0) and "not refunded" in theirs["note"], theirs
+    first = api.get("/api/my/registration/cancellation", headers={HEADER: _link_token(stack, members[0]["email"])})
+    assert first.json()["amountCents"] == 2000, first.text
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations

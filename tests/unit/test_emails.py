@@ -125,6 +125,43 @@ def test_given_markup_in_the_data_when_rendered_then_the_html_escapes_every_valu
     assert hostile in email.text
 
 
+def _mail(kind: str, **data: Any) -> RenderedEmail:
+    return render(EmailMessage.model_validate({"kind": kind, "dedupKey": f"{kind}:1", "to": "x@example.com",
+                                               "data": data}))  # fmt: skip
+
+
+def test_a_place_offered_says_who_offers_it_the_fee_until_when_and_links_once_escaped():
+    offer = {"fromFirstName": "Ada <b>", "raceName": "Harbour Half", "eventName": "10K", "raceDate": "2030-10-13",
+             "registrationId": "reg-1", "currency": "EUR", "until": "2030-09-30",
+             "acceptUrl": "https://racecap.example/#/transfer/trf.abc"}  # fmt: skip
+    paid = _mail("transfer-offer", feeCents=800, **offer)
+    assert paid.subject == "Ada <b> offers you their place in Harbour Half"
+    assert "8.00" in paid.text and "by 2030-09-30" in paid.text and offer["acceptUrl"] in paid.text
+    assert '<a href="https://racecap.example/#/transfer/trf.abc">Take the place over</a>' in paid.html
+    assert "Ada &lt;b&gt;" in paid.html and "<b>" not in paid.html
+    free = _mail("transfer-offer", feeCents=0, **offer)
+    assert "costs nothing" in free.text and "fee" not in free.text
+
+
+def test_the_new_runner_gets_their_own_confirmation_and_the_old_runner_a_notice():
+    mine = confirmation()["data"]
+    taken = _mail("transfer-confirmed", **mine)
+    assert taken.subject == "The place in Harbour Half is yours (bib 1042)" and "1042" in taken.text
+    away = _mail("transferred-away", firstName="Ada", raceName="Harbour Half", registrationId="reg-1")
+    assert away.subject == "Your place in Harbour Half was taken over"
+    assert "no longer works" in away.text and "Ada" in away.html
+
+
+def test_a_change_of_address_asks_the_new_one_and_tells_the_old_one():
+    asked = _mail("email-change", firstName="Ada", raceName="Harbour Half", eventName="10K", registrationId="reg-1",
+                  confirmUrl="https://racecap.example/#/my/email/eml.abc")  # fmt: skip
+    assert "within a day" in asked.text and "https://racecap.example/#/my/email/eml.abc" in asked.html
+    moved = _mail("email-moved", firstName="Ada", raceName="Harbour Half", registrationId="reg-1")
+    assert moved.subject == "Your registration for Harbour Half moved to another address"
+    changed = _mail("email-changed", **confirmation()["data"])
+    assert changed.subject == "Your registration for Harbour Half now uses this address (bib 1042)"
+
+
 def test_given_line_breaks_in_the_data_when_rendered_then_the_subject_stays_one_line():
     email = render(EmailMessage.model_validate(confirmation(raceName="Harbour\r\nBcc: x@evil.example")))
     assert "\n" not in email.subject

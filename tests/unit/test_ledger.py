@@ -395,6 +395,25 @@ def test_a_payment_naming_no_registration_of_ours_is_an_orphan(world):
     assert world.ledger.record_payment(replace(stray, currency="jpy")) == "orphan"  # no sum across currencies
 
 
+def test_a_transfer_fee_paid_after_the_cancellation_began_goes_back_once_from_the_cancelled_registration(world):
+    """The runner cancelled (refunded the entry in full) while the new runner was paying the
+    fee: the fee lands in the ledger after, and goes back on its own, once, on its own charge."""
+    rid = _confirmed(world)
+    world.cancellations.cancel(DIRECTOR, _race(world), rid)
+    assert world.regs.get(rid).status == "CANCELLED"
+    fee = _second_payment(world, rid, 800, purpose="transfer_fee")
+    assert world.ledger.record_payment(fee) == "recorded"
+    key = f"transfer-fee-back-{rid}-1"
+    world.ledger.refund_lost_fee(world.regs.get(rid), fee, key)
+    world.ledger.refund_lost_fee(world.regs.get(rid), fee, key)  # the webhook, then the confirm call
+    assert [(r.intent_id, r.amount_cents) for r in world.payments.refunds if r.intent_id == fee.id] == [(fee.id, 800)]
+    statement = world.ledger.statement(world.regs.get(rid))
+    assert (statement.chargedCents, statement.refundedCents, statement.leftCents) == (3300, 3300, 0)
+    # Nothing left to give (another key, the same money): refused quietly, nothing asked of the provider.
+    world.ledger.refund_lost_fee(world.regs.get(rid), fee, f"transfer-fee-back-{rid}-2")
+    assert len([r for r in world.payments.refunds if r.intent_id == fee.id]) == 1
+
+
 @pytest.mark.parametrize("fault", ["fail_next", "rate_limit_next", "fail_after_next"])
 def test_a_cancellation_left_half_way_is_finished_by_the_sweeper_and_refunded_once(world, fault):
     rid = _confirmed(world)

@@ -200,7 +200,6 @@ class Transfers:
         )
 
     def offer(self, link_token: str | None, new_email: str) -> None:
-
         reg = self._own(link_token)
         email = normalize_email(new_email)
         race, event = self._race_event(reg)
