@@ -46,11 +46,11 @@ export async function handOver(box, call, signal) {
   }
 
   function render(q) {
+    // The cut-off here; the fee and what happens are the API's note (said once, not twice).
     const terms = h('p', { testid: 'transfer-terms', 'data-fee': String(q.feeCents) },
       q.until ? `You can hand your place over until ${day(q.until)}. ` : '',
-      q.feeCents ? `The new runner pays a ${money(q.feeCents, q.currency)} transfer fee. ` : 'There is no transfer fee. ',
       q.refundable ? '' : 'A place taken over cannot be cancelled with a refund.');
-    const note = h('p', { cls: 'muted', testid: 'transfer-note' }, q.note);
+    const note = h('p', { testid: 'transfer-note' }, q.note);
     if (!q.allowed) return [note];
     const pending = q.pendingTo ? pendingBox(q) : '';
     return [terms, note, pending, offerForm(q)];

@@ -134,7 +134,7 @@ def test_on_a_phone_by_keyboard_a_runner_hands_their_place_over_and_the_new_runn
     section = page.get_by_test_id("my-transfer")
     expect(section.get_by_role("heading", name="Hand my place to someone else")).to_be_visible()
     expect(section.get_by_test_id("transfer-terms")).to_have_attribute("data-fee", "0")
-    expect(section.get_by_test_id("transfer-terms")).to_contain_text("There is no transfer fee.")
+    expect(section.get_by_test_id("transfer-note")).to_contain_text("There is no transfer fee.")
     cut_off = date.fromisoformat(_day(20))
     expect(section.get_by_test_id("transfer-terms")).to_contain_text(f"{cut_off:%b} {cut_off.day}, {cut_off.year}")
     expect(section.get_by_test_id("transfer-note")).to_contain_text("your link stops working")
@@ -240,7 +240,7 @@ def test_with_a_transfer_fee_the_new_runner_pays_by_card_in_the_page_after_a_dec
     page.goto(_mail_link(stack, ada, "confirmation", "#/my/"))
     terms = page.get_by_test_id("transfer-terms")
     expect(terms).to_have_attribute("data-fee", "800")
-    expect(terms).to_contain_text("The new runner pays a $8.00 transfer fee.")
+    expect(page.get_by_test_id("transfer-note")).to_contain_text("The new runner pays a 8.00 USD transfer fee.")
     _offer(page, grace)
     expect(page.get_by_test_id("transfer-pending-to")).to_have_text(_masked(grace))
 
