@@ -11,6 +11,7 @@
 //   #/waitlist/join/{r}/{e}  join a sold-out event's waitlist      waitlist.js
 //   #/waitlist[/{token}]   confirm (the emailed link), my place, leave  waitlist.js
 //   #/waitlist/offer[/{token}]  a place offered from the waitlist: claim it or pass it on  waitlist.js
+//   #/transfer/{token}     a place handed to me: take it over (the emailed link)  mine.js → transfer.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
 import { errorBox, h, page } from './ui.js';
@@ -25,9 +26,9 @@ const ROUTES = [
   [/^\/races\/([^/]+)$/, races, 'racePage'],
   [/^\/races\/([^/]+)\/queue$/, () => import('./queue.js'), 'queuePage'],
   [/^\/races\/([^/]+)\/find$/, mine, 'findPage'],
-  [/^\/my\/email\/([^/]+)$/, mine, 'confirmEmailPage'],
-  [/^\/my$/, mine, 'myPage'],
-  [/^\/my\/([^/]+)$/, mine, 'linkPage'],
+  // "my registration" and a place handed over, one pattern for them all (mine.js sorts them): the
+  // hold page's budget has no room for a line per route.
+  [/^\/(my|transfer)(?=\/|$)\/?(.*)$/, mine, 'minePage'],
   [/^\/waitlist(?=\/|$)\/?(.*)$/, () => import('./waitlist.js'), 'waitlistPage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],

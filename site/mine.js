@@ -1,13 +1,29 @@
 // A runner's own entry.
 //   #/my/{token}            the link from the email: kept for this tab, then the address is
 //                           replaced by #/my so the token does not stay in the history
-//   #/my                    my registration (the kept token): details, payments, cancel
+//   #/my                    my registration (the kept token): details, payments, cancel,
+//                           hand my place to someone else (transfer.js, loaded when allowed)
+//   #/my/email/{token}      confirm a new email address
+//   #/transfer[/{token}]    a place handed to me: take it over (transfer.js)
 //   #/races/{raceId}/find   "find my registration": the link is emailed to a registered address
 import { api } from './api.js';
 import { backLink, day, enc, errorBox, go, h, money, page, retitle, say, setText, store } from './ui.js';
 
 const HEADER = 'X-Racecap-Registration';
 const KEY = 'mine';
+
+// app.js sends #/my… and #/transfer… here as (kind, rest): one route line for all of them.
+export function minePage(kind, rest) {
+  const [a, b, more] = rest.split('/');
+  if (kind === 'transfer' && b == null) {
+    return import('./transfer.js').then((m) => m.transferPage(a), () => page('Could not load this page').body.append(
+      errorBox('Part of this page did not download. Check your connection.', () => location.reload())));
+  }
+  if (!rest) return myPage();
+  if (a === 'email' && b && more == null) return confirmEmailPage(b);
+  if (b == null) return linkPage(a);
+  page('Page not found').body.append(h('p', { testid: 'not-found' }, 'There is nothing at this address.'), backLink());
+}
 
 // The emailed link: keep its token for this tab, and take it out of the address bar and history.
 export function linkPage(token) {
@@ -55,6 +71,7 @@ export function myPage() {
       h('dl', { testid: 'my-details' }, rows.flatMap(([dt, dd, testid]) => [h('dt', {}, dt), h('dd', { testid }, dd)])),
       editSection(reg),
       emailSection(reg),
+      transferSection(reg),
       cancelSection(reg),
       backLink(reg.raceId));
   }
@@ -163,6 +180,16 @@ export function myPage() {
       h('h2', { id: 'email-title' }, 'Change my email address'),
       h('p', { cls: 'muted' }, 'We send a link to the new address; your registration moves to it once you open it.'),
       form, st);
+  }
+
+  // Handing the place over: its code (transfer.js) loads only when the organiser allows it now.
+  function transferSection(reg) {
+    if (!(reg.actions || []).some((a) => a.action === 'transfer')) return '';
+    const box = h('section', { 'aria-labelledby': 'transfer-title', testid: 'my-transfer' },
+      h('h2', { id: 'transfer-title' }, 'Hand my place to someone else'));
+    import('./transfer.js').then((m) => m.handOver(box, call, signal))
+      .catch((e) => signal.aborted || box.append(errorBox(e.message)));
+    return box;
   }
 
   function cancelSection(reg) {

@@ -51,15 +51,37 @@ def test_the_policy_in_words_names_each_tier_and_the_fee_in_the_currencys_units(
     policy = {"runnersMayCancel": True, "tiers": TWO_TIERS, "feeCents": fee, "editUntil": "2027-05-15"}
     assert words(policy, currency) == (
         f"Runners may cancel their own entry: 100 % until 1 March 2027, 50 % until 1 May 2027, nothing after; {said}. "
-        "Runners may edit their details until 15 May 2027."
+        "Runners may edit their details until 15 May 2027. Runners may not hand their place to someone else."
     )
 
 
 def test_a_policy_that_is_off_says_so() -> None:
     off = {"runnersMayCancel": False, "tiers": TWO_TIERS, "feeCents": 0, "editUntil": None}
-    assert words(off, "EUR") == "Runners may not cancel their own entry. Runners may not edit their details."
+    assert words(off, "EUR") == (
+        "Runners may not cancel their own entry. Runners may not edit their details. "
+        "Runners may not hand their place to someone else."
+    )
     none = {"runnersMayCancel": True, "tiers": [], "feeCents": 0, "editUntil": None}
     assert words(none, "EUR").startswith("Runners may cancel their own entry, with no refund.")
+
+
+@pytest.mark.parametrize(
+    ("currency", "fee", "refundable", "said"),
+    [
+        ("EUR", 500, True, "the new runner pays a 5.00 EUR fee; a place taken over may be refunded by the tiers"),
+        ("JPY", 500, False, "the new runner pays a 500 JPY fee; a place taken over is not refunded"),
+        ("USD", 0, True, "no fee; a place taken over may be refunded by the tiers"),
+    ],
+)
+def test_handing_a_place_over_says_until_when_the_new_runners_fee_and_whether_it_is_refunded(
+    currency, fee, refundable, said
+) -> None:
+    policy = {"runnersMayCancel": False, "tiers": [], "feeCents": 0, "editUntil": None,
+              "transfersUntil": "2027-04-01", "transferFeeCents": fee, "transferredRefundable": refundable}  # fmt: skip
+    assert words(policy, currency) == (
+        "Runners may not cancel their own entry. Runners may not edit their details. "
+        f"Runners may hand their place to someone else until 1 April 2027; {said}."
+    )
 
 
 def test_a_fee_typed_in_units_is_the_smallest_unit_and_back() -> None:

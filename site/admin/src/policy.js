@@ -1,9 +1,10 @@
 // A race's refund policy (issue 39, "runners manage their own entry"): whether runners may
 // cancel their own entry, the refund tiers by day (each a last day in the race's zone, oldest
-// first, on or before the race date; after the last one nothing), a fee kept from each refund
-// and the last day runners may edit their details. The whole policy is one PATCH of the race
+// first, on or before the race date; after the last one nothing), a fee kept from each refund,
+// the last day runners may edit their details, and handing a place to someone else (issue 41:
+// the last day, the fee the new runner pays, whether a place taken over may still be refunded). The whole policy is one PATCH of the race
 // (refundPolicy replaces the one before), naming the version it edited, as every race save does.
-// The API counts the fee in the currency's smallest unit; the director types it in units
+// The API counts the fees in the currency's smallest unit; the director types them in units
 // ("2.50", "250" yen, "2.500" dinars), converted with the console's money helpers.
 import { announce, h } from './dom.js';
 import { decimals, inputFromMinor, minorFrom } from './zone.js';
@@ -38,10 +39,20 @@ export function policyInWords(policy, currency) {
     out.push(`Runners may cancel their own entry: ${tiers}, nothing after; ${fee}.`);
   }
   out.push(policy.editUntil ? `Runners may edit their details until ${dayInWords(policy.editUntil)}.` : 'Runners may not edit their details.');
+  if (!policy.transfersUntil) {
+    out.push('Runners may not hand their place to someone else.');
+  } else {
+    const fee = policy.transferFeeCents ? `the new runner pays a ${feeInWords(policy.transferFeeCents, currency)} fee` : 'no fee';
+    const refund = policy.transferredRefundable === false ? 'a place taken over is not refunded' : 'a place taken over may be refunded by the tiers';
+    out.push(`Runners may hand their place to someone else until ${dayInWords(policy.transfersUntil)}; ${fee}; ${refund}.`);
+  }
   return out.join(' ');
 }
 
-const POLICY_OFF = { runnersMayCancel: false, tiers: [], feeCents: 0, editUntil: null };
+const POLICY_OFF = {
+  runnersMayCancel: false, tiers: [], feeCents: 0, editUntil: null,
+  transfersUntil: null, transferFeeCents: 0, transferredRefundable: true,
+};
 
 let sections = 0;
 
@@ -77,6 +88,11 @@ export function policySection(api, path, current, updated) {
   const fee = field('refundPolicy.feeCents', '', { inputMode: 'decimal', autocomplete: 'off' }, { hint: ' ' });
   const feeLabel = fee.querySelector('label');
   const editUntil = field('refundPolicy.editUntil', 'Runners may edit their details until', { type: 'date' }, { hint: ' ' });
+  // Handing a place over: none without a last day; the fee is the new runner's to pay.
+  const transfersUntil = field('refundPolicy.transfersUntil', 'Runners may hand their place to someone else until', { type: 'date' }, { hint: ' ' });
+  const transferFee = field('refundPolicy.transferFeeCents', '', { inputMode: 'decimal', autocomplete: 'off' }, { hint: ' ' });
+  const transferFeeLabel = transferFee.querySelector('label');
+  const transferredRefundable = field('refundPolicy.transferredRefundable', 'A place taken over may still be refunded by the tiers', { type: 'checkbox' });
   const tiers = h('div', { class: 'refund-tiers', 'data-testid': 'policy-tiers' });
   const tiersHint = h('p', { class: 'hint', id: id('tiers-hint') });
   // Errors about the tiers as a whole ("Tiers go by increasing day, one tier per day.").
@@ -125,11 +141,16 @@ export function policySection(api, path, current, updated) {
     const currency = current().currency;
     const feeText = fee.control.value.trim();
     const feeMinor = feeText === '' ? 0 : minorFrom(feeText, currency);
+    const transferText = transferFee.control.value.trim();
+    const transferMinor = transferText === '' ? 0 : minorFrom(transferText, currency);
     return {
       runnersMayCancel: mayCancel.control.checked,
       tiers: typedTiers().map((t) => ({ until: t.until, percent: /^\d+$/.test(t.percent.trim()) ? Number(t.percent) : t.percent.trim() })),
       feeCents: Number.isNaN(feeMinor) ? feeText : feeMinor,
       editUntil: editUntil.control.value || null,
+      transfersUntil: transfersUntil.control.value || null,
+      transferFeeCents: Number.isNaN(transferMinor) ? transferText : transferMinor,
+      transferredRefundable: transferredRefundable.control.checked,
     };
   }
 
@@ -144,6 +165,10 @@ export function policySection(api, path, current, updated) {
     feeLabel.textContent = `Fee kept from each refund (${race.currency})`;
     fee.hintEl.textContent = `In ${race.currency}, e.g. ${example}; leave empty or 0 for no fee.`;
     editUntil.hintEl.textContent = `A day in the race's time zone (${race.timeZone}), by the race date (${dayInWords(race.raceDate)}). Leave empty: runners may not edit their details.`;
+    transfersUntil.hintEl.textContent = `A day in the race's time zone (${race.timeZone}), by the race date. Leave empty: runners may not hand their place over.`;
+    transferFeeLabel.textContent = `Transfer fee the new runner pays (${race.currency})`;
+    transferFee.hintEl.textContent = `In ${race.currency}, e.g. ${example}; leave empty or 0 for no fee. The payment provider charges no less than its minimum.`;
+    transfersUntil.control.max = race.raceDate;
     for (const input of tiers.querySelectorAll('input[type=date]')) input.max = race.raceDate;
     editUntil.control.max = race.raceDate;
   }
@@ -154,6 +179,9 @@ export function policySection(api, path, current, updated) {
     tierRows((policy.tiers || []).map((t) => ({ until: t.until, percent: String(t.percent) })));
     fee.control.value = policy.feeCents ? inputFromMinor(policy.feeCents, currency) : '';
     editUntil.control.value = policy.editUntil || '';
+    transfersUntil.control.value = policy.transfersUntil || '';
+    transferFee.control.value = policy.transferFeeCents ? inputFromMinor(policy.transferFeeCents, currency) : '';
+    transferredRefundable.control.checked = policy.transferredRefundable !== false;
     relabel();
     refreshWords();
   }
@@ -183,6 +211,8 @@ export function policySection(api, path, current, updated) {
     mayCancel,
     h('fieldset', { class: 'sub' }, h('legend', {}, 'Refund when a runner cancels'), tiersHint, tiers, tiersWrap, addTier),
     h('div', { class: 'grid' }, fee, editUntil),
+    h('fieldset', { class: 'sub', 'data-testid': 'policy-transfers' }, h('legend', {}, 'Handing a place to someone else'),
+      h('div', { class: 'grid' }, transfersUntil, transferFee), transferredRefundable),
     h('div', { class: 'actions' }, save));
   form.addEventListener('input', refreshWords);
   form.addEventListener('change', refreshWords);
@@ -223,7 +253,7 @@ export function policySection(api, path, current, updated) {
 
   const el = h('section', { 'aria-labelledby': id('heading'), class: 'policy', 'data-testid': 'policy-section' },
     h('h2', { id: id('heading') }, "Runners' own changes"),
-    h('p', {}, 'What runners may do with their own entry, without asking you: cancel it (refunded by the tiers, less the fee) and edit their details.'),
+    h('p', {}, 'What runners may do with their own entry, without asking you: cancel it (refunded by the tiers, less the fee), edit their details and hand their place to someone else.'),
     h('div', { class: 'policy-layout' },
       form,
       h('aside', { class: 'policy-words', 'aria-labelledby': id('words-heading') },
