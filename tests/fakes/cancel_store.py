@@ -53,12 +53,15 @@ class FakeCancelStore(FakeRegistrations):
         refund_key: str | None = None,
         charged: int = 0,
         whole: bool = False,
+        link_version: int | None = None,
     ) -> TransactItem:
         t, rid = self.tables, registration_id
 
         def ok() -> bool:
             reg = t.regs.get(rid)
             if reg is None or reg.status != RegistrationPhase.CONFIRMED:
+                return False
+            if link_version is not None and (reg.linkVersion or 0) != link_version:
                 return False
             if not refund_cents:
                 return True

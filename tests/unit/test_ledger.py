@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from racecap.aws.transactions import ConditionFailed
 from racecap.emails.templates import render_refund
 from racecap.errors import Busy, Conflict, DomainError, RefundFailed, RegistrationNotFound
 from racecap.ledger.models import RefundPhase, ledger_state
@@ -393,6 +394,27 @@ def test_a_payment_naming_no_registration_of_ours_is_an_orphan(world):
         "orphan"
     )
     assert world.ledger.record_payment(replace(stray, currency="jpy")) == "orphan"  # no sum across currencies
+
+
+def test_a_runners_cancel_asked_under_a_link_replaced_since_cancels_nothing(world):
+    """The runner's link was checked, then the place was handed over (its link version bumped)
+    before the cancellation began: it must not cancel the new runner's place (CI at 72fbfa2 saw
+    both the transfer and the old runner's cancel answer 200). Refused on the re-read, and by the
+    write's own condition when the hand-over lands between the read and the write."""
+    from racecap.models import Actor
+    from racecap.registration.links import LinkRevoked
+
+    rid = _confirmed(world)
+    world.tables.regs[rid] = world.regs.get(rid).model_copy(update={"linkVersion": 1})  # handed over
+    with pytest.raises(LinkRevoked):
+        world.cancellations.cancel(Actor.runner(rid), _race(world), rid, "by the runner", "NONE", 0, link_version=0)
+    assert world.regs.get(rid).status == RegistrationPhase.CONFIRMED
+    stale = world.cancel_store.begin_cancel_item(rid, "2030-01-01T00:00:00+00:00", "runner", link_version=0)
+    current = world.cancel_store.begin_cancel_item(rid, "2030-01-01T00:00:00+00:00", "runner", link_version=1)
+    with pytest.raises(ConditionFailed):
+        world.tables.transact([stale])
+    world.tables.transact([current])
+    assert world.regs.get(rid).status == RegistrationPhase.CANCELLING
 
 
 def test_a_transfer_fee_paid_after_the_cancellation_began_goes_back_once_from_the_cancelled_registration(world):

@@ -41,4 +41,5 @@ def test_each_exception_applies_only_to_the_operations_it_names(monkeypatch) -> 
         ("DELETE /api/holds/{holdId}/code", "PUT /api/holds/{holdId}/code"): 2,
         "POST /api/races/{raceId}/events/{eventId}/teams": 1,
         "POST /api/holds/{holdId}/team": 1,
+        "POST /api/transfers/accept": 1,
     }

@@ -45,6 +45,7 @@ class CancelStore(RegistrationStore, Protocol):
         refund_key: str | None = None,
         charged: int = 0,
         whole: bool = False,
+        link_version: int | None = None,
     ) -> TransactItem: ...
 
     def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
@@ -121,6 +122,7 @@ class DynamoCancelStore(DynamoRegistrations):
         refund_key: str | None = None,
         charged: int = 0,
         whole: bool = False,
+        link_version: int | None = None,
     ) -> TransactItem:
         """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves.
         With a refund ``choice``, the refund's amount is reserved in the ledger's sum in the
@@ -150,6 +152,16 @@ class DynamoCancelStore(DynamoRegistrations):
                 f" AND amountCents = :charged AND (attribute_not_exists({LEDGER_SUM}) OR {LEDGER_SUM} {within} :room)"
             )
             vals |= {":charged": charged, ":room": charged - refund_cents}
+        if link_version is not None:
+            # A runner's own cancellation: only while their link is the registration's current
+            # one (a transfer or a change of address since revokes it: the place is someone
+            # else's, or at another address, and a request authorised before must not cancel it).
+            condition += (
+                " AND (attribute_not_exists(linkVersion) OR linkVersion = :lv)"
+                if not link_version
+                else (" AND linkVersion = :lv")
+            )
+            vals[":lv"] = link_version
         return self._update_status(self._regs, reg_key(registration_id), sets, condition, vals)
 
     def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem:

@@ -49,6 +49,7 @@ from racecap.payments.port import AlreadyRefunded, PaymentProvider, PaymentRejec
 from racecap.places.returns import PlaceReturns
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
+from racecap.registration.links import LinkRevoked
 from racecap.registration.models import Registration, RegistrationPhase, refunded_by_cancel
 from racecap.registration.status import StatusSnapshots
 
@@ -121,9 +122,13 @@ class Cancellations:
         reason: str = "",
         refund: RefundChoice = "FULL",
         amount_cents: int | None = None,
+        link_version: int | None = None,
     ) -> CancellationView:
         """Cancel with the director's refund choice (``amount_cents`` with AMOUNT only).
-        Raises ``RefundTooLarge`` (409, nothing changed) for an AMOUNT past what is left."""
+        Raises ``RefundTooLarge`` (409, nothing changed) for an AMOUNT past what is left.
+        ``link_version``: a runner's own cancellation, begun only while the link it was asked
+        with is still the registration's (``LinkRevoked`` once a transfer or a change of address
+        replaced it, even between the read and the write)."""
         changed = False
         for _ in range(MAX_STEPS):
             reg = self._regs.get(registration_id)
@@ -142,7 +147,11 @@ class Cancellations:
                 self._tell_the_payer(reg)
                 return _view(reg, changed)
             if status == RegistrationPhase.CONFIRMED:
-                self._begin(director, reg, reason, refund, amount_cents)
+                if link_version is not None and (reg.linkVersion or 0) != link_version:
+                    raise LinkRevoked(
+                        "This link was replaced (the place changed hands or address); use the newest one."
+                    )
+                self._begin(director, reg, reason, refund, amount_cents, link_version)
                 self._forget_status(registration_id)
                 changed = True
                 continue
@@ -208,7 +217,13 @@ class Cancellations:
         return True
 
     def _begin(
-        self, director: Director | Actor, reg: Registration, reason: str, choice: RefundChoice, amount_cents: int | None
+        self,
+        director: Director | Actor,
+        reg: Registration,
+        reason: str,
+        choice: RefundChoice,
+        amount_cents: int | None,
+        link_version: int | None = None,
     ) -> None:
         rid = reg.registrationId
         by = cancelled_by(director)
@@ -237,6 +252,7 @@ class Cancellations:
                 refund_key=key,
                 charged=reg.amountCents,
                 whole=choice == "FULL",
+                link_version=link_version,
             ),
             self._audit.item(director, reg.raceId, "registration.cancel", rid, **details),
             self._regs.open_cancel_item(rid, now),
@@ -260,6 +276,8 @@ class Cancellations:
             self._transact(items)
         except ConditionFailed as exc:
             again = self._regs.get(rid)
+            if link_version is not None and again is not None and (again.linkVersion or 0) != link_version:
+                raise LinkRevoked(REPLACED) from exc  # handed over (or moved) between the read and the write
             still = 0 in exc.indexes and again is not None and again.status == RegistrationPhase.CONFIRMED
             if still and choice == "AMOUNT":
                 # A concurrent refund spent the room this amount needed.
@@ -421,6 +439,7 @@ def cancelled_by(who: Director | Actor) -> str:
 
 
 # Who the audit names for a cancellation the sweeper finished (it began as someone else's).
+REPLACED = "This link was replaced (the place changed hands or address): nothing was cancelled."
 SYSTEM = Director(sub="system-sweeper", username="the sweeper (finished a cancellation left half-way)")
 # Who the audit names for a refund made in the provider's dashboard, outside Racecap.
 PROVIDER = Director(sub="payment-provider", username="payment provider (refund made outside Racecap)")

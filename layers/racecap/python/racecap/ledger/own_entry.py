@@ -168,7 +168,9 @@ class OwnEntry:
                 raise _changed(quote)
             choice: RefundChoice = "AMOUNT" if quote.amountCents else "NONE"
             try:
-                self._cancellations.cancel(runner, race, reg.registrationId, RUNNER_REASON, choice, quote.amountCents)
+                self._cancellations.cancel(
+                    runner, race, reg.registrationId, RUNNER_REASON, choice, quote.amountCents, reg.linkVersion or 0
+                )
             except RefundTooLarge:
                 # Between the quote and the reservation, less was left: a director's refund, or
                 # one of this runner's own clicks that began the cancellation first.
