@@ -31,7 +31,6 @@ first runner a notice (``transferred-away``).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
@@ -616,7 +615,3 @@ def _attempt_person(person: dict[str, Any]) -> dict[str, Any]:
     """What the hold's record of the attempt keeps of its runner: replaced, not kept."""
     return {k: person.get(k) for k in ("email", "firstName", "lastName", "dateOfBirth", "answers",
                                        "questionsVersion", "waiver")}  # fmt: skip
-
-
-def digest(email: str) -> str:
-    return hashlib.sha256(email.encode()).hexdigest()[:16]
