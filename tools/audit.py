@@ -461,7 +461,11 @@ def _audit_stock(
         stocked = {k for doc in docs.values() for k in doc.get("stock") or {}}
         if not stocked:
             continue
-        live = [r for r in every_reg.values() if r.get("eventId") == eid and r.get("status") != "CANCELLED"]
+        live = [
+            r
+            for r in every_reg.values()
+            if r.get("eventId") == eid and r.get("status") not in ("CANCELLED", "SWITCHED")
+        ]
         if any(r.get("purgedAt") for r in live):
             continue  # retention deleted the answers: nothing left to count them by
         held: Counter[str] = Counter()

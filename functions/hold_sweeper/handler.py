@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
-from racecap.ledger.wiring import cancellations, ledger, payment_events
+from racecap.ledger.wiring import cancellations, ledger, payment_events, switches
 from racecap.observability import logger, metrics, tracer
 from racecap.registration.wiring import sweeper
 from racecap.waitlist.wiring import offer_batch
@@ -24,7 +24,7 @@ get_settings()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    counts = sweeper().sweep()
+    counts = sweeper().sweep(switches=switches().settle_expired)
     logger.info("swept holds", extra=counts)
     try:
         offers = offer_batch().run()

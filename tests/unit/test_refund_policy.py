@@ -72,11 +72,13 @@ def test_the_director_sets_the_policy_it_is_validated_and_a_copy_moves_its_days(
     race = w.create(5)  # raced on its world's default date
     day = race.raceDate
     good = {"runnersMayCancel": True, "tiers": [{"until": day, "percent": 50}], "feeCents": 300, "editUntil": day,
-            "transfersUntil": day, "transferFeeCents": 500, "transferredRefundable": False}  # fmt: skip
+            "transfersUntil": day, "transferFeeCents": 500, "transferredRefundable": False,
+            "switchesUntil": day}  # fmt: skip
     view = w.admin.update_race(DANA, race.raceId, RacePatch.model_validate({"refundPolicy": good}))
     assert view.refundPolicy.model_dump() == good
     for bad in (
         {"transfersUntil": "2999-01-01"},  # after the race
+        {"switchesUntil": "2999-01-01"},
         {"transferFeeCents": 10},  # under the provider's minimum charge (0.50 in USD)
         {"tiers": [{"until": "2999-01-01", "percent": 50}]},  # after the race
         {"tiers": [{"until": day, "percent": 50}, {"until": day, "percent": 10}]},  # one tier per day
@@ -92,6 +94,7 @@ def test_the_director_sets_the_policy_it_is_validated_and_a_copy_moves_its_days(
     assert shifted.tiers[0].until == date.fromordinal(date.fromisoformat(day).toordinal() + moved).isoformat()
     assert (shifted.feeCents, shifted.runnersMayCancel) == (300, True)
     assert shifted.transfersUntil == shifted.tiers[0].until and shifted.transferFeeCents == 500
+    assert shifted.switchesUntil == shifted.tiers[0].until
 
 
 def test_a_day_after_the_race_is_named_by_its_field_so_the_console_shows_it_beside_the_tier():

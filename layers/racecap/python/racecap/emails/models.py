@@ -113,6 +113,23 @@ class TransferOfferData(Model):
     acceptUrl: str = Field(max_length=4096, pattern=r"^https?://")
 
 
+class SwitchData(Model):
+    """A runner moved to another event of the race (ledger.switch): the new event and bib, any refund."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    fromEventName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    bib: int = Field(ge=1)
+    registrationId: str = Field(min_length=1, max_length=100)
+    refundCents: int = Field(default=0, ge=0)
+    currency: str = Field(min_length=3, max_length=3)
+    raceDate: str = Field(max_length=20)
+    manageUrl: str | None = Field(default=None, max_length=4096, pattern=r"^https?://")  # signed in by LinkMail
+
+
 class LinkData(Model):
     """ "Find my registration": the link, to the registered address only (registration.links)."""
 

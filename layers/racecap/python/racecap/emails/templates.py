@@ -29,6 +29,7 @@ from racecap.emails.models import (
     PoisonMessage,
     RefundData,
     RenderedEmail,
+    SwitchData,
     TransferOfferData,
     UnmatchedRefundData,
     WaitlistClosedData,
@@ -363,6 +364,29 @@ def render_transferred_away(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
 
 
+def render_switch_confirmed(raw: dict[str, Any]) -> RenderedEmail:
+    d: SwitchData = _data(SwitchData, raw)  # type: ignore[arg-type]
+    refund = (
+        f"The difference, {format_money(d.refundCents, d.currency)}, is refunded to the card that paid; it can take "
+        "a few days to appear."
+        if d.refundCents
+        else ""
+    )
+    paragraphs = [
+        f"Hi {d.firstName},",
+        f"You switched from {d.fromEventName} to {d.eventName} at {d.raceName} ({d.raceDate}). "
+        f"Your new bib is {d.bib}; your old one is no longer yours.",
+        *([refund] if refund else []),
+        *([f"See or manage your registration: {d.manageUrl}"] if d.manageUrl else []),
+        "If you did not ask for this, contact the race's organiser.",
+        "Racecap",
+    ]
+    text = "\n\n".join(paragraphs) + "\n"
+    subject = _one_line(f"{d.raceName}: you are in {d.eventName} now (bib {d.bib})")
+    content = "".join(f'<p style="margin:0 0 12px">{html.escape(line)}</p>' for line in paragraphs)
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
 def render_refund(raw: dict[str, Any]) -> RenderedEmail:
     d: RefundData = _data(RefundData, raw)
     values = {
@@ -611,6 +635,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "transfer-offer": render_transfer_offer,
     "transfer-confirmed": render_transfer_confirmed,
     "transferred-away": render_transferred_away,
+    "switch-confirmed": render_switch_confirmed,
     "waitlist-confirm": render_waitlist_confirm,
     "waitlist-joined": render_waitlist_joined,
     "waitlist-offer": render_waitlist_offer,

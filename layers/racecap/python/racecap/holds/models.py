@@ -173,6 +173,9 @@ class Hold(_Record):
     offerEntry: str | None = None
     # The address the offer went to: the registration must use it (one runner's place, not a coupon).
     offerEmail: str | None = None
+    # A switch's hold (registration.switch): the place in the target event held for this
+    # registration while its runner pays any difference; no email claim, no client limits.
+    switchOf: str | None = None
 
     @property
     def is_team(self) -> bool:

@@ -149,6 +149,8 @@ class DynamoHolds:
             # The price rides on the write that takes the place: no write of its own.
             "amountCents": hold.amountCents,
             "currency": hold.currency,
+            # A switch's hold names the registration switching (no byte more on other holds).
+            **({"switchOf": hold.switchOf} if hold.switchOf else {}),
         }
 
     def offered_hold_item(self, hold: Hold) -> TransactItem:
@@ -304,6 +306,33 @@ class DynamoHolds:
         """An Update of the hold's own item; ``#s`` names its status, ``#k`` its attempt's key."""
         names = {"#s": "status", **({"#k": "key"} if "#k" in condition else {})}
         return update_item(self._table, hold_key(hold.holdId), expression, condition=condition, names=names, vals=vals)
+
+    # -- a switch's hold (ledger.switch) ------------------------------------------------------
+    def set_switch_intent(self, hold: Hold, intent_id: str) -> bool:
+        """The upgrade's intent on a switch's hold, while it is held (the sweeper asks for it there)."""
+        return self._switch_update(hold, "SET intentId = :i", {":i": intent_id})
+
+    def extend_switch(self, hold: Hold, until: datetime) -> bool:
+        """A switch's hold pushed back once while the runner's bank asks for 3-D Secure."""
+        vals = {":until": until.isoformat(), ":due": live_sort_key(hold, until), ":yes": True,
+                ":was": hold.expiresAt.isoformat()}  # fmt: skip
+        return self._switch_update(
+            hold, "SET expiresAt = :until, gsi1sk = :due, extended = :yes", vals,
+            "expiresAt = :was AND attribute_not_exists(extended)",
+        )  # fmt: skip
+
+    def _switch_update(self, hold: Hold, expression: str, vals: dict[str, Any], also: str = "") -> bool:
+        condition = "#s = :held AND switchOf = :rid" + (f" AND {also}" if also else "")
+        try:
+            transact(
+                self._db,
+                [update_item(self._table, hold_key(hold.holdId), expression, condition=condition,
+                             names={"#s": "status"},
+                             vals={**vals, ":held": HoldPhase.HELD, ":rid": hold.switchOf})],
+            )  # fmt: skip
+        except ConditionFailed:
+            return False
+        return True
 
     def get(self, hold_id: str) -> Hold | None:
         resp = self._db.get_item(TableName=self._table, Key=hold_key(hold_id), ConsistentRead=True)

@@ -349,15 +349,21 @@ class Ledger:
         logger.info("payment recorded", extra={"registrationId": rid, "purpose": entry.reason})
         return "recorded"
 
-    def refund_lost_fee(self, reg: Registration, intent: PaymentIntent, key: str) -> None:
+    def reserved_entry_items(self, registration_id: str, entries: list[LedgerEntry]) -> list[TransactItem]:
+        """The entries of a refund reserved by another use case's own transaction (a switch's,
+        whose update of the registration adds their sum): PENDING, on the open index, so the
+        sweeper asks the provider for them if no one else does."""
+        return [self._store.entry_item(registration_id, e) for e in entries]
+
+    def refund_lost_fee(
+        self, reg: Registration, intent: PaymentIntent, key: str, reason: str = "the transfer did not happen"
+    ) -> None:
         """A fee paid for a transfer that did not happen (the registration was cancelled, the
         offer withdrawn or replaced): its amount back, under ``key`` (once), from the newest
         payment, which the fee is. Nothing left to refund (a cancellation refunded all that was
         left, the fee too): nothing more to do."""
         try:
-            self.refund_registration(
-                reg, intent.amount_cents, key, TRANSFER_JOB, "the transfer did not happen", confirmed_only=False
-            )
+            self.refund_registration(reg, intent.amount_cents, key, TRANSFER_JOB, reason, confirmed_only=False)
         except RefundTooLarge:
             logger.info("a lost transfer's fee was refunded already", extra={"registrationId": reg.registrationId})
             return

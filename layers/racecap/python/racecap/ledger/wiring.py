@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
 
 if TYPE_CHECKING:
+    from racecap.codes.models import CodeTerms
     from racecap.ledger.service import Ledger
     from racecap.ledger.store import DynamoLedger
+    from racecap.ledger.switch import Switches
     from racecap.payments.port import PaymentIntent
     from racecap.registration.transfer import Transfers
 
@@ -79,10 +81,13 @@ def payment_events() -> PaymentEvents:
 def _extra_payment(intent: PaymentIntent) -> str:
     """A payment beyond the entry's, by its purpose: a transfer's fee moves the place too (or
     goes back when the transfer lost); any other is recorded in the registration's ledger."""
+    from racecap.ledger.switch import PURPOSE as UPGRADE
     from racecap.registration.transfer import PURPOSE
 
     if intent.metadata.get("purpose") == PURPOSE:
         return transfers().fee_paid(intent)
+    if intent.metadata.get("purpose") == UPGRADE and intent.metadata.get("switchHold"):
+        return switches().upgrade_paid(intent)
     return ledger().record_payment(intent)
 
 
@@ -157,4 +162,31 @@ def transfers() -> Transfers:
         links(), signer, registrations(), holds(), catalog(), questions(), payments(), emails_queue(), buckets,
         audit_trail(), transact, get_settings().inventory_table, status_snapshots(), fees=ledger(),
         record=ledger().record_payment,
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def switches() -> Switches:
+    """A runner's switch to another event of the race (in the ledger: a price difference is paid
+    or refunded, and a lost switch's upgrade goes back): held, paid, moved in one write."""
+    from racecap.audit.wiring import audit_trail
+    from racecap.aws.wiring import transact
+    from racecap.cache import shared as cache
+    from racecap.codes.wiring import code_store
+    from racecap.emails.wiring import emails_queue
+    from racecap.holds.wiring import holds
+    from racecap.ledger.switch import Switches
+    from racecap.payments.wiring import payments
+    from racecap.places.wiring import place_returns
+    from racecap.questions.wiring import questions
+    from racecap.races.wiring import catalog
+    from racecap.registration.wiring import links, registrations, status_snapshots
+
+    def terms(race_id: str, code: str) -> CodeTerms | None:
+        stored = code_store().get(race_id, code)
+        return stored.terms if stored is not None else None
+
+    return Switches(
+        links(), registrations(), holds(), catalog(), questions(), terms, payments(), emails_queue(), audit_trail(),
+        transact, get_settings().inventory_table, place_returns(), ledger(), cache(), status_snapshots(),
     )  # fmt: skip

@@ -107,6 +107,8 @@ CSV_COLUMNS = (
     "cancelledBy",  # who cancelled, in words (CANCELLED_BY_WORDS); empty for a live entry
     "transfers",  # how many times the place was handed to another runner (registration.transfer)
     "transferredAt",  # when it last was; the row's runner is the one who holds it now
+    "switches",  # how many times the runner switched event (registration.switch)
+    "switchedTo",  # on a SWITCHED row (the entry left for another event): the registration now
 )
 
 
@@ -262,6 +264,8 @@ class Participants:
                     _cancelled_by(item),
                     item.get("transfers", 0),
                     item.get("transferredAt", ""),
+                    item.get("switches", 0),
+                    item.get("switchedTo", ""),
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids

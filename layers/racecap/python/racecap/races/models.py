@@ -99,6 +99,12 @@ class RefundPolicy(Model):
         "payment goes back to the card that paid it, the original runner's).",
     )
 
+    switchesUntil: str | None = Field(
+        default=None,
+        description="YYYY-MM-DD: the last day runners may switch to another event of the race (race's zone); "
+        "none: no switches. A dearer event's difference is paid, a cheaper one's refunded.",
+    )
+
     def shifted(self, days: int) -> RefundPolicy:
         """The same policy for an edition ``days`` later (a copied race)."""
 
@@ -110,6 +116,7 @@ class RefundPolicy(Model):
                 "tiers": [t.model_copy(update={"until": move(t.until)}) for t in self.tiers],
                 "editUntil": move(self.editUntil) if self.editUntil else None,
                 "transfersUntil": move(self.transfersUntil) if self.transfersUntil else None,
+                "switchesUntil": move(self.switchesUntil) if self.switchesUntil else None,
             }
         )
 

@@ -181,12 +181,17 @@ def plan_stock(
     chosen: list[StockedChoice],
     full: set[str],
     person: dict[str, Any] | None = None,
+    *,
+    to_event: str | None = None,
+    moved: dict[str, Any] | None = None,
 ) -> _Plan:
     """A runner's options with stock as ``chosen`` now: the units to take (a shard with room,
     not in ``full``) and give back, and the hold's new record of them (an edit, a transfer).
     ``person``: the runner's details the hold's record of the attempt keeps, replaced too (a
-    transfer), so the record is written even when no unit moves. ``OptionSoldOut`` when a new
-    choice has no shard left."""
+    transfer), so the record is written even when no unit moves. ``to_event``: the choices are
+    another event's (a switch: every unit held goes back, each chosen one is taken there), and
+    ``moved`` the hold's own attributes that follow the place (its event, its shard).
+    ``OptionSoldOut`` when a new choice has no shard left."""
     if hold.attempt is None:
         raise Conflict("This registration's payment record is gone; contact the organiser.")
     # Where the hold records this runner's units: the attempt's own, or in a team's, their
@@ -199,7 +204,10 @@ def plan_stock(
             raise Conflict("This registration is not in its team's record; contact the organiser.")
         prefix, owner = f"attempt.members[{index}].", f"attempt.members[{index}].registrationId"
         held = list(members[index].stock or [])
-    kept = [e for e in held if any(e.startswith(f"{c.question_id}#{c.option_id}#") for c in chosen)]
+    event = to_event or reg.eventId
+    kept = [] if event != reg.eventId else [
+        e for e in held if any(e.startswith(f"{c.question_id}#{c.option_id}#") for c in chosen)
+    ]  # fmt: skip
     wanted = [c for c in chosen if not any(e.startswith(f"{c.question_id}#{c.option_id}#") for e in kept)]
     released = [e for e in held if e not in kept]
     if not wanted and not released and person is None:
@@ -215,7 +223,7 @@ def plan_stock(
         taken.append(stock_entry(c.question_id, c.option_id, random.choice(room)))
     items = [
         *(
-            update_item(inventory, stock_key(reg.raceId, reg.eventId, e), "SET taken = taken + :one",
+            update_item(inventory, stock_key(reg.raceId, event, e), "SET taken = taken + :one",
                         condition="taken < cap", vals={":one": 1})
             for e in taken
         ),
@@ -231,6 +239,9 @@ def plan_stock(
     vals: dict[str, Any] = {f":p{i}": v for i, v in enumerate(sets.values())} | {":rid": reg.registrationId}
     path = prefix[:-1]  # "attempt" or "attempt.members[i]"
     expression = "SET " + ", ".join(f"{path}.#p{i} = :p{i}" for i in range(len(sets)))
+    for i, (name, value) in enumerate((moved or {}).items()):
+        names[f"#m{i}"], vals[f":m{i}"] = name, value
+        expression += f", #m{i} = :m{i}"
     if gone:
         expression += " REMOVE " + ", ".join(f"{path}.#g{i}" for i in range(len(gone)))
     # Conditional on the hold still naming this runner there (a team's member list never

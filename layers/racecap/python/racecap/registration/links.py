@@ -50,7 +50,7 @@ LINK_EMAIL_WINDOW_S = 600
 LINK_KIND = "registration-link"  # the email "find my registration" sends
 CHANGED_KIND = "email-changed"  # the registration's details at its new address (email_change)
 # The emails whose data name the registration and its link version: the sender signs the link in.
-SIGNED_INTO = frozenset({"confirmation", CHANGED_KIND, "transfer-confirmed"})
+SIGNED_INTO = frozenset({"confirmation", CHANGED_KIND, "transfer-confirmed", "switch-confirmed"})
 
 
 class LinkRevoked(DomainError):

@@ -29,6 +29,9 @@ class RegistrationPhase(StrEnum):
     CONFIRMED = "CONFIRMED"
     CANCELLING = "CANCELLING"  # the director's decision is recorded; the refund may be in flight
     CANCELLED = "CANCELLED"
+    # The record of an entry a runner switched to another event (registration.switch): its bib
+    # stays counted in its event (bibs are never given twice); the runner's registration lives on.
+    SWITCHED = "SWITCHED"
 
 
 class PaidRegistration(_Record):
@@ -115,6 +118,13 @@ class Registration(PaidRegistration):
     transferredAt: str | None = None
     lastTransfer: int | None = None  # the number of the offer that moved it last (a repeat answers "done")
     offersMade: int | None = None  # offers numbered from it: a withdrawn offer's link never opens a later one
+    # A switch to another event under way (registration.switch): the target's hold, event and
+    # number, and the upgrade's intent once one is made. Removed when it completes or is given up.
+    pendingSwitch: dict[str, Any] | None = None
+    switches: int | None = None  # how many times the runner switched event (numbers each switch)
+    switchedAt: str | None = None
+    # On a SWITCHED record: the registration that lives on in the other event.
+    switchedTo: str | None = None
 
 
 class RegistrationRowData(TypedDict, total=False):
@@ -138,6 +148,8 @@ class RegistrationRowData(TypedDict, total=False):
     cancelledBy: str  # who cancelled: a director's id, "runner", "payment-provider", a job's (models.director_kind)
     transfers: int  # places handed over (registration.transfer)
     transferredAt: str
+    switches: int  # switches to another event (registration.switch)
+    switchedTo: str  # on a SWITCHED record: the registration that lives on
     refundId: str
     disputeId: str
     purgedAt: str
@@ -177,11 +189,12 @@ class RegistrationAccepted(Model):
 
 class RegistrationStatus(Model):
     registrationId: str
-    status: Literal["QUEUED", "CONFIRMED", "FAILED", "CANCELLING", "CANCELLED"] = Field(
+    status: Literal["QUEUED", "CONFIRMED", "FAILED", "CANCELLING", "CANCELLED", "SWITCHED"] = Field(
         description="QUEUED: paid, being confirmed (poll again after Retry-After); CONFIRMED: the place is the "
         "runner's; FAILED: not registered and no payment kept; CANCELLING: a cancellation is under way (its "
         "refund is being made; it finishes by itself); CANCELLED: the registration was cancelled, the place "
-        "given back (`message` says what was refunded)."
+        "given back (`message` says what was refunded); SWITCHED: the record of an entry its runner moved to "
+        "another event (their registration lives on there)."
     )
     raceId: str
     eventId: str
@@ -200,7 +213,7 @@ class RegistrationRow(Model):
     eventId: str
     eventName: str
     bib: int
-    status: Literal["CONFIRMED", "CANCELLING", "CANCELLED"]
+    status: Literal["CONFIRMED", "CANCELLING", "CANCELLED", "SWITCHED"]
     firstName: str
     lastName: str
     email: str
@@ -218,6 +231,9 @@ class RegistrationRow(Model):
     code: str | None = Field(default=None, description="The discount code the place was held with.")
     discountCents: int | None = Field(default=None, description="What the code took off; amountCents is what was paid.")
     teamName: str | None = Field(default=None, description="A team entry's team; amountCents is this member's share.")
+    switchedTo: str | None = Field(
+        default=None, description="SWITCHED: the runner's registration in the event they switched to."
+    )
 
 
 class RegistrationPage(Model):
@@ -453,6 +469,61 @@ class TransferAnswer(Model):
     linkToken: str | None = Field(default=None, description="The registration's new link token, once transferred.")
     clientSecret: str | None = None
     amountCents: int | None = None
+    currency: str | None = None
+    publishableKey: str | None = None
+    paymentsScript: str | None = None
+    message: str
+
+
+# -- a switch to another event of the race (ledger.switch) ----------------------------------------
+class SwitchTarget(Model):
+    """One event the runner may switch to, priced now (its tier today, the code if it covers it)."""
+
+    eventId: str
+    eventName: str
+    priceCents: int = Field(description="The event's price for this runner now (with their code if it applies).")
+    payCents: int = Field(description="What the switch charges: the difference, when dearer by at least the minimum.")
+    refundCents: int = Field(
+        description="What the switch refunds: the difference, when cheaper by at least the minimum."
+    )
+    currency: str
+    available: bool = Field(description="False: sold out now, or its waitlist has runners waiting (they go first).")
+    note: str = Field(description="What the switch would do, in words: the money, the code, why not.")
+
+
+class SwitchQuote(Model):
+    allowed: bool = Field(description="Whether this registration may switch now; `note` says why not.")
+    until: str | None = Field(default=None, description="YYYY-MM-DD: the last day (race's time zone).")
+    currentEventId: str
+    pendingEventId: str | None = Field(default=None, description="A switch begun and not finished (held, unpaid).")
+    targets: list[SwitchTarget]
+    note: str
+
+
+class SwitchRequest(Model):
+    """The event to switch to, with its questions and waiver answered again (a new event asks its own)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eventId: str = Field(min_length=1, max_length=64)
+    answers: Answers | None = None
+    waiver: WaiverAcceptance | None = None
+    paymentMethod: PaymentMethodId | None = Field(
+        default=None, description="As on a registration: confirm the difference's payment on the server."
+    )
+
+
+class SwitchAnswer(Model):
+    registrationId: str
+    status: Literal["SWITCHED", "PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING"] = Field(
+        description="SWITCHED: the runner is in the new event (new bib); else pay the difference in the browser with "
+        "`clientSecret`, then call /api/my/registration/switch/confirm. The place stays held meanwhile."
+    )
+    eventId: str
+    bib: int | None = None
+    clientSecret: str | None = None
+    amountCents: int | None = Field(default=None, description="The difference to pay.")
+    refundCents: int | None = Field(default=None, description="The difference refunded to the card that paid.")
     currency: str | None = None
     publishableKey: str | None = None
     paymentsScript: str | None = None

@@ -9,6 +9,7 @@ bibs have no gaps and no duplicates whatever crashes or redeliveries happen.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from racecap.aws.items import (
@@ -87,6 +88,7 @@ CANCELLED_BY_FIELDS: dict[ActorKind, str] = {
 STATS_FIELDS = (
     *("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds"),
     *("transfers", "otherPaidCents"),  # places handed over; payments beyond the entry (transfer fees)
+    *("switchedIn", "switchedOut"),  # runners who switched into and out of the event (ledger.switch)
     *CANCELLED_BY_FIELDS.values(),
 )
 
@@ -101,6 +103,31 @@ def cancelled_by_field(cancelled_by: str | None) -> str:
 # 2 items per registration (a team's members: 1 each, and 1 for their hold) + counter + stats +
 # minute stays under 100.
 MAX_PER_TRANSACTION = 48
+
+
+def bib_counter_item(table: str, race_id: str, event_id: str, first_bib: int, k: int) -> TransactItem:
+    """An event's bib counter moved past ``k`` bibs from ``first_bib``, only if no one took them
+    first (the writer's batches, a switch's new bib): what keeps bibs 1..N per event."""
+    condition = "attribute_not_exists(pk)" if first_bib == 1 else "#n = :cur"
+    vals = {":next": first_bib + k} | ({} if first_bib == 1 else {":cur": first_bib})
+    return update_item(table, bib_counter_key(race_id, event_id), "SET #n = :next", condition=condition,
+                       names={"#n": "next"}, vals=vals)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SwitchMove:
+    """What a switch writes (``switch_items``): the target event, its new bib and shard, the
+    runner's answers for it (None: removed), the refund reserved, the record of the old entry."""
+
+    eventId: str
+    eventName: str
+    bib: int
+    shard: str
+    holdId: str
+    recordId: str
+    person: dict[str, Any]
+    refundCents: int
+    now: str
 
 
 class CounterMoved(Exception):
@@ -146,19 +173,8 @@ class DynamoRegistrations:
             )
             for i, p in enumerate(paid)
         ]
-        counter_cond = "attribute_not_exists(pk)" if first_bib == 1 else "#n = :cur"
-        counter_vals = {":next": first_bib + k} | ({} if first_bib == 1 else {":cur": first_bib})
         items: list[TransactItem] = [
-            {
-                "Update": {
-                    "TableName": self._inv,
-                    "Key": bib_counter_key(race_id, event_id),
-                    "UpdateExpression": "SET #n = :next",
-                    "ConditionExpression": counter_cond,
-                    "ExpressionAttributeNames": {"#n": "next"},
-                    "ExpressionAttributeValues": values(counter_vals),
-                }
-            },
+            bib_counter_item(self._inv, race_id, event_id, first_bib, k),
             # Registrations per minute for directors' live stats: one counter per minute,
             # written as often as the STATS item (once per batch), never per runner.
             {
@@ -382,6 +398,107 @@ class DynamoRegistrations:
             }
         }
         return [*self.claim_move_items(reg, str(person["email"])), update, counted]
+
+    def set_pending_switch(self, reg: Registration, pending: dict[str, Any] | None, *, hold: str | None = None) -> None:
+        """The runner's switch under way (``ledger.switch``): set or removed (None) only while the
+        registration is confirmed, in the event it was read in, and either under the link it was
+        asked with, or (``hold``) while the switch holding ``hold`` is the pending one."""
+        vals: dict[str, Any] = {":confirmed": RegistrationPhase.CONFIRMED, ":event": reg.eventId}
+        condition = "#s = :confirmed AND eventId = :event"
+        if hold is not None:
+            condition, vals[":hold"] = condition + " AND pendingSwitch.holdId = :hold", hold
+        elif reg.linkVersion:
+            condition, vals[":version"] = condition + " AND linkVersion = :version", reg.linkVersion
+        else:
+            condition += " AND attribute_not_exists(linkVersion)"
+        expression = "REMOVE pendingSwitch" if pending is None else "SET pendingSwitch = :p"
+        if pending is not None:
+            vals[":p"] = pending
+        transact(
+            self._db,
+            [update_item(self._regs, reg_key(reg.registrationId), expression, condition=condition,
+                         names={"#s": "status"}, vals=vals)],
+        )  # fmt: skip
+
+    def switch_items(self, reg: Registration, move: SwitchMove) -> list[TransactItem]:
+        """The runner's registration moved to another event (``ledger.switch``), all or nothing:
+        [0] the target's bib counter (its condition: no other writer took the bib), [1] the
+        registration now in the target event with its new bib, shard, answers (and a reserved
+        refund of a cheaper event's difference), only while it is confirmed in its old event with
+        this switch pending, [2] the record of the entry it left (SWITCHED, its bib kept in its
+        event: bibs are never given twice), [3] the switch's hold done, [4] the email's claim
+        naming the new event, [5] [6] both events' counters."""
+        rid, old_event, now = reg.registrationId, reg.eventId, move.now
+        sets: dict[str, Any] = {
+            "eventId": move.eventId,
+            "eventName": move.eventName,
+            "bib": move.bib,
+            "shard": move.shard,
+            "gsi1pk": event_bib_pk(reg.raceId, move.eventId),
+            "gsi1sk": bib_sk(move.bib),
+            "switchedAt": now,
+            **{k: v for k, v in move.person.items() if v is not None},
+        }
+        removed = ["pendingSwitch", *(k for k, v in move.person.items() if v is None)]
+        names = {f"#f{i}": k for i, k in enumerate(sets)} | {f"#r{i}": k for i, k in enumerate(removed)}
+        vals: dict[str, Any] = {f":v{i}": v for i, v in enumerate(sets.values())}
+        adds = "switches :one"
+        if move.refundCents:
+            adds += ", ledgerRefundedCents :refund, ledgerPending :one"
+            vals[":refund"] = move.refundCents
+        record = {
+            **reg.model_dump(mode="json", exclude_none=True, exclude={"pendingSwitch", "linkVersion"}),
+            "registrationId": move.recordId,
+            "status": RegistrationPhase.SWITCHED,
+            "switchedTo": rid,
+            "switchedAt": now,
+            "pk": reg_pk(move.recordId),
+            "sk": "REG",
+            "gsi1pk": event_bib_pk(reg.raceId, old_event),
+            "gsi1sk": bib_sk(reg.bib),
+        }
+        return [
+            bib_counter_item(self._inv, reg.raceId, move.eventId, move.bib, 1),
+            update_item(
+                self._regs,
+                reg_key(rid),
+                "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(sets)))
+                + f" ADD {adds} REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed))),
+                condition="#s = :confirmed AND eventId = :old AND pendingSwitch.holdId = :hold",
+                names={**names, "#s": "status"},
+                vals={**vals, ":confirmed": RegistrationPhase.CONFIRMED, ":old": old_event, ":hold": move.holdId,
+                      ":one": 1},
+            ),
+            {"Put": {"TableName": self._regs, "Item": to_item(record),
+                     "ConditionExpression": "attribute_not_exists(pk)"}},
+            update_item(
+                self._inv,
+                hold_key(move.holdId),
+                "SET #s = :confirmed, bib = :bib REMOVE gsi1pk, gsi1sk",
+                condition="#s = :held AND switchOf = :rid",
+                names={"#s": "status"},
+                vals={":confirmed": HoldPhase.CONFIRMED, ":held": HoldPhase.HELD, ":bib": move.bib, ":rid": rid},
+            ),
+            update_item(
+                self._inv,
+                email_key(reg.raceId, reg.email),
+                "SET eventId = :event",
+                condition="registrationId = :rid",
+                vals={":event": move.eventId, ":rid": rid},
+            ),
+            update_item(
+                self._inv,
+                stats_key(reg.raceId, old_event),
+                "ADD confirmed :minus, revenueCents :lost, switchedOut :one",
+                vals={":minus": -1, ":lost": -reg.amountCents, ":one": 1},
+            ),
+            update_item(
+                self._inv,
+                stats_key(reg.raceId, move.eventId),
+                "ADD confirmed :one, revenueCents :paid, switchedIn :one, refundedCents :refund",
+                vals={":one": 1, ":paid": reg.amountCents, ":refund": move.refundCents},
+            ),
+        ]  # fmt: skip
 
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
         resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)

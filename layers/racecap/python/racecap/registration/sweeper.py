@@ -13,6 +13,7 @@ email and place are freed. A QUEUED hold the writer has not confirmed by its ``r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from racecap.cache import Flags
@@ -51,10 +52,16 @@ class HoldSweeper:
         self._catalog = catalog
         self._cache = cache
         self._freed: dict[str, Freed] = {}  # this run's freed holds: where their places went
+        self._switches: Callable[[Hold, datetime], str | None] | None = None
 
-    def sweep(self, now: datetime | None = None) -> dict[str, int]:
+    def sweep(
+        self, now: datetime | None = None, switches: Callable[[Hold, datetime], str | None] | None = None
+    ) -> dict[str, int]:
+        """``switches``: what settles a switch's hold (``ledger.switch``, a higher rank: passed by
+        the handler), which asks for its upgrade's payment before giving its place back."""
         now = now or datetime.now(UTC)
         self._freed = {}
+        self._switches = switches
         counts = {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
         for hold in self._holds.expired(now):
             try:
@@ -75,6 +82,8 @@ class HoldSweeper:
         return counts
 
     def _settle(self, hold: Hold, now: datetime) -> str | None:
+        if hold.switchOf and self._switches is not None:
+            return self._switches(hold, now)
         if hold.status == HoldPhase.QUEUED:  # paid, queued, still unconfirmed at its re-send time
             return "resent" if self._registration.resend_unconfirmed(hold, now) else None
         if hold.status == HoldPhase.HELD:

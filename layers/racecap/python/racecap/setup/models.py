@@ -289,8 +289,13 @@ class PolicyFields(Model):
         "in the race's currency).",
     )
     transferredRefundable: StrictBool = True
+    switchesUntil: str | None = Field(
+        default=None,
+        pattern=DATE_PATTERN,
+        description=f"YYYY-MM-DD ({YEARS}): the last day runners may switch to another event; none: no switches.",
+    )
 
-    @field_validator("editUntil", "transfersUntil")
+    @field_validator("editUntil", "transfersUntil", "switchesUntil")
     @classmethod
     def _edit_day(cls, v: str | None) -> str | None:
         return _day(v) if v is not None else None
@@ -358,6 +363,8 @@ class RaceFields(Model):
             late["refundPolicy.editUntil"] = after
         if policy.transfersUntil and policy.transfersUntil > self.raceDate:
             late["refundPolicy.transfersUntil"] = after
+        if policy.switchesUntil and policy.switchesUntil > self.raceDate:
+            late["refundPolicy.switchesUntil"] = after
         if late:
             raise FieldErrors("The refund policy's days must be on or before the race date.", late)
         least = minimum_charge(self.currency) or 0

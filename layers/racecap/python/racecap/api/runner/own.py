@@ -4,7 +4,7 @@ cancel it under the race's refund policy). Every route but the first needs the l
 # No `from __future__ import annotations` here: Powertools reads the route annotations
 # at run time to validate requests and responses.
 
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -17,7 +17,7 @@ from racecap.fairness.identity import OWN_REGISTRATION, REGISTRATION_HEADER, low
 from racecap.http import NO_STORE
 from racecap.ledger.models import MyCancelRequest
 from racecap.ledger.own_entry import CancelQuote, MyCancellation, MyRegistration
-from racecap.ledger.wiring import own_entry, transfers
+from racecap.ledger.wiring import own_entry, switches, transfers
 from racecap.observability import tracer
 from racecap.registration.models import (
     DetailsEdit,
@@ -26,6 +26,9 @@ from racecap.registration.models import (
     EmailChangeRequest,
     LinkAnswer,
     LinkRequest,
+    SwitchAnswer,
+    SwitchQuote,
+    SwitchRequest,
     TransferAcceptance,
     TransferAnswer,
     TransferOfferView,
@@ -35,6 +38,7 @@ from racecap.registration.models import (
 from racecap.registration.wiring import details_edits, email_change, link_requests
 
 router = Router()
+_Paying = TypeVar("_Paying", TransferAnswer, SwitchAnswer)
 caller = client_of(router)
 
 LINK_SENT = (
@@ -296,7 +300,78 @@ def confirm_transfer(body: Annotated[TransferToken, Body()]) -> Response[Transfe
     return Response(200, content_types.APPLICATION_JSON, _with_keys(transfers().confirm(body.token)), headers=NO_STORE)
 
 
-def _with_keys(answer: TransferAnswer) -> TransferAnswer:
+# -- switching to another event of the race (issue 41) --------------------------------------------
+_SWITCH_ERRORS: dict[int, OpenAPIResponse] = {
+    **_LINK_ERRORS,
+    403: {"description": "SWITCH_NOT_ALLOWED: switches are off, the cut-off passed, a team entry, a refunded one"},
+}
+
+
+@router.get(
+    "/api/my/registration/switch",
+    summary="Switching to another event: which events, what each would cost or refund now, until when",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses=_SWITCH_ERRORS,
+)
+@tracer.capture_method
+def my_switch_quote() -> Response[SwitchQuote]:
+    return Response(200, content_types.APPLICATION_JSON, switches().quote(_token()), headers=NO_STORE)
+
+
+@router.post(
+    "/api/my/registration/switch",
+    summary="Switch to another event: its place is held, any difference paid, then I am moved (new bib)",
+    description=(
+        "The target's place is held first (409 SOLD_OUT: nothing changed). Its questions and waiver are answered "
+        "again. Dearer: pay the difference with `clientSecret` (or send `paymentMethod` to confirm it here), then "
+        "call /api/my/registration/switch/confirm; the place stays held meanwhile. Cheaper: the difference is "
+        "refunded to the card that paid. A difference under the provider's minimum charge is neither. Safe to "
+        "repeat: a second call resumes the same switch."
+    ),
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={
+        **_SWITCH_ERRORS,
+        400: {"description": "VALIDATION_ERROR (`fields` names the answer, or `eventId`)"},
+        402: {"description": "PAYMENT_DECLINED: try another card (your registration is unchanged)"},
+        409: {"description": "SOLD_OUT (or its waitlist goes first), SWITCH_GONE, OPTION_SOLD_OUT"},
+        429: PROVIDER_BUSY,
+    },
+)
+@tracer.capture_method
+def switch_my_event(body: Annotated[SwitchRequest, Body()]) -> Response[SwitchAnswer]:
+    answer = switches().switch(_token(), body)
+    return Response(200, content_types.APPLICATION_JSON, _with_keys(answer), headers=NO_STORE)
+
+
+@router.post(
+    "/api/my/registration/switch/confirm",
+    summary="After paying the difference in the browser: I am moved once the payment succeeded",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={**_SWITCH_ERRORS, 409: {"description": "SWITCH_GONE, CONFLICT"}, 429: PROVIDER_BUSY},
+)
+@tracer.capture_method
+def confirm_my_switch() -> Response[SwitchAnswer]:
+    return Response(200, content_types.APPLICATION_JSON, _with_keys(switches().confirm(_token())), headers=NO_STORE)
+
+
+@router.delete(
+    "/api/my/registration/switch",
+    summary="Give up a switch begun and not paid: the held place goes back",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses=_SWITCH_ERRORS,
+)
+@tracer.capture_method
+def give_up_my_switch() -> Response[SwitchQuote]:
+    token = _token()
+    switches().give_up(token)
+    return Response(200, content_types.APPLICATION_JSON, switches().quote(token), headers=NO_STORE)
+
+
+def _with_keys(answer: _Paying) -> _Paying:
     if answer.clientSecret:  # what the browser's card form needs, as a registration's answer carries
         settings = get_settings()
         answer.publishableKey = settings.payments_publishable_key
