@@ -54,6 +54,7 @@ class FakeCancelStore(FakeRegistrations):
         charged: int = 0,
         whole: bool = False,
         link_version: int | None = None,
+        event_id: str | None = None,
     ) -> TransactItem:
         t, rid = self.tables, registration_id
 
@@ -62,6 +63,8 @@ class FakeCancelStore(FakeRegistrations):
             if reg is None or reg.status != RegistrationPhase.CONFIRMED:
                 return False
             if link_version is not None and (reg.linkVersion or 0) != link_version:
+                return False
+            if event_id is not None and reg.eventId != event_id:
                 return False
             if not refund_cents:
                 return True

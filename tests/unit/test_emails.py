@@ -152,6 +152,21 @@ def test_the_new_runner_gets_their_own_confirmation_and_the_old_runner_a_notice(
     assert "no longer works" in away.text and "Ada" in away.html
 
 
+def test_a_switch_says_the_new_event_and_bib_and_any_refund_escaped():
+    moved = {"firstName": "Ada <b>", "raceName": "Harbour Half", "fromEventName": "10K", "eventName": "5K",
+             "bib": 7, "registrationId": "reg-1", "currency": "eur", "raceDate": "2027-05-01"}  # fmt: skip
+    cheaper = _mail("switch-confirmed", refundCents=2000, manageUrl="https://racecap.example/#/my/abc", **moved)
+    assert cheaper.subject == "Harbour Half: you are in 5K now (bib 7)"
+    assert (
+        "from 10K to 5K" in cheaper.text
+        and "€20.00" in cheaper.text
+        and "https://racecap.example/#/my/abc" in cheaper.text
+    )
+    assert "Ada &lt;b&gt;" in cheaper.html and "<b>" not in cheaper.html
+    same = _mail("switch-confirmed", **moved)
+    assert "refunded" not in same.text and "manage" not in same.text
+
+
 def test_a_change_of_address_asks_the_new_one_and_tells_the_old_one():
     asked = _mail("email-change", firstName="Ada", raceName="Harbour Half", eventName="10K", registrationId="reg-1",
                   confirmUrl="https://racecap.example/#/my/email/eml.abc")  # fmt: skip

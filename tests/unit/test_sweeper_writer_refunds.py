@@ -54,6 +54,21 @@ def test_expired_held_places_go_back_and_clear_sold_out(world):
     assert world.sweeper.sweep(LATER)["released"] == 0
 
 
+def test_a_switchs_hold_is_settled_by_the_switches_not_released_by_the_sweeper(world):
+    hold_id = _hold(world)
+    with world.tables.lock:  # the switch's own kind of hold (ledger.switch): its upgrade may be paid
+        world.tables.holds[hold_id] = world.tables.holds[hold_id].model_copy(update={"switchOf": "reg-1"})
+    asked: list[str] = []
+
+    def settle(hold: Hold, now: datetime) -> str | None:
+        asked.append(hold.holdId)
+        return "waiting"
+
+    assert world.sweeper.sweep(LATER, switches=settle)["waiting"] == 1
+    assert asked == [hold_id] and world.holds.get(hold_id).status == HoldPhase.HELD
+    assert world.sweeper.sweep(LATER)["released"] == 1  # no switches given (an older caller): released as held
+
+
 def test_a_hold_not_yet_expired_is_left_alone(world):
     hold_id = _hold(world)
     world.registration.register(_hold(world), request(card=None))

@@ -46,6 +46,7 @@ class CancelStore(RegistrationStore, Protocol):
         charged: int = 0,
         whole: bool = False,
         link_version: int | None = None,
+        event_id: str | None = None,
     ) -> TransactItem: ...
 
     def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
@@ -123,6 +124,7 @@ class DynamoCancelStore(DynamoRegistrations):
         charged: int = 0,
         whole: bool = False,
         link_version: int | None = None,
+        event_id: str | None = None,
     ) -> TransactItem:
         """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves.
         With a refund ``choice``, the refund's amount is reserved in the ledger's sum in the
@@ -162,6 +164,11 @@ class DynamoCancelStore(DynamoRegistrations):
                 else (" AND linkVersion = :lv")
             )
             vals[":lv"] = link_version
+        if event_id is not None:
+            # Still in the event it was read in: a switch since moved it, and this cancellation
+            # would free the old event's place (read before) instead of the new one's.
+            condition += " AND eventId = :ev"
+            vals[":ev"] = event_id
         return self._update_status(self._regs, reg_key(registration_id), sets, condition, vals)
 
     def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem:

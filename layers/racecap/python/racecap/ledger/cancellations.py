@@ -253,6 +253,7 @@ class Cancellations:
                 charged=reg.amountCents,
                 whole=choice == "FULL",
                 link_version=link_version,
+                event_id=reg.eventId,
             ),
             self._audit.item(director, reg.raceId, "registration.cancel", rid, **details),
             self._regs.open_cancel_item(rid, now),

@@ -40,6 +40,8 @@ class EventStats(Model):
         description="Refunds made outside Racecap (the provider's dashboard), recorded in the ledger: check them."
     )
     transfers: int = Field(default=0, description="Places handed over from one runner to another.")
+    switchedIn: int = Field(default=0, description="Runners who switched into this event from another of the race.")
+    switchedOut: int = Field(default=0, description="Runners who switched from this event to another (a place freed).")
     otherPaymentsCents: int = Field(
         default=0, description="Payments beyond the entry (transfer fees), in the gross; a lost one's refund too."
     )

@@ -101,6 +101,8 @@ class RaceStats:
                     netCents=gross - refunded,
                     outsideRefunds=counters.get("outsideRefunds", 0),
                     transfers=counters.get("transfers", 0),
+                    switchedIn=counters.get("switchedIn", 0),
+                    switchedOut=counters.get("switchedOut", 0),
                     otherPaymentsCents=counters.get("otherPaidCents", 0),
                     perMinute=[MinuteCount(minute=m, confirmed=per_minute.get(m, 0)) for m in window],
                     waitlistLength=line.waiting,
@@ -116,7 +118,7 @@ class RaceStats:
                 *("cap", "held", "queued", "confirmed", "cancelled", "placesLeft"),
                 *CANCELLED_BY_FIELDS.values(),
                 *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
-                *("transfers", "otherPaymentsCents"),
+                *("transfers", "otherPaymentsCents", "switchedIn", "switchedOut"),
             )
         }
         return RaceStatsView(
