@@ -76,7 +76,8 @@ class DynamoRetention:
         if age is not None:
             sets += ", ageOnRaceDay = :age"
             vals[":age"] = age
-        removes = "refundId, disputeId, transferOffer"  # a pending offer names its address (and details)
+        # A pending offer names its address (and details); a pending switch, the answers for its event.
+        removes = "refundId, disputeId, transferOffer, pendingSwitch"
         kept = kept_after_purge(reg.answers)  # answers are personal data: all but the division go
         if kept is not None:
             sets += ", answers = :kept"
