@@ -14,6 +14,8 @@ The non-negotiables, per race:
   confirmed and cancelling registrations, the places of the live holds (held, paying,
   queued), the waitlist's offers out (its OFFER items) and its pooled places (the LINE's
   ``pool``); and the LINE's ``offered`` counter matches its OFFER items;
+* every SWITCHED record (an entry moved to another event) names its runner's registration, in
+  another event;
 * one registration per email per race, and a registration whose address moved (an email
   change, a place handed over) is the one its address's claim names;
 * bibs per event are 1..N: no gaps, no duplicates;
@@ -239,6 +241,7 @@ def audit(
     per_email = Counter(r["email"] for r in regs if r.get("email"))
     report.violations += [f"email {e} registered {n} times" for e, n in per_email.items() if n > 1]
     _audit_moved_claims(dynamodb, inventory, race_id, regs, report)
+    _audit_switched(every_reg, report)
 
     confirmed_ids = {r["registrationId"] for r in regs}
     # Every succeeded payment, from the provider's own records, in cents: its refunds never add
@@ -517,6 +520,27 @@ def _audit_moved_claims(
         rid = str(r["registrationId"])
         if claims.get(rid) != f"EMAIL#{race_id}#{r['email']}":
             report.violations.append(f"registration {rid}: its address's claim does not name it (moved without it)")
+
+
+def _audit_switched(every_reg: Mapping[str, Mapping[str, Any]], report: AuditReport) -> None:
+    """Each SWITCHED record (an entry its runner moved to another event) names the registration
+    that lives on, in another event, having switched at least as often as its records say: a
+    switch half-done (the record without the move, or the move in the same event) shows."""
+    records: Counter[str] = Counter()
+    for r in every_reg.values():
+        if r.get("status") != "SWITCHED":
+            continue
+        live = every_reg.get(str(r.get("switchedTo", "")))
+        if live is None or live.get("eventId") == r.get("eventId") or live.get("status") == "SWITCHED":
+            report.violations.append(
+                f"switched entry {r['registrationId']}: its runner's registration {r.get('switchedTo')} is not in "
+                "another event"
+            )
+            continue
+        records[str(live["registrationId"])] += 1
+    for rid, n in records.items():
+        if int(every_reg[rid].get("switches") or 0) < n:
+            report.violations.append(f"registration {rid}: {n} switched entries name it, it switched fewer times")
 
 
 def _audit_places(

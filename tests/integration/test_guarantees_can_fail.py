@@ -178,6 +178,13 @@ def _plant_transfer_without_its_claim(stack: Any, backend: Any, race_id: str, ev
     backend.dynamodb.put_item(TableName=backend.table("Inventory"), Item=to_item(old))
 
 
+def _plant_switch_without_its_move(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # The record of an entry that left for another event, its registration still in this one.
+    rid = _plant_registration(backend, race_id, event_id, 1, _email(), amountCents=0, currency="USD")
+    _plant_registration(backend, race_id, event_id, 2, _email(), registrationId=f"{rid}-s1", status="SWITCHED",
+                        switchedTo=rid, amountCents=0, currency="USD")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("plant", "caps", "violation"),
     [
@@ -193,6 +200,7 @@ def _plant_transfer_without_its_claim(stack: Any, backend: Any, race_id: str, ev
         (_plant_refunds_past_the_payments, [5], "its ledger refunded 500 of the 0 cents it paid"),
         (_plant_offer_without_its_place, [5], "shards count 0 places taken, but 0 registered + 0 held + 1 offered"),
         (_plant_transfer_without_its_claim, [5], "its address's claim does not name it"),
+        (_plant_switch_without_its_move, [5], "is not in another event"),
     ],
     ids=[
         "oversold event",
@@ -207,6 +215,7 @@ def _plant_transfer_without_its_claim(stack: Any, backend: Any, race_id: str, ev
         "refunds past the payments",
         "waitlist offer without its place",
         "place handed over without its claim",
+        "switch recorded without its move",
     ],
 )
 def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps, violation) -> None:

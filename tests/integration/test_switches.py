@@ -180,3 +180,39 @@ def test_switches_raced_against_the_runners_own_cancellation_leave_the_books_bal
             assert reg.status in ("CANCELLING", "CANCELLED")
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
+
+
+def test_a_switch_and_a_transfer_of_one_entry_never_overlap_and_a_paid_switch_finishes_without_its_page(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    """While a switch waits for its payment no offer can go out, and while an offer is out no switch
+    begins (one of them goes first, never both half-way). A runner who paid the difference and
+    closed the tab is moved by the provider's webhook, with no call from the page."""
+    rid, (ten, half), kim = _race(director, api, (5, 5), "kim-switch-transfer")
+    assert kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": {
+        "runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "switchesUntil": _day(20),
+        "transfersUntil": _day(20)}}).status_code == 200  # fmt: skip
+    tag = rid[-6:].lower()
+    ada = f"ada.{tag}@example.com"
+    reg_id, me = _entry(api, stack, rid, ten, ada)
+    begun = api.post("/api/my/registration/switch", headers=me, json={"eventId": half})
+    assert begun.json()["status"] == "PAYMENT_REQUIRED", begun.text
+    blocked = api.post("/api/my/registration/transfer", headers=me, json={"email": f"friend.{tag}@example.com"})
+    assert (blocked.status_code, blocked.json()["error"]) == (403, "TRANSFER_NOT_ALLOWED"), blocked.text
+    assert api.delete("/api/my/registration/switch", headers=me).json()["pendingEventId"] is None
+    assert api.post("/api/my/registration/transfer", headers=me, json={"email": f"friend.{tag}@example.com"}).ok
+    refused = api.post("/api/my/registration/switch", headers=me, json={"eventId": half})
+    assert (refused.status_code, refused.json()["error"]) == (403, "SWITCH_NOT_ALLOWED"), refused.text
+    assert api.delete("/api/my/registration/transfer", headers=me).ok
+
+    # Paid in the browser, the page closed before its confirm call: the webhook moves the runner.
+    again = api.post("/api/my/registration/switch", headers=me, json={"eventId": half})
+    intent_id = again.json()["clientSecret"].split("_secret_")[0]
+    assert browser_pays(stack, intent_id)["status"] == "succeeded"
+    moved = wait_until(lambda: backend.registrations().get(reg_id).eventId == half, timeout=60)
+    assert moved, "the webhook did not move the paid switch"
+    late = api.post("/api/my/registration/switch/confirm", headers=me)  # the page comes back: the answer stands
+    assert (late.status_code, late.json()["status"], late.json()["eventId"]) == (200, "SWITCHED", half), late.text
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    assert _events(kim, rid)[half]["switchedIn"] == 1

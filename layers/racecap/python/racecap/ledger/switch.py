@@ -217,6 +217,8 @@ class Switches:
         reg = self._own(link_token)
         pending = reg.pendingSwitch or {}
         if not pending.get("intentId"):
+            if reg.switchedAt and reg.status == RegistrationPhase.CONFIRMED:
+                return self._switched(reg, 0, "You are in your new event: a confirmation is on its way.")  # a repeat
             raise Conflict("No switch is waiting for its payment: choose the event again.")
         _, events = self._catalog.definition(reg.raceId)
         target = next((e for e in events if e.eventId == pending.get("eventId")), None)

@@ -362,6 +362,7 @@ class DynamoRegistrations:
             if made is not None:
                 expression += ", offersMade = :made"
                 vals[":made"] = made
+                condition += " AND attribute_not_exists(pendingSwitch)"  # a switch under way goes first
         transact(
             self._db,
             [update_item(self._regs, reg_key(reg.registrationId), expression, condition=condition,
@@ -384,7 +385,9 @@ class DynamoRegistrations:
             "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(sets)))
             + ", transfers = if_not_exists(transfers, :zero) + :one REMOVE transferOffer"
             + "".join(f", {k}" for k in removed),
-            condition="#s = :confirmed AND email = :old AND transferOffer.n = :n",
+            # No switch under way: a transfer and a switch of one entry never both happen.
+            condition="#s = :confirmed AND email = :old AND transferOffer.n = :n "
+            "AND attribute_not_exists(pendingSwitch)",
             names={**names, "#s": "status"},
             vals={**vals, ":confirmed": RegistrationPhase.CONFIRMED, ":old": reg.email, ":n": n,
                   ":zero": 0, ":one": 1},
@@ -411,6 +414,8 @@ class DynamoRegistrations:
             condition, vals[":version"] = condition + " AND linkVersion = :version", reg.linkVersion
         else:
             condition += " AND attribute_not_exists(linkVersion)"
+        if pending is not None and hold is None:
+            condition += " AND attribute_not_exists(transferOffer)"  # an offer out goes first
         expression = "REMOVE pendingSwitch" if pending is None else "SET pendingSwitch = :p"
         if pending is not None:
             vals[":p"] = pending
@@ -464,7 +469,8 @@ class DynamoRegistrations:
                 reg_key(rid),
                 "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(sets)))
                 + f" ADD {adds} REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed))),
-                condition="#s = :confirmed AND eventId = :old AND pendingSwitch.holdId = :hold",
+                condition="#s = :confirmed AND eventId = :old AND pendingSwitch.holdId = :hold "
+                "AND attribute_not_exists(transferOffer)",
                 names={**names, "#s": "status"},
                 vals={**vals, ":confirmed": RegistrationPhase.CONFIRMED, ":old": old_event, ":hold": move.holdId,
                       ":one": 1},

@@ -595,6 +595,8 @@ class Transfers:
         until = race.refundPolicy.transfersUntil
         if until is None:
             return "The organiser does not let runners hand their place to someone else."
+        if reg.pendingSwitch:
+            return "You are switching to another event: finish or cancel the switch first."
         if today_in(race.timeZone) > date.fromisoformat(until):
             return f"Places could be handed over until {until}."
         return None
