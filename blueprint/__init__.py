@@ -952,6 +952,8 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/my/registration/switch", "MyRegistrationApi"),
     Route("DELETE", "/api/my/registration/switch", "MyRegistrationApi"),
     Route("POST", "/api/my/registration/switch/confirm", "MyRegistrationApi"),
+    Route("GET", "/api/my/registration/deferral", "MyRegistrationApi"),
+    Route("POST", "/api/my/registration/deferral", "MyRegistrationApi"),
     Route("DELETE", "/api/my/registration/transfer", "MyRegistrationApi"),
     Route("POST", "/api/transfers/offer", "MyRegistrationApi"),
     Route("POST", "/api/transfers/accept", "MyRegistrationApi"),

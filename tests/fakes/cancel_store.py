@@ -55,6 +55,7 @@ class FakeCancelStore(FakeRegistrations):
         whole: bool = False,
         link_version: int | None = None,
         event_id: str | None = None,
+        also: dict[str, Any] | None = None,
     ) -> TransactItem:
         t, rid = self.tables, registration_id
 
@@ -81,6 +82,7 @@ class FakeCancelStore(FakeRegistrations):
                 changes |= {"cancelRefund": choice, "cancelRefundCents": refund_cents}
             if refund_key is not None:
                 changes["cancelRefundKey"] = refund_key
+            changes |= also or {}
             t.ledger_sums[rid] += refund_cents
             t.regs[rid] = t.regs[rid].model_copy(update=changes | {"ledgerRefundedCents": t.ledger_sums[rid]})
 

@@ -18,7 +18,14 @@ from tests.fakes.stores import FakeHolds
 class FakeCodeHolds(FakeHolds):
     # -- discount codes (racecap.codes.service.CodeHolds) ----------------------------------------
     def change_code(
-        self, hold: Hold, code: str | None, shard: str | None, amount: int, list_cents: int, now: datetime
+        self,
+        hold: Hold,
+        code: str | None,
+        shard: str | None,
+        amount: int,
+        list_cents: int,
+        now: datetime,
+        email: str | None = None,
     ) -> None:
         t = self.tables
 
@@ -27,6 +34,7 @@ class FakeCodeHolds(FakeHolds):
 
         changes: dict[str, Any] = {"amountCents": amount, "code": code, "codeShard": shard}
         changes["listCents"] = list_cents if code else None
+        changes["codeEmail"] = email if code else None
         items = [t.hold_item(hold.holdId, ok, **changes)]
         if code is not None and shard is not None:
             items.append(t.code_item(hold.raceId, code, shard, +1))

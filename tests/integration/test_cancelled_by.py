@@ -68,13 +68,15 @@ def test_the_stats_and_the_export_say_who_cancelled(
     export = kim.get(f"/api/admin/races/{rid}/registrations/export", params={"includeCancelled": "true"})
     assert export.status_code == 200, export.text
     header, *rows = list(csv.reader(io.StringIO(export.text)))
-    assert header[-7:] == [
+    assert header[-9:] == [
         "refundFailures",
         "cancelledBy",
         "transfers",
         "transferredAt",
         "switches",
         "switchedTo",
+        "deferredTo",
+        "deferralCredit",
         "T-shirt [shirt]",
     ]  # questions after
     by_id = {row[header.index("registrationId")]: dict(zip(header, row, strict=True)) for row in rows}

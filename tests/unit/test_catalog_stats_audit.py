@@ -139,6 +139,7 @@ def test_live_figures_add_up_per_event_and_in_total(w):
         "transfers": 0,
         "switchedIn": 0,
         "switchedOut": 0,
+        "deferred": 0,
         "otherPaymentsCents": 0,
     }
     assert (view.status, view.minutes, view.asOf) == ("OPEN", 3, w.clock.now)

@@ -137,13 +137,15 @@ def test_the_export_resumes_after_a_cursor_without_the_header_and_can_include_ca
 
 def test_the_export_says_who_cancelled_in_words_in_its_last_fixed_column(w, race):
     # Added after refundFailures: a sheet reading the earlier columns by position keeps working.
-    assert module.CSV_COLUMNS[-6:] == (
+    assert module.CSV_COLUMNS[-8:] == (
         "refundFailures",
         "cancelledBy",
         "transfers",
         "transferredAt",
         "switches",
         "switchedTo",
+        "deferredTo",
+        "deferralCredit",
     )
     rows = _export(w, race, include_cancelled=True)
     who = {row[2]: row[rows[0].index("cancelledBy")] for row in rows[1:]}

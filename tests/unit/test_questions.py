@@ -346,7 +346,7 @@ def test_the_export_has_one_column_per_question_formula_safe_with_the_answered_v
     lines = [line for line, _ in Participants(w.regs, w.questions).export_lines(race, events)]
     rows = list(csv.reader(io.StringIO("".join(lines))))
     header = rows[0]
-    answer_columns = header[header.index("switchedTo") + 1 :]  # after the fixed columns
+    answer_columns = header[header.index("deferralCredit") + 1 :]  # after the fixed columns
     assert answer_columns == [
         "Emergency contact: name [rc_emergency_name]", "Emergency contact: phone [rc_emergency_phone]",
         "Division [rc_division]", "Shirt size [shirt]", "Diet [diet]",

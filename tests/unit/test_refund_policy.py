@@ -73,7 +73,7 @@ def test_the_director_sets_the_policy_it_is_validated_and_a_copy_moves_its_days(
     day = race.raceDate
     good = {"runnersMayCancel": True, "tiers": [{"until": day, "percent": 50}], "feeCents": 300, "editUntil": day,
             "transfersUntil": day, "transferFeeCents": 500, "transferredRefundable": False,
-            "switchesUntil": day}  # fmt: skip
+            "switchesUntil": day, "deferralsUntil": day, "deferralFeeCents": 1000}  # fmt: skip
     view = w.admin.update_race(DANA, race.raceId, RacePatch.model_validate({"refundPolicy": good}))
     assert view.refundPolicy.model_dump() == good
     for bad in (
@@ -94,7 +94,7 @@ def test_the_director_sets_the_policy_it_is_validated_and_a_copy_moves_its_days(
     assert shifted.tiers[0].until == date.fromordinal(date.fromisoformat(day).toordinal() + moved).isoformat()
     assert (shifted.feeCents, shifted.runnersMayCancel) == (300, True)
     assert shifted.transfersUntil == shifted.tiers[0].until and shifted.transferFeeCents == 500
-    assert shifted.switchesUntil == shifted.tiers[0].until
+    assert shifted.switchesUntil == shifted.tiers[0].until == shifted.deferralsUntil
 
 
 def test_a_day_after_the_race_is_named_by_its_field_so_the_console_shows_it_beside_the_tier():

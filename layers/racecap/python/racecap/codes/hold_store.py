@@ -18,7 +18,14 @@ from racecap.holds.store import DynamoHolds
 
 class DynamoCodeHolds(DynamoHolds):
     def change_code(
-        self, hold: Hold, code: str | None, shard: str | None, amount: int, list_cents: int, now: datetime
+        self,
+        hold: Hold,
+        code: str | None,
+        shard: str | None,
+        amount: int,
+        list_cents: int,
+        now: datetime,
+        email: str | None = None,
     ) -> None:
         """Put ``code`` (None: no code) on a HELD hold at ``amount``, taking its use on
         ``shard`` and giving back the use of the code the hold was read with, in one
@@ -31,10 +38,14 @@ class DynamoCodeHolds(DynamoHolds):
         if hold.code:
             vals[":old"] = hold.code
         if code is None:
-            expression = "SET amountCents = :amount REMOVE code, codeShard, listCents"
+            expression = "SET amountCents = :amount REMOVE code, codeShard, listCents, codeEmail"
         else:
             expression = "SET amountCents = :amount, code = :code, codeShard = :shard, listCents = :list"
             vals.update({":code": code, ":shard": shard, ":list": list_cents})
+            # A personal code names its runner's address (``Hold.codeEmail``); another code, none.
+            expression += ", codeEmail = :email" if email else " REMOVE codeEmail"
+            if email:
+                vals[":email"] = email
         items = [self._update_hold(hold, expression, condition, vals)]
         if code is not None and shard is not None:
             items.append(self.code_take(hold.raceId, code, shard))

@@ -181,7 +181,14 @@ class CodeHolds(Protocol):
     def get(self, hold_id: str) -> Hold | None: ...
 
     def change_code(
-        self, hold: Hold, code: str | None, shard: str | None, amount: int, list_cents: int, now: datetime
+        self,
+        hold: Hold,
+        code: str | None,
+        shard: str | None,
+        amount: int,
+        list_cents: int,
+        now: datetime,
+        email: str | None = None,
     ) -> None: ...
 
     def begin_reprice(self, hold: Hold, reprice: Reprice) -> None: ...
@@ -237,6 +244,11 @@ class Discounts:
             raise CodeNotForEvent(f"Code {code} is not valid for this event.", fields={"code": "Not for this event."})
         if hold.code == code:
             return hold
+        if stored.forEmail and hold.attempt is not None and hold.attempt.email != stored.forEmail:
+            raise CodeError(
+                f"Code {code} is another runner's (a place deferred from last year): it is for their address only.",
+                fields={"code": "For another runner's address."},
+            )
         list_cents, currency = self._list_price(hold)
         price = discounted(list_cents, currency, terms)
         if price == 0 and hold.status == HoldPhase.PAYING:
@@ -265,7 +277,7 @@ class Discounts:
                     )
                     self._holds.begin_reprice(hold, change)
                 else:
-                    self._holds.change_code(hold, code, shard, price, list_cents, now)
+                    self._holds.change_code(hold, code, shard, price, list_cents, now, email=stored.forEmail)
             except ConditionFailed as exc:
                 if exc.first == 0:
                     raise self._moved(hold_id, now) from exc
@@ -274,8 +286,9 @@ class Discounts:
             if hold.status == HoldPhase.PAYING:
                 return self._complete(hold, change)
             return hold.model_copy(
-                update={"code": code, "codeShard": shard, "amountCents": price, "listCents": list_cents}
-            )
+                update={"code": code, "codeShard": shard, "amountCents": price, "listCents": list_cents,
+                        "codeEmail": stored.forEmail}
+            )  # fmt: skip
         metrics.add_metric(name="CodeUsedUp", unit="Count", value=1)
         raise CodeUsedUp(f"Code {code} has been used as often as it may be.", fields={"code": "Used up."})
 

@@ -34,6 +34,8 @@ class StoredCode(_Record):
     maxUses: int | None
     shards: list[int]  # each shard's cap, in order (SHARD#000, ...)
     createdAt: datetime
+    # A personal code (a deferral's credit, ledger.deferral): only this address may register with it.
+    forEmail: str | None = None
 
     def shard_names(self) -> list[str]:
         return [f"SHARD#{n:03d}" for n in range(len(self.shards))]
@@ -70,25 +72,30 @@ class DynamoCodes:
             items: list[TransactItem] = []
             owners: list[str] = []  # the code each item belongs to, for a failed condition
             for c in chunk:
-                items.append(self._put_terms(c))
-                owners.append(c.code)
-                for name, cap in zip(c.shard_names(), c.shards, strict=True):
-                    items.append(
-                        {
-                            "Put": {
-                                "TableName": self._inventory,
-                                "Item": to_item({"pk": code_pk(c.raceId, c.code), "sk": name, "cap": cap, "taken": 0}),
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        }
-                    )
-                    owners.append(c.code)
+                made = self.create_items(c)
+                items += made
+                owners += [c.code] * len(made)
             if start == 0:
                 items.append(audit)
             try:
                 transact(self._db, items)
             except ConditionFailed as exc:
                 raise CodeExists(sorted({owners[i] for i in exc.indexes if i < len(owners)})) from exc
+
+    def create_items(self, c: StoredCode) -> list[TransactItem]:
+        """One new code and its use counter's shards, for a transaction of the caller's (a
+        deferral makes its code in the cancellation's own write)."""
+        shards: list[TransactItem] = [
+            {
+                "Put": {
+                    "TableName": self._inventory,
+                    "Item": to_item({"pk": code_pk(c.raceId, c.code), "sk": name, "cap": cap, "taken": 0}),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for name, cap in zip(c.shard_names(), c.shards, strict=True)
+        ]
+        return [self._put_terms(c), *shards]
 
     def _put_terms(self, c: StoredCode) -> TransactItem:
         item = {
@@ -100,6 +107,7 @@ class DynamoCodes:
             "maxUses": c.maxUses,
             "shards": c.shards,
             "createdAt": c.createdAt.isoformat(),
+            "forEmail": c.forEmail,
         }
         return {
             "Put": {
@@ -140,6 +148,7 @@ def _stored(item: dict[str, Any]) -> StoredCode:
         maxUses=int(item["maxUses"]) if item.get("maxUses") is not None else None,
         shards=[int(n) for n in item["shards"]],
         createdAt=datetime.fromisoformat(str(item["createdAt"])),
+        forEmail=str(item["forEmail"]) if item.get("forEmail") else None,
     )
 
 

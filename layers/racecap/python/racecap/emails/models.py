@@ -130,6 +130,20 @@ class SwitchData(Model):
     manageUrl: str | None = Field(default=None, max_length=4096, pattern=r"^https?://")  # signed in by LinkMail
 
 
+class DeferredData(Model):
+    """A place deferred to the race's next edition (ledger.deferral): the runner's personal code."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    registrationId: str = Field(min_length=1, max_length=100)
+    code: str = Field(min_length=1, max_length=40)
+    creditCents: int = Field(ge=0)
+    currency: str = Field(min_length=3, max_length=3)
+
+
 class LinkData(Model):
     """ "Find my registration": the link, to the registered address only (registration.links)."""
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from racecap.emails.models import (
     AnswerLine,
     ConfirmationData,
+    DeferredData,
     EmailChangeData,
     EmailMessage,
     LinkData,
@@ -387,6 +388,24 @@ def render_switch_confirmed(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
 
 
+def render_deferred(raw: dict[str, Any]) -> RenderedEmail:
+    d: DeferredData = _data(DeferredData, raw)  # type: ignore[arg-type]
+    credit = format_money(d.creditCents, d.currency)
+    paragraphs = [
+        f"Hi {d.firstName},",
+        f"Your place in {d.raceName} ({d.eventName}) is deferred to the race's next edition: it is cancelled "
+        "here, with no refund, and what you paid is a credit there.",
+        f"When you register for the next edition, use the code {d.code}: it takes {credit} off your entry. It is "
+        "for this email address only, and for one registration.",
+        "If you did not ask for this, contact the race's organiser.",
+        "Racecap",
+    ]
+    text = "\n\n".join(paragraphs) + "\n"
+    subject = _one_line(f"{d.raceName}: your place is deferred (code {d.code})")
+    content = "".join(f'<p style="margin:0 0 12px">{html.escape(line)}</p>' for line in paragraphs)
+    return RenderedEmail(subject, text, _page(subject, content, d.registrationId))
+
+
 def render_refund(raw: dict[str, Any]) -> RenderedEmail:
     d: RefundData = _data(RefundData, raw)
     values = {
@@ -636,6 +655,7 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "transfer-confirmed": render_transfer_confirmed,
     "transferred-away": render_transferred_away,
     "switch-confirmed": render_switch_confirmed,
+    "deferred": render_deferred,
     "waitlist-confirm": render_waitlist_confirm,
     "waitlist-joined": render_waitlist_joined,
     "waitlist-offer": render_waitlist_offer,

@@ -176,6 +176,9 @@ class Hold(_Record):
     # A switch's hold (registration.switch): the place in the target event held for this
     # registration while its runner pays any difference; no email claim, no client limits.
     switchOf: str | None = None
+    # A personal code on the hold (a deferral's credit, racecap.codes ``forEmail``): the
+    # registration must use this address, as a waitlist offer's must.
+    codeEmail: str | None = None
 
     @property
     def is_team(self) -> bool:

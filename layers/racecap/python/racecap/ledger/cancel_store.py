@@ -47,6 +47,7 @@ class CancelStore(RegistrationStore, Protocol):
         whole: bool = False,
         link_version: int | None = None,
         event_id: str | None = None,
+        also: dict[str, Any] | None = None,
     ) -> TransactItem: ...
 
     def undo_cancel_item(self, registration_id: str, release_cents: int = 0) -> TransactItem: ...
@@ -125,6 +126,7 @@ class DynamoCancelStore(DynamoRegistrations):
         whole: bool = False,
         link_version: int | None = None,
         event_id: str | None = None,
+        also: dict[str, Any] | None = None,
     ) -> TransactItem:
         """CONFIRMED → CANCELLING: the director's decision, recorded before any money moves.
         With a refund ``choice``, the refund's amount is reserved in the ledger's sum in the
@@ -147,6 +149,9 @@ class DynamoCancelStore(DynamoRegistrations):
         if refund_key is not None:
             sets += ", cancelRefundKey = :key"
             vals[":key"] = refund_key
+        for i, (name, value) in enumerate((also or {}).items()):  # a deferral's record of where it went
+            sets += f", {name} = :also{i}"
+            vals[f":also{i}"] = value
         if refund_cents:
             sets += f" ADD {LEDGER_SUM} :cents"
             within = "=" if whole else "<="
@@ -275,7 +280,8 @@ class DynamoCancelStore(DynamoRegistrations):
                     # ``cancelled`` and, beside it, the count of who cancelled (the runner, the
                     # organiser, the provider, a job): one more ADD on the same item, same WCU.
                     "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
-                    f"refundedCents :amt, cancelledCents :paid, {cancelled_by_field(reg.cancelledBy)} :one",
+                    f"refundedCents :amt, cancelledCents :paid, {cancelled_by_field(reg.cancelledBy)} :one"
+                    + (", deferred :one" if reg.deferredTo else ""),
                     "ExpressionAttributeValues": values(
                         {
                             ":minus": -1,

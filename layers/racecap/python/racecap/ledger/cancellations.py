@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from racecap.audit.service import AuditTrail
 from racecap.aws.queues import MessageQueue
@@ -87,6 +88,34 @@ def refund_email(reg: Registration) -> EmailMessage:
     )
 
 
+def deferral_email(reg: Registration) -> EmailMessage:
+    """The runner who deferred: their code for the next edition (it replaces the refund email)."""
+    return EmailMessage(
+        kind="deferred",
+        dedupKey=f"deferred:{reg.registrationId}",
+        to=reg.email,
+        data={
+            "firstName": reg.firstName,
+            "raceName": reg.raceName,
+            "eventName": reg.eventName,
+            "registrationId": reg.registrationId,
+            "code": reg.deferralCode or "",
+            "creditCents": reg.deferralCreditCents or 0,
+            "currency": reg.currency,
+            "nextRaceId": reg.deferredTo or "",
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A cancellation that defers the place (``ledger.deferral``): what the registration records
+    of it, and the writes that make its code in the next edition, in the cancellation's first write."""
+
+    sets: dict[str, Any]
+    items: list[TransactItem]
+
+
 class Cancellations:
     def __init__(
         self,
@@ -123,12 +152,15 @@ class Cancellations:
         refund: RefundChoice = "FULL",
         amount_cents: int | None = None,
         link_version: int | None = None,
+        deferral: Deferred | None = None,
     ) -> CancellationView:
         """Cancel with the director's refund choice (``amount_cents`` with AMOUNT only).
         Raises ``RefundTooLarge`` (409, nothing changed) for an AMOUNT past what is left.
         ``link_version``: a runner's own cancellation, begun only while the link it was asked
         with is still the registration's (``LinkRevoked`` once a transfer or a change of address
-        replaced it, even between the read and the write)."""
+        replaced it, even between the read and the write). ``deferral``: the place goes to the
+        race's next edition (``ledger.deferral``): recorded on the registration and its code made
+        in the cancellation's first write, all or nothing; no refund (choose NONE)."""
         changed = False
         for _ in range(MAX_STEPS):
             reg = self._regs.get(registration_id)
@@ -143,7 +175,7 @@ class Cancellations:
             status = reg.status
             if status == RegistrationPhase.CANCELLED:
                 # Done (now or before): make sure the runner hears of it; the sender deduplicates.
-                self._emails.send(refund_email(reg))
+                self._emails.send(deferral_email(reg) if reg.deferredTo else refund_email(reg))
                 self._tell_the_payer(reg)
                 return _view(reg, changed)
             if status == RegistrationPhase.CONFIRMED:
@@ -151,7 +183,7 @@ class Cancellations:
                     raise LinkRevoked(
                         "This link was replaced (the place changed hands or address); use the newest one."
                     )
-                self._begin(director, reg, reason, refund, amount_cents, link_version)
+                self._begin(director, reg, reason, refund, amount_cents, link_version, deferral)
                 self._forget_status(registration_id)
                 changed = True
                 continue
@@ -224,6 +256,7 @@ class Cancellations:
         choice: RefundChoice,
         amount_cents: int | None,
         link_version: int | None = None,
+        deferral: Deferred | None = None,
     ) -> None:
         rid = reg.registrationId
         by = cancelled_by(director)
@@ -254,9 +287,11 @@ class Cancellations:
                 whole=choice == "FULL",
                 link_version=link_version,
                 event_id=reg.eventId,
+                also=deferral.sets if deferral else None,
             ),
             self._audit.item(director, reg.raceId, "registration.cancel", rid, **details),
             self._regs.open_cancel_item(rid, now),
+            *(deferral.items if deferral else ()),
         ]
         if key is not None:
             entry = LedgerEntry(

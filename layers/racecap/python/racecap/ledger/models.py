@@ -220,3 +220,33 @@ class CancelRequest(Model):
         if choice != "AMOUNT" and v is not None:
             raise ValueError("amountCents goes with refund AMOUNT only.")
         return v
+
+
+# -- a place deferred to the next edition (ledger.deferral) ---------------------------------------
+class DeferralQuote(Model):
+    allowed: bool = Field(description="Whether the place may be deferred now; `note` says why not.")
+    until: str | None = Field(default=None, description="YYYY-MM-DD: the last day (race's time zone).")
+    nextRaceId: str | None = None
+    nextRaceName: str | None = None
+    nextRaceDate: str | None = None
+    paidCents: int = Field(description="What this entry paid: the entry payment and any beyond it.")
+    feeCents: int = Field(description="What the organiser keeps.")
+    creditCents: int = Field(description="The credit for the next edition (send it back to defer).")
+    currency: str
+    note: str = Field(description="What the runner is told before confirming.")
+
+
+class DeferralRequest(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    creditCents: JsonInt = Field(ge=0, le=100_000_000, description="The quote's credit, as the runner saw it.")
+
+
+class DeferralAnswer(Model):
+    registrationId: str
+    status: str
+    nextRaceId: str
+    code: str = Field(description="The personal code for the next edition (also sent by email).")
+    creditCents: int
+    currency: str
+    message: str

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from racecap.codes.models import CodeTerms
+    from racecap.ledger.deferral import Deferrals
     from racecap.ledger.service import Ledger
     from racecap.ledger.store import DynamoLedger
     from racecap.ledger.switch import Switches
@@ -190,3 +191,15 @@ def switches() -> Switches:
         links(), registrations(), holds(), catalog(), questions(), terms, payments(), emails_queue(), audit_trail(),
         transact, get_settings().inventory_table, place_returns(), ledger(), cache(), status_snapshots(),
     )  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def deferrals() -> Deferrals:
+    """A runner's place deferred to the race's next edition: a cancellation with no refund that
+    makes a personal code there, in its first write."""
+    from racecap.codes.wiring import code_store
+    from racecap.ledger.deferral import Deferrals
+    from racecap.races.wiring import catalog
+    from racecap.registration.wiring import links, registrations
+
+    return Deferrals(links(), registrations(), catalog(), cancellations(), code_store().create_items)

@@ -109,6 +109,8 @@ CSV_COLUMNS = (
     "transferredAt",  # when it last was; the row's runner is the one who holds it now
     "switches",  # how many times the runner switched event (registration.switch)
     "switchedTo",  # on a SWITCHED row (the entry left for another event): the registration now
+    "deferredTo",  # deferred: the next edition's race id (ledger.deferral); its code there is personal
+    "deferralCredit",  # what the code there takes off, in the currency's units (paid here, kept in this ledger)
 )
 
 
@@ -266,6 +268,8 @@ class Participants:
                     item.get("transferredAt", ""),
                     item.get("switches", 0),
                     item.get("switchedTo", ""),
+                    item.get("deferredTo", ""),
+                    _in_units(item, item.get("deferralCreditCents")) if item.get("deferralCreditCents") else "",
                     *(
                         self._answers.cells(
                             race.raceId, item["eventId"], item.get("answers"), item.get("questionsVersion"), ids

@@ -26,6 +26,7 @@ class RaceChanges(TypedDict, total=False):
     listing: str
     retentionDays: int
     refundPolicy: RefundPolicy
+    nextEdition: str  # set once, when the race is copied (setup.service.copy_race)
 
 
 class EventChanges(TypedDict, total=False):
@@ -105,6 +106,15 @@ class RefundPolicy(Model):
         "none: no switches. A dearer event's difference is paid, a cheaper one's refunded.",
     )
 
+    deferralsUntil: str | None = Field(
+        default=None,
+        description="YYYY-MM-DD: the last day runners may defer their place to the race's next edition (race's "
+        "zone); none: no deferrals. Needs a next edition (a copy of this race).",
+    )
+    deferralFeeCents: int = Field(
+        default=0, ge=0, le=10_000_000, description="Kept from what a deferring runner paid; the rest is their credit."
+    )
+
     def shifted(self, days: int) -> RefundPolicy:
         """The same policy for an edition ``days`` later (a copied race)."""
 
@@ -117,6 +127,7 @@ class RefundPolicy(Model):
                 "editUntil": move(self.editUntil) if self.editUntil else None,
                 "transfersUntil": move(self.transfersUntil) if self.transfersUntil else None,
                 "switchesUntil": move(self.switchesUntil) if self.switchesUntil else None,
+                "deferralsUntil": move(self.deferralsUntil) if self.deferralsUntil else None,
             }
         )
 
@@ -166,6 +177,9 @@ class Race(Model):
     purgedAt: datetime | None = None  # when the retention job deleted it
     # What runners may do with their own entry (issue 39): none, until the director says.
     refundPolicy: RefundPolicy = Field(default_factory=RefundPolicy)
+    # Editions (issue 41, deferrals): the race this one was copied from, and the copy made of it.
+    continues: str | None = None
+    nextEdition: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -125,6 +125,11 @@ class Registration(PaidRegistration):
     switchedAt: str | None = None
     # On a SWITCHED record: the registration that lives on in the other event.
     switchedTo: str | None = None
+    # Deferred to the race's next edition (ledger.deferral): cancelled here with no refund, what
+    # was paid (less the policy's fee) a personal code there. The money stays in this ledger.
+    deferredTo: str | None = None
+    deferralCode: str | None = None
+    deferralCreditCents: int | None = None
 
 
 class RegistrationRowData(TypedDict, total=False):
@@ -150,6 +155,8 @@ class RegistrationRowData(TypedDict, total=False):
     transferredAt: str
     switches: int  # switches to another event (registration.switch)
     switchedTo: str  # on a SWITCHED record: the registration that lives on
+    deferredTo: str  # deferred: the next edition's race id (ledger.deferral)
+    deferralCreditCents: int
     refundId: str
     disputeId: str
     purgedAt: str

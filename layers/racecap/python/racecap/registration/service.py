@@ -174,6 +174,10 @@ class RegistrationService(PaymentStep, StatusReads):
             # A waitlist offer is one runner's place in line, not a coupon to pass on.
             message = "This place was offered to the address on the waitlist: register with that address."
             raise ValidationFailed(message, fields={"email": message})
+        if hold.codeEmail and request.email != hold.codeEmail:
+            # A deferral's credit is its runner's: one registration of their address.
+            message = f"Code {hold.code} is for another runner's address: register with it, or remove the code."
+            raise ValidationFailed(message, fields={"email": message})
         already = self._already_registered(hold, request.email)
         if already is not None:
             return already

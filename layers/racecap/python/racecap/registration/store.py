@@ -89,6 +89,7 @@ STATS_FIELDS = (
     *("confirmed", "revenueCents", "cancelled", "refundedCents", "cancelledCents", "outsideRefunds"),
     *("transfers", "otherPaidCents"),  # places handed over; payments beyond the entry (transfer fees)
     *("switchedIn", "switchedOut"),  # runners who switched into and out of the event (ledger.switch)
+    "deferred",  # of the cancelled, the places deferred to the next edition (ledger.deferral)
     *CANCELLED_BY_FIELDS.values(),
 )
 

@@ -295,7 +295,14 @@ class PolicyFields(Model):
         description=f"YYYY-MM-DD ({YEARS}): the last day runners may switch to another event; none: no switches.",
     )
 
-    @field_validator("editUntil", "transfersUntil", "switchesUntil")
+    deferralsUntil: str | None = Field(
+        default=None,
+        pattern=DATE_PATTERN,
+        description=f"YYYY-MM-DD ({YEARS}): the last day runners may defer to the next edition; none: no deferrals.",
+    )
+    deferralFeeCents: JsonInt = Field(default=0, ge=0, le=10_000_000)
+
+    @field_validator("editUntil", "transfersUntil", "switchesUntil", "deferralsUntil")
     @classmethod
     def _edit_day(cls, v: str | None) -> str | None:
         return _day(v) if v is not None else None
@@ -365,6 +372,8 @@ class RaceFields(Model):
             late["refundPolicy.transfersUntil"] = after
         if policy.switchesUntil and policy.switchesUntil > self.raceDate:
             late["refundPolicy.switchesUntil"] = after
+        if policy.deferralsUntil and policy.deferralsUntil > self.raceDate:
+            late["refundPolicy.deferralsUntil"] = after
         if late:
             raise FieldErrors("The refund policy's days must be on or before the race date.", late)
         least = minimum_charge(self.currency) or 0

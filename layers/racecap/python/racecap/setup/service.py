@@ -182,6 +182,7 @@ class RaceAdmin:
             ownerId=owner_id,
             **draft.model_dump(exclude={"events"}),
             registrationState="OPEN" if open_now else "SCHEDULED",
+            continues=copied_from,
         )
         events = [
             Event(
@@ -470,7 +471,13 @@ class RaceAdmin:
             raise ValidationFailed("The copy would not be a valid race.", fields=_fields(exc)) from exc
         except OverflowError as exc:  # shifted past year 9999: a race stored before dates had bounds
             raise _outside_years() from exc
-        return self.create_race(director.sub, draft, director=director, copied_from=race_id)
+        copy = self.create_race(director.sub, draft, director=director, copied_from=race_id)
+        # The next edition is data (issue 41, deferrals): the newest copy is where a deferring
+        # runner's credit goes. A version bump like any edit, so a cached definition reloads.
+        updated = self._store.update_race(race_id, {"nextEdition": copy.raceId})
+        if self._catalog is not None:
+            self._catalog.invalidate(race_id, updated.version)
+        return copy
 
     # -- publishing ------------------------------------------------------------------------
     def publish(

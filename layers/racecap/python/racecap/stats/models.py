@@ -42,6 +42,9 @@ class EventStats(Model):
     transfers: int = Field(default=0, description="Places handed over from one runner to another.")
     switchedIn: int = Field(default=0, description="Runners who switched into this event from another of the race.")
     switchedOut: int = Field(default=0, description="Runners who switched from this event to another (a place freed).")
+    deferred: int = Field(
+        default=0, description="Of the cancelled: places deferred to the next edition (a code there)."
+    )
     otherPaymentsCents: int = Field(
         default=0, description="Payments beyond the entry (transfer fees), in the gross; a lost one's refund too."
     )

@@ -103,6 +103,7 @@ class RaceStats:
                     transfers=counters.get("transfers", 0),
                     switchedIn=counters.get("switchedIn", 0),
                     switchedOut=counters.get("switchedOut", 0),
+                    deferred=counters.get("deferred", 0),
                     otherPaymentsCents=counters.get("otherPaidCents", 0),
                     perMinute=[MinuteCount(minute=m, confirmed=per_minute.get(m, 0)) for m in window],
                     waitlistLength=line.waiting,
@@ -118,7 +119,7 @@ class RaceStats:
                 *("cap", "held", "queued", "confirmed", "cancelled", "placesLeft"),
                 *CANCELLED_BY_FIELDS.values(),
                 *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
-                *("transfers", "otherPaymentsCents", "switchedIn", "switchedOut"),
+                *("transfers", "otherPaymentsCents", "switchedIn", "switchedOut", "deferred"),
             )
         }
         return RaceStatsView(

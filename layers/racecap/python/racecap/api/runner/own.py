@@ -15,9 +15,9 @@ from racecap.api.runner.common import PROVIDER_BUSY, client_of
 from racecap.config import get_settings
 from racecap.fairness.identity import OWN_REGISTRATION, REGISTRATION_HEADER, lower_headers
 from racecap.http import NO_STORE
-from racecap.ledger.models import MyCancelRequest
+from racecap.ledger.models import DeferralAnswer, DeferralQuote, DeferralRequest, MyCancelRequest
 from racecap.ledger.own_entry import CancelQuote, MyCancellation, MyRegistration
-from racecap.ledger.wiring import own_entry, switches, transfers
+from racecap.ledger.wiring import deferrals, own_entry, switches, transfers
 from racecap.observability import tracer
 from racecap.registration.models import (
     DetailsEdit,
@@ -369,6 +369,42 @@ def give_up_my_switch() -> Response[SwitchQuote]:
     token = _token()
     switches().give_up(token)
     return Response(200, content_types.APPLICATION_JSON, switches().quote(token), headers=NO_STORE)
+
+
+# -- deferring to the race's next edition (issue 41) -----------------------------------------------
+@router.get(
+    "/api/my/registration/deferral",
+    summary="Deferring my place to next year: allowed until when, the next edition, my credit there",
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses=_LINK_ERRORS,
+)
+@tracer.capture_method
+def my_deferral_quote() -> Response[DeferralQuote]:
+    return Response(200, content_types.APPLICATION_JSON, deferrals().quote(_token()), headers=NO_STORE)
+
+
+@router.post(
+    "/api/my/registration/deferral",
+    summary="Defer my place: cancelled here with no refund, my credit a personal code for the next edition",
+    description=(
+        "Send the quote's `creditCents` (409 QUOTE_CHANGED if it moved). The code is for this registration's "
+        "address only, applied at the next edition's card step as any code is; it is also emailed. Safe to repeat."
+    ),
+    tags=["My registration"],
+    security=OWN_REGISTRATION,
+    responses={
+        **_LINK_ERRORS,
+        400: {"description": "VALIDATION_ERROR"},
+        403: {"description": "DEFERRAL_NOT_ALLOWED: deferrals are off, the cut-off passed, no next edition yet"},
+        409: {"description": "QUOTE_CHANGED (the credit moved), CONFLICT"},
+        429: PROVIDER_BUSY,
+    },
+)
+@tracer.capture_method
+def defer_my_place(body: Annotated[DeferralRequest, Body()]) -> Response[DeferralAnswer]:
+    answer = deferrals().defer(_token(), body.creditCents)
+    return Response(200, content_types.APPLICATION_JSON, answer, headers=NO_STORE)
 
 
 def _with_keys(answer: _Paying) -> _Paying:
