@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import Page, expect
+from racecap.races.models import Race
 from racecap.setup.models import EventDraft
 
 import blueprint
@@ -30,6 +31,12 @@ CONSOLE = blueprint.CONSOLE_PATH
 # From the schedule's opening to the race page saying "Open": the workflow's task runs within
 # seconds of its time, and the page reads the window again soon after that time.
 OPENING_TIMEOUT_MS = 60_000
+
+
+def open_race_page(page: Page, race: Race) -> None:
+    """The race's page, once it has replaced the list (whose rows carry race states too)."""
+    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    expect(page.get_by_role("heading", name=race.name, exact=True, level=1)).to_be_visible()
 
 
 def window_buttons(page: Page) -> dict[str, bool]:
@@ -51,7 +58,7 @@ def test_a_race_scheduled_ahead_shows_its_time_in_the_races_zone_then_opens_with
         timeZone="Asia/Tokyo",
         opens_in=timedelta(seconds=30),
     )
-    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    open_race_page(page, race)
     state, words = page.get_by_test_id("race-state"), page.get_by_test_id("window-state")
     # Published, and nobody scheduled it: no "scheduled" that nothing will keep.
     expect(state).to_have_text("Not scheduled")
@@ -102,7 +109,7 @@ def test_a_drafts_window_buttons_are_disabled_and_one_control_lists_it_with_its_
         events=[EventDraft(name="5K", cap=20, priceCents=2000), EventDraft(name="10K", cap=20, priceCents=3000)],
     )
     page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900})
-    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    open_race_page(page, race)
     expect(page.get_by_test_id("race-state")).to_have_text("Draft")
     expect(page.get_by_test_id("window-state")).to_have_text(
         "Draft: closed to runners. Publish the race to schedule or open registration."
@@ -145,9 +152,11 @@ def test_a_drafts_window_buttons_are_disabled_and_one_control_lists_it_with_its_
 
 def test_a_draft_whose_window_was_opened_says_so_in_one_coherent_sentence(new_page, stack, backend, demo_seed) -> None:
     assert stack.directors is not None
-    race = console_race(backend, stack.directors.demo_sub, opened=True, listing="DRAFT", name=unique("Opened Draft"))
+    race = console_race(
+        backend, stack.directors.demo_sub, opened=True, listing="DRAFT", name=unique("Opened Draft"), location="Harbour"
+    )
     page = signed_in(new_page, demo_seed)
-    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    open_race_page(page, race)
     expect(page.get_by_test_id("race-state")).to_have_text("Draft")
     expect(page.get_by_test_id("window-state")).to_have_text(
         "Draft: registration is open, but runners cannot reach a draft. Publish the race, or close registration."

@@ -475,7 +475,9 @@ export async function racePage(api, raceId) {
     try {
       const action = listing === 'DRAFT' ? 'unpublish' : 'publish';
       const body = { expectedVersion: race.version, ...(listing === 'DRAFT' ? {} : { listing }) };
-      setRace(await api.post(`${path}/${action}`, body));
+      const listed = await api.post(`${path}/${action}`, body);
+      win = await api.get(`${path}/window`); // what the window offers depends on the listing
+      setRace(listed);
       announce({ DRAFT: 'Back to a draft: closed to runners.', UNLISTED: 'Published: open to runners by its link only.', LISTED: 'Published: runners can see the race on the race list.' }[race.listing]);
     } catch (err) {
       if (err.code === 'RACE_INCOMPLETE') {
