@@ -184,6 +184,7 @@ def test_money_is_in_the_races_currency_and_a_part_refund_shows_paid_refunded_an
         opened=True,
         name=unique("Euro 5K"),
         currency="EUR",
+        location="Harbour",
         events=[EventDraft(name="5K", cap=10, priceCents=2700)],
     )
     yen = console_race(
@@ -192,6 +193,7 @@ def test_money_is_in_the_races_currency_and_a_part_refund_shows_paid_refunded_an
         opened=True,
         name=unique("Yen 5K"),
         currency="JPY",
+        location="Harbour",
         events=[EventDraft(name="5K", cap=10, priceCents=2500)],
     )
     ids = []
