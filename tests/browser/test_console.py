@@ -213,8 +213,10 @@ def test_a_race_with_three_events_is_created_published_and_opened(new_page, demo
     expect(page.get_by_role("heading", name=name)).to_be_visible()
     expect(page.get_by_test_id("race-state")).to_have_text("Draft")
     expect(page.get_by_test_id("event-row")).to_have_count(3)
-    page.get_by_test_id("publish").click()
-    expect(page.get_by_test_id("race-state")).to_have_text("Scheduled")
+    page.get_by_test_id("listing-listed").check()
+    page.get_by_test_id("listing-apply").click()
+    # Published, but nobody scheduled its window: the console says so (the API's window phase).
+    expect(page.get_by_test_id("race-state")).to_have_text("Not scheduled")
     page.get_by_test_id("window-open").click()
     expect(page.get_by_test_id("race-state")).to_have_text("Open")
     # The opening queue: switched on with a rate, paused, resumed.
@@ -254,7 +256,7 @@ def test_two_tabs_edit_one_race_and_the_second_save_keeps_what_was_typed(new_pag
     renamed = race.name + " (renamed)"
     first.get_by_label("Race name").fill(renamed)
     first.get_by_test_id("save-race").click()
-    expect(first.get_by_test_id("race-alert")).to_have_text("Saved.")
+    expect(first.get_by_test_id("race-saved")).to_have_text("Saved.")
 
     second.get_by_label("Location").fill("New Town")
     second.get_by_test_id("save-race").click()
@@ -264,7 +266,8 @@ def test_two_tabs_edit_one_race_and_the_second_save_keeps_what_was_typed(new_pag
     expect(second.get_by_label("Location")).to_have_value("New Town")  # what was typed is kept
     expect(second.get_by_label("Race name")).to_have_value(renamed)  # the other tab's change shows
     second.get_by_test_id("save-race").click()
-    expect(alert).to_have_text("Saved.")
+    expect(second.get_by_test_id("race-saved")).to_have_text("Saved.")
+    expect(alert).to_be_hidden()
     stored = backend.store().get_race(race.raceId)
     assert stored is not None
     assert (stored[0].name, stored[0].location) == (renamed, "New Town")
@@ -294,8 +297,8 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
     page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900})
     page.goto(f"{CONSOLE}#/races/{race.raceId}/runners")
     expect(page.get_by_test_id("runner-row")).to_have_count(20)
-    page.get_by_label("Search").fill("Runner07")
-    page.get_by_role("button", name="Search", exact=True).click()
+    page.get_by_label("Find a runner").fill("Runner07")
+    page.get_by_role("button", name="Search runners", exact=True).click()
     expect(page.get_by_test_id("runner-row")).to_have_count(1)
     page.get_by_test_id("runner-open").click()
     detail = page.get_by_test_id("runner-detail")
@@ -413,7 +416,7 @@ def test_a_races_zone_price_changes_and_age_rule_are_set_in_the_races_zone_and_t
     opens = f"{today + timedelta(days=2)}T09:00"
     page.get_by_label("Registration opens").fill(opens)
     page.get_by_test_id("save-race").click()
-    expect(page.get_by_test_id("race-alert")).to_have_text("Saved.")
+    expect(page.get_by_test_id("race-saved")).to_have_text("Saved.")
 
     editor = page.get_by_test_id("event-row").filter(has_text="Kids 1K")
     editor.get_by_label("Minimum age on race day").fill("4")
@@ -431,7 +434,7 @@ def test_a_races_zone_price_changes_and_age_rule_are_set_in_the_races_zone_and_t
     expect(editor.locator("[data-field='priceTiers.0.priceCents'] .error")).to_be_visible()
     editor.get_by_label("Price change 1 price").fill("20.00")
     editor.get_by_test_id("save-event").click()
-    expect(editor.get_by_test_id("event-alert")).to_have_text("Saved.")
+    expect(editor.get_by_test_id("event-saved")).to_have_text("Kids 1K: saved.")
 
     # Stored in UTC: 09:00 in Tokyo is 00:00 UTC; midnight in Tokyo is 15:00 UTC the day before.
     stored = backend.store().get_race(race.raceId)
@@ -458,14 +461,16 @@ def test_a_races_zone_price_changes_and_age_rule_are_set_in_the_races_zone_and_t
     snap(page, "zone-tiers-ages")
 
     # Publishing an incomplete race names what is missing, on its field.
-    page.get_by_test_id("publish").click()
+    page.get_by_test_id("listing-listed").check()
+    page.get_by_test_id("listing-apply").click()
     expect(page.get_by_test_id("missing")).to_contain_text("Location")
     expect(page.get_by_label("Location")).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_test_id("race-state")).to_have_text("Draft")
     page.get_by_label("Location").fill("Odaiba")
     page.get_by_test_id("save-race").click()
-    expect(page.get_by_test_id("race-alert")).to_have_text("Saved.")
-    page.get_by_test_id("relist").click()  # published by its link only
+    expect(page.get_by_test_id("race-saved")).to_have_text("Saved.")
+    page.get_by_test_id("listing-unlisted").check()  # published by its link only
+    page.get_by_test_id("listing-apply").click()
     expect(page.get_by_test_id("race-listing")).to_have_text("Unlisted: open by its link only")
 
     # Next year's edition: a new draft, its dates and price changes a year later, in Tokyo.
@@ -504,7 +509,7 @@ def test_two_tabs_edit_the_fairness_settings_and_the_second_save_keeps_what_was_
 
     first.get_by_label("Runners admitted per minute").fill("120")
     first.get_by_test_id("save-fairness").click()
-    expect(first.get_by_test_id("fairness-alert")).to_have_text("Fairness settings saved.")
+    expect(first.get_by_test_id("fairness-saved")).to_have_text("Fairness settings saved.")
 
     second.get_by_label("Places one device may hold at once").fill("3")
     second.get_by_test_id("save-fairness").click()
@@ -514,7 +519,7 @@ def test_two_tabs_edit_the_fairness_settings_and_the_second_save_keeps_what_was_
     expect(second.get_by_label("Places one device may hold at once")).to_have_value("3")  # what was typed is kept
     expect(second.get_by_label("Runners admitted per minute")).to_have_value("120")  # the other tab's change shows
     second.get_by_test_id("save-fairness").click()
-    expect(alert).to_have_text("Fairness settings saved.")
+    expect(second.get_by_test_id("fairness-saved")).to_have_text("Fairness settings saved.")
     first.reload()  # both changes are stored
     expect(first.get_by_label("Runners admitted per minute")).to_have_value("120")
     expect(first.get_by_label("Places one device may hold at once")).to_have_value("3")

@@ -92,7 +92,7 @@ def test_a_director_sets_the_refund_policy_sees_it_in_words_kept_validated_and_c
     expect(summary).to_have_text(said)  # in words as it is typed, before it is saved
     accessible(page, "policy typed")
     section.get_by_test_id("save-policy").click()
-    expect(section.get_by_test_id("policy-alert")).to_have_text("Saved.")
+    expect(section.get_by_test_id("policy-saved")).to_have_text("Runners' changes saved.")
     snap(page, "policy-saved")
 
     kept = {

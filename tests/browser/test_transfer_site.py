@@ -316,7 +316,7 @@ def test_on_a_phone_by_keyboard_the_director_sets_the_transfer_policy_and_it_is_
     accessible(page, "transfer policy typed")
     tab_to(page, "save-policy")
     page.keyboard.press("Enter")
-    expect(section.get_by_test_id("policy-alert")).to_have_text("Saved.")
+    expect(section.get_by_test_id("policy-saved")).to_have_text("Runners' changes saved.")
     snap(page, "saved")
     policy = admin_get(page, stack, api, race.raceId)["refundPolicy"]
     assert (policy["transfersUntil"], policy["transferFeeCents"], policy["transferredRefundable"]) == (

@@ -127,7 +127,7 @@ def test_a_director_switches_an_events_waitlist_on_in_the_console_with_a_cap_and
     editor.get_by_label("Most runners on the list").fill("200")
     row = page.get_by_test_id("event-row")
     row.get_by_test_id("save-event").click()
-    expect(row.get_by_test_id("event-alert")).to_contain_text("Saved.")
+    expect(row.get_by_test_id("event-saved")).to_contain_text("saved.")
     accessible(page, "the event's waitlist setting")
     snap(page, "console")
     stored = admin_get(page, stack, api, race.raceId)["events"][0]["waitlist"]

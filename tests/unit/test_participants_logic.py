@@ -185,6 +185,18 @@ def test_the_export_gives_what_was_paid_and_refunded_and_the_ledgers_state(w, ra
     assert money["Bo"] == ("25.00", "25.00", "REFUNDED", "0")  # cancelled before the refund choice: in full
 
 
+def test_the_list_gives_each_rows_refunds_so_the_console_can_show_what_the_race_keeps(w, race):
+    r, ten, five = race
+    cy = next(reg for reg in w.tables.regs.values() if reg.firstName == "Cy")
+    w.tables.regs[cy.registrationId] = cy.model_copy(update={"ledgerRefundedCents": 500})
+    rows = {
+        row.firstName: (row.amountCents, row.refundedCents) for row in w.participants.page(r, [ten, five]).registrations
+    }
+    assert rows["Ann"] == (2500, 0)
+    assert rows["Cy"] == (2500, 500)  # a part refund: the race keeps 20.00
+    assert rows["Bo"] == (2500, 2500)  # cancelled before the refund choice: in full
+
+
 def test_the_export_of_a_free_entry_and_of_a_zero_decimal_refund(w):
     race = w.create(5, open_now=True, currency="JPY", events=[EventDraft(name="5K", cap=5, priceCents=2500)])
     (event,) = w.catalog.definition(race.raceId)[1]

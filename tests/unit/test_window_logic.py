@@ -60,6 +60,40 @@ def test_a_window_that_has_closed_cannot_be_scheduled_or_opened(w):
     assert w.workflow.executions == {}
 
 
+def _seen(w: AdminWorld, race_id: str) -> tuple[str, list[str]]:
+    view = w.window.view(w.race(race_id))
+    return view.phase, view.actions
+
+
+def test_the_window_says_its_phase_and_offers_only_the_actions_that_change_it(w):
+    race = w.create(5)
+    # Published, nobody scheduled it: registrationState says SCHEDULED, the window says the truth.
+    assert race.registrationState == "SCHEDULED"
+    assert _seen(w, race.raceId) == ("NOT_SCHEDULED", ["schedule", "open"])
+    view = w.window.schedule(DANA, race)
+    assert view.workflow is not None and view.workflow.warmUpAt == race.registrationOpensAt - timedelta(minutes=10)
+    assert (view.phase, view.actions) == ("SCHEDULED", ["open", "close"])
+    w.clock.now = race.registrationOpensAt - timedelta(minutes=10)
+    assert _seen(w, race.raceId) == ("WARMING", ["open", "close"])
+    w.clock.now = race.registrationOpensAt
+    w.tasks.set_state(race.raceId, "OPEN", f"{race.raceId}-w1")
+    assert _seen(w, race.raceId) == ("OPEN", ["close"])
+    # Open, but the workflow that closes it on time ended: opening again restarts it.
+    w.workflow.finish(f"{race.raceId}-w1", "FAILED")
+    assert _seen(w, race.raceId) == ("OPEN", ["open", "close"])
+    w.window.close_now(DANA, w.race(race.raceId))
+    assert _seen(w, race.raceId) == ("CLOSED", ["schedule", "open"])
+    w.clock.now = race.registrationClosesAt
+    assert _seen(w, race.raceId) == ("CLOSED", [])
+
+
+def test_a_draft_is_offered_no_opening_but_one_opened_anyway_can_be_closed(w):
+    race = w.create(5, listing="DRAFT")
+    assert _seen(w, race.raceId) == ("NOT_SCHEDULED", [])
+    w.window.open_now(DANA, race)  # the API still accepts it
+    assert _seen(w, race.raceId) == ("OPEN", ["close"])
+
+
 def test_open_now_opens_at_once_and_replaces_the_schedule(w):
     race = w.create(5)
     w.window.schedule(DANA, race)

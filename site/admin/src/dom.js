@@ -93,3 +93,25 @@ export async function downloadCsv(api, path, filename) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
+
+// How long a "Saved." stays: long enough to be read, short enough that it is not mistaken
+// for the state of a form edited since.
+const SAVED_MS = 8000;
+
+/** A form's success note: a polite status (read once, without interrupting, unlike the
+ * form's alert) that clears itself. It stays in the page while empty, so that assistive
+ * technology already watches it when the text arrives. */
+export function savedNote(testid) {
+  const el = h('p', { class: 'saved', role: 'status', 'aria-live': 'polite', 'data-testid': testid });
+  let timer = 0;
+  el.say = (text) => {
+    clearTimeout(timer);
+    el.textContent = text;
+    timer = setTimeout(() => (el.textContent = ''), SAVED_MS);
+  };
+  el.clear = () => {
+    clearTimeout(timer);
+    el.textContent = '';
+  };
+  return el;
+}

@@ -1,6 +1,6 @@
 // The opening's fairness settings (the queue on or off, its admission rate, hold limits,
 // proof-of-work difficulty) and pausing or resuming admission from the queue.
-import { announce, h } from './dom.js';
+import { announce, h, savedNote } from './dom.js';
 
 const enc = encodeURIComponent;
 const NUMBERS = [
@@ -23,6 +23,7 @@ export async function fairnessSection(api, raceId) {
   const pause = h('button', { type: 'button', 'data-testid': 'queue-pause' }, 'Pause admission');
   const resume = h('button', { type: 'button', 'data-testid': 'queue-resume' }, 'Resume admission');
   const save = h('button', { type: 'submit', 'data-testid': 'save-fairness' }, 'Save fairness settings');
+  const note = savedNote('fairness-saved');
 
   function render() {
     const q = view.queue;
@@ -33,11 +34,12 @@ export async function fairnessSection(api, raceId) {
 
   const form = h('form', { noValidate: true, 'data-testid': 'fairness-form' }, box,
     h('div', { class: 'field check' }, queueOn, h('label', { htmlFor: queueOn.id }, 'Opening queue (a waiting room for the opening)')),
-    ...numbers.map((n) => n.wrap), save);
+    ...numbers.map((n) => n.wrap), save, note);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     save.disabled = true;
     box.hidden = true;
+    note.clear();
     const changes = typed();
     for (const n of numbers) {
       n.error.hidden = true;
@@ -48,10 +50,7 @@ export async function fairnessSection(api, raceId) {
       // a pause, the opening's draw) answers 409 rather than being overwritten.
       view = await api.patch(`/races/${enc(raceId)}/fairness`, { expectedVersion: view.version, ...changes });
       render();
-      box.className = 'note';
-      box.textContent = 'Fairness settings saved.';
-      box.hidden = false;
-      announce('Fairness settings saved.');
+      note.say('Fairness settings saved.');
     } catch (err) {
       if (err.status === 409 && err.code === 'CONFLICT') return changedMeanwhile(changes).catch((e) => fail(e.message));
       for (const n of numbers) {

@@ -6,7 +6,7 @@
 // (refundPolicy replaces the one before), naming the version it edited, as every race save does.
 // The API counts the fees in the currency's smallest unit; the director types them in units
 // ("2.50", "250" yen, "2.500" dinars), converted with the console's money helpers.
-import { announce, h } from './dom.js';
+import { h, savedNote } from './dom.js';
 import { decimals, inputFromMinor, minorFrom } from './zone.js';
 
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -68,6 +68,7 @@ export function policySection(api, path, current, updated) {
   const id = (key) => `pol${n}-${key.replace(/\./g, '-')}`;
   const box = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'policy-alert' });
   const words = h('p', { 'data-testid': 'policy-summary' });
+  const note = savedNote('policy-saved');
 
   // A control with its label, hint and error slot; ``data-field`` is the API's field name.
   function field(key, label, attrs = {}, { hint, after, cls = 'field' } = {}) {
@@ -213,7 +214,7 @@ export function policySection(api, path, current, updated) {
     h('div', { class: 'grid' }, fee, editUntil),
     h('fieldset', { class: 'sub', 'data-testid': 'policy-transfers' }, h('legend', {}, 'Handing a place to someone else'),
       h('div', { class: 'grid' }, transfersUntil, transferFee), transferredRefundable),
-    h('div', { class: 'actions' }, save));
+    h('div', { class: 'actions' }, save), note);
   form.addEventListener('input', refreshWords);
   form.addEventListener('change', refreshWords);
   form.addEventListener('submit', (e) => {
@@ -222,13 +223,13 @@ export function policySection(api, path, current, updated) {
     save.disabled = true;
     (async () => {
       say('');
+      note.clear();
       placeErrors(null);
       try {
         const saved = await api.patch(path, { expectedVersion: current().version, refundPolicy: typed() });
         updated(saved);
         load(saved.refundPolicy);
-        say('Saved.', 'note');
-        announce("Runners' changes saved.");
+        note.say("Runners' changes saved.");
       } catch (err) {
         if (err.status === 409 && err.code === 'CONFLICT') {
           updated(await api.get(path));

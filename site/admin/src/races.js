@@ -1,24 +1,103 @@
 // The director's races: the list (state, places taken of each event's cap, money taken), a
-// new race with its events, one race's page (edit with expectedVersion, events, publish, the
-// registration window). Every save names the version it edited: a race changed meanwhile
-// (another tab, another director of the account) answers 409 and the form keeps what was typed.
-import { announce, h, show } from './dom.js';
+// new race with its events, one race's page (edit with expectedVersion, events, who can see it,
+// the registration window as the API has it). Every save names the version it edited: a race
+// changed meanwhile (another tab, another director of the account) answers 409 and the form
+// keeps what was typed.
+import { announce, h, savedNote, show } from './dom.js';
 import { fairnessSection } from './fairness.js';
 import { policySection } from './policy.js';
-import { browserZone, fromZoneInput, inputFromMinor, knownZone, minorFrom, money, offsetLabel, toZoneInput, zoneNames } from './zone.js';
+import { browserZone, fromZoneInput, inputFromMinor, knownZone, minorFrom, money, offsetLabel, showInZone, toZoneInput, zoneNames } from './zone.js';
 
 export { money } from './zone.js';
 
-const STATE_LABEL = { NOT_YET_OPEN: ['scheduled', 'Scheduled'], OPEN: ['open', 'Open'], CLOSED: ['closed', 'Closed'] };
-// The API's currencies (racecap.logic.admin.Currency); JPY is a zero-decimal currency.
+// The window's phase (GET …/window, racecap.window.models.WindowPhase) in a word.
+const PHASE_LABEL = {
+  NOT_SCHEDULED: ['unscheduled', 'Not scheduled'],
+  SCHEDULED: ['scheduled', 'Scheduled'],
+  WARMING: ['scheduled', 'Warming up'],
+  OPEN: ['open', 'Open'],
+  CLOSED: ['closed', 'Closed'],
+};
+// The API's currencies (racecap.setup.models.Currency); JPY is a zero-decimal currency.
 const CURRENCIES = ['USD', 'EUR', 'GBP', 'CAD', 'AUD', 'NZD', 'CHF', 'SEK', 'NOK', 'DKK', 'JPY'];
 const LISTING_LABEL = { DRAFT: 'Draft: closed to runners', UNLISTED: 'Unlisted: open by its link only', LISTED: 'Listed: on the race list' };
+// The window is read again at its next change of phase, and at least this often while shown
+// (another tab or director may act on it); soon after a time that has passed, until the
+// workflow's task has run (it does within seconds).
+const POLL_IDLE_MS = 30_000;
+const POLL_SOON_MS = 2_000;
 
-// draft, scheduled, open, sold out (open with no place left in any event), closed.
-export function stateOf(race, events = race.events) {
+// draft, not scheduled, scheduled, warming up, open, sold out (open with no place left in any
+// event), closed: from the window's phase when it was read (the race's status says only
+// NOT_YET_OPEN, whether or not anything will open it).
+export function stateOf(race, events = race.events, win = null) {
   if (!race.published) return ['draft', 'Draft'];
-  if (race.status === 'OPEN' && events?.length && events.every((e) => e.placesLeft === 0)) return ['soldout', 'Sold out'];
-  return STATE_LABEL[race.status] || ['', race.status];
+  const phase = win?.phase || { OPEN: 'OPEN', CLOSED: 'CLOSED' }[race.status];
+  if (phase === 'OPEN' && events?.length && events.every((e) => e.placesLeft === 0)) return ['soldout', 'Sold out'];
+  return PHASE_LABEL[phase] || ['unscheduled', 'Not open yet'];
+}
+
+// The window in one sentence, in the race's zone: what runners meet now and what happens next.
+// A draft is closed to runners whatever the window does, and the sentence says so first.
+export function windowWords(race, win) {
+  const at = (iso) => showInZone(iso, race.timeZone);
+  const opens = at(win.registrationOpensAt);
+  const closes = at(win.registrationClosesAt);
+  const wf = win.workflow;
+  const running = wf?.status === 'RUNNING';
+  if (!race.published) {
+    if (win.phase === 'OPEN') return 'Draft: registration is open, but runners cannot reach a draft. Publish the race, or close registration.';
+    if (win.phase === 'SCHEDULED' || win.phase === 'WARMING') return `Draft: scheduled for ${opens}, but runners cannot reach a draft until it is published.`;
+    return 'Draft: closed to runners. Publish the race to schedule or open registration.';
+  }
+  switch (win.phase) {
+    case 'SCHEDULED':
+      return `Scheduled for ${opens}; closes ${closes}.`;
+    case 'WARMING':
+      return `Scheduled for ${opens}: warming up now (caches filled, places checked before the opening).`;
+    case 'OPEN':
+      return running
+        ? `Open until ${closes}.`
+        : `Open, but nothing will close it at ${closes}: the window's workflow is not running. Open it again to restart that, or close it now.`;
+    case 'CLOSED':
+      return new Date(win.registrationClosesAt).getTime() <= Date.now()
+        ? `Closed: registration closed ${closes}.`
+        : `Closed by hand. Schedule the window to follow the planned times again (${opens} to ${closes}), or open it now.`;
+    default:
+      return `Not scheduled: nothing will open registration. Schedule the window to open it ${opens}, or open it now.`;
+  }
+}
+
+function workflowWords(race, win) {
+  const wf = win.workflow;
+  if (!wf) return 'No workflow: nothing changes the window by itself.';
+  const what = wf.mode === 'schedule' ? 'follows the planned times' : 'opened by hand, closes on time';
+  const state = wf.status === 'RUNNING' ? 'running' : `not running (${wf.status.toLowerCase()})`;
+  return `Workflow ${wf.execution}: ${state}; it ${what}. Started ${showInZone(wf.startedAt, race.timeZone)}.`;
+}
+
+/** When to read the window again: at its next time, soon once a time has passed and the
+ * phase has not followed yet, else at the idle pace. */
+export function pollDelay(win, now = Date.now()) {
+  const wf = win?.workflow;
+  if (!wf || wf.status !== 'RUNNING') return POLL_IDLE_MS;
+  const t = (iso) => new Date(iso).getTime();
+  const behind = (now >= t(wf.opensAt) && !['OPEN', 'CLOSED'].includes(win.phase)) || (now >= t(wf.closesAt) && win.phase !== 'CLOSED');
+  if (behind) return POLL_SOON_MS;
+  const next = [wf.warmUpAt, wf.opensAt, wf.closesAt].map(t).filter((x) => x > now);
+  const until = next.length ? Math.min(...next) - now + 250 : POLL_IDLE_MS;
+  return Math.max(POLL_SOON_MS, Math.min(POLL_IDLE_MS, until));
+}
+
+// The runners' site's pages for the race (site/app.js routes): the race page and, per event,
+// its results page. Both are on the site's origin, the console being under /admin/.
+export function publicLinks(race) {
+  const site = `${location.origin}/`;
+  const r = encodeURIComponent(race.raceId);
+  return {
+    race: `${site}#/races/${r}`,
+    results: race.events.map((e) => [e.name, `${site}#/races/${r}/events/${encodeURIComponent(e.eventId)}/results`]),
+  };
 }
 
 // An amount the director typed, in the smallest unit; a wrong or empty one is sent as the text
@@ -105,6 +184,9 @@ function raceFields(race = {}) {
     input('registrationOpensAt', 'Registration opens', { type: 'datetime-local', value: toZoneInput(opens, knownZone(zone) ? zone : 'UTC'), required: true }, zoneHint(zone)),
     input('registrationClosesAt', 'Registration closes', { type: 'datetime-local', value: toZoneInput(closes, knownZone(zone) ? zone : 'UTC'), required: true }, `${zoneHint(zone)} By the race date.`),
     input('holdMinutes', 'Minutes a place is held while a runner registers', { type: 'number', min: 1, max: 60, value: race.holdMinutes ?? 10 }),
+    // The API's retention (racecap.races.rules: 45 to 3650 days after the race).
+    input('retentionDays', "Days after the race that runners' personal data is kept", { type: 'number', min: 45, max: 3650, value: race.retentionDays ?? 365 },
+      `Then their emails, dates of birth and payment references are deleted${race.personalDataDeletedOn ? ` (on ${race.personalDataDeletedOn} as saved)` : ''}; names, bibs, results and figures stay.`),
   ];
 }
 
@@ -148,27 +230,63 @@ function readRace(form) {
     registrationOpensAt: fromZoneInput(v('registrationOpensAt'), zone),
     registrationClosesAt: fromZoneInput(v('registrationClosesAt'), zone),
     holdMinutes: Number(v('holdMinutes')),
+    retentionDays: Number(v('retentionDays')),
   };
 }
 
+// A new race's event: its places and price, and (as the create call takes them) its age rule
+// and later prices, so that a race is set up in one go. Team entries and the waitlist are
+// the event's settings once the race exists.
 function eventRow(i, event = {}) {
+  const base = `events.${i}`;
+  const tiers = h('div', { class: 'tiers', 'data-testid': 'new-tiers' });
+  const add = h('button', { type: 'button', 'data-testid': 'new-add-tier', onClick: () => {
+    const row = tierRow(base, tiers.children.length);
+    tiers.append(row);
+    row.querySelector('input').focus();
+  } }, 'Add a price change');
   return h('fieldset', { class: 'event', 'data-testid': 'event-fields' },
     h('legend', {}, `Event ${i + 1}`),
-    input(`events.${i}.name`, 'Event name', { value: event.name || '', required: true, maxLength: 100 }),
-    input(`events.${i}.cap`, 'Places (cap)', { type: 'number', min: 1, value: event.cap ?? '' }),
-    input(`events.${i}.priceCents`, 'Price', { inputMode: 'decimal', value: '' }, 'In the race currency, e.g. 45.00'),
+    input(`${base}.name`, 'Event name', { value: event.name || '', required: true, maxLength: 100 }),
+    input(`${base}.cap`, 'Places (cap)', { type: 'number', min: 1, value: event.cap ?? '' }),
+    input(`${base}.priceCents`, 'Price', { inputMode: 'decimal', value: '' }, 'In the race currency, e.g. 45.00; the price until the first price change below.'),
+    h('fieldset', { class: 'sub' }, h('legend', {}, 'Age rule, on race day'), h('div', { class: 'grid' },
+      input(`${base}.minAge`, 'Minimum age on race day', { type: 'number', min: 0, max: 120, value: 5 }),
+      input(`${base}.maxAge`, 'Maximum age on race day', { type: 'number', min: 0, max: 120, value: '' }, 'Leave empty for no maximum.'))),
+    h('fieldset', { class: 'sub' }, h('legend', {}, 'Price changes by date'),
+      h('p', { class: 'hint' }, "Times in the race's time zone. None: the price above holds throughout."), tiers, add),
   );
+}
+
+function tierRow(base, j) {
+  const row = h('div', { class: 'tier', 'data-testid': 'new-tier-row' },
+    input(`${base}.priceTiers.${j}.startsAt`, `Price change ${j + 1} starts`, { type: 'datetime-local' }),
+    input(`${base}.priceTiers.${j}.priceCents`, `Price change ${j + 1} price`, { inputMode: 'decimal' }));
+  return row;
 }
 
 function readEvents(form) {
   const out = [];
   const currency = form.elements.currency.value;
+  const zone = formZone(form);
+  const value = (name) => form.elements[name]?.value ?? '';
   for (let i = 0; form.elements[`events.${i}.name`]; i++) {
-    out.push({
-      name: form.elements[`events.${i}.name`].value.trim(),
-      cap: Number(form.elements[`events.${i}.cap`].value) || 0,
-      priceCents: amountFrom(form.elements[`events.${i}.priceCents`].value, currency),
-    });
+    const base = `events.${i}`;
+    const event = {
+      name: value(`${base}.name`).trim(),
+      cap: Number(value(`${base}.cap`)) || 0,
+      priceCents: amountFrom(value(`${base}.priceCents`), currency),
+      minAge: Number(value(`${base}.minAge`) || 0),
+      priceTiers: [],
+    };
+    if (value(`${base}.maxAge`).trim()) event.maxAge = Number(value(`${base}.maxAge`));
+    for (let j = 0; form.elements[`${base}.priceTiers.${j}.startsAt`]; j++) {
+      const starts = value(`${base}.priceTiers.${j}.startsAt`);
+      const price = value(`${base}.priceTiers.${j}.priceCents`);
+      if (!starts && !price.trim()) continue; // a row added and left empty
+      event.priceTiers.push({ startsAt: starts ? fromZoneInput(starts, zone) : '', priceCents: amountFrom(price, currency) });
+    }
+    out.push(event);
   }
   return out;
 }
@@ -176,10 +294,14 @@ function readEvents(form) {
 // -- the list ---------------------------------------------------------------------------------
 export async function racesPage(api) {
   const { races } = await api.get('/races');
-  const stats = await Promise.all(races.map((r) => api.get(`/races/${r.raceId}/stats`).catch(() => null)));
+  const enc = encodeURIComponent;
+  const [stats, windows] = await Promise.all([
+    Promise.all(races.map((r) => api.get(`/races/${enc(r.raceId)}/stats`).catch(() => null))),
+    Promise.all(races.map((r) => api.get(`/races/${enc(r.raceId)}/window`).catch(() => null))),
+  ]);
   const rows = races.map((race, i) => {
     const s = stats[i];
-    const [cls, label] = stateOf(race, s?.events);
+    const [cls, label] = stateOf(race, s?.events, windows[i]);
     const places = s ? s.events.map((e) => h('div', {}, `${e.name}: ${e.cap - e.placesLeft} of ${e.cap}`)) : '—';
     const taken = s ? s.events.reduce((n, e) => n + e.revenueCents - e.refundedCents, 0) : null;
     return h('tr', { 'data-testid': 'race-row', dataset: { raceId: race.raceId } },
@@ -187,7 +309,7 @@ export async function racesPage(api) {
       h('td', {}, race.raceDate),
       h('td', {}, h('span', { class: `state ${cls}`, 'data-testid': 'race-state' }, label)),
       h('td', { 'data-testid': 'race-places' }, places),
-      h('td', { class: 'num', 'data-testid': 'race-money' }, taken === null ? '—' : money(taken, race.currency || 'USD')),
+      h('td', { class: 'num', 'data-testid': 'race-money' }, taken === null ? '—' : money(taken, race.currency)),
     );
   });
   show(
@@ -212,7 +334,9 @@ export function newRacePage(api) {
     row.querySelector('input').focus();
   } }, 'Add another event');
   const save = h('button', { type: 'submit', class: 'primary', 'data-testid': 'create-race' }, 'Create race (as a draft)');
-  const form = h('form', { noValidate: true, 'data-testid': 'race-form' }, box, ...raceFields(), h('h2', {}, 'Events'), events, add, h('div', { class: 'actions' }, save));
+  const form = h('form', { noValidate: true, 'data-testid': 'race-form' }, box, ...raceFields(), h('h2', {}, 'Events'),
+    h('p', { class: 'hint' }, "Team entries and an event's waitlist are set in the event's settings once the race is created."),
+    events, add, h('div', { class: 'actions' }, save));
   followZone(form);
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -255,20 +379,22 @@ export function subnav(raceId, current) {
 
 export async function racePage(api, raceId) {
   const path = `/races/${encodeURIComponent(raceId)}`;
-  let race = await api.get(path);
+  let [race, win] = await Promise.all([api.get(path), api.get(`${path}/window`)]);
   const box = alertBox('race-alert');
-  const status = h('p', { role: 'status', 'data-testid': 'race-status' });
+  const note = savedNote('race-saved');
+  const status = h('p', { 'data-testid': 'race-status' });
   const title = h('h1', {}, race.name);
 
+  // One line of facts; the window's sentence below is the live part (a polite status).
   function summary() {
-    const [cls, label] = stateOf(race);
+    const [cls, label] = stateOf(race, race.events, win);
     status.replaceChildren(
       'State: ', h('span', { class: `state ${cls}`, 'data-testid': 'race-state' }, label),
-      ` · `, h('span', { 'data-testid': 'race-listing' }, LISTING_LABEL[race.listing] || race.listing),
-      ` · registration ${race.registrationState.toLowerCase()} · times in ${race.timeZone} · version ${race.version}`,
+      ' · ', h('span', { 'data-testid': 'race-listing' }, LISTING_LABEL[race.listing] || race.listing),
+      ` · times in ${race.timeZone} · version ${race.version}`,
     );
-    publish.textContent = race.published ? 'Back to draft' : 'Publish (listed)';
-    relist.textContent = { DRAFT: 'Publish unlisted (by link only)', LISTED: 'Make unlisted', UNLISTED: 'List on the race list' }[race.listing];
+    renderWindow();
+    renderListing();
   }
 
   // The fields the director changed since the version the form shows (times compared as instants).
@@ -324,12 +450,12 @@ export async function racePage(api, raceId) {
       say(box, '');
       showFieldErrors(form, null);
       const changes = dirty();
+      note.clear();
       try {
         const saved = await api.patch(path, { expectedVersion: race.version, ...changes });
         setRace(saved);
         fill(saved);
-        say(box, 'Saved.', 'note');
-        announce('Saved.');
+        note.say('Saved.');
       } catch (err) {
         if (err.status === 409 && err.code === 'CONFLICT') return changedMeanwhile(changes);
         const first = showFieldErrors(form, err.fields);
@@ -349,7 +475,9 @@ export async function racePage(api, raceId) {
     try {
       const action = listing === 'DRAFT' ? 'unpublish' : 'publish';
       const body = { expectedVersion: race.version, ...(listing === 'DRAFT' ? {} : { listing }) };
-      setRace(await api.post(`${path}/${action}`, body));
+      const listed = await api.post(`${path}/${action}`, body);
+      win = await api.get(`${path}/window`); // what the window offers depends on the listing
+      setRace(listed);
       announce({ DRAFT: 'Back to a draft: closed to runners.', UNLISTED: 'Published: open to runners by its link only.', LISTED: 'Published: runners can see the race on the race list.' }[race.listing]);
     } catch (err) {
       if (err.code === 'RACE_INCOMPLETE') {
@@ -373,20 +501,79 @@ export async function racePage(api, raceId) {
     const ev = /^events\.(\d+)\./.exec(field);
     return ev ? race.events[Number(ev[1])]?.name || field : field === 'events' ? 'Events' : field;
   }
-  const publish = h('button', { type: 'button', class: 'primary', 'data-testid': 'publish', onClick: () => submitting(publish, () => relistTo(race.published ? 'DRAFT' : 'LISTED')) });
-  const relist = h('button', { type: 'button', 'data-testid': 'relist', onClick: () => submitting(relist, () => relistTo(race.listing === 'UNLISTED' ? 'LISTED' : 'UNLISTED')) });
-
-  const windowButtons = [['schedule', 'Schedule the window'], ['open', 'Open registration now'], ['close', 'Close registration']].map(([action, label]) =>
-    h('button', { type: 'button', 'data-testid': `window-${action}`, onClick: (e) => submitting(e.currentTarget, async () => {
+  // -- the registration window, as the API has it -------------------------------------------
+  const winWords = h('p', { role: 'status', 'aria-live': 'polite', 'data-testid': 'window-state' });
+  const winFlow = h('p', { class: 'hint', 'data-testid': 'window-workflow' });
+  const winHint = h('p', { class: 'hint', 'data-testid': 'window-hint' });
+  const windowButtons = [['schedule', 'Schedule the window'], ['open', 'Open registration now'], ['close', 'Close registration now']].map(([action, label]) =>
+    h('button', { type: 'button', 'data-testid': `window-${action}`, dataset: { action }, onClick: (e) => submitting(e.currentTarget, async () => {
       say(box, '');
       try {
-        const w = await api.post(`${path}/window/${action}`);
-        setRace(await api.get(path));
-        announce(`Registration is ${w.registrationState.toLowerCase()}.`);
+        win = await api.post(`${path}/window/${action}`);
+        setRace(await api.get(path)); // its registrationState and version moved with the window
       } catch (err) {
         say(box, err.message);
+        box.focus();
       }
-    }) }, label));
+    }).finally(renderWindow) }, label));
+
+  function renderWindow() {
+    const words = windowWords(race, win);
+    if (winWords.textContent !== words) winWords.textContent = words; // unchanged: not read again
+    winFlow.textContent = workflowWords(race, win);
+    for (const b of windowButtons) b.disabled = !win.actions.includes(b.dataset.action);
+    const over = new Date(race.registrationClosesAt).getTime() <= Date.now();
+    winHint.textContent = !race.published && !win.actions.length
+      ? 'A draft is closed to runners: publish it (below) to schedule or open registration.'
+      : over && !win.actions.length ? 'The closing time has passed: set a later one in the settings to schedule or open registration again.' : '';
+    winHint.hidden = !winHint.textContent;
+  }
+
+  // Read again while the page is shown: at the window's next time, or every half minute
+  // (another tab, director or the workflow itself may change it). A page left stops it.
+  const shownAt = location.hash;
+  let poll = 0;
+  function pollLater() {
+    clearTimeout(poll);
+    poll = setTimeout(async () => {
+      if (location.hash !== shownAt || !title.isConnected) return;
+      if (!document.hidden) {
+        try {
+          const was = win;
+          win = await api.get(`${path}/window`);
+          if (win.registrationState !== was.registrationState || win.registrationState !== race.registrationState) {
+            setRace(await api.get(path)); // the workflow changed the race: a save must name its new version
+          } else {
+            summary();
+          }
+        } catch (err) {
+          if (err.name === 'AbortError' || err.status === 401) return; // left the page, or signed out
+        }
+      }
+      pollLater();
+    }, pollDelay(win));
+  }
+
+  // -- who can see it: one control for draft / unlisted / listed, and the public pages ---------
+  const listingName = `listing-${raceId}`;
+  const choices = [['DRAFT', 'Draft: closed to runners'], ['UNLISTED', 'Unlisted: open by its link only'], ['LISTED', 'Listed: also on the race list']].map(([value, label]) => {
+    const radio = h('input', { type: 'radio', name: listingName, id: `listing-${value}`, value, 'data-testid': `listing-${value.toLowerCase()}` });
+    return h('div', { class: 'field check' }, radio, h('label', { htmlFor: radio.id }, label));
+  });
+  const radios = choices.map((c) => c.querySelector('input'));
+  const applyListing = h('button', { type: 'button', 'data-testid': 'listing-apply', onClick: () => submitting(applyListing, () => relistTo(radios.find((r) => r.checked).value)).finally(renderListing) }, 'Change who can see it');
+  for (const r of radios) r.addEventListener('change', () => (applyListing.disabled = r.value === race.listing));
+  const links = h('ul', { class: 'links', 'data-testid': 'public-links' });
+  function renderListing() {
+    for (const r of radios) r.checked = r.value === race.listing;
+    applyListing.disabled = true;
+    const { race: page, results } = publicLinks(race);
+    const later = race.published ? '' : ' (runners see it once the race is published)';
+    links.replaceChildren(
+      h('li', {}, 'Race page: ', h('a', { href: page, 'data-testid': 'race-link' }, page), later),
+      ...results.map(([name, url]) => h('li', {}, `Results, ${name}: `, h('a', { href: url, 'data-testid': 'results-link' }, url))),
+    );
+  }
 
   const policy = policySection(api, path, () => race, setRace);
   const policyLabel = (field) => policy.querySelector(`[data-field="${CSS.escape(field)}"] label`)?.textContent || field;
@@ -408,10 +595,18 @@ export async function racePage(api, raceId) {
     title,
     status,
     box,
-    h('div', { class: 'row' }, publish, relist, ...windowButtons),
+    h('section', { class: 'window-panel', 'aria-labelledby': 'window-heading', 'data-testid': 'window-section' },
+      h('h2', { id: 'window-heading' }, 'Registration window'),
+      winWords, winFlow, h('div', { class: 'row' }, ...windowButtons), winHint),
+    h('section', { class: 'listing-panel', 'aria-labelledby': 'listing-heading', 'data-testid': 'listing-section' },
+      h('h2', { id: 'listing-heading' }, 'Who can see it'),
+      h('fieldset', {}, h('legend', { class: 'visually-hidden' }, 'Who can see the race'), ...choices),
+      h('div', { class: 'row' }, applyListing),
+      links),
     subnav(raceId, 'settings'),
     h('h2', {}, 'Settings'),
     form,
+    note,
     policy,
     h('h2', {}, 'Events'),
     events,
@@ -420,6 +615,7 @@ export async function racePage(api, raceId) {
     copySection(api, path, race),
     await fairnessSection(api, raceId),
   );
+  pollLater();
 }
 
 // -- one event: its place count, price, price changes by date and age rule ---------------------
@@ -430,6 +626,7 @@ function eventEditor(api, path, ev, current, updated) {
   const zone = () => current().timeZone;
   const currency = () => current().currency;
   const box = h('div', { class: 'alert', role: 'alert', hidden: true, tabIndex: -1, 'data-testid': 'event-alert' });
+  const note = savedNote('event-saved');
   function field(key, label, attrs = {}, hint) {
     const id = `ev${n}-${key.replace(/\./g, '-')}`;
     const control = h('input', { id, ...attrs });
@@ -455,6 +652,16 @@ function eventEditor(api, path, ev, current, updated) {
   const waitOn = h('input', { id: `ev${n}-waitlist-enabled`, type: 'checkbox', 'data-testid': 'waitlist-enabled' });
   const waitOnWrap = h('div', { class: 'field check', dataset: { field: 'waitlist.enabled' } }, waitOn,
     h('label', { htmlFor: waitOn.id }, 'A waitlist once sold out'), h('p', { class: 'error', hidden: true }));
+  // Team entries (racecap.teams): a captain holds and pays for min..max places together.
+  const teamsOn = h('input', { id: `ev${n}-teams`, type: 'checkbox', 'data-testid': 'teams-enabled' });
+  const teamsOnWrap = h('div', { class: 'field check', dataset: { field: 'noTeams' } }, teamsOn,
+    h('label', { htmlFor: teamsOn.id }, 'Team entries (a captain enters and pays for the team)'), h('p', { class: 'error', hidden: true }));
+  const teamMin = field('teamMinSize', 'Smallest team', { type: 'number', min: 2, max: 25 });
+  const teamMax = field('teamMaxSize', 'Largest team', { type: 'number', min: 2, max: 25 }, 'At most 25.');
+  const syncTeams = () => {
+    teamMin.control.disabled = teamMax.control.disabled = !teamsOn.checked;
+  };
+  teamsOn.addEventListener('change', syncTeams);
   const offerHours = field('waitlist.offerWindowHours', 'Hours to take an offered place', { type: 'number', min: 1, max: 336 });
   const maxLength = field('waitlist.maxLength', 'Most runners on the list', { type: 'number', min: 1 }, 'Leave empty for no limit.');
   const taken = h('p', { 'data-testid': 'event-taken' });
@@ -502,6 +709,10 @@ function eventEditor(api, path, ev, current, updated) {
     maxAge.control.disabled = noMax.checked;
     taken.textContent = `Taken: ${e.taken} of ${e.cap} · price now ${money(e.priceNow ?? e.priceCents, currency())}`;
     tierRows(e.priceTiers.map((t) => ({ startsAt: toZoneInput(t.startsAt, zone()), price: inputFromMinor(t.priceCents, currency()) })));
+    teamsOn.checked = e.teamMinSize !== null && e.teamMinSize !== undefined;
+    teamMin.control.value = e.teamMinSize ?? 2;
+    teamMax.control.value = e.teamMaxSize ?? 6;
+    syncTeams();
     const w = e.waitlist || { enabled: false, offerWindowHours: 48, maxLength: null };
     waitOn.checked = w.enabled;
     offerHours.control.value = w.offerWindowHours;
@@ -525,13 +736,21 @@ function eventEditor(api, path, ev, current, updated) {
     const same = typed.length === ev.priceTiers.length &&
       typed.every((t, i) => t.priceCents === ev.priceTiers[i].priceCents && new Date(t.startsAt).getTime() === new Date(ev.priceTiers[i].startsAt).getTime());
     if (!same) out.priceTiers = typed;
+    const hadTeams = ev.teamMinSize !== null && ev.teamMinSize !== undefined;
+    if (teamsOn.checked) {
+      const low = Number(teamMin.control.value);
+      const high = Number(teamMax.control.value);
+      if (!hadTeams || low !== ev.teamMinSize || high !== ev.teamMaxSize) Object.assign(out, { teamMinSize: low, teamMaxSize: high });
+    } else if (hadTeams) {
+      out.noTeams = true;
+    }
     // The setting is sent whole (it replaces the one before), and only when it changed.
     const waitlist = { enabled: waitOn.checked, offerWindowHours: Number(offerHours.control.value),
       ...(maxLength.control.value.trim() ? { maxLength: Number(maxLength.control.value) } : {}) };
     const was = ev.waitlist || { enabled: false, offerWindowHours: 48, maxLength: null };
     if (waitlist.enabled !== was.enabled || waitlist.offerWindowHours !== was.offerWindowHours
       || (waitlist.maxLength ?? null) !== was.maxLength) out.waitlist = waitlist;
-    return Object.fromEntries(Object.entries(out).filter(([k, v]) => ['noMaxAge', 'priceTiers', 'waitlist'].includes(k) || v !== ev[k]));
+    return Object.fromEntries(Object.entries(out).filter(([k, v]) => ['noMaxAge', 'priceTiers', 'waitlist', 'teamMinSize', 'teamMaxSize', 'noTeams'].includes(k) || v !== ev[k]));
   }
 
   const save = h('button', { type: 'submit', 'data-testid': 'save-event' }, 'Save this event');
@@ -540,12 +759,14 @@ function eventEditor(api, path, ev, current, updated) {
       h('div', { class: 'grid' }, name, cap, price),
       h('fieldset', { class: 'sub' }, h('legend', {}, 'Age rule, on race day'), h('div', { class: 'grid' }, minAge, maxAge), noMaxWrap),
       h('fieldset', { class: 'sub' }, h('legend', {}, 'Price changes by date'), tierHint, tiers, addTier),
+      h('fieldset', { class: 'sub', 'data-testid': 'event-teams' }, h('legend', {}, 'Teams'), teamsOnWrap, h('div', { class: 'grid' }, teamMin, teamMax)),
       h('fieldset', { class: 'sub', 'data-testid': 'event-waitlist' }, h('legend', {}, 'Waitlist'), waitOnWrap, h('div', { class: 'grid' }, offerHours, maxLength)),
-      h('div', { class: 'actions' }, save)));
+      h('div', { class: 'actions' }, save), note));
   el.addEventListener('submit', (e) => {
     e.preventDefault();
     submitting(save, async () => {
       say(box, '');
+      note.clear();
       showFieldErrors(el, null);
       const changes = asked();
       if ('maxAge' in changes && changes.maxAge === null) {
@@ -556,8 +777,7 @@ function eventEditor(api, path, ev, current, updated) {
         const r = await api.patch(`${path}/events/${encodeURIComponent(ev.eventId)}`, { expectedVersion: current().version, ...changes });
         load(r.events.find((x) => x.eventId === ev.eventId));
         updated(r);
-        say(box, 'Saved.', 'note');
-        announce(`${ev.name} saved.`);
+        note.say(`${ev.name}: saved.`);
       } catch (err) {
         if (err.status === 409 && err.code === 'CONFLICT') {
           updated(await api.get(path));

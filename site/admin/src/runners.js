@@ -41,11 +41,23 @@ export async function runnersPage(api, raceId, subnav) {
     count.textContent = `${shown} runner${shown === 1 ? '' : 's'} shown${cursor ? ' (more to load)' : ''}.`;
   }
 
+  // Paid stays what was paid; refunded and net beside it, so a part refund is not hidden. A
+  // list row carries refundedCents, the detail its ledger (which also counts later payments).
+  function amounts(r) {
+    const paid = r.ledger ? r.ledger.chargedCents : r.amountCents;
+    const refunded = r.ledger ? r.ledger.refundedCents : r.refundedCents ?? 0;
+    return { paid, refunded, net: paid - refunded };
+  }
+
   function row(r) {
     const open = h('button', { type: 'button', class: 'link', 'data-testid': 'runner-open', onClick: () => openDetail(r.registrationId) }, `${r.firstName} ${r.lastName}`);
+    const m = amounts(r);
     return h('tr', { 'data-testid': 'runner-row', dataset: { registrationId: r.registrationId } },
       h('td', { class: 'num' }, String(r.bib)), h('th', { scope: 'row' }, open), h('td', {}, r.email), h('td', {}, r.eventName),
-      h('td', { 'data-testid': 'runner-status' }, r.status), h('td', { class: 'num' }, money(r.amountCents, r.currency)));
+      h('td', { 'data-testid': 'runner-status' }, r.status),
+      h('td', { class: 'num', 'data-testid': 'runner-paid' }, money(m.paid, r.currency)),
+      h('td', { class: 'num', 'data-testid': 'runner-refunded' }, m.refunded ? money(m.refunded, r.currency) : '—'),
+      h('td', { class: 'num', 'data-testid': 'runner-net' }, money(m.net, r.currency)));
   }
 
   // A refund's state in words: PENDING and PROCESSING are settled automatically (the sweeper
@@ -79,9 +91,11 @@ export async function runnersPage(api, raceId, subnav) {
       .then((page) => page.registrations.find((x) => x.registrationId === r.registrationId) || null, () => null);
     const when = (iso) => (iso ? showInZone(iso, race.timeZone) : '—');
     const statement = r.ledger;
+    const m = amounts(r);
     const facts = [
       ['Bib', r.bib], ['Event', r.eventName], ['Email', r.email || '(deleted after the retention period)'],
-      ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(r.amountCents, r.currency)], ['Confirmed', when(r.confirmedAt)],
+      ['Date of birth', r.dateOfBirth || '—'], ['Paid', money(m.paid, r.currency)],
+      ['Refunded', money(m.refunded, r.currency)], ['Net', `${money(m.net, r.currency)} (paid less refunds)`], ['Confirmed', when(r.confirmedAt)],
       ['Status', r.status], ...(r.cancelledAt ? [['Cancelled', when(r.cancelledAt)]] : []),
       ...(r.teamName ? [['Team', `${r.teamName} (paid as the team's share)`]] : []),
       ...(r.refundId ? [['Refund', `${money(cancelRefund(r, statement), r.currency)} · ${r.refundId}`]] : []),
@@ -272,10 +286,10 @@ export async function runnersPage(api, raceId, subnav) {
   }
 
   const search = h('form', { role: 'search', class: 'filters', 'data-testid': 'runner-search' },
-    h('div', { class: 'field' }, h('label', { htmlFor: 'runner-q' }, 'Search'), h('p', { class: 'hint', id: 'runner-q-hint' }, 'A bib, a whole email, or words of a name.'), q),
+    h('div', { class: 'field' }, h('label', { htmlFor: 'runner-q' }, 'Find a runner'), h('p', { class: 'hint', id: 'runner-q-hint' }, 'A bib, a whole email, or words of a name.'), q),
     h('div', { class: 'field' }, h('label', { htmlFor: 'runner-event' }, 'Event'), eventSel),
     h('div', { class: 'field' }, h('label', { htmlFor: 'runner-status' }, 'Status'), statusSel),
-    h('button', { type: 'submit' }, 'Search'));
+    h('button', { type: 'submit', 'data-testid': 'runner-search-submit' }, 'Search runners'));
   q.setAttribute('aria-describedby', 'runner-q-hint');
   search.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -292,7 +306,7 @@ export async function runnersPage(api, raceId, subnav) {
     count,
     h('div', { class: 'split' },
       h('div', { class: 'scroll' }, h('table', { 'data-testid': 'runners' },
-        h('thead', {}, h('tr', {}, ...['Bib', 'Name', 'Email', 'Event', 'Status', 'Paid'].map((t) => h('th', { scope: 'col' }, t)))), rows), more),
+        h('thead', {}, h('tr', {}, ...['Bib', 'Name', 'Email', 'Event', 'Status', 'Paid', 'Refunded', 'Net'].map((t) => h('th', { scope: 'col' }, t)))), rows), more),
       detail),
   );
   await load(true);

@@ -14,6 +14,11 @@ class AnsweredRow(RegistrationRow):
     questionsVersion: int | None = Field(default=None, description="The version of the questions it answered.")
     answers: list[AnswerView] = Field(default_factory=list, description="In the order they were asked.")
     waiver: WaiverRecord | None = Field(default=None, description="Its waiver acceptance, when the event has one.")
+    refundedCents: int = Field(
+        default=0,
+        description="What its refunds add up to (reserved or made, ours and the provider's dashboard's): "
+        "amountCents - refundedCents is what the race keeps.",
+    )
 
 
 class AnsweredPage(RegistrationPage):

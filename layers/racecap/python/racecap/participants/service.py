@@ -210,6 +210,7 @@ class Participants:
         for item in items:
             row = AnsweredRow.model_validate(
                 {k: v for k, v in item.items() if v is not None and k not in ("answers", "waiver")}
+                | {"refundedCents": refunded_of(item)}
             )
             if item.get("waiver"):
                 row.waiver = WaiverRecord.model_validate_json(str(item.get("waiver")))

@@ -73,6 +73,7 @@ class AdminRaceSummary(Model):
         description="DRAFT: closed to runners; UNLISTED: open by its link only; LISTED: also on the race list."
     )
     published: bool = Field(description="Not a draft (listing is UNLISTED or LISTED).")
+    currency: str = Field(description="What its prices and money are counted in (the list shows money in it).")
     version: int
 
 
@@ -83,7 +84,6 @@ class AdminRaceList(Model):
 class AdminRaceView(AdminRaceSummary):
     location: str
     description: str
-    currency: str
     holdMinutes: int
     retentionDays: int = Field(description="Days after the race that runners' personal data is kept.")
     personalDataDeletedOn: str = Field(

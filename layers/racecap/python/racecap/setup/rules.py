@@ -149,5 +149,6 @@ def _summary(race: Race) -> AdminRaceSummary:
         registrationClosesAt=race.registrationClosesAt,
         listing=race.listing,
         published=not race.is_draft,
+        currency=race.currency,
         version=race.version,
     )

@@ -150,7 +150,6 @@ class RaceAdmin:
             **_summary(race).model_dump(),
             location=race.location,
             description=race.description,
-            currency=race.currency,
             holdMinutes=race.holdMinutes,
             retentionDays=race.retentionDays,
             refundPolicy=race.refundPolicy,

@@ -31,9 +31,9 @@ from racecap.models import Director
 from racecap.observability import logger
 from racecap.places.store import Inventory
 from racecap.races.catalog import RaceCatalog, race_status, sold_out_flag
-from racecap.races.models import Event, Race, RaceChanges, RegistrationState
+from racecap.races.models import Event, PublicRaceStatus, Race, RaceChanges, RegistrationState
 from racecap.races.store import RaceStore
-from racecap.window.models import WindowRecord, WindowView, WorkflowView
+from racecap.window.models import WindowAction, WindowPhase, WindowRecord, WindowView, WorkflowView
 from racecap.window.store import WindowStore, Workflow
 
 # Caches are warmed and shards checked this long before the opening (the paper's pre-warm).
@@ -140,6 +140,31 @@ def just_opened(opened: Callable[[str, list[Event]], None] | None, race_id: str,
         logger.exception("the opening queue was not told of the opening", extra={"raceId": race_id})
 
 
+def window_phase(status: PublicRaceStatus, workflow: WorkflowView | None, now: datetime) -> WindowPhase:
+    """The window in one word. "Scheduled" needs a workflow that really runs in schedule mode:
+    registrationState alone says SCHEDULED for a race that nobody scheduled."""
+    if status != "NOT_YET_OPEN":
+        return status
+    if workflow is None or workflow.status != "RUNNING" or workflow.mode != "schedule":
+        return "NOT_SCHEDULED"
+    return "WARMING" if now >= workflow.warmUpAt else "SCHEDULED"
+
+
+def window_actions(race: Race, phase: WindowPhase, workflow: WorkflowView | None, now: datetime) -> list[WindowAction]:
+    """What a director is offered: only actions that change something, and none that is refused
+    (``_refuse_if_over``). A draft is offered no opening: runners could not reach it."""
+    running = workflow is not None and workflow.status == "RUNNING"
+    ahead = not race.is_draft and race.registrationClosesAt > now
+    actions: list[WindowAction] = []
+    if ahead and phase in ("NOT_SCHEDULED", "CLOSED"):
+        actions.append("schedule")
+    if ahead and (phase != "OPEN" or not running):  # open again: nothing would close it on time
+        actions.append("open")
+    if race.registrationState == "OPEN" or running:
+        actions.append("close")
+    return actions
+
+
 def iso_z(at: datetime) -> str:
     """RFC 3339 in UTC with ``Z``, as Step Functions' Wait ``TimestampPath`` wants it."""
     return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -168,26 +193,33 @@ class WindowControl:
 
     # -- what a director sees ---------------------------------------------------------------
     def view(self, race: Race, changed: bool = False) -> WindowView:
+        now = self._now()
         window = self._windows.get(race.raceId)
         workflow = None
         if window is not None and window.execution and window.mode and window.opensAt and window.closesAt:
+            opens, started = datetime.fromisoformat(window.opensAt), datetime.fromisoformat(window.startedAt)
             workflow = WorkflowView(
                 execution=window.execution,
                 executionArn=self._workflow.execution_arn(window.execution),
                 mode=window.mode,
                 status=self._workflow.status(window.execution),
-                opensAt=datetime.fromisoformat(window.opensAt),
+                opensAt=opens,
                 closesAt=datetime.fromisoformat(window.closesAt),
-                startedAt=datetime.fromisoformat(window.startedAt),
+                warmUpAt=max(started, opens - WARM_UP_BEFORE),  # as ``_replace`` started it
+                startedAt=started,
                 startedBy=window.startedBy,
             )
+        status = race_status(race, now)
+        phase = window_phase(status, workflow, now)
         return WindowView(
             raceId=race.raceId,
-            status=race_status(race, self._now()),
+            status=status,
             registrationState=race.registrationState,
             registrationOpensAt=race.registrationOpensAt,
             registrationClosesAt=race.registrationClosesAt,
             workflow=workflow,
+            phase=phase,
+            actions=window_actions(race, phase, workflow, now),
             changed=changed,
         )
 
