@@ -48,7 +48,7 @@ class FakeCatalog:
             for e in events:
                 self.tables.add_event(race.raceId, e.eventId, [e.cap])
 
-    def definition(self, race_id: str) -> tuple[Race, list[Event]]:
+    def definition(self, race_id: str, *, fresh: bool = False) -> tuple[Race, list[Event]]:
         if race_id not in self.races:
             raise RaceNotFound(f"No race {race_id}.")
         return self.races[race_id]

@@ -167,6 +167,14 @@ def test_a_switch_says_the_new_event_and_bib_and_any_refund_escaped():
     assert "refunded" not in same.text and "manage" not in same.text
 
 
+def test_a_deferral_gives_the_runner_their_code_and_what_it_takes_off():
+    deferred = _mail("deferred", firstName="Ada", raceName="Harbour Half", eventName="10K", registrationId="reg-1",
+                     code="DEFER-ABC123", creditCents=4000, currency="eur")  # fmt: skip
+    assert deferred.subject == "Harbour Half: your place is deferred (code DEFER-ABC123)"
+    assert "DEFER-ABC123" in deferred.text and "€40.00" in deferred.text and "no refund" in deferred.text
+    assert "this email address only" in deferred.html
+
+
 def test_a_change_of_address_asks_the_new_one_and_tells_the_old_one():
     asked = _mail("email-change", firstName="Ada", raceName="Harbour Half", eventName="10K", registrationId="reg-1",
                   confirmUrl="https://racecap.example/#/my/email/eml.abc")  # fmt: skip

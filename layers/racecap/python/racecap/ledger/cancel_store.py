@@ -281,7 +281,7 @@ class DynamoCancelStore(DynamoRegistrations):
                     # organiser, the provider, a job): one more ADD on the same item, same WCU.
                     "UpdateExpression": "ADD confirmed :minus, revenueCents :lost, cancelled :one, "
                     f"refundedCents :amt, cancelledCents :paid, {cancelled_by_field(reg.cancelledBy)} :one"
-                    + (", deferred :one" if reg.deferredTo else ""),
+                    + (", #deferred :one" if reg.deferredTo else ""),  # a reserved word: named
                     "ExpressionAttributeValues": values(
                         {
                             ":minus": -1,
@@ -291,6 +291,7 @@ class DynamoCancelStore(DynamoRegistrations):
                             ":paid": amount,
                         }
                     ),
+                    **({"ExpressionAttributeNames": {"#deferred": "deferred"}} if reg.deferredTo else {}),
                 }
             },
             # The options with stock it took (a T-shirt size) go back with the place.

@@ -77,12 +77,12 @@ class Deferrals:
 
     def quote(self, link_token: str | None) -> DeferralQuote:
         reg = self._own(link_token)
-        race, _ = self._catalog.definition(reg.raceId)
+        race, _ = self._catalog.definition(reg.raceId, fresh=True)  # a next edition just made counts
         return self._quote(reg, race)
 
     def defer(self, link_token: str | None, credit_cents: int) -> DeferralAnswer:
         reg = self._own(link_token)
-        race, _ = self._catalog.definition(reg.raceId)
+        race, _ = self._catalog.definition(reg.raceId, fresh=True)  # a next edition just made counts
         if reg.deferredTo:
             return self._answer(reg, "Your place is deferred already: your code is in your email.")
         quote = self._quote(reg, race)
