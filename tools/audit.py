@@ -15,7 +15,7 @@ The non-negotiables, per race:
   queued), the waitlist's offers out (its OFFER items) and its pooled places (the LINE's
   ``pool``); and the LINE's ``offered`` counter matches its OFFER items;
 * every SWITCHED record (an entry moved to another event) names its runner's registration, in
-  another event;
+  another event; every place deferred to the next edition has its personal code there;
 * one registration per email per race, and a registration whose address moved (an email
   change, a place handed over) is the one its address's claim names;
 * bibs per event are 1..N: no gaps, no duplicates;
@@ -242,6 +242,7 @@ def audit(
     report.violations += [f"email {e} registered {n} times" for e, n in per_email.items() if n > 1]
     _audit_moved_claims(dynamodb, inventory, race_id, regs, report)
     _audit_switched(every_reg, report)
+    _audit_deferred(dynamodb, races, every_reg, report)
 
     confirmed_ids = {r["registrationId"] for r in regs}
     # Every succeeded payment, from the provider's own records, in cents: its refunds never add
@@ -541,6 +542,26 @@ def _audit_switched(every_reg: Mapping[str, Mapping[str, Any]], report: AuditRep
     for rid, n in records.items():
         if int(every_reg[rid].get("switches") or 0) < n:
             report.violations.append(f"registration {rid}: {n} switched entries name it, it switched fewer times")
+
+
+def _audit_deferred(
+    dynamodb: Any, races_table: str, every_reg: Mapping[str, Mapping[str, Any]], report: AuditReport
+) -> None:
+    """Each place deferred to the next edition has its credit there: the personal code it names,
+    in that race, for the credit, one use, for the runner's address (until retention empties it)."""
+    deferred = [r for r in every_reg.values() if r.get("deferredTo")]
+    keys = [
+        {"pk": {"S": f"RACE#{r['deferredTo']}"}, "sk": {"S": f"CODE#{r.get('deferralCode', '')}"}} for r in deferred
+    ]
+    codes = {(str(c["raceId"]), str(c["code"])): c for c in get_all(dynamodb, races_table, keys)}
+    for r in deferred:
+        code = codes.get((str(r["deferredTo"]), str(r.get("deferralCode", ""))))
+        terms = (code or {}).get("terms") or {}
+        mine = r.get("purgedAt") or (code or {}).get("forEmail") == r.get("email")
+        if code is None or int(terms.get("amountCents") or 0) != int(r.get("deferralCreditCents") or 0) or not mine:
+            report.violations.append(
+                f"registration {r['registrationId']}: deferred to {r['deferredTo']} without its code there"
+            )
 
 
 def _audit_places(

@@ -185,6 +185,12 @@ def _plant_switch_without_its_move(stack: Any, backend: Any, race_id: str, event
                         switchedTo=rid, amountCents=0, currency="USD")  # fmt: skip
 
 
+def _plant_deferral_without_its_code(stack: Any, backend: Any, race_id: str, event_id: str) -> None:
+    # A place deferred (cancelled with no refund) whose credit never reached the next edition.
+    _plant_registration(backend, race_id, event_id, 1, _email(), status="CANCELLED", amountCents=0, currency="USD",
+                        deferredTo=race_id, deferralCode="DEFER-000000000000", deferralCreditCents=4000)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("plant", "caps", "violation"),
     [
@@ -201,6 +207,7 @@ def _plant_switch_without_its_move(stack: Any, backend: Any, race_id: str, event
         (_plant_offer_without_its_place, [5], "shards count 0 places taken, but 0 registered + 0 held + 1 offered"),
         (_plant_transfer_without_its_claim, [5], "its address's claim does not name it"),
         (_plant_switch_without_its_move, [5], "is not in another event"),
+        (_plant_deferral_without_its_code, [5], "without its code there"),
     ],
     ids=[
         "oversold event",
@@ -216,6 +223,7 @@ def _plant_switch_without_its_move(stack: Any, backend: Any, race_id: str, event
         "waitlist offer without its place",
         "place handed over without its claim",
         "switch recorded without its move",
+        "deferral without its code",
     ],
 )
 def test_the_audit_fails_on_each_violation_it_checks(stack, backend, plant, caps, violation) -> None:
