@@ -96,3 +96,79 @@ def test_a_deferred_place_becomes_a_personal_code_in_the_next_edition_and_the_bo
     assert (new.amountCents, new.code, new.discountCents) == (500, code, 4000)
     report = wait_for_audit(stack, backend, nxt)
     assert report.ok, report.violations
+
+
+def test_a_burst_of_switches_transfers_deferrals_and_cancellations_leaves_the_books_balanced(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    """The issue's burst: sixteen runners of one event act at once, each by their own link —
+    switching to a cheaper or a dearer event, handing their place over, deferring, cancelling,
+    and two racing a switch against their own cancellation. Afterwards the audit finds one
+    registration per email, bibs 1..N per event, stock and places accounted for, Σ refunds within
+    Σ payments per registration and per charge, one confirmation each, every deferral's code."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .test_transfers import _new_runner, _offer_token
+
+    kim = director("kim-after-burst")
+    body = race_body((30, 10, 30))
+    for event, price in zip(body["events"], (4500, 6000, 2500), strict=True):
+        event["priceCents"] = price
+    rid = kim.post("/api/admin/races", json=body).json()["raceId"]
+    ten, half, five = (e["eventId"] for e in kim.get(f"/api/admin/races/{rid}").json()["events"])
+    policy = {"runnersMayCancel": True, "tiers": [{"until": _day(30), "percent": 100}], "switchesUntil": _day(20),
+              "transfersUntil": _day(20), "deferralsUntil": _day(20)}  # fmt: skip
+    assert kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": policy}).status_code == 200
+    nxt = kim.post(f"/api/admin/races/{rid}/copy", json={"name": "Next Year"}).json()["raceId"]
+    kim.open_now(rid)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    tag = rid[-6:].lower()
+    emails = [f"r{i}.{tag}@example.com" for i in range(16)]
+    ids = [hold_and_register(api, rid, ten, runner(e))[1] for e in emails]
+    wait_confirmed(api, ids)
+    links = [{HEADER: _link_token(stack, e)} for e in emails]
+
+    def cancel(me: dict[str, str]) -> int:
+        quote = api.get("/api/my/registration/cancellation", headers=me)
+        if quote.status_code != 200:
+            return quote.status_code
+        return api.post("/api/my/registration/cancellation", headers=me,
+                        json={"amountCents": quote.json()["amountCents"]}).status_code  # fmt: skip
+
+    def switch(me: dict[str, str], eid: str) -> int:
+        body = {"eventId": eid, "paymentMethod": "pm_card_visa"}
+        return api.post("/api/my/registration/switch", headers=me, json=body).status_code
+
+    def transfer(i: int) -> int:
+        friend = f"friend{i}.{tag}@example.com"
+        assert api.post("/api/my/registration/transfer", headers=links[i], json={"email": friend}).status_code == 202
+        return api.post("/api/transfers/accept", json=_new_runner(_offer_token(stack, friend))).status_code
+
+    def defer(me: dict[str, str]) -> int:
+        quote = api.get("/api/my/registration/deferral", headers=me).json()
+        return api.post(
+            "/api/my/registration/deferral", headers=me, json={"creditCents": quote["creditCents"]}
+        ).status_code
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        jobs = [
+            *(pool.submit(switch, links[i], five) for i in range(0, 4)),
+            *(pool.submit(switch, links[i], half) for i in range(4, 6)),
+            *(pool.submit(transfer, i) for i in range(6, 9)),
+            *(pool.submit(defer, links[i]) for i in range(9, 12)),
+            *(pool.submit(cancel, links[i]) for i in range(12, 14)),
+            *(pool.submit(f, links[i], *a) for i in range(14, 16) for f, a in ((switch, (five,)), (cancel, ()))),
+        ]
+        codes = [j.result() for j in jobs]
+    assert codes[:14] == [200] * 14, codes  # each runner's one action went through
+    raced = codes[14:]
+    assert all(c in (200, 401, 403, 409) for c in raced) and 200 in raced[0:2] and 200 in raced[2:4], raced
+    events = {e["eventId"]: e for e in kim.get(f"/api/admin/races/{rid}/stats").json()["events"]}
+    assert events[half]["switchedIn"] == 2 and events[five]["switchedIn"] >= 4
+    assert events[ten]["deferred"] == 3 and events[ten]["transfers"] == 3
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    codes_there = [
+        c for c in kim.get(f"/api/admin/races/{nxt}/codes").json()["codes"] if c["code"].startswith("DEFER-")
+    ]
+    assert len(codes_there) == 3
