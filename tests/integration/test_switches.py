@@ -216,3 +216,55 @@ def test_a_switch_and_a_transfer_of_one_entry_never_overlap_and_a_paid_switch_fi
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations
     assert _events(kim, rid)[half]["switchedIn"] == 1
+
+
+def _expire(backend: Any, hold_id: str) -> None:
+    """The switch's hold ran out while nobody was looking (the sweeper's index says so too)."""
+    from datetime import UTC, datetime, timedelta
+
+    from racecap.aws.items import to_item, values
+
+    long_ago = (datetime.now(UTC) - timedelta(minutes=15)).isoformat()
+    backend.dynamodb.update_item(
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
+        UpdateExpression="SET expiresAt = :t, gsi1sk = :t",
+        ExpressionAttributeValues=values({":t": long_ago}),
+    )
+
+
+def test_the_sweeper_moves_a_paid_switch_whose_webhook_was_lost_and_frees_an_unpaid_ones_place(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    from .flows import webhooks
+
+    rid, (ten, half), kim = _race(director, api, (5, 1), "kim-switch-sweeper")
+    tag = rid[-6:].lower()
+    paid_id, paid_me = _entry(api, stack, rid, ten, f"paid.{tag}@example.com")
+    idle_id, idle_me = _entry(api, stack, rid, ten, f"idle.{tag}@example.com")
+
+    # One runner holds the half's only place and walks away: at expiry it goes back.
+    idle = api.post("/api/my/registration/switch", headers=idle_me, json={"eventId": half})
+    assert idle.json()["status"] == "PAYMENT_REQUIRED", idle.text
+    idle_hold = backend.registrations().get(idle_id).pendingSwitch["holdId"]
+    full = api.get("/api/my/registration/switch", headers=paid_me).json()
+    assert [t["eventId"] for t in full["targets"]] == [half]
+    _expire(backend, idle_hold)
+    assert wait_until(lambda: backend.holds().get(idle_hold).status == "EXPIRED", timeout=60)
+    assert backend.registrations().get(idle_id).eventId == ten
+
+    # The other pays in the browser with the webhooks down: the sweeper finds it paid and moves them.
+    begun = api.post("/api/my/registration/switch", headers=paid_me, json={"eventId": half})
+    assert begun.json()["status"] == "PAYMENT_REQUIRED", begun.text
+    hold_id = backend.registrations().get(paid_id).pendingSwitch["holdId"]
+    webhooks(stack, paused=True)
+    try:
+        assert browser_pays(stack, begun.json()["clientSecret"].split("_secret_")[0])["status"] == "succeeded"
+        _expire(backend, hold_id)
+        assert wait_until(lambda: backend.registrations().get(paid_id).eventId == half, timeout=60)
+    finally:
+        webhooks(stack, paused=False)
+    assert backend.holds().get(hold_id).status == "CONFIRMED"
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.violations
+    assert _events(kim, rid)[half]["switchedIn"] == 1
