@@ -241,6 +241,10 @@ class RegistrationRow(Model):
     switchedTo: str | None = Field(
         default=None, description="SWITCHED: the runner's registration in the event they switched to."
     )
+    deferredTo: str | None = Field(default=None, description="Deferred: the next edition's race id.")
+    deferralCreditCents: int | None = Field(
+        default=None, description="Deferred: the credit, a personal code there (the payment stays in this race)."
+    )
 
 
 class RegistrationPage(Model):
