@@ -72,6 +72,8 @@ export function myPage() {
       editSection(reg),
       emailSection(reg),
       transferSection(reg),
+      moveSection(reg, 'switch', 'Switch to another event', 'switchOver'),
+      moveSection(reg, 'defer', 'Defer my place to next year', 'deferPlace'),
       cancelSection(reg),
       backLink(reg.raceId));
   }
@@ -188,6 +190,21 @@ export function myPage() {
     const box = h('section', { 'aria-labelledby': 'transfer-title', testid: 'my-transfer' },
       h('h2', { id: 'transfer-title' }, 'Hand my place to someone else'));
     import('./transfer.js').then((m) => m.handOver(box, call, signal))
+      .catch((e) => signal.aborted || box.append(errorBox(e.message)));
+    return box;
+  }
+
+  // Switching event, deferring: their code (switch.js) loads only when the organiser allows it now.
+  function moveSection(reg, action, title, fn) {
+    if (!(reg.actions || []).some((a) => a.action === action)) return '';
+    const box = h('section', { 'aria-labelledby': `${action}-title`, testid: `my-${action}` },
+      h('h2', { id: `${action}-title` }, title));
+    const reload = async (message) => {
+      say(message);
+      await show();
+      body.prepend(h('p', { cls: 'alert info', testid: 'my-moved' }, message)); // what the move did, kept in view
+    };
+    import('./switch.js').then((m) => m[fn](box, call, signal, ...(action === 'switch' ? [reg, reload] : [reload])))
       .catch((e) => signal.aborted || box.append(errorBox(e.message)));
     return box;
   }

@@ -48,7 +48,7 @@ class QuoteChanged(Conflict):
 
 
 class RunnerAction(Model):
-    action: Literal["cancel", "edit", "transfer"]
+    action: Literal["cancel", "edit", "transfer", "switch", "defer"]
     until: str = Field(description="YYYY-MM-DD, the last day (in the race's time zone).")
     text: str = Field(description="What it does, in words.")
 
@@ -237,6 +237,21 @@ class OwnEntry:
         ):
             text = "Hand your place to someone else: they accept from a link sent to them."
             actions.append(RunnerAction(action="transfer", until=transfers_until, text=text))
+        policy = race.refundPolicy
+        if (
+            reg.status == RegistrationPhase.CONFIRMED
+            and policy.switchesUntil
+            and today <= date.fromisoformat(policy.switchesUntil)
+        ):
+            text = "Switch to another event of the race: see what it costs or refunds before you confirm."
+            actions.append(RunnerAction(action="switch", until=policy.switchesUntil, text=text))
+        if (
+            reg.status == RegistrationPhase.CONFIRMED
+            and policy.deferralsUntil
+            and today <= date.fromisoformat(policy.deferralsUntil)
+        ):
+            text = "Defer your place to the race's next edition: what you paid becomes a code there."
+            actions.append(RunnerAction(action="defer", until=policy.deferralsUntil, text=text))
         answers: list[AnswerLine] = []
         if self._answers is not None and reg.answers:
             described = self._answers.described(reg.raceId, reg.eventId, reg.answers, reg.questionsVersion)
