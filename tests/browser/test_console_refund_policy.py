@@ -66,7 +66,8 @@ def test_a_director_sets_the_refund_policy_sees_it_in_words_kept_validated_and_c
     expect(section.get_by_role("heading", name="Runners' own changes")).to_be_visible()
     expect(summary).to_have_text(
         "Runners may not cancel their own entry. Runners may not edit their details. "
-        "Runners may not hand their place to someone else."
+        "Runners may not hand their place to someone else. Runners may not switch event. "
+        "Runners may not defer to the next edition."
     )
     expect(section.get_by_label("Fee kept from each refund (EUR)")).to_have_value("")
 
@@ -87,7 +88,8 @@ def test_a_director_sets_the_refund_policy_sees_it_in_words_kept_validated_and_c
     said = (
         f"Runners may cancel their own entry: 100 % until {in_words(full)}, 50 % until {in_words(half)}, "
         f"nothing after; a 2.50 EUR fee. Runners may edit their details until {in_words(edits)}. "
-        "Runners may not hand their place to someone else."
+        "Runners may not hand their place to someone else. Runners may not switch event. "
+        "Runners may not defer to the next edition."
     )
     expect(summary).to_have_text(said)  # in words as it is typed, before it is saved
     accessible(page, "policy typed")
@@ -104,6 +106,9 @@ def test_a_director_sets_the_refund_policy_sees_it_in_words_kept_validated_and_c
         "transfersUntil": None,
         "transferFeeCents": 0,
         "transferredRefundable": True,
+        "switchesUntil": None,  # switching and deferring too (their own test: test_switch_site)
+        "deferralsUntil": None,
+        "deferralFeeCents": 0,
     }
     assert admin_get(page, stack, api, race.raceId)["refundPolicy"] == kept
 

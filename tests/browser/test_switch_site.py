@@ -9,15 +9,18 @@ Each test leaves ``test-artifacts/browser/<test>.png``."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
+from racecap.setup.models import EventDraft
 
 from local.stack import LocalStack
 from tests.browser.conftest import CHROMIUM
-from tests.browser.steps import CARD_FRAME, accessible, focused_testid, tab_to
+from tests.browser.steps import CARD_FRAME, accessible, console_race, focused_testid, tab_to, unique
+from tests.browser.test_console import CONSOLE, signed_in
+from tests.browser.test_console_refund_policy import admin_get, in_words
 from tests.browser.test_transfer_site import PHONE, _mail_link
 from tests.integration.admin import DirectorSession, race_body, wait_until
 from tests.integration.conftest import api_session
@@ -146,3 +149,42 @@ def test_on_a_phone_by_keyboard_a_runner_defers_to_next_year_and_gets_their_code
     page.keyboard.press("Enter")
     expect(page.get_by_test_id("my-moved")).to_contain_text("DEFER-", timeout=20_000)
     expect(page.get_by_test_id("my-status")).to_have_attribute("data-status", "CANCELLED")
+
+
+def test_on_a_phone_the_director_lets_runners_switch_and_defer_and_it_is_kept(
+    new_page: Callable[..., Page], stack: LocalStack, backend: Any, api: Any, demo_seed: str
+) -> None:
+    assert stack.directors is not None
+    race = console_race(
+        backend, stack.directors.demo_sub, name=unique("Moves 10K"), currency="EUR", race_in=timedelta(days=120),
+        events=[EventDraft(name="10K", cap=50, priceCents=4500), EventDraft(name="5K", cap=50, priceCents=2500)],
+    )  # fmt: skip
+    until = date.fromisoformat(race.raceDate) - timedelta(days=14)
+    page = signed_in(new_page, demo_seed, **PHONE)
+    page.goto(f"{CONSOLE}#/races/{race.raceId}")
+    section = page.get_by_test_id("policy-section")
+    summary = section.get_by_test_id("policy-summary")
+    expect(summary).to_contain_text("Runners may not switch event.")
+    expect(summary).to_contain_text("Runners may not defer to the next edition.")
+    for label in ("Runners may switch to another event until", "Runners may defer to the next edition until"):
+        day_input = section.get_by_label(label)
+        day_input.focus()  # a date control's segments by keyboard: month, day, year (en-US)
+        page.keyboard.type(f"{until:%m%d%Y}")
+        expect(day_input).to_have_value(until.isoformat())
+    fee = section.get_by_label("Kept from a deferring runner's credit (EUR)")
+    fee.focus()
+    page.keyboard.type("5.00")
+    expect(summary).to_contain_text(f"Runners may switch to another event until {in_words(until)}")
+    expect(summary).to_contain_text(f"Runners may defer to the next edition until {in_words(until)}")
+    expect(summary).to_contain_text("you keep 5.00 EUR")
+    accessible(page, "switch and deferral policy typed")
+    tab_to(page, "save-policy")
+    page.keyboard.press("Enter")
+    expect(section.get_by_test_id("policy-saved")).to_have_text("Runners' changes saved.")
+    policy = admin_get(page, stack, api, race.raceId)["refundPolicy"]
+    assert (policy["switchesUntil"], policy["deferralsUntil"], policy["deferralFeeCents"]) == (
+        until.isoformat(), until.isoformat(), 500,
+    )  # fmt: skip
+    page.reload()
+    section = page.get_by_test_id("policy-section")
+    expect(section.get_by_label("Runners may defer to the next edition until")).to_have_value(until.isoformat())

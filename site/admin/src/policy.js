@@ -46,12 +46,22 @@ export function policyInWords(policy, currency) {
     const refund = policy.transferredRefundable === false ? 'a place taken over is not refunded' : 'a place taken over may be refunded by the tiers';
     out.push(`Runners may hand their place to someone else until ${dayInWords(policy.transfersUntil)}; ${fee}; ${refund}.`);
   }
+  out.push(policy.switchesUntil
+    ? `Runners may switch to another event until ${dayInWords(policy.switchesUntil)} (a dearer one's difference paid, a cheaper one's refunded).`
+    : 'Runners may not switch event.');
+  if (!policy.deferralsUntil) {
+    out.push('Runners may not defer to the next edition.');
+  } else {
+    const kept = policy.deferralFeeCents ? `you keep ${feeInWords(policy.deferralFeeCents, currency)}` : 'you keep nothing';
+    out.push(`Runners may defer to the next edition until ${dayInWords(policy.deferralsUntil)}; what they paid becomes a code there, ${kept}.`);
+  }
   return out.join(' ');
 }
 
 const POLICY_OFF = {
   runnersMayCancel: false, tiers: [], feeCents: 0, editUntil: null,
   transfersUntil: null, transferFeeCents: 0, transferredRefundable: true,
+  switchesUntil: null, deferralsUntil: null, deferralFeeCents: 0,
 };
 
 let sections = 0;
@@ -93,6 +103,10 @@ export function policySection(api, path, current, updated) {
   const transfersUntil = field('refundPolicy.transfersUntil', 'Runners may hand their place to someone else until', { type: 'date' }, { hint: ' ' });
   const transferFee = field('refundPolicy.transferFeeCents', '', { inputMode: 'decimal', autocomplete: 'off' }, { hint: ' ' });
   const transferFeeLabel = transferFee.querySelector('label');
+  const switchesUntil = field('refundPolicy.switchesUntil', 'Runners may switch to another event until', { type: 'date' }, { hint: ' ' });
+  const deferralsUntil = field('refundPolicy.deferralsUntil', 'Runners may defer to the next edition until', { type: 'date' }, { hint: ' ' });
+  const deferralFee = field('refundPolicy.deferralFeeCents', '', { inputMode: 'decimal', autocomplete: 'off' }, { hint: ' ' });
+  const deferralFeeLabel = deferralFee.querySelector('label');
   const transferredRefundable = field('refundPolicy.transferredRefundable', 'A place taken over may still be refunded by the tiers', { type: 'checkbox' });
   const tiers = h('div', { class: 'refund-tiers', 'data-testid': 'policy-tiers' });
   const tiersHint = h('p', { class: 'hint', id: id('tiers-hint') });
@@ -144,6 +158,8 @@ export function policySection(api, path, current, updated) {
     const feeMinor = feeText === '' ? 0 : minorFrom(feeText, currency);
     const transferText = transferFee.control.value.trim();
     const transferMinor = transferText === '' ? 0 : minorFrom(transferText, currency);
+    const deferralText = deferralFee.control.value.trim();
+    const deferralMinor = deferralText === '' ? 0 : minorFrom(deferralText, currency);
     return {
       runnersMayCancel: mayCancel.control.checked,
       tiers: typedTiers().map((t) => ({ until: t.until, percent: /^\d+$/.test(t.percent.trim()) ? Number(t.percent) : t.percent.trim() })),
@@ -152,6 +168,9 @@ export function policySection(api, path, current, updated) {
       transfersUntil: transfersUntil.control.value || null,
       transferFeeCents: Number.isNaN(transferMinor) ? transferText : transferMinor,
       transferredRefundable: transferredRefundable.control.checked,
+      switchesUntil: switchesUntil.control.value || null,
+      deferralsUntil: deferralsUntil.control.value || null,
+      deferralFeeCents: Number.isNaN(deferralMinor) ? deferralText : deferralMinor,
     };
   }
 
@@ -170,6 +189,11 @@ export function policySection(api, path, current, updated) {
     transferFeeLabel.textContent = `Transfer fee the new runner pays (${race.currency})`;
     transferFee.hintEl.textContent = `In ${race.currency}, e.g. ${example}; leave empty or 0 for no fee. The payment provider charges no less than its minimum.`;
     transfersUntil.control.max = race.raceDate;
+    switchesUntil.hintEl.textContent = `A day in the race's time zone (${race.timeZone}). Leave empty: runners may not switch event.`;
+    deferralsUntil.hintEl.textContent = 'Needs a next edition (copy the race). Leave empty: runners may not defer.';
+    deferralFeeLabel.textContent = `Kept from a deferring runner's credit (${race.currency})`;
+    deferralFee.hintEl.textContent = `In ${race.currency}; leave empty or 0 to carry all they paid over.`;
+    switchesUntil.control.max = deferralsUntil.control.max = race.raceDate;
     for (const input of tiers.querySelectorAll('input[type=date]')) input.max = race.raceDate;
     editUntil.control.max = race.raceDate;
   }
@@ -183,6 +207,9 @@ export function policySection(api, path, current, updated) {
     transfersUntil.control.value = policy.transfersUntil || '';
     transferFee.control.value = policy.transferFeeCents ? inputFromMinor(policy.transferFeeCents, currency) : '';
     transferredRefundable.control.checked = policy.transferredRefundable !== false;
+    switchesUntil.control.value = policy.switchesUntil || '';
+    deferralsUntil.control.value = policy.deferralsUntil || '';
+    deferralFee.control.value = policy.deferralFeeCents ? inputFromMinor(policy.deferralFeeCents, currency) : '';
     relabel();
     refreshWords();
   }
@@ -214,6 +241,8 @@ export function policySection(api, path, current, updated) {
     h('div', { class: 'grid' }, fee, editUntil),
     h('fieldset', { class: 'sub', 'data-testid': 'policy-transfers' }, h('legend', {}, 'Handing a place to someone else'),
       h('div', { class: 'grid' }, transfersUntil, transferFee), transferredRefundable),
+    h('fieldset', { class: 'sub', 'data-testid': 'policy-moves' }, h('legend', {}, 'Switching event, deferring to next year'),
+      h('div', { class: 'grid' }, switchesUntil, deferralsUntil, deferralFee)),
     h('div', { class: 'actions' }, save), note);
   form.addEventListener('input', refreshWords);
   form.addEventListener('change', refreshWords);
