@@ -35,6 +35,8 @@ def words(policy: dict, currency: str) -> str:
     return str(_node(f"(p) => p.policyInWords({json.dumps(policy)}, {json.dumps(currency)})"))
 
 
+# What a policy without switches or deferrals (issue 41) ends with.
+NO_MOVES = " Runners may not switch event. Runners may not defer to the next edition."
 TWO_TIERS = [{"until": "2027-03-01", "percent": 100}, {"until": "2027-05-01", "percent": 50}]
 
 
@@ -51,7 +53,7 @@ def test_the_policy_in_words_names_each_tier_and_the_fee_in_the_currencys_units(
     policy = {"runnersMayCancel": True, "tiers": TWO_TIERS, "feeCents": fee, "editUntil": "2027-05-15"}
     assert words(policy, currency) == (
         f"Runners may cancel their own entry: 100 % until 1 March 2027, 50 % until 1 May 2027, nothing after; {said}. "
-        "Runners may edit their details until 15 May 2027. Runners may not hand their place to someone else."
+        "Runners may edit their details until 15 May 2027. Runners may not hand their place to someone else." + NO_MOVES
     )
 
 
@@ -59,7 +61,7 @@ def test_a_policy_that_is_off_says_so() -> None:
     off = {"runnersMayCancel": False, "tiers": TWO_TIERS, "feeCents": 0, "editUntil": None}
     assert words(off, "EUR") == (
         "Runners may not cancel their own entry. Runners may not edit their details. "
-        "Runners may not hand their place to someone else."
+        "Runners may not hand their place to someone else." + NO_MOVES
     )
     none = {"runnersMayCancel": True, "tiers": [], "feeCents": 0, "editUntil": None}
     assert words(none, "EUR").startswith("Runners may cancel their own entry, with no refund.")
@@ -80,7 +82,18 @@ def test_handing_a_place_over_says_until_when_the_new_runners_fee_and_whether_it
               "transfersUntil": "2027-04-01", "transferFeeCents": fee, "transferredRefundable": refundable}  # fmt: skip
     assert words(policy, currency) == (
         "Runners may not cancel their own entry. Runners may not edit their details. "
-        f"Runners may hand their place to someone else until 1 April 2027; {said}."
+        f"Runners may hand their place to someone else until 1 April 2027; {said}." + NO_MOVES
+    )
+
+
+@pytest.mark.parametrize(("fee", "said"), [(500, "you keep 5.00 EUR"), (0, "you keep nothing")])
+def test_switching_and_deferring_say_until_when_and_what_the_organiser_keeps(fee, said) -> None:
+    policy = {"runnersMayCancel": False, "tiers": [], "feeCents": 0, "editUntil": None,
+              "switchesUntil": "2027-04-01", "deferralsUntil": "2027-04-15", "deferralFeeCents": fee}  # fmt: skip
+    assert words(policy, "EUR").endswith(
+        "Runners may switch to another event until 1 April 2027 (a dearer one's difference paid, a cheaper one's "
+        f"refunded). Runners may defer to the next edition until 15 April 2027; what they paid becomes a code there, "
+        f"{said}."
     )
 
 

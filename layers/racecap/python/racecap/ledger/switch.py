@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from racecap.audit.service import AuditTrail
 from racecap.aws.queues import MessageQueue
@@ -51,7 +51,7 @@ from racecap.ledger.service import Ledger, split
 from racecap.models import Actor, Director
 from racecap.money import in_units, minimum_charge
 from racecap.observability import logger, metrics
-from racecap.payments.calls import provider_call
+from racecap.payments.calls import confirm_on_server, provider_call, waiting
 from racecap.payments.port import IntentStatus, NewIntent, PaymentIntent, PaymentProvider, PaymentRejected
 from racecap.places.returns import PlaceReturns
 from racecap.places.rules import shard_name
@@ -198,7 +198,8 @@ class Switches:
                 reg = self._regs.get(reg.registrationId) or reg
             pending, hold = self._hold(reg, race, target)
         _, pay, refund, _ = self._difference(reg, race, target, hold.amountCents or 0)
-        pending |= {"person": person}
+        # The difference as the runner was told it: the move refunds this, whatever a code does later.
+        pending |= {"person": person, "refundCents": refund}
         try:
             self._regs.set_pending_switch(reg, pending, hold=hold.holdId)
         except ConditionFailed as exc:
@@ -405,17 +406,13 @@ class Switches:
         return intent
 
     def _confirm_upgrade(self, reg: Registration, intent: PaymentIntent, payment_method: str) -> PaymentIntent:
-        try:
-            return provider_call(
-                lambda: self._payments.confirm_intent(
-                    intent.id, payment_method=payment_method, idempotency_key=f"confirm-{intent.id}-{payment_method}"
-                ),
-                reg.holdId,
-            )
-        except PaymentRejected as exc:
-            raise PaymentDeclined(
-                "That card was not accepted: try another card. Your registration is unchanged."
-            ) from exc
+        return confirm_on_server(
+            self._payments,
+            intent,
+            payment_method,
+            reg.holdId,
+            "That card was not accepted: try another card. Your registration is unchanged.",
+        )
 
     def _after_payment(
         self, reg: Registration, target: Event, intent: PaymentIntent, *, report_decline: bool
@@ -431,13 +428,7 @@ class Switches:
             )
         if report_decline and intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD and intent.decline_code:
             raise PaymentDeclined("Your card was declined: try another card. Your registration is unchanged.")
-        status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING"] = (
-            "REQUIRES_ACTION"
-            if intent.status == IntentStatus.REQUIRES_ACTION
-            else "PROCESSING"
-            if intent.status == IntentStatus.PROCESSING
-            else "PAYMENT_REQUIRED"
-        )
+        status = waiting(intent)
         return SwitchAnswer(
             registrationId=reg.registrationId,
             status=status,
@@ -458,7 +449,9 @@ class Switches:
         person = dict(pending.get("person") or {"answers": None, "questionsVersion": None, "waiver": None})
         stored = StoredAnswers.of(person.get("answers"), person.get("questionsVersion"))
         chosen = self._answers.stocked(reg.raceId, target.eventId, stored) if self._answers and stored else []
-        _, _, refund, _ = self._difference(reg, race, target, hold.amountCents or 0)
+        refund = int(pending["refundCents"]) if "refundCents" in pending else None
+        if refund is None:
+            _, _, refund, _ = self._difference(reg, race, target, hold.amountCents or 0)
         n = int(pending.get("n") or (reg.switches or 0) + 1)
         now = datetime.now(UTC).isoformat()
         record_id = f"{reg.registrationId}-s{n}"

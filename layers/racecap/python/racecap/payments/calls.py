@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Literal, TypeVar
 
-from racecap.errors import Busy
+from racecap.errors import Busy, PaymentDeclined
 from racecap.observability import logger, metrics
 from racecap.payments.port import (
+    IntentStatus,
+    PaymentIntent,
+    PaymentProvider,
     PaymentRateLimited,
+    PaymentRejected,
     PaymentUnavailable,
 )
 
@@ -33,3 +37,30 @@ def provider_call(call: Callable[[], T], hold_id: str) -> T:
         logger.warning("payment provider unavailable", extra={"holdId": hold_id, "error": str(exc)})
         metrics.add_metric(name="PaymentUnavailable", unit="Count", value=1)
         raise Busy("The payment service is not answering; please retry in a moment.", retry_after=5) from exc
+
+
+# What a payment beyond the entry (a transfer's fee, a switch's upgrade) tells the page while its
+# intent has not succeeded: pay in the browser, finish 3-D Secure there, or wait for the bank.
+Waiting = Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING"]
+
+
+def waiting(intent: PaymentIntent) -> Waiting:
+    if intent.status == IntentStatus.REQUIRES_ACTION:
+        return "REQUIRES_ACTION"
+    return "PROCESSING" if intent.status == IntentStatus.PROCESSING else "PAYMENT_REQUIRED"
+
+
+def confirm_on_server(
+    payments: PaymentProvider, intent: PaymentIntent, payment_method: str, hold_id: str, declined: str
+) -> PaymentIntent:
+    """A card sent with the request, confirmed here (one key per intent and card: a retry
+    replays it); a refused card is ``PaymentDeclined`` saying ``declined``."""
+    try:
+        return provider_call(
+            lambda: payments.confirm_intent(
+                intent.id, payment_method=payment_method, idempotency_key=f"confirm-{intent.id}-{payment_method}"
+            ),
+            hold_id,
+        )
+    except PaymentRejected as exc:
+        raise PaymentDeclined(declined) from exc

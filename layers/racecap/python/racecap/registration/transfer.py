@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from racecap.audit.service import AuditTrail
 from racecap.aws.queues import MessageQueue
@@ -46,7 +46,7 @@ from racecap.holds.models import Hold
 from racecap.models import Actor, normalize_email
 from racecap.money import in_units
 from racecap.observability import logger
-from racecap.payments.calls import provider_call
+from racecap.payments.calls import confirm_on_server, provider_call, waiting
 from racecap.payments.port import (
     IntentStatus,
     NewIntent,
@@ -477,15 +477,9 @@ class Transfers:
         return intent
 
     def _confirm_fee(self, reg: Registration, intent: PaymentIntent, payment_method: str) -> PaymentIntent:
-        try:
-            return provider_call(
-                lambda: self._payments.confirm_intent(
-                    intent.id, payment_method=payment_method, idempotency_key=f"confirm-{intent.id}-{payment_method}"
-                ),
-                reg.holdId,
-            )
-        except PaymentRejected as exc:
-            raise PaymentDeclined("That card was not accepted: try another card.") from exc
+        return confirm_on_server(
+            self._payments, intent, payment_method, reg.holdId, "That card was not accepted: try another card."
+        )
 
     def _after_payment(self, rid: str, n: int, intent: PaymentIntent, *, report_decline: bool) -> TransferAnswer:
         if intent.status == IntentStatus.SUCCEEDED:
@@ -499,13 +493,7 @@ class Transfers:
             )
         if report_decline and intent.status == IntentStatus.REQUIRES_PAYMENT_METHOD and intent.decline_code:
             raise PaymentDeclined("Your card was declined: try another card.")
-        status: Literal["PAYMENT_REQUIRED", "REQUIRES_ACTION", "PROCESSING"] = (
-            "REQUIRES_ACTION"
-            if intent.status == IntentStatus.REQUIRES_ACTION
-            else "PROCESSING"
-            if intent.status == IntentStatus.PROCESSING
-            else "PAYMENT_REQUIRED"
-        )
+        status = waiting(intent)
         return TransferAnswer(
             registrationId=rid,
             status=status,
