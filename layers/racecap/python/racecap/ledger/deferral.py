@@ -37,7 +37,7 @@ from racecap.money import in_units
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
 from racecap.races.rules import today_in
-from racecap.registration.links import RegistrationLinks, check
+from racecap.registration.links import RegistrationLinks
 from racecap.registration.models import Registration, RegistrationPhase
 from racecap.registration.store import RegistrationStore
 
@@ -183,8 +183,7 @@ class Deferrals:
         )
 
     def _own(self, link_token: str | None) -> Registration:
-        holder = self._links.holder(link_token)
-        return check(holder, self._regs.get(holder.registrationId))
+        return self._links.registration(link_token, self._regs.get)
 
 
 def _money(cents: int, currency: str) -> str:

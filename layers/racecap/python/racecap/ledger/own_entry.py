@@ -33,7 +33,7 @@ from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Race
 from racecap.races.rules import today_in
 from racecap.registration.edits import may_edit
-from racecap.registration.links import RegistrationLinks, check
+from racecap.registration.links import RegistrationLinks
 from racecap.registration.models import Registration, RegistrationPhase
 
 RUNNER_REASON = "cancelled by the runner"
@@ -193,8 +193,7 @@ class OwnEntry:
 
     # -- parts --------------------------------------------------------------------------------
     def _reg(self, token: str | None) -> Registration:
-        holder = self._links.holder(token)
-        return check(holder, self._regs.get(holder.registrationId))
+        return self._links.registration(token, self._regs.get)
 
     def _quote(self, reg: Registration, race: Race) -> CancelQuote:
         policy = race.refundPolicy

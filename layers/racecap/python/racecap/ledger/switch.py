@@ -60,7 +60,7 @@ from racecap.races.catalog import RaceDefinitions, sold_out_flag
 from racecap.races.models import Event, Race
 from racecap.races.rules import age_on, check_age, today_in
 from racecap.registration.edits import MAX_TRIES, plan_stock
-from racecap.registration.links import RegistrationLinks, check
+from racecap.registration.links import RegistrationLinks
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
@@ -568,8 +568,7 @@ class Switches:
 
     # -- reads and rules ---------------------------------------------------------------------------
     def _own(self, link_token: str | None) -> Registration:
-        holder = self._links.holder(link_token)
-        return check(holder, self._regs.get(holder.registrationId))
+        return self._links.registration(link_token, self._regs.get)
 
     def _target(self, reg: Registration, race: Race, event: Event, now: datetime) -> SwitchTarget:
         price, pay, refund, said = self._difference(reg, race, event, event.price_at(now))

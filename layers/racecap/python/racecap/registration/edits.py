@@ -36,7 +36,7 @@ from racecap.questions.models import StockedChoice, StoredAnswers
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.races.rules import check_age, today_in
-from racecap.registration.links import RegistrationLinks, check
+from racecap.registration.links import RegistrationLinks
 from racecap.registration.models import DetailsEdit, Registration, RegistrationPhase
 from racecap.registration.status import StatusSnapshots
 
@@ -100,8 +100,7 @@ class DetailsEdits:
         self._regs_table, self._inv = tables
 
     def edit(self, token: str | None, change: DetailsEdit) -> Registration:
-        holder = self._links.holder(token)
-        reg = check(holder, self._regs.get(holder.registrationId))
+        reg = self._links.registration(token, self._regs.get)
         if reg.status != RegistrationPhase.CONFIRMED:
             raise Conflict("This registration is cancelled: there is nothing to correct.")
         race, events = self._catalog.definition(reg.raceId)

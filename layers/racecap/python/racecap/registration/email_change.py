@@ -34,7 +34,7 @@ from racecap.emails.models import EmailMessage
 from racecap.errors import Busy, Conflict, EmailAlreadyRegistered
 from racecap.fairness.tokens import InvalidToken, Signer
 from racecap.models import Actor
-from racecap.registration.links import CHANGED_KIND, Buckets, LinkRevoked, RegistrationLinks, check
+from racecap.registration.links import CHANGED_KIND, Buckets, LinkRevoked, RegistrationLinks
 from racecap.registration.models import EmailChanged, Registration, RegistrationPhase
 
 CHANGE_KIND = "email-change"  # the email asking the new address to confirm
@@ -165,8 +165,7 @@ class EmailChange:
         return self._changed(moved)
 
     def _reg(self, token: str | None) -> Registration:
-        holder = self._links.holder(token)
-        return check(holder, self._regs.get(holder.registrationId))
+        return self._links.registration(token, self._regs.get)
 
     def _changed(self, reg: Registration) -> EmailChanged:
         token = self._links.token(reg.registrationId, reg.linkVersion or 0, reg.raceDate)

@@ -107,6 +107,11 @@ class RegistrationLinks:
             raise InvalidToken("The link to your registration is malformed; ask for a new one.")
         return LinkHolder(rid, version)
 
+    def registration(self, token: str | None, get: Callable[[str], Registration | None]) -> Registration:
+        """The registration the token opens (``get`` reads it), while the link is its current one."""
+        holder = self.holder(token)
+        return check(holder, get(holder.registrationId))
+
 
 def check(holder: LinkHolder, reg: Registration | None) -> Registration:
     """The registration the link names, if the link is still its current one."""

@@ -59,7 +59,7 @@ from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.races.rules import age_on, check_age, today_in
 from racecap.registration.edits import MAX_TRIES, plan_stock
-from racecap.registration.links import Buckets, RegistrationLinks, check
+from racecap.registration.links import Buckets, RegistrationLinks
 from racecap.registration.models import (
     Registration,
     RegistrationPhase,
@@ -540,8 +540,7 @@ class Transfers:
 
     # -- reads and rules ---------------------------------------------------------------------
     def _own(self, link_token: str | None) -> Registration:
-        holder = self._links.holder(link_token)
-        return check(holder, self._regs.get(holder.registrationId))
+        return self._links.registration(link_token, self._regs.get)
 
     def _offered(self, offer_token: str) -> tuple[Registration, int]:
         """The registration offer ``offer_token`` names, while that offer is the pending one."""
