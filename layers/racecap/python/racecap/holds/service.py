@@ -86,7 +86,7 @@ class HoldService:
         seen, full = self._full.get(key, (0.0, set()))
         if time.monotonic() - seen > FULL_SHARD_MEMORY_S:
             full = set()
-        hold = _new_hold(race, event, now, limits)
+        hold = new_hold(race, event, now, limits)
         got = self._holds.claim(hold, shards, avoid=full)
         self._full[key] = (time.monotonic(), full)
         if got is None:
@@ -114,7 +114,7 @@ class HoldService:
         check_team_size(event, places)
         if self._cache.has_flag(sold_out_flag(race_id, event_id)):
             raise SoldOut(f"{event.name} is sold out.")
-        hold = _new_hold(race, event, now, limits, places=places)
+        hold = new_hold(race, event, now, limits, places=places)
         got = self._holds.claim_team(hold, plan_team)
         if isinstance(got, int):
             metrics.add_metric(name="TeamTooLarge", unit="Count", value=1)
@@ -216,7 +216,7 @@ def waitlisted(catalog: RaceDefinitions, hold: Hold) -> bool:
     return any(e.eventId == hold.eventId and e.waitlist.enabled for e in events)
 
 
-def _new_hold(race: Race, event: Event, now: datetime, limits: dict[str, int] | None, places: int = 1) -> Hold:
+def new_hold(race: Race, event: Event, now: datetime, limits: dict[str, int] | None, places: int = 1) -> Hold:
     """A new hold of ``places`` places (a team's: one registration id per member), its price
     fixed now: a price edit or a new tier changes new holds only."""
     hold_id, registration_id = new_hold_ids()

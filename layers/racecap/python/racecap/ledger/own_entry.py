@@ -228,29 +228,22 @@ class OwnEntry:
         if _not_allowed(reg, race, today) is None:
             quote = self._quote(reg, race)
             actions.append(RunnerAction(action="cancel", until=race.raceDate, text=quote.note))
-        transfers_until = race.refundPolicy.transfersUntil
-        if (
-            reg.status == RegistrationPhase.CONFIRMED
-            and transfers_until
-            and today <= date.fromisoformat(transfers_until)
-        ):
-            text = "Hand your place to someone else: they accept from a link sent to them."
-            actions.append(RunnerAction(action="transfer", until=transfers_until, text=text))
         policy = race.refundPolicy
-        if (
-            reg.status == RegistrationPhase.CONFIRMED
-            and policy.switchesUntil
-            and today <= date.fromisoformat(policy.switchesUntil)
-        ):
-            text = "Switch to another event of the race: see what it costs or refunds before you confirm."
-            actions.append(RunnerAction(action="switch", until=policy.switchesUntil, text=text))
-        if (
-            reg.status == RegistrationPhase.CONFIRMED
-            and policy.deferralsUntil
-            and today <= date.fromisoformat(policy.deferralsUntil)
-        ):
-            text = "Defer your place to the race's next edition: what you paid becomes a code there."
-            actions.append(RunnerAction(action="defer", until=policy.deferralsUntil, text=text))
+        # What moves the entry, each until the organiser's own day (none: not offered).
+        moves: list[tuple[Literal["transfer", "switch", "defer"], str | None, str]] = [
+            ("transfer", policy.transfersUntil,
+             "Hand your place to someone else: they accept from a link sent to them."),
+            ("switch", policy.switchesUntil,
+             "Switch to another event of the race: see what it costs or refunds before you confirm."),
+            ("defer", policy.deferralsUntil,
+             "Defer your place to the race's next edition: what you paid becomes a code there."),
+        ]  # fmt: skip
+        if reg.status == RegistrationPhase.CONFIRMED:
+            actions += [
+                RunnerAction(action=action, until=until, text=text)
+                for action, until, text in moves
+                if until and today <= date.fromisoformat(until)
+            ]
         answers: list[AnswerLine] = []
         if self._answers is not None and reg.answers:
             described = self._answers.described(reg.raceId, reg.eventId, reg.answers, reg.questionsVersion)

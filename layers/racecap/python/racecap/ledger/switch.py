@@ -45,7 +45,7 @@ from racecap.codes.service import discounted
 from racecap.emails.models import EmailMessage
 from racecap.errors import Conflict, Forbidden, PaymentDeclined, PaymentRefused, SoldOut, ValidationFailed
 from racecap.holds.models import Hold, HoldPhase
-from racecap.holds.service import new_hold_ids
+from racecap.holds.service import SOLD_OUT_FLAG_TTL, new_hold, waitlisted
 from racecap.ledger.models import LedgerEntry, RefundPhase
 from racecap.ledger.service import Ledger, split
 from racecap.models import Actor, Director
@@ -281,31 +281,19 @@ class Switches:
                 return "recovered" if self.upgrade_paid(intent) == "moved" else None
             if intent.status != IntentStatus.CANCELED:
                 return "waiting"
-        freed = self._holds.release(hold, HoldPhase.EXPIRED, now=now, waitlist=self._waitlisted(hold))
+        freed = self._holds.release(hold, HoldPhase.EXPIRED, now=now, waitlist=waitlisted(self._catalog, hold))
         return "released" if freed is not None else None
 
     # -- the steps ---------------------------------------------------------------------------------
     def _hold(self, reg: Registration, race: Race, target: Event) -> tuple[dict[str, Any], Hold]:
-        line = self._returns.line(reg.raceId, target.eventId) if target.waitlist.enabled else None
-        if line is not None and line.exists and not line.closed and line.waiting > 0:
+        if self._waitlist_first(reg.raceId, target):
             raise SoldOut(f"{target.name} is full and its waitlist goes first: your registration is unchanged.")
-        now = datetime.now(UTC)
-        hold_id, _ = new_hold_ids()
-        hold = Hold(
-            holdId=hold_id,
-            registrationId=reg.registrationId,
-            raceId=reg.raceId,
-            eventId=target.eventId,
-            status=HoldPhase.HELD,
-            createdAt=now,
-            expiresAt=now + timedelta(minutes=race.holdMinutes),
-            amountCents=target.price_at(now),
-            currency=target.currency,
-            switchOf=reg.registrationId,
-        )
+        # A hold as the public path makes it (its price fixed now), naming the registration switching.
+        fresh = new_hold(race, target, datetime.now(UTC), None)
+        hold = fresh.model_copy(update={"registrationId": reg.registrationId, "switchOf": reg.registrationId})
         got = self._holds.claim(hold, [shard_name(n) for n in range(target.shards)])
         if got is None:
-            self._flags.flag(sold_out_flag(reg.raceId, target.eventId), 5)
+            self._flags.flag(sold_out_flag(reg.raceId, target.eventId), SOLD_OUT_FLAG_TTL)
             raise SoldOut(f"{target.name} is sold out: your registration is unchanged.")
         pending = {"holdId": got.holdId, "eventId": target.eventId, "n": (reg.switches or 0) + 1}
         try:
@@ -327,7 +315,7 @@ class Switches:
             except Exception as exc:  # paid meanwhile: upgrade_paid refunds it (the switch is no longer pending)
                 logger.info("a given-up switch's upgrade was not cancelled", extra={"error": str(exc)})
         if hold is not None and hold.status == HoldPhase.HELD:
-            self._holds.release(hold, HoldPhase.RELEASED, waitlist=self._waitlisted(hold))
+            self._holds.release(hold, HoldPhase.RELEASED, waitlist=waitlisted(self._catalog, hold))
 
     def _person(self, reg: Registration, race: Race, target: Event, body: SwitchRequest) -> dict[str, Any]:
         """The runner's answers for the target event (its own questions and waiver), checked as a
@@ -575,10 +563,8 @@ class Switches:
         why = None
         if self._flags.has_flag(sold_out_flag(reg.raceId, event.eventId)):
             why = f"{event.name} is sold out."
-        elif event.waitlist.enabled:
-            line = self._returns.line(reg.raceId, event.eventId)
-            if line.exists and not line.closed and line.waiting > 0:
-                why = f"{event.name} is full: its waitlist goes first."
+        elif self._waitlist_first(reg.raceId, event):
+            why = f"{event.name} is full: its waitlist goes first."
         if pay:
             said += f"You pay the difference, {in_units(pay, reg.currency)} {reg.currency.upper()}."
         elif refund:
@@ -612,9 +598,12 @@ class Switches:
             return "Your place is offered to another runner: withdraw the offer first."
         return None
 
-    def _waitlisted(self, hold: Hold) -> bool:
-        _, events = self._catalog.definition(hold.raceId)
-        return any(e.eventId == hold.eventId and e.waitlist.enabled for e in events)
+    def _waitlist_first(self, race_id: str, event: Event) -> bool:
+        """Runners wait on the event's open waitlist: its places are theirs before a switch's."""
+        if not event.waitlist.enabled:
+            return False
+        line = self._returns.line(race_id, event.eventId)
+        return line.exists and not line.closed and line.waiting > 0
 
 
 def switch_refund_key(registration_id: str, n: int) -> str:
