@@ -39,7 +39,7 @@ test: install site ## lint, types, OpenAPI drift, unit, infrastructure, integrat
 	@echo "[test] types";         $(MAKE) --no-print-directory typecheck
 	@echo "[test] openapi drift"; $(MAKE) --no-print-directory openapi-check
 	@echo "[test] unit suite (no sockets; logic branch coverage >= 90%)"; $(ENV) $(PYTEST) -q -p no:cacheprovider tests/unit $(LOGIC_COVERAGE)
-	@echo "[test] contract, infrastructure, integration and browser suites (the 15 slowest are listed: the whole target stays near 20 minutes)"; $(ENV) $(PYTEST) -q -p no:cacheprovider --durations=15 tests --ignore=tests/unit
+	@echo "[test] contract, infrastructure, integration and browser suites on two workers, a stack each, each stack given half the local concurrency (the 15 slowest are listed: the whole target stays near 20 minutes)"; $(ENV) RACECAP_LOCAL_CONCURRENCY=8 $(PYTEST) -q -p no:cacheprovider -n 2 --durations=15 tests --ignore=tests/unit
 
 lint: ## ruff
 	@.venv/bin/ruff check .

@@ -74,3 +74,21 @@ export async function payAndConfirm(card, holdId, { signal, onWait, onPaid } = {
     }
   }
 }
+
+// A payment the server settles after the card (a transfer's fee, a switch's difference): confirm()
+// on the mounted form, then the API's confirm call (`settle()`, answering { data, retryAfter })
+// asked again while the provider is still deciding (status PROCESSING), as Retry-After says.
+// `card` null: the card went through before (the last answer was already PROCESSING). Resolves
+// to { declined } (the provider's message: the runner may try another card) or the last { data }.
+export async function payAndSettle(card, settle, { signal, onPaid } = {}) {
+  if (card) {
+    const paid = await card.confirm();
+    if (paid.error) return { declined: paid.error };
+    if (onPaid) onPaid();
+  }
+  for (let i = 0; ; i++) {
+    const { data, retryAfter } = await withBusyRetry(settle, { signal });
+    if (data.status !== 'PROCESSING' || i >= PENDING_TRIES) return { data };
+    await sleep((retryAfter || 2) * 1000, signal);
+  }
+}

@@ -5,11 +5,8 @@
 //   deferPlace(box, call, signal, reload)       the race's next edition: the credit (paid less
 //       the organiser's fee) said before confirming, then the personal code
 // Its own module: "my registration" is near the page budget, and most runners never move.
-import { sleep } from './api.js';
 import { errorBox, h, money, say, setText } from './ui.js';
 
-// The provider still deciding after the card went through: ask again this many times.
-const PROCESSING_TRIES = 20;
 const WHY = {
   SOLD_OUT: 'Your registration is unchanged.',
   SWITCH_NOT_ALLOWED: 'The organiser’s rules do not allow this switch now.',
@@ -93,17 +90,11 @@ export async function switchOver(box, call, signal, reg, reload) {
     await reload(`${data.message} Your new bib: ${data.bib}.${refund}`);
   }
   async function confirmPaid() {
-    const paid = await card.confirm();
-    if (paid.error) return setCardErr(`${paid.error} Nothing was charged: try another card.`);
-    setText(st, 'Payment received. Moving you…');
-    for (let i = 0; ; i++) {
-      const { data, retryAfter } = await call('POST', '/switch/confirm');
-      if (data.status === 'SWITCHED') return done(data);
-      if (data.status !== 'PROCESSING' || i >= PROCESSING_TRIES) {
-        return setCardErr('The payment did not go through: try again or use another card.');
-      }
-      await sleep((retryAfter || 2) * 1000, signal);
-    }
+    const { declined, data } = await (await import('./pay.js')).payAndSettle(card,
+      () => call('POST', '/switch/confirm'), { signal, onPaid: () => setText(st, 'Payment received. Moving you…') });
+    if (declined) return setCardErr(`${declined} Nothing was charged: try another card.`);
+    if (data.status === 'SWITCHED') return done(data);
+    return setCardErr('The payment did not go through: try again or use another card.');
   }
 
   form.addEventListener('submit', async (ev) => {

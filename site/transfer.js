@@ -8,14 +8,12 @@
 //                                (questions.js), the fee's card step (pay.js), their registration
 // Its own module: "my registration" and the hold page are near the page budget, and most
 // runners never hand a place over.
-import { api, sleep, withBusyRetry } from './api.js';
+import { api, withBusyRetry } from './api.js';
 import { backLink, day, enc, errorBox, go, h, money, page, retitle, say, setText, store, when } from './ui.js';
 import { normaliseDate, validate } from './validate.js';
 
 const KEY = 'transfer';
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]{2,}$/;
-// The provider still deciding after the card went through: ask again this many times.
-const PROCESSING_TRIES = 20;
 
 // What each refusal means for the runner reading it (the API's message says the particulars).
 const WHY = {
@@ -315,22 +313,16 @@ function acceptForm(view, token, h1, body, signal) {
     problem.replaceChildren();
     setText(status, 'Paying…');
     try {
-      const paid = await card.confirm();
-      if (paid.error) {
-        setCardErr(`${paid.error} Nothing was charged: try another card.`);
+      const { declined, data } = await (await import('./pay.js')).payAndSettle(card,
+        () => api('POST', '/transfers/confirm', { body: { token }, signal }),
+        { signal, onPaid: () => setText(status, 'Payment received. Moving the place to you…') });
+      if (declined) {
+        setCardErr(`${declined} Nothing was charged: try another card.`);
         return say(cardErr.textContent);
       }
-      setText(status, 'Payment received. Moving the place to you…');
-      for (let i = 0; ; i++) {
-        const { data, retryAfter } = await withBusyRetry(
-          () => api('POST', '/transfers/confirm', { body: { token }, signal }), { signal });
-        if (data.status === 'TRANSFERRED') return finish(data);
-        if (data.status !== 'PROCESSING' || i >= PROCESSING_TRIES) {
-          setCardErr('The payment did not go through: try again or use another card.');
-          return say(cardErr.textContent);
-        }
-        await sleep((retryAfter || 2) * 1000, signal);
-      }
+      if (data.status === 'TRANSFERRED') return finish(data);
+      setCardErr('The payment did not go through: try again or use another card.');
+      return say(cardErr.textContent);
     } catch (e) {
       if (signal.aborted) return;
       fail(e);

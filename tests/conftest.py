@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -60,3 +60,18 @@ def api(stack: LocalStack) -> Iterator[requests.Session]:
     session = api_session(stack)
     yield session
     session.close()
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``pytest -n`` (``make test``): a file's tests run on one worker (its module fixtures
+    start once) and the whole browser suite on one worker (its stack is the package's, and two
+    Chromiums on two cores would slow every test beside them). xdist's own ``loadgroup`` marks
+    do not reach the scheduler under pytest 9 (it rewrites a node id pytest no longer reads)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BySuite(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/browser" if path.startswith("tests/browser/") else path
+
+    return BySuite(config, log)

@@ -155,6 +155,10 @@ class FakeWaitlist:
         with self.lock:
             return [o for o in self.offer_items.values() if o.state == "OFFERED" and o.expiresAt <= now]
 
+    def offers_out(self, now: str) -> list[Offer]:
+        with self.lock:
+            return [o for o in self.offer_items.values() if o.state == "OFFERED" and o.expiresAt > now]
+
     def end_offer(self, offer: Offer, state: OfferState, at: str) -> None:
         ev, key = (offer.raceId, offer.eventId), (offer.raceId, offer.eventId, offer.entryId)
         with self.lock:

@@ -32,6 +32,9 @@ def race_body(caps: tuple[int, ...] = (100,), **over: Any) -> dict[str, Any]:
     return body
 
 
+BUSY_RETRIES = 4
+
+
 class DirectorSession(requests.Session):
     """Signed in as ``name`` with a token from the stack's local issuer."""
 
@@ -46,7 +49,15 @@ class DirectorSession(requests.Session):
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         kwargs.setdefault("timeout", 60)
         url = str(url)
-        return super().request(method, self.base + url if url.startswith("/") else url, *args, **kwargs)
+        url = self.base + url if url.startswith("/") else url
+        for _ in range(BUSY_RETRIES):
+            resp = super().request(method, url, *args, **kwargs)
+            # A 503 with Retry-After says nothing was decided and to ask again then: what any
+            # client of the API does (the suites share two cores, so a budget can run out).
+            if resp.status_code != 503 or "Retry-After" not in resp.headers:
+                return resp
+            time.sleep(min(float(resp.headers["Retry-After"]), 5))
+        return resp
 
     def create_race(self, caps: tuple[int, ...] = (100,), **over: Any) -> dict[str, Any]:
         resp = self.post("/api/admin/races", json=race_body(caps, **over))

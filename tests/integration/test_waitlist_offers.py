@@ -220,16 +220,17 @@ def test_a_claim_past_its_window_passes_the_place_on_and_a_closed_registration_r
     assert (closed.status_code, closed.json()["error"]) == (409, "REGISTRATION_CLOSED"), why(closed)
     assert _taken(backend, rid, eid) == 0
     assert {o.state for o in _offers(backend, rid, eid).values()} == {"EXPIRED", "CLOSED"}
-    waiting = emails[4:]  # 5 and 6: never offered
-    wait_until(lambda: len(_mailed(stack, CLOSED, emails)) == len(waiting), timeout=45)
+    # 5 and 6 never offered; 2-4's offers ended with the list (1's had expired: it heard then).
+    told = emails[1:]
+    wait_until(lambda: len(_mailed(stack, CLOSED, emails)) == len(told), timeout=45)
     time.sleep(SWEEP_S)
-    assert _mailed(stack, CLOSED, emails) == waiting
-    assert sum(len([t for t in m["to"] if rid[-6:].lower() in t]) for m in _mail(stack, CLOSED)) == len(waiting)
+    assert _mailed(stack, CLOSED, emails) == told
+    assert sum(len([t for t in m["to"] if rid[-6:].lower() in t]) for m in _mail(stack, CLOSED)) == len(told)
     report = wait_for_audit(stack, backend, rid, timeout=30)
     assert report.ok, report.summary()
 
 
-def test_the_directors_close_tells_each_runner_still_waiting_exactly_once_and_the_export_shows_the_list(
+def test_the_directors_close_tells_each_runner_waiting_or_offered_exactly_once_and_the_export_shows_the_list(
     director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
     rid, eid, kim, regs, _ = _full_race(director, api, cap=2, registered=1)
@@ -248,17 +249,19 @@ def test_the_directors_close_tells_each_runner_still_waiting_exactly_once_and_th
     ]  # fmt: skip
 
     # The director closes the list, twice: the offer ends, its place goes on sale, each runner
-    # still waiting gets one email, and the trail names no address.
+    # still waiting and the one whose offer ended get one email, and the trail names no address.
     for _ in range(2):
         closed = kim.post(f"/api/admin/races/{rid}/events/{eid}/waitlist/close")
         assert closed.status_code == 200, closed.text
         assert (closed.json()["closed"], closed.json()["offersOut"]) == (True, 0)
     assert _offers(backend, rid, eid)[1].state == "CLOSED"
     assert _taken(backend, rid, eid) == 1  # the one hold left; the offered place is free again
-    wait_until(lambda: len(_mailed(stack, CLOSED, emails)) == 3, timeout=45)
+    wait_until(lambda: len(_mailed(stack, CLOSED, emails)) == 4, timeout=45)
     time.sleep(2 * SWEEP_S)  # a second email, were one coming, is on its way by now
     to = [t for m in _mail(stack, CLOSED) for t in m["to"]]
-    assert {e: sum(e in t for t in to) for e in emails} == {emails[0]: 0, **dict.fromkeys(emails[1:], 1)}
+    assert {e: sum(e in t for t in to) for e in emails} == dict.fromkeys(emails, 1)
+    (offered,) = [m for m in _mail(stack, CLOSED) if any(emails[0] in t for t in m["to"])]
+    assert "not claimed before it closed" in offered["text"]
     trail = [e for e in kim.get(f"/api/admin/races/{rid}/audit").json()["entries"] if e["action"] == "waitlist.close"]
     assert len(trail) == 2 and "@" not in repr(trail)
     report = wait_for_audit(stack, backend, rid, timeout=30)

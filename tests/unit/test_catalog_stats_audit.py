@@ -13,7 +13,9 @@ from racecap.holds.models import Attempt, BeginOutcome
 from racecap.models import Actor, Director
 from racecap.races import catalog as races_module
 from racecap.races.catalog import event_status, race_status
-from racecap.races.models import Race
+from racecap.races.models import Race, WaitlistSettings
+from racecap.stats.service import RaceStats
+from racecap.waitlist.models import Line
 
 from tests.unit.admin_world import DANA, AdminWorld, register, take
 
@@ -141,8 +143,35 @@ def test_live_figures_add_up_per_event_and_in_total(w):
         "switchedOut": 0,
         "deferred": 0,
         "otherPaymentsCents": 0,
+        **dict.fromkeys(("waitlistLength", "waitlistPooled", "offersOut", "offersAccepted", "offersExpired"), 0),
     }
     assert (view.status, view.minutes, view.asOf) == ("OPEN", 3, w.clock.now)
+
+
+def test_each_events_waitlist_figures_come_from_its_line_and_add_up_in_the_totals(w):
+    race = w.create(10, 4, open_now=True)
+    ev, other = (
+        e.model_copy(update={"waitlist": WaitlistSettings(enabled=True)}) for e in w.catalog.definition(race.raceId)[1]
+    )
+    lines = {
+        ev.eventId: Line(waiting=7, pool=1, offered=2, claimed=3, expired=4),
+        other.eventId: Line(waiting=5, pool=0, offered=1, claimed=1, expired=0),
+    }
+    stats = RaceStats(w.inventory, w.regs, w.holds.live_counts, w.cache, clock=w.clock, waitlist=lambda r, e: lines[e])
+    view = stats.stats(w.race(race.raceId), [ev, other], minutes=1)
+    first = view.events[0]
+    assert (first.waitlistLength, first.waitlistPooled, first.offersOut, first.offersAccepted, first.offersExpired) == (
+        7,
+        1,
+        2,
+        3,
+        4,
+    )
+    waitlist = ("waitlistLength", "waitlistPooled", "offersOut", "offersAccepted", "offersExpired")
+    assert {k: view.totals[k] for k in waitlist} == dict(zip(waitlist, (12, 1, 3, 4, 4), strict=True))
+    off = w.create(5, open_now=True)  # an event whose waitlist is off: its line is not read
+    (plain,) = w.catalog.definition(off.raceId)[1]
+    assert stats.stats(w.race(off.raceId), [plain], minutes=1).events[0].waitlistLength == 0
 
 
 def test_the_money_is_gross_refunded_and_net_with_the_outside_refunds_flagged(w):

@@ -175,6 +175,15 @@ def test_a_deferral_gives_the_runner_their_code_and_what_it_takes_off():
     assert "this email address only" in deferred.html
 
 
+def test_a_closed_list_tells_a_runner_with_an_offer_out_that_the_place_went_with_it():
+    data = {"firstName": "Ada", "raceName": "Harbour Half", "eventName": "10K", "entryId": "wl-1"}
+    waiting = _mail("waitlist-closed", **data)
+    offered = _mail("waitlist-closed", **data, offerEnded=True)
+    assert waiting.subject == offered.subject == "The waitlist for Harbour Half — 10K has closed"
+    assert "not claimed" not in waiting.text and "from it.\nThank you" in waiting.text
+    assert "not claimed before it closed" in offered.text and "not claimed before it closed" in offered.html
+
+
 def test_a_change_of_address_asks_the_new_one_and_tells_the_old_one():
     asked = _mail("email-change", firstName="Ada", raceName="Harbour Half", eventName="10K", registrationId="reg-1",
                   confirmUrl="https://racecap.example/#/my/email/eml.abc")  # fmt: skip

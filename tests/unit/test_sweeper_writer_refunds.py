@@ -15,7 +15,7 @@ from racecap.registration import writer as writer_module
 from racecap.registration.models import RegistrationPhase
 from racecap.registration.service import REQUEUE_AFTER
 from racecap.registration.store import CounterMoved, DuplicateRegistration
-from racecap.registration.sweeper import THREE_DS_EXTENSION
+from racecap.registration.sweeper import THREE_DS_EXTENSION, HoldSweeper
 
 from tests.fakes.catalog import open_race
 from tests.unit.core_world import DIRECTOR, World, request
@@ -34,10 +34,10 @@ def _hold(world: World) -> str:
     return world.hold_service.hold("race-1", "ev0").holdId
 
 
-def _stranded(world: World, card: str | None = "pm_card_visa") -> Hold:
+def _stranded(world: World, card: str | None = "pm_card_visa", email: str = "ann@example.com") -> Hold:
     """A runner who sent the details, paid in the browser (or not: ``card=None``) and closed the tab."""
     hold_id = _hold(world)
-    world.registration.register(hold_id, request(card=None))
+    world.registration.register(hold_id, request(email, card=None))
     hold = world.holds.get(hold_id)
     if card is not None:
         world.payments.confirm_intent(hold.intentId, payment_method=card, idempotency_key=f"browser-{hold_id}")
@@ -161,6 +161,23 @@ def test_one_hold_failing_does_not_stop_the_sweep(world, monkeypatch):
     assert counts["released"] == 1 and counts["recovered"] == 0
     assert world.holds.get(held).status == HoldPhase.EXPIRED
     assert world.holds.get(stranded.holdId).status == HoldPhase.PAYING
+
+
+def test_an_expiry_wave_is_settled_side_by_side_with_every_outcome_counted_once():
+    # The wave after a burst: abandoned payments (provider calls each), paid ones whose tab
+    # closed, plain holds; settled on 8 threads, each hold exactly once.
+    world = World()
+    world.race(caps=(40,))
+    paid = [_stranded(world, email=f"paid{i}@example.com") for i in range(10)]
+    unpaid = [_stranded(world, card=None, email=f"left{i}@example.com") for i in range(10)]
+    held = [_hold(world) for _ in range(15)]
+    sweeper = HoldSweeper(world.attempts, world.payments, world.registration, world.catalog, world.flags, workers=8)  # type: ignore[arg-type]
+    counts = sweeper.sweep(LATER)
+    assert counts == {"released": 15, "recovered": 10, "abandoned": 10, "waiting": 0, "resent": 0}
+    assert {world.holds.get(h).status for h in held} == {HoldPhase.EXPIRED}
+    assert {world.holds.get(h.holdId).status for h in paid} == {HoldPhase.QUEUED}
+    assert {world.payments.retrieve_intent(h.intentId).status for h in unpaid} == {IntentStatus.CANCELED}
+    assert sweeper.sweep(LATER)["released"] == 0
 
 
 def test_a_hold_the_index_still_lists_after_it_moved_on_is_skipped(world):

@@ -100,14 +100,15 @@ def test_a_name_typed_as_a_formula_is_text_in_the_sheet(w):
     assert r4["firstName"] == "'=HYPERLINK(1)"
 
 
-def test_the_directors_close_tells_each_runner_still_waiting_once_and_the_trail_names_no_address(w):
+def test_the_directors_close_tells_each_runner_waiting_or_offered_once_and_the_trail_names_no_address(w):
     view = w.admin.close(DIRECTOR, "race_1", w.event)  # type: ignore[attr-defined]
     w.admin.close(DIRECTOR, "race_1", w.event)  # type: ignore[attr-defined]  # a repeat: no second email
     assert view.closed and view.offersOut == 0 and view.pooled == 0
     closing = [m for m in w.emails.sent if m.kind == CLOSED_KIND]  # type: ignore[attr-defined]
-    assert sorted({m.to for m in closing}) == ["r4@example.com"]  # waiting: not offered, removed, pending
+    # r4 waiting, r3's offer ended by the close; not the removed or the pending.
+    assert {m.to: m.data["offerEnded"] for m in closing} == {"r3@example.com": True, "r4@example.com": False}
     # The sender keeps one message per key (tests/integration: one email in the mailbox).
-    assert {m.dedupKey for m in closing} == {f"{CLOSED_KIND}:r4"}
+    assert {m.dedupKey for m in closing} == {f"{CLOSED_KIND}:r3", f"{CLOSED_KIND}:r4"}
     assert w.store.get_offer(*EV, "r3").state == "CLOSED"
     trail = [e for e in w.tables.audit if e["action"] == "waitlist.close"]
     assert len(trail) == 2 and all("@" not in repr(e) for e in w.tables.audit)

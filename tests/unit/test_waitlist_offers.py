@@ -54,7 +54,8 @@ class World:
         )  # type: ignore[arg-type]
         self.batch = OfferBatch(
             self.store, self.catalog, self.emails, lambda: self.signer, "https://site.example",  # type: ignore[arg-type]
-            came_back=lambda r, e: self.came_back.append((r, e)), closing=self.closing, clock=clock,
+            came_back=lambda r, e: self.came_back.append((r, e)), closing=self.closing,
+            registered=self.store.registered, clock=clock,
         )  # fmt: skip
         self.holds = FakeHolds(self.tables)
         self.claims = OfferClaims(
@@ -89,7 +90,7 @@ def w() -> World:
 
 def test_pooled_places_go_to_the_next_runners_in_line_order_and_the_head_moves(w):
     w.free(2)
-    assert w.batch.run() == {"expired": 0, "offered": 2, "returned": 0}
+    assert w.batch.run() == {"expired": 0, "useless": 0, "offered": 2, "returned": 0}
     assert w.offered_to() == ["r1@example.com", "r2@example.com"]
     line = w.store.line(*EV)
     assert (line.head, line.pool, line.offered, line.waiting) == (2, 0, 2, 3)
@@ -115,7 +116,7 @@ def test_an_expired_offer_passes_its_place_to_the_next_runner(w):
     w.free()
     w.batch.run()
     w.now += 2 * 3600
-    assert w.batch.run() == {"expired": 1, "offered": 1, "returned": 0}
+    assert w.batch.run() == {"expired": 1, "useless": 0, "offered": 1, "returned": 0}
     assert w.store.get_offer(*EV, "r1").state == "EXPIRED"
     assert w.offered_to() == ["r1@example.com", "r2@example.com"]
     assert w.store.line(*EV).expired == 1
@@ -164,6 +165,18 @@ def test_declining_and_registering_another_way_pass_the_place_on(w):
     assert w.offered_to()[-1] == "r3@example.com"
 
 
+def test_a_runner_who_registered_another_way_meanwhile_is_passed_over_at_the_next_run(w):
+    w.free()
+    w.batch.run()
+    w.store.claims.add(("race_1", "r1@example.com"))  # the public sale, before their claim
+    assert w.batch.run() == {"expired": 0, "useless": 1, "offered": 1, "returned": 0}
+    assert w.store.get_offer(*EV, "r1").state == "USELESS"
+    assert w.offered_to() == ["r1@example.com", "r2@example.com"]
+    assert w.tables.taken(*EV) == 3  # the place stayed counted: offered on, never on sale
+    with pytest.raises(OfferGone):
+        w.claims.claim(w.token("r1@example.com"))
+
+
 def test_places_nobody_waits_for_go_back_to_the_public(w):
     w.free(7)  # a team's places, more than the five waiting
     counts = w.batch.run()
@@ -172,7 +185,7 @@ def test_places_nobody_waits_for_go_back_to_the_public(w):
     assert w.store.line(*EV).pool == 0
 
 
-def test_closing_returns_offered_and_pooled_places_and_tells_each_waiting_runner_once(w):
+def test_closing_returns_offered_and_pooled_places_and_tells_each_waiting_or_offered_runner_once(w):
     w.free(2)
     w.batch.run()  # r1, r2 offered
     w.free(1)  # pooled, not offered yet
@@ -180,9 +193,11 @@ def test_closing_returns_offered_and_pooled_places_and_tells_each_waiting_runner
     w.closing.close(*EV)  # safe to repeat
     assert w.tables.taken(*EV) == 0
     assert {o.state for o in w.store.offers(*EV)} == {"CLOSED"}
-    told = [m.to for m in w.emails.sent if m.kind == CLOSED_KIND]  # type: ignore[attr-defined]
-    assert sorted(set(told)) == ["r3@example.com", "r4@example.com", "r5@example.com"]
-    assert len({m.dedupKey for m in w.emails.sent if m.kind == CLOSED_KIND}) == 3  # type: ignore[attr-defined]
+    closed = [m for m in w.emails.sent if m.kind == CLOSED_KIND]  # type: ignore[attr-defined]
+    # r1 and r2 were told a place was theirs: they hear it went with the list.
+    told = {m.to: m.data["offerEnded"] for m in closed}
+    assert told == {f"r{i}@example.com": i <= 2 for i in range(1, 6)}
+    assert len({m.dedupKey for m in closed}) == 5
     with pytest.raises((RegistrationClosed, OfferGone)):
         w.claims.claim(w.token("r1@example.com"))
 

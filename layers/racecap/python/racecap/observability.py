@@ -13,12 +13,15 @@ methods, AWS calls) back while investigating; only then is the SDK imported.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class _Tracer:
@@ -36,6 +39,24 @@ class _Tracer:
 
     def capture_lambda_handler(self, handler: F) -> F:
         return handler if self.sdk is None else self.sdk.capture_lambda_handler(handler)  # type: ignore[no-any-return]
+
+    def in_threads(self, work: Callable[[T], R], items: Iterable[T], workers: int) -> list[R]:
+        """``work`` over ``items`` on up to ``workers`` threads, results in order; exceptions are
+        raised as ``work`` raised them. For I/O-bound batches (a provider call per item). With the
+        SDK on, each thread joins the invocation's segment (the SDK's context is per thread, and
+        a call made outside it would be logged as an error and not traced)."""
+        items = list(items)
+        if workers <= 1 or len(items) <= 1:
+            return [work(item) for item in items]
+        entity = None if self.sdk is None else self.sdk.provider.get_trace_entity()
+
+        def traced(item: T) -> R:
+            if entity is not None:
+                self.sdk.provider.set_trace_entity(entity)
+            return work(item)
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+            return list(pool.map(traced, items))
 
 
 logger = Logger()

@@ -207,6 +207,7 @@ class WaitlistClosedData(Model):
     raceName: str = Field(min_length=1, max_length=300)
     eventName: str = Field(min_length=1, max_length=300)
     entryId: str = Field(min_length=1, max_length=100)
+    offerEnded: bool = False  # a place was offered to them, unclaimed when the list closed
 
 
 class UnmatchedRefundData(Model):

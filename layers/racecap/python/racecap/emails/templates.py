@@ -619,7 +619,7 @@ _WAITLIST_CLOSED_TEXT = Template(
     """Hi $firstName,
 
 The waitlist for $raceName — $eventName has closed: no more places will be offered from it.
-Thank you for waiting, and we hope to see you at the next edition.
+${offerEnded}Thank you for waiting, and we hope to see you at the next edition.
 
 Racecap
 """
@@ -629,16 +629,21 @@ Racecap
 _WAITLIST_CLOSED_HTML = Template(
     """<h1 style="font-size:22px;margin:0 0 12px">The waitlist has closed</h1>
 <p style="margin:0 0 16px">Hi $firstName, the waitlist for <strong>$raceName</strong> — $eventName has closed:
-no more places will be offered from it.</p>
+no more places will be offered from it.$offerEndedHtml</p>
 <p style="margin:0">Thank you for waiting, and we hope to see you at the next edition.</p>"""
 )
+
+
+_OFFER_ENDED = "The place offered to you was not claimed before it closed, so it has gone back on sale."
 
 
 def render_waitlist_closed(raw: dict[str, Any]) -> RenderedEmail:
     d: WaitlistClosedData = _data(WaitlistClosedData, raw)  # type: ignore[arg-type]
     values = {"firstName": d.firstName, "raceName": d.raceName, "eventName": d.eventName}
+    ended = _OFFER_ENDED if d.offerEnded else ""
     subject = _one_line(f"The waitlist for {d.raceName} — {d.eventName} has closed")
-    content = _WAITLIST_CLOSED_HTML.substitute(_escaped(values))
+    content = _WAITLIST_CLOSED_HTML.substitute(_escaped(values), offerEndedHtml=f" {ended}" if ended else "")
+    values["offerEnded"] = f"{ended}\n" if ended else ""
     page = _page(subject, content, d.entryId, "waitlist entry")
     return RenderedEmail(subject, _WAITLIST_CLOSED_TEXT.substitute(values), page)
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from racecap.cache import Flags
 from racecap.holds.models import Attempt, Hold, HoldPhase
 from racecap.holds.service import waitlisted
-from racecap.observability import logger, metrics
+from racecap.observability import logger, metrics, tracer
 from racecap.payments.port import (
     IntentNotCancelable,
     IntentStatus,
@@ -45,8 +45,10 @@ class HoldSweeper:
         registration: RegistrationService,
         catalog: RaceDefinitions,
         cache: Flags,
+        workers: int = 1,
     ) -> None:
         self._holds = holds
+        self._workers = workers
         self._payments = payments
         self._registration = registration
         self._catalog = catalog
@@ -63,14 +65,12 @@ class HoldSweeper:
         self._freed = {}
         self._switches = switches
         counts = {"released": 0, "recovered": 0, "abandoned": 0, "waiting": 0, "resent": 0}
-        for hold in self._holds.expired(now):
-            try:
-                outcome = self._settle(hold, now)
-            except PaymentUnavailable:
-                outcome = "waiting"  # ask again next minute; never guess
-            except Exception:
-                logger.exception("could not settle hold", extra={"holdId": hold.holdId})
-                continue
+        # Holds are settled side by side: a PAYING one asks the provider (one or two calls of a
+        # few hundred ms), and the expiry wave after a burst (hundreds of abandoned payments) one
+        # at a time would hold back the waitlist's offers that run after, and the next run.
+        for hold, outcome in tracer.in_threads(
+            lambda h: (h, self._settle_safely(h, now)), self._holds.expired(now), self._workers
+        ):
             if outcome:
                 counts[outcome] += 1
             if outcome in ("released", "abandoned") and self._freed.get(hold.holdId) == "public":
@@ -80,6 +80,15 @@ class HoldSweeper:
             if value:
                 metrics.add_metric(name=f"Sweep{name.title()}", unit="Count", value=value)
         return counts
+
+    def _settle_safely(self, hold: Hold, now: datetime) -> str | None:
+        try:
+            return self._settle(hold, now)
+        except PaymentUnavailable:
+            return "waiting"  # ask again next minute; never guess
+        except Exception:
+            logger.exception("could not settle hold", extra={"holdId": hold.holdId})
+            return None
 
     def _settle(self, hold: Hold, now: datetime) -> str | None:
         if hold.switchOf and self._switches is not None:

@@ -10,6 +10,11 @@ from typing import TYPE_CHECKING
 from racecap import clients
 from racecap.config import get_settings
 
+# Expired holds settled side by side per sweeper run: each PAYING one is one or two provider
+# calls, and 8 stay well inside the provider's request budget (``payments.budget``) shared with
+# the runners paying meanwhile.
+SWEEP_WORKERS = 8
+
 if TYPE_CHECKING:
     from racecap.emails.sender import Notifier
     from racecap.registration.attempts import DynamoAttempts
@@ -108,7 +113,7 @@ def sweeper() -> HoldSweeper:
     from racecap.races.wiring import catalog
     from racecap.registration.sweeper import HoldSweeper
 
-    return HoldSweeper(attempts(), payments(), registration_service(), catalog(), cache())
+    return HoldSweeper(attempts(), payments(), registration_service(), catalog(), cache(), workers=SWEEP_WORKERS)
 
 
 @lru_cache(maxsize=1)

@@ -120,6 +120,7 @@ class RaceStats:
                 *CANCELLED_BY_FIELDS.values(),
                 *("revenueCents", "refundedCents", "grossCents", "netCents", "outsideRefunds"),
                 *("transfers", "otherPaymentsCents", "switchedIn", "switchedOut", "deferred"),
+                *("waitlistLength", "waitlistPooled", "offersOut", "offersAccepted", "offersExpired"),
             )
         }
         return RaceStatsView(

@@ -2,8 +2,9 @@
 closes the list. The line is marked ``closed`` first (from then on no freed place goes to the pool
 and no offer is made: ``places.returns`` and the offers both read it), then every offer still out
 ends (CLOSED) with its place back on its shard, the pool goes back to the shards, and every runner
-still waiting gets one "the list has closed" email (one per entry, however often this runs). A
-place already claimed stays the runner's hold; unpaid, it goes to its shard (the line is closed).
+still waiting, or whose offer the close ended, gets one "the list has closed" email (one per entry,
+however often this runs; the latter's says the offered place went with it). A place already
+claimed stays the runner's hold; unpaid, it goes to its shard (the line is closed).
 Safe to repeat: each step finds the state it leaves."""
 
 from __future__ import annotations
@@ -85,9 +86,13 @@ class WaitlistClosing:
     def _tell_the_waiting(self, race_id: str, event_id: str) -> int:
         race, events = self._catalog.definition(race_id)
         event = next((e for e in events if e.eventId == event_id), None)
+        # An offer the close ended leaves its entry OFFERED (the entry is not in the transaction):
+        # that runner was told a place was theirs to claim, so they hear it went with the list.
+        ended = {o.entryId for o in self._store.offers(race_id, event_id) if o.state == "CLOSED"}
         told = 0
         for entry in self._store.entries(race_id, event_id):
-            if entry.state != "WAITING" or not entry.email:
+            offer_ended = entry.state == "OFFERED" and entry.entryId in ended
+            if not (entry.state == "WAITING" or offer_ended) or not entry.email:
                 continue
             self._emails.send(
                 EmailMessage(
@@ -99,6 +104,7 @@ class WaitlistClosing:
                         "raceName": race.name,
                         "eventName": event.name if event else event_id,
                         "entryId": entry.entryId,
+                        "offerEnded": offer_ended,
                     },
                 )
             )

@@ -2,11 +2,12 @@
 
 * **The batch** (``OfferBatch.run``) runs in the hold sweeper's invocation, right after the
   expired holds gave their places back (so a place an expiry pooled is offered in the same run),
-  on the sweeper's schedule: for each line with work (a sparse index), offers that expired end
-  and their places go back to the pool; then while the pool has a place and someone waits, the
-  next WAITING entry by number gets an offer, in one transaction (head moves, pool -1, offered
-  +1, the entry OFFERED, the OFFER written), and an email with the claim link; pooled places
-  nobody waits for go back to the shards (the public); a line with nothing left leaves the index.
+  on the sweeper's schedule: offers out (a sparse index) that expired, or whose runner registered
+  another way meanwhile, end and their places go back to the pool; then, for each line with work,
+  while the pool has a place and someone waits, the next WAITING entry by number gets an offer,
+  in one transaction (head moves, pool -1, offered +1, the entry OFFERED, the OFFER written), and
+  an email with the claim link; pooled places nobody waits for go back to the shards (the
+  public); a line with nothing left leaves the index.
 * **The claim** (``OfferClaims.claim``): the link's signed ``wto`` token names the offer. Claimed
   in its window, the place becomes the runner's hold through a path of its own: the shard already
   counts it, so nothing is taken from the public, and no queue, device or hold limit applies (the
@@ -14,7 +15,8 @@
   must use the offered address (``registration.service``) and is paid as usual; the hold expiring
   unpaid sends the place back to the pool (``places.returns``), not to the public.
 * **Too late, declined, useless**: an offer claimed after its window answers 410 and ends, one
-  declined ends, one whose runner registered another way ends; each time the place goes back to the
+  declined ends, one whose runner registered another way ends (at the claim, or at the batch's
+  next run: nothing is added to the registration path); each time the place goes back to the
   pool and the next runner is offered it at once. After registration closed: 409.
 """
 
@@ -73,11 +75,13 @@ class OfferBatch:
         window_s: int = 0,
         came_back: Callable[[str, str], None] | None = None,
         closing: WaitlistClosing | None = None,
+        registered: Callable[[str, str], bool] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._catalog = catalog
         self._emails = emails
+        self._registered = registered  # (raceId, email): the address holds the race's email claim
         self._closing = closing  # a line with work found after registration closed is closed here
         self._signer = signer
         self._site = site_url.rstrip("/")
@@ -87,11 +91,16 @@ class OfferBatch:
 
     def run(self) -> dict[str, int]:
         """One pass over every line with work; counts of what it did."""
-        counts = {"expired": 0, "offered": 0, "returned": 0}
-        now = self._clock()
-        for offer in self._store.expired_offers(iso(now)):
-            if self.end(offer, "EXPIRED"):
-                counts["expired"] += 1
+        counts = {"expired": 0, "useless": 0, "offered": 0, "returned": 0}
+        now = iso(self._clock())
+        for offer in self._store.expired_offers(now):
+            counts["expired"] += self.end(offer, "EXPIRED")
+        if self._registered is not None:
+            for offer in self._store.offers_out(now):
+                if self._registered(offer.raceId, offer.email):
+                    # They registered another way (the public sale, a transfer): the place is
+                    # passed on now, not when their window runs out.
+                    counts["useless"] += self.end(offer, "USELESS")
         for race_id, event_id in self._store.with_work():
             try:
                 made, returned = self.offer_event(race_id, event_id)

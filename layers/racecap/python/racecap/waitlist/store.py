@@ -88,6 +88,10 @@ class WaitlistStore(Protocol):
         """Offers still OFFERED whose window ended by ``now``."""
         ...
 
+    def offers_out(self, now: str) -> list[Offer]:
+        """Offers still OFFERED whose window runs past ``now``, of every event."""
+        ...
+
     def end_offer(self, offer: Offer, state: OfferState, at: str) -> None:
         """OFFERED → ``state``; its place back to the pool (or, the list closed, to its shard).
         ``ConditionFailed``: it was no longer OFFERED."""
@@ -330,11 +334,19 @@ class DynamoWaitlist:
         return [Offer.model_validate(i) for i in items]
 
     def expired_offers(self, now: str) -> list[Offer]:
+        return [o for o in self._indexed_offers("gsi1sk <= :now", now) if o.expiresAt <= now]
+
+    def offers_out(self, now: str) -> list[Offer]:
+        return self._indexed_offers("gsi1sk > :now", now)
+
+    def _indexed_offers(self, window: str, now: str) -> list[Offer]:
+        # The sparse index holds the offers out only (an ended offer leaves it), sorted by the
+        # end of their window; the item itself is read for its current state.
         keys = query_raw(
             self._db,
             TableName=self._table,
             IndexName="gsi1",
-            KeyConditionExpression="gsi1pk = :p AND gsi1sk <= :now",
+            KeyConditionExpression=f"gsi1pk = :p AND {window}",
             ExpressionAttributeValues=values({":p": WAITLIST_OFFERS_PARTITION, ":now": now}),
         )
         found = []
@@ -342,7 +354,7 @@ class DynamoWaitlist:
             resp = self._db.get_item(TableName=self._table, Key={"pk": k["pk"], "sk": k["sk"]}, ConsistentRead=True)
             if "Item" in resp:
                 offer = Offer.model_validate(from_item(resp["Item"]))
-                if offer.state == "OFFERED" and offer.expiresAt <= now:
+                if offer.state == "OFFERED":
                     found.append(offer)
         return found
 

@@ -68,6 +68,7 @@ def offer_batch() -> OfferBatch:
         window_s=s.waitlist_offer_window_s,
         came_back=catalog().places_came_back,
         closing=waitlist_closing(),
+        registered=waitlist_store().registered,
     )
 
 
