@@ -12,10 +12,32 @@ export class ApiError extends Error {
   }
 }
 
+// The API's 503 and 429 carry Retry-After and mean nothing was decided (a busy moment, a rate
+// limit): the console asks again when told, a few times, before showing the director an error.
+const BUSY_TRIES = 3;
+const BUSY_MAX_S = 5;
+
+function busyWait(response, busy) {
+  const after = Number(response.headers.get('Retry-After'));
+  if ((response.status !== 503 && response.status !== 429) || !(after > 0) || busy >= BUSY_TRIES) return null;
+  return Math.min(after, BUSY_MAX_S) * 1000;
+}
+
+function pause(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(new DOMException('The page moved on.', 'AbortError'));
+    }, { once: true });
+  });
+}
+
 export function adminApi(session, { onSignedOut = () => {} } = {}) {
   async function request(method, path, body, { raw = false, signal, headers = {} } = {}) {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const token = await session.idToken({ force: attempt > 0 });
+    let refreshed = false;
+    for (let busy = 0; ;) {
+      const token = await session.idToken({ force: refreshed });
       if (!token) {
         onSignedOut();
         throw new ApiError(401, { message: 'Your session has ended. Please sign in again.' });
@@ -27,14 +49,21 @@ export function adminApi(session, { onSignedOut = () => {} } = {}) {
         body: body !== undefined ? JSON.stringify(body) : undefined,
         signal,
       });
-      if (response.status === 401 && attempt === 0) continue; // an ID token that expired on the way
+      if (response.status === 401 && !refreshed) { // an ID token that expired on the way
+        refreshed = true;
+        continue;
+      }
+      const wait = busyWait(response, busy);
+      if (wait !== null) {
+        busy += 1;
+        await pause(wait, signal);
+        continue;
+      }
       if (raw && response.ok) return response;
       const data = response.status === 204 ? null : await response.json().catch(() => null);
       if (!response.ok) throw new ApiError(response.status, data);
       return data;
     }
-    onSignedOut();
-    throw new ApiError(401, { message: 'Your session has ended. Please sign in again.' });
   }
   // A page's reads are its route's: when the director moves on, the reads of the page left
   // behind are cancelled (an AbortError the router ignores), so a slow page can never draw
