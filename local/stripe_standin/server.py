@@ -133,6 +133,9 @@ class StandIn:
     latency_s: float = 0.0
     idempotency_ttl_s: float = IDEMPOTENCY_TTL_S
     lose_answers_on: str = "/v1/"  # the path prefix whose answers ``lose_answers`` loses
+    # ...and only for requests naming this value (a payment intent's id) when set: a test's
+    # lost answers stay its own while a sweeper settles other payments' refunds beside it.
+    lose_answers_for: str = ""
     # fail_next: answered 500 before running; fail_after_next: run (and stored under its key),
     # answered 500; lose_answers: whatever the request (a replay too), the answer is lost (500),
     # as when the connection drops every time until it comes back.
@@ -468,7 +471,11 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                 response = app.keyed(key, path + " " + json.dumps(params, sort_keys=True), work)
             if lost:  # done (and stored under its key), but the client hears a 500
                 return _error(ApiError(500, "api_error", "Injected fault after the request ran."))
-            if path.startswith(app.lose_answers_on) and app.take_fault("lose_answers"):
+            if (
+                path.startswith(app.lose_answers_on)
+                and app.lose_answers_for in json.dumps(params)
+                and app.take_fault("lose_answers")
+            ):
                 return _error(ApiError(500, "api_error", "Injected fault: the answer was lost."))
             return response
 
@@ -498,6 +505,8 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                     app.idempotency_ttl_s = max(0.0, float(body["idempotency_ttl_s"]))
                 if "lose_answers_on" in body:
                     app.lose_answers_on = str(body["lose_answers_on"]) or "/v1/"
+                if "lose_answers_for" in body:
+                    app.lose_answers_for = str(body["lose_answers_for"])
                 if "refund_settle_s" in body:
                     app.book.refund_settle_s = max(0.0, float(body["refund_settle_s"]))
                 return _json(
@@ -508,6 +517,7 @@ def make_handler(app: StandIn, verbose: bool = False) -> type[BaseHTTPRequestHan
                         "idempotency_ttl_s": app.idempotency_ttl_s,
                         "refund_settle_s": app.book.refund_settle_s,
                         "lose_answers_on": app.lose_answers_on,
+                        "lose_answers_for": app.lose_answers_for,
                     },
                 )
             if path == "/_standin/ratelimit":

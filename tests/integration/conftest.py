@@ -13,6 +13,7 @@ import boto3
 import pytest
 import redis
 import requests
+from aws_lambda_powertools.utilities import parameters
 from racecap import clients, config
 from racecap.cache import TieredCache
 from racecap.holds.store import DynamoHolds
@@ -163,6 +164,9 @@ def _clear_built() -> None:
     environment that is gone."""
     for cached in (config.get_settings, clients.aws, clients.cache):
         cached.cache_clear()
+    # Powertools' parameter providers keep the client (and endpoint) of the first stack that used
+    # them in this process: a stack a test started and stopped before would answer nothing.
+    parameters.clear_caches()
     for name, module in list(sys.modules.items()):
         if name.startswith("racecap.") and (name.endswith(".wiring") or name == "racecap.cache"):
             for value in vars(module).values():

@@ -86,7 +86,7 @@ def test_a_refund_whose_answer_was_lost_is_settled_by_the_sweeper_as_one_refund(
     url = f"/api/admin/races/{rid}/registrations/{reg_id}/refunds"
 
     # The stand-in refunds, then every answer to the call (the SDK's retries too) is lost.
-    standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+    standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds", lose_answers_for=intent)
     try:
         answer = kim.post(url, json={"amountCents": 3000}, headers={"Idempotency-Key": "dialog-lost-0001"})
         if key_expired:  # from now on the stand-in forgets every key: asking again would refund twice
@@ -97,7 +97,7 @@ def test_a_refund_whose_answer_was_lost_is_settled_by_the_sweeper_as_one_refund(
         assert len(_provider_refunds(stack, intent)) == 1  # made, the answer lost
         wait_until(lambda: _settled(kim, rid, reg_id), timeout=60)
     finally:
-        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/", idempotency_ttl_s=24 * 3600)
+        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/", lose_answers_for="", idempotency_ttl_s=24 * 3600)
 
     (made,) = _provider_refunds(stack, intent)  # one refund, not two
     (entry,) = [e for e in _detail(kim, rid, reg_id)["ledger"]["entries"] if e["kind"] == "refund"]
@@ -278,12 +278,12 @@ def test_a_cancellation_left_half_way_is_finished_by_the_sweeper_and_refunded_on
     cancel = f"/api/admin/races/{rid}/registrations/{reg_id}/cancel"
     try:
         if fault == "timeout":
-            standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+            standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds", lose_answers_for=intent)
         else:
             spend_payment_budget(stack, seconds=3.0)
         answer = kim.post(cancel, json={"refund": "AMOUNT", "amountCents": 6000})
     finally:
-        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/")
+        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/", lose_answers_for="")
     assert answer.status_code == 429 and int(answer.headers["Retry-After"]) >= 1, answer.text
     assert backend.registrations().get(reg_id).status == "CANCELLING"
     # Nobody clicks again: the sweeper (every 3 s here) finishes it under its own key.

@@ -233,14 +233,15 @@ def test_a_runners_cancel_the_provider_did_not_answer_is_finished_by_the_sweeper
     _, reg_id = hold_and_register(api, rid, eid, runner(email))
     wait_confirmed(api, [reg_id])
     me = {HEADER: _link_token(stack, email)}
+    intent = backend.registrations().get(reg_id).chargeId
     try:
         if fault == "timeout":
-            standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+            standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds", lose_answers_for=intent)
         else:
             spend_payment_budget(stack, seconds=3.0)
         answer = api.post("/api/my/registration/cancellation", headers=me, json={"amountCents": 4000})
     finally:
-        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/")
+        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/", lose_answers_for="")
     assert answer.status_code == 429 and int(answer.headers["Retry-After"]) >= 1, answer.text
     assert backend.registrations().get(reg_id).status == "CANCELLING"
     # Nobody clicks again: the sweeper (every 3 s here) finishes it under its own key.
@@ -504,10 +505,11 @@ def test_a_team_member_cancels_their_own_place_the_captains_card_is_refunded_and
     assert (quote["paidCents"], quote["amountCents"]) == (3000, 2500)  # their share, less the fee
 
     try:
-        standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds")
+        payment = backend.registrations().get(ids[0]).chargeId  # the team's one payment, the captain's
+        standin_faults(stack, lose_answers=3, lose_answers_on="/v1/refunds", lose_answers_for=payment)
         answer = api.post("/api/my/registration/cancellation", headers=me, json={"amountCents": 2500})
     finally:
-        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/")
+        standin_faults(stack, lose_answers=0, lose_answers_on="/v1/", lose_answers_for="")
     assert answer.status_code == 429, answer.text
     wait_until(lambda: backend.registrations().get(ids[1]).status == "CANCELLED", timeout=30)
 
