@@ -17,7 +17,9 @@ with the group's size: a group is drawn as one, so it wins or waits whole.
 
 Sized for a million tickets: a ticket is a tuple (a ``NamedTuple`` adds nothing per instance), the
 sort keys live only during the sort, and the winners and the rest are two lists of references to
-the same tuples.
+the same tuples. Measured (``tools/ballot_draw_bench.py``, ``docs/ballot.md``): a million
+applications as a million single tickets take 296 MB at the traced peak (ids, tickets, sort keys,
+results) and 8.9 s on a 2-core machine at load 7-11.
 """
 
 from __future__ import annotations
