@@ -37,6 +37,7 @@ RANKS: dict[str, int] = {
     **dict.fromkeys(["questions", "fairness", "holds"], 3),
     **dict.fromkeys(["window", "waitlist"], 4),  # window's wiring passes fairness' ``opened`` callback
     "setup": 5,  # ``RaceAdmin`` moves a scheduled window
+    "ballot": 5,  # its draw feeds the waitlist; it reads races, fairness and questions
     **dict.fromkeys(["codes", "registration"], 6),
     "ledger": 7,
     **dict.fromkeys(["participants", "stats", "results", "retention"], 8),

@@ -224,3 +224,10 @@ class OfferGone(DomainError):
 
 class WaitlistEntryNotFound(NotFound):
     code = "WAITLIST_ENTRY_NOT_FOUND"
+
+
+class SeedRefused(Conflict):
+    """A ballot's revealed seed whose SHA-256 is not the commitment published before the window
+    opened: drawing with it would be a draw nobody could hold the race to, so nothing is drawn."""
+
+    code = "SEED_REFUSED"
