@@ -53,8 +53,13 @@ def test_ten_concurrent_refunds_of_30_percent_on_100_euros_refund_at_most_the_ch
     assert {m["refund"]["currency"] for m in made} == {"EUR"}
 
     # The stand-in's own counters: 3 requests reached it, and it made all 3 (none refused).
+    # The stand-in's own record: this payment has exactly the 3 refunds (its counters are the
+    # whole account's: a sweeper settling another test's refund beside this one adds to them).
+    intent = backend.registrations().get(reg_id).chargeId
+    listed = standin(stack).get(f"{stack.stripe_url}/v1/refunds", params={"payment_intent": intent, "limit": 100})
+    assert sorted(r["amount"] for r in listed.json()["data"]) == [3000, 3000, 3000]
     reached, refunds = _refund_counters(stack)
-    assert (reached - reached_before, refunds - made_before) == (3, 3)
+    assert reached - reached_before >= 3 and refunds - made_before >= 3
 
     # The registration stays confirmed; the audit trail has the three refunds with their reasons.
     rows = kim.get(f"/api/admin/races/{rid}/registrations").json()["registrations"]
