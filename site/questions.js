@@ -222,7 +222,9 @@ export function mountQuestions(host, set, { state, save: keep, fields, raceDate,
       box('waiver.accepted', 'I have read and accept the waiver.', 'accepted'), guardian));
   }
   changed();
-  fields[`${prefix}dateOfBirth`].input.addEventListener('input', changed); // under the adult age or not: the guardian
+  // Under the adult age or not: the guardian. A form without the date's field (a switch's: the
+  // registration's date stands) has nothing to listen to.
+  fields[`${prefix}dateOfBirth`]?.input.addEventListener('input', changed);
 
   return {
     // The fields the runner must fix before sending ({name: message}), marked under each.

@@ -1,11 +1,14 @@
 // Moving my entry (issue 41), on "my registration" (mine.js, loaded when the organiser allows it):
 //   switchOver(box, call, signal, reg, reload)  another event of the race: what each costs or
 //       refunds before confirming, its own questions and waiver (questions.js), the difference's
-//       card step (pay.js), then the new bib; a switch begun and not paid can be given up
+//       card step (pay.js), then the new bib; a switch begun and not paid can be given up. A
+//       team's captain moves the whole team: the prices are the team's, and each member's
+//       questions are asked under their name (`members.<i>.…`, as the team's form names them)
 //   deferPlace(box, call, signal, reload)       the race's next edition: the credit (paid less
 //       the organiser's fee) said before confirming, then the personal code
 // Its own module: "my registration" is near the page budget, and most runners never move.
-import { errorBox, h, money, say, setText } from './ui.js';
+import { api, withBusyRetry } from './api.js';
+import { enc, errorBox, h, money, say, setText } from './ui.js';
 
 const WHY = {
   SOLD_OUT: 'Your registration is unchanged.',
@@ -14,6 +17,7 @@ const WHY = {
   PAYMENT_DECLINED: 'Nothing was charged: try another card.',
   DEFERRAL_NOT_ALLOWED: 'The organiser’s rules do not allow deferring now.',
   QUOTE_CHANGED: 'Check the new amount, then confirm again.',
+  NOT_ENOUGH_PLACES: 'Your team’s registrations are unchanged.',
 };
 const explain = (e) => [e.message, WHY[e.code]].filter(Boolean).join(' ');
 
@@ -61,9 +65,31 @@ export async function switchOver(box, call, signal, reg, reload) {
     state.waiver = {};
     go.textContent = t.payCents ? `Switch and pay ${money(t.payCents, t.currency)}` : 'Switch to this event';
     const m = await import('./questions.js');
-    questions = await m.attach({ raceId: reg.raceId, eventId: t.eventId, raceDate: reg.raceDate },
-      { state, save: () => {}, fields, signal, setErr: (n, msg) => fields[n] && setText(fields[n].err, msg || '') },
-      qhost).catch(() => null);
+    const setErr = (n, msg) => fields[n] && setText(fields[n].err, msg || '');
+    questions = q.team ? await askTeam(t, m, setErr).catch(() => null)
+      : await m.attach({ raceId: reg.raceId, eventId: t.eventId, raceDate: reg.raceDate },
+        { state, save: () => {}, fields, signal, setErr }, qhost).catch(() => null);
+  }
+
+  // The captain answers for every member, each under their name: one questions form per member.
+  async function askTeam(t, m, setErr) {
+    const { data } = await withBusyRetry(() => api('GET',
+      `/races/${enc(reg.raceId)}/events/${enc(t.eventId)}/questions`, { signal }), { signal });
+    if (!data.questions.length && !data.waiver) return null;
+    const asked = q.team.map((who, i) => {
+      const host = h('div', {});
+      qhost.append(h('fieldset', { testid: 'switch-member' },
+        h('legend', {}, `${who.firstName} ${who.lastName}${i === 0 ? ' (you)' : ''}`), host));
+      // Their age on race day stands for their date of birth (not sent to the captain's page):
+      // it is all the guardian's rule reads.
+      const st = { answers: {}, waiver: {}, dateOfBirth: bornFor(who.ageOnRaceDay, reg.raceDate) };
+      return m.mountQuestions(host, data, { state: st, save: () => {}, fields, raceDate: reg.raceDate, setErr,
+        prefix: `members.${i}.` });
+    });
+    return {
+      check: () => Object.assign({}, ...asked.map((a) => a.check())),
+      body: () => ({ members: asked.map((a) => a.body()) }),
+    };
   }
 
   const lock = (on) => {
@@ -141,6 +167,13 @@ export async function switchOver(box, call, signal, reg, reload) {
       }
     }
   });
+}
+
+// A date of birth that makes `age` on race day (the day itself, that many years before).
+function bornFor(age, raceDate) {
+  if (age == null || !raceDate) return '';
+  const [y, rest] = [Number(raceDate.slice(0, 4)), raceDate.slice(4)];
+  return `${String(y - age).padStart(4, '0')}${rest === '-02-29' ? '-02-28' : rest}`;
 }
 
 export async function deferPlace(box, call, signal, reload) {

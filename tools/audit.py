@@ -657,10 +657,11 @@ def _audit_teams(
     report: AuditReport,
 ) -> None:
     """Each team complete or absent: every member its registration (confirmed or cancelled
-    since), and the team's one payment exactly the sum of its members' shares."""
+    since), and the team's one payment exactly the sum of its members' shares. The records of
+    entries a switch left (SWITCHED: a copy of the member's, bib and all) are not members."""
     teams: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in every_reg.values():
-        if r.get("teamMembers"):
+        if r.get("teamMembers") and r.get("status") != "SWITCHED":
             teams[str(r["holdId"])].append(r)
     for hold_id, members in teams.items():
         expected = set(members[0]["teamMembers"])

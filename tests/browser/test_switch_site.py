@@ -188,3 +188,58 @@ def test_on_a_phone_the_director_lets_runners_switch_and_defer_and_it_is_kept(
     page.reload()
     section = page.get_by_test_id("policy-section")
     expect(section.get_by_label("Runners may defer to the next edition until")).to_have_value(until.isoformat())
+
+
+def test_on_a_phone_by_keyboard_a_captain_moves_the_whole_team_answering_each_members_size(
+    new_page: Callable[..., Page], stack: LocalStack, backend: Any
+) -> None:
+    kim = DirectorSession(stack, "kim-team-switch-site")
+    body = race_body((10, 10))
+    for event, price in zip(body["events"], (2500, 2000), strict=True):
+        event |= {"priceCents": price, "teamMinSize": 2, "teamMaxSize": 4}
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, (ten, five) = race["raceId"], [e["eventId"] for e in race["events"]]
+    assert kim.patch(f"/api/admin/races/{rid}", json={"refundPolicy": {"switchesUntil": _day(20)}}).status_code == 200
+    shirt = {"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "required": True,
+             "options": [{"id": "M", "label": "Medium"}, {"id": "L", "label": "Large"}]}  # fmt: skip
+    saved = kim.put(
+        f"/api/admin/races/{rid}/events/{five}/questions", json={"questions": [shirt], "expectedVersion": 0}
+    )
+    assert saved.status_code == 200, saved.text
+    kim.open_now(rid)
+    api = api_session(stack)
+    wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
+    tag = rid[-6:].lower()
+    members = [runner(f"owl{i}.{tag}@example.com", token=None) | {"firstName": f"Owl{i}"} for i in range(2)]
+    hold = api.post(f"/api/races/{rid}/events/{ten}/teams", json={"places": 2}).json()
+    paid = api.post(f"/api/holds/{hold['holdId']}/team",
+                    json={"teamName": "Owls", "members": members, "paymentMethod": "pm_card_visa"})  # fmt: skip
+    assert paid.status_code == 202, paid.text
+    ids = backend.holds().get(hold["holdId"]).memberIds
+    wait_confirmed(api, ids)
+
+    page = new_page(**PHONE)
+    page.goto(_mail_link(stack, members[0]["email"], "confirmation", "#/my/"))
+    section = page.get_by_test_id("my-switch")
+    expect(section.get_by_test_id(f"switch-note-{five}")).to_contain_text("2 places")  # the whole team, said first
+    expect(section.get_by_test_id(f"switch-note-{five}")).to_contain_text("10.00")
+    _choose(page, five)
+    expect(section.get_by_test_id("switch-member")).to_have_count(2)
+    expect(section.get_by_test_id("switch-member").nth(1)).to_contain_text("Owl1")
+    accessible(page, "a team's switch, each member's questions")
+    # Sent unanswered: the first member's size is marked and focused; the arrow key picks Medium
+    # in the closed list, and again for the second member; then the team moves.
+    for i in range(2):
+        tab_to(page, "switch-confirm")
+        page.keyboard.press("Enter")
+        size = page.locator(f'[name="members.{i}.answers.shirt"]')
+        expect(size).to_be_focused()
+        page.keyboard.press("ArrowDown")
+        expect(size).to_have_value("M")
+    tab_to(page, "switch-confirm")
+    page.keyboard.press("Enter")
+    moved = page.get_by_test_id("my-moved")
+    expect(moved).to_contain_text("Your new bib: 1", timeout=20_000)
+    expect(moved).to_contain_text("€10.00 is refunded")
+    regs = [backend.registrations().get(r) for r in ids]
+    assert [(r.eventId, r.bib, r.answers) for r in regs] == [(five, 1, '{"shirt":"M"}'), (five, 2, '{"shirt":"M"}')]

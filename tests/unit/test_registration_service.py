@@ -201,6 +201,20 @@ def test_a_rate_limited_provider_asks_the_runner_to_come_back(world):
     assert world.holds.get(hold_id).status == HoldPhase.PAYING
 
 
+def test_a_spent_provider_budget_refuses_the_send_before_anything_is_written(world):
+    # An opening's peak: the 429's retry finds the hold as it was (no begun payment ended again:
+    # two writes a refusal, hundreds of refusals a burst), then goes through.
+    hold_id = _hold(world)
+    world.payments.budget_refuses = 1
+    with pytest.raises(Busy) as busy:
+        world.registration.register(hold_id, request())
+    assert busy.value.retry_after == 2
+    hold = world.holds.get(hold_id)
+    assert (hold.status, hold.attempt, world.payments.calls) == (HoldPhase.HELD, None, [])
+    assert world.registration.register(hold_id, request()).status == "QUEUED"
+    assert len(world.payments.succeeded) == 1
+
+
 def test_a_payment_waiting_for_3ds_keeps_paying_and_hands_the_secret_back(world):
     hold_id = _hold(world)
     answer = world.registration.register(hold_id, request(card="pm_card_authenticationRequired"))

@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from racecap.audit.service import AuditTrail
 from racecap.aws.queues import MessageQueue
@@ -43,12 +43,23 @@ from racecap.cache import Flags
 from racecap.codes.models import CodeTerms
 from racecap.codes.service import discounted
 from racecap.emails.models import EmailMessage
-from racecap.errors import Conflict, Forbidden, PaymentDeclined, PaymentRefused, SoldOut, ValidationFailed
+from racecap.errors import Conflict, PaymentDeclined, PaymentRefused, SoldOut, ValidationFailed
 from racecap.holds.models import Hold, HoldPhase
 from racecap.holds.service import SOLD_OUT_FLAG_TTL, new_hold, waitlisted
-from racecap.ledger.models import LedgerEntry, RefundPhase
-from racecap.ledger.service import Ledger, split
-from racecap.models import Actor, Director
+from racecap.ledger.service import Ledger
+from racecap.ledger.switch_ports import (
+    SWITCH_JOB,
+    SwitchGone,
+    SwitchHolds,
+    SwitchNotAllowed,
+    SwitchStore,
+    TeamSwitchTooLarge,
+    answers_for,
+    reserved_refund,
+    switch_refund_key,
+)
+from racecap.ledger.team_switch import TeamMoves
+from racecap.models import Actor
 from racecap.money import in_units, minimum_charge
 from racecap.observability import logger, metrics
 from racecap.payments.calls import confirm_on_server, provider_call, waiting
@@ -58,7 +69,7 @@ from racecap.places.rules import shard_name
 from racecap.questions.models import StoredAnswers
 from racecap.races.catalog import RaceDefinitions, sold_out_flag
 from racecap.races.models import Event, Race
-from racecap.races.rules import age_on, check_age, today_in
+from racecap.races.rules import today_in
 from racecap.registration.edits import MAX_TRIES, plan_stock
 from racecap.registration.links import RegistrationLinks
 from racecap.registration.models import (
@@ -75,44 +86,6 @@ from racecap.registration.transfer import TransferAnswers
 
 PURPOSE = "upgrade"
 CONFIRMED_KIND = "switch-confirmed"
-# Who the audit names for the refund of a cheaper event's difference, or of a lost switch's upgrade.
-SWITCH_JOB = Director(sub="system-switches", username="Racecap switches (a price difference)")
-
-
-class SwitchNotAllowed(Forbidden):
-    code = "SWITCH_NOT_ALLOWED"
-
-
-class SwitchGone(Conflict):
-    """The switch's hold ran out, or the registration changed meanwhile."""
-
-    code = "SWITCH_GONE"
-
-
-class SwitchStore(Protocol):
-    def get(self, registration_id: str, consistent: bool = True) -> Registration | None: ...
-
-    def next_bib(self, race_id: str, event_id: str) -> int: ...
-
-    def set_pending_switch(
-        self, reg: Registration, pending: dict[str, Any] | None, *, hold: str | None = None
-    ) -> None: ...
-
-    def switch_items(self, reg: Registration, move: SwitchMove) -> list[TransactItem]: ...
-
-
-class SwitchHolds(Protocol):
-    def claim(self, hold: Hold, shards: list[str], avoid: set[str] | None = None) -> Hold | None: ...
-
-    def get(self, hold_id: str) -> Hold | None: ...
-
-    def release(
-        self, hold: Hold, new_phase: HoldPhase, *, now: datetime | None = None, waitlist: bool = False
-    ) -> Any: ...
-
-    def extend_switch(self, hold: Hold, until: datetime) -> bool: ...
-
-    def set_switch_intent(self, hold: Hold, intent_id: str) -> bool: ...
 
 
 class Switches:
@@ -151,14 +124,19 @@ class Switches:
         self._flags = flags
         self._statuses = statuses
         self._clock = clock
+        self._team = TeamMoves(
+            registrations, holds, catalog, answers, audit, transact, inventory_table, returns, ledger, flags,
+            statuses, ask_refund=self._ask_refund, tell=self._tell,
+        )  # fmt: skip
 
     # -- the runner, from their link -------------------------------------------------------------
     def quote(self, link_token: str | None) -> SwitchQuote:
         reg = self._own(link_token)
         race, events = self._catalog.definition(reg.raceId)
-        why = self._why_not(reg, race)
+        team = self._team.members(reg)
+        why = self._why_not(reg, race, team)
         now = datetime.now(UTC)
-        targets = [self._target(reg, race, e, now) for e in events if e.eventId != reg.eventId]
+        targets = [self._target(reg, team, e, now) for e in events if e.eventId != reg.eventId]
         note = why or (
             "Choose the event to switch to: a dearer one's difference is paid now, a cheaper one's refunded to "
             "the card that paid. Your new event's questions are asked again, and you get a new bib there."
@@ -173,6 +151,7 @@ class Switches:
             pendingEventId=str(pending["eventId"]) if pending.get("eventId") else None,
             targets=targets,
             note=note,
+            team=self._team.roster(team) if team else None,
         )
 
     def switch(self, link_token: str | None, body: SwitchRequest) -> SwitchAnswer:
@@ -181,7 +160,8 @@ class Switches:
         done = self._done(reg, body.eventId)
         if done is not None:
             return done  # a second click after it moved
-        why = self._why_not(reg, race)
+        team = self._team.members(reg)
+        why = self._why_not(reg, race, team)
         if why is not None:
             raise SwitchNotAllowed(why)
         target = next((e for e in events if e.eventId == body.eventId), None)
@@ -189,17 +169,32 @@ class Switches:
             raise ValidationFailed(
                 "Choose another event of this race to switch to.", fields={"eventId": "Not another event of this race."}
             )
-        person = self._person(reg, race, target, body)
+        said = self._team.takes_team(target, team) if team else None
+        if said is not None:
+            raise SwitchNotAllowed(said)
+        if team:
+            people = self._team.people(race, target, team, body)
+            self._team.check_fits(team, target, people)
+            chosen: dict[str, Any] = {"people": people}
+        else:
+            chosen = {"person": self._person(reg, race, target, body)}
         pending = dict(reg.pendingSwitch or {})
         hold = self._holds.get(str(pending["holdId"])) if pending.get("eventId") == target.eventId else None
+        if hold is not None and team and pending.get("members") != [m.registrationId for m in team]:
+            hold = None  # the team changed since its places were held: hold them again
         if hold is None or hold.status != HoldPhase.HELD:
             if pending:
                 self._give_up(reg, pending)
                 reg = self._regs.get(reg.registrationId) or reg
-            pending, hold = self._hold(reg, race, target)
-        _, pay, refund, _ = self._difference(reg, race, target, hold.amountCents or 0)
+            pending, hold = self._hold(reg, race, target, team)
+        if team:
+            _, pay, refunds, _ = self._team.difference(team, hold.amountCents or 0)
+            refund = sum(refunds.values())
+            chosen["refunds"] = refunds
+        else:
+            _, pay, refund, _ = self._difference(reg, target, hold.amountCents or 0)
         # The difference as the runner was told it: the move refunds this, whatever a code does later.
-        pending |= {"person": person, "refundCents": refund}
+        pending |= chosen | {"refundCents": refund}
         try:
             self._regs.set_pending_switch(reg, pending, hold=hold.holdId)
         except ConditionFailed as exc:
@@ -285,17 +280,25 @@ class Switches:
         return "released" if freed is not None else None
 
     # -- the steps ---------------------------------------------------------------------------------
-    def _hold(self, reg: Registration, race: Race, target: Event) -> tuple[dict[str, Any], Hold]:
+    def _hold(
+        self, reg: Registration, race: Race, target: Event, team: list[Registration] | None
+    ) -> tuple[dict[str, Any], Hold]:
         if self._waitlist_first(reg.raceId, target):
             raise SoldOut(f"{target.name} is full and its waitlist goes first: your registration is unchanged.")
-        # A hold as the public path makes it (its price fixed now), naming the registration switching.
-        fresh = new_hold(race, target, datetime.now(UTC), None)
-        hold = fresh.model_copy(update={"registrationId": reg.registrationId, "switchOf": reg.registrationId})
-        got = self._holds.claim(hold, [shard_name(n) for n in range(target.shards)])
-        if got is None:
-            self._flags.flag(sold_out_flag(reg.raceId, target.eventId), SOLD_OUT_FLAG_TTL)
-            raise SoldOut(f"{target.name} is sold out: your registration is unchanged.")
-        pending = {"holdId": got.holdId, "eventId": target.eventId, "n": (reg.switches or 0) + 1}
+        pending: dict[str, Any] = {"n": (reg.switches or 0) + 1}
+        if team:
+            got = self._team.hold(reg, race, target, team)
+            pending["members"] = [m.registrationId for m in team]
+        else:
+            # A hold as the public path makes it (its price fixed now), naming the registration switching.
+            fresh = new_hold(race, target, datetime.now(UTC), None)
+            hold = fresh.model_copy(update={"registrationId": reg.registrationId, "switchOf": reg.registrationId})
+            claimed = self._holds.claim(hold, [shard_name(n) for n in range(target.shards)])
+            if claimed is None:
+                self._flags.flag(sold_out_flag(reg.raceId, target.eventId), SOLD_OUT_FLAG_TTL)
+                raise SoldOut(f"{target.name} is sold out: your registration is unchanged.")
+            got = claimed
+        pending |= {"holdId": got.holdId, "eventId": target.eventId}
         try:
             self._regs.set_pending_switch(reg, pending)
         except ConditionFailed as exc:
@@ -318,25 +321,9 @@ class Switches:
             self._holds.release(hold, HoldPhase.RELEASED, waitlist=waitlisted(self._catalog, hold))
 
     def _person(self, reg: Registration, race: Race, target: Event, body: SwitchRequest) -> dict[str, Any]:
-        """The runner's answers for the target event (its own questions and waiver), checked as a
-        registration checks them; None values: nothing there (the old event's go)."""
-        dob = date.fromisoformat(reg.dateOfBirth) if reg.dateOfBirth else None
-        if dob is None:
-            raise Conflict("This registration's date of birth was deleted (retention): ask the organiser.")
-        check_age(race, target, dob)
-        person: dict[str, Any] = {"answers": None, "questionsVersion": None, "waiver": None}
-        if self._answers is None:
-            return person
-        stored = self._answers.check(reg.raceId, target.eventId, body.answers)
-        if stored is not None:
-            person["answers"], person["questionsVersion"] = stored.to_json(), stored.questionsVersion
-        age = age_on(dob, date.fromisoformat(race.raceDate))
-        version = stored.questionsVersion if stored else None
-        waiver = self._answers.accept_waiver(reg.raceId, target.eventId, version, body.waiver, age, datetime.now(UTC))
-        person["waiver"] = waiver
-        return person
+        return answers_for(self._answers, reg, race, target, body.answers, body.waiver)
 
-    def _difference(self, reg: Registration, race: Race, target: Event, list_cents: int) -> tuple[int, int, int, str]:
+    def _difference(self, reg: Registration, target: Event, list_cents: int) -> tuple[int, int, int, str]:
         """(price, to pay, to refund, the code's word): the target's price for this runner (their
         code's discount when it covers the target), and the difference with what they paid;
         one under the provider's minimum charge is neither charged nor refunded."""
@@ -428,7 +415,9 @@ class Switches:
         )
 
     def _move(self, reg: Registration, hold: Hold, pending: dict[str, Any]) -> Registration:
-        race, events = self._catalog.definition(reg.raceId)
+        if reg.teamMembers:
+            return self._team.move(reg, hold, pending)
+        _, events = self._catalog.definition(reg.raceId)
         target = next((e for e in events if e.eventId == hold.eventId), None)
         old_event = next((e for e in events if e.eventId == reg.eventId), None)
         entry_hold = self._holds.get(reg.holdId)
@@ -439,7 +428,7 @@ class Switches:
         chosen = self._answers.stocked(reg.raceId, target.eventId, stored) if self._answers and stored else []
         refund = int(pending["refundCents"]) if "refundCents" in pending else None
         if refund is None:
-            _, _, refund, _ = self._difference(reg, race, target, hold.amountCents or 0)
+            _, _, refund, _ = self._difference(reg, target, hold.amountCents or 0)
         n = int(pending.get("n") or (reg.switches or 0) + 1)
         now = datetime.now(UTC).isoformat()
         record_id = f"{reg.registrationId}-s{n}"
@@ -492,21 +481,7 @@ class Switches:
         return moved
 
     def _refund_items(self, reg: Registration, refund: int, n: int, now: str) -> list[TransactItem]:
-        """A cheaper event's difference, reserved in the move's own transaction (the registration's
-        sum moves in its update): asked for after, settled by the sweeper if the provider is silent."""
-        if not refund:
-            return []
-        parts = split(refund, reg, self._ledger.charges(reg), [])
-        key = switch_refund_key(reg.registrationId, n)
-        entries = [
-            LedgerEntry(
-                kind="refund", key=key if i == 0 else f"{key}+p{i + 1}", providerId="", amountCents=cents,
-                currency=reg.currency, reason="switched to a cheaper event", actor=SWITCH_JOB.sub, at=now,
-                status=RefundPhase.PENDING, intentId=intent,
-            )
-            for i, (intent, cents) in enumerate(parts)
-        ]  # fmt: skip
-        return self._ledger.reserved_entry_items(reg.registrationId, entries)
+        return reserved_refund(self._ledger, reg, refund, n, now, "switched to a cheaper event")
 
     def _ask_refund(self, reg: Registration, refund: int, n: int) -> None:
         try:
@@ -558,12 +533,21 @@ class Switches:
     def _own(self, link_token: str | None) -> Registration:
         return self._links.registration(link_token, self._regs.get)
 
-    def _target(self, reg: Registration, race: Race, event: Event, now: datetime) -> SwitchTarget:
-        price, pay, refund, said = self._difference(reg, race, event, event.price_at(now))
+    def _target(self, reg: Registration, team: list[Registration] | None, event: Event, now: datetime) -> SwitchTarget:
         why = None
-        if self._flags.has_flag(sold_out_flag(reg.raceId, event.eventId)):
+        if team:
+            price, pay, refunds, said = self._team.difference(team, event.price_at(now))
+            refund = sum(refunds.values())
+            why = self._team.takes_team(event, team)
+            try:
+                self._team.check_fits(team, event, None)
+            except TeamSwitchTooLarge as exc:
+                why = why or exc.message
+        else:
+            price, pay, refund, said = self._difference(reg, event, event.price_at(now))
+        if why is None and self._flags.has_flag(sold_out_flag(reg.raceId, event.eventId)):
             why = f"{event.name} is sold out."
-        elif self._waitlist_first(reg.raceId, event):
+        elif why is None and self._waitlist_first(reg.raceId, event):
             why = f"{event.name} is full: its waitlist goes first."
         if pay:
             said += f"You pay the difference, {in_units(pay, reg.currency)} {reg.currency.upper()}."
@@ -582,7 +566,7 @@ class Switches:
             note=(why or said).strip(),
         )
 
-    def _why_not(self, reg: Registration, race: Race) -> str | None:
+    def _why_not(self, reg: Registration, race: Race, team: list[Registration] | None) -> str | None:
         if reg.status != RegistrationPhase.CONFIRMED:
             return "This registration is cancelled: there is nothing to switch."
         until = race.refundPolicy.switchesUntil
@@ -590,8 +574,8 @@ class Switches:
             return "The organiser does not let runners switch event."
         if today_in(race.timeZone) > date.fromisoformat(until):
             return f"Switches could be made until {until}."
-        if reg.teamMembers:
-            return "A team runs in one event: ask the organiser to move the whole team."
+        if team is not None:
+            return self._team.why_not(team)
         if reg.ledgerRefundedCents or reg.ledgerPending or reg.cancelRequestedAt:
             return "Part of this entry was refunded: ask the organiser to switch it."
         if reg.transferOffer:
@@ -604,10 +588,6 @@ class Switches:
             return False
         line = self._returns.line(race_id, event.eventId)
         return line.exists and not line.closed and line.waiting > 0
-
-
-def switch_refund_key(registration_id: str, n: int) -> str:
-    return f"switch-{registration_id}-{n}"
 
 
 def _attempt_answers(person: dict[str, Any]) -> dict[str, Any]:

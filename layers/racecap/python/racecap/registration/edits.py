@@ -173,6 +173,19 @@ class DetailsEdits:
             raise Conflict("Your registration changed meanwhile (another tab?); reload it and try again.") from exc
 
 
+def pick_unit(choice: StockedChoice, full: set[str], whose: str = "") -> str:
+    """A unit of the option from one of its stock shards with room (not in ``full``), at random
+    (runners spread over the shards); ``OptionSoldOut`` naming the answer when none has any.
+    ``whose``: the runner it is for, said in the message (a captain answering for a member)."""
+    room = [s for s in choice.shards if stock_entry(choice.question_id, choice.option_id, s) not in full]
+    if not room:
+        raise OptionSoldOut(
+            f"{choice.label} is sold out; please choose another{whose}.",
+            fields={f"answers.{choice.question_id}": f"{choice.label} is sold out."},
+        )
+    return stock_entry(choice.question_id, choice.option_id, random.choice(room))
+
+
 def plan_stock(
     inventory: str,
     hold: Hold,
@@ -211,15 +224,7 @@ def plan_stock(
     released = [e for e in held if e not in kept]
     if not wanted and not released and person is None:
         return _Plan()
-    taken: list[str] = []
-    for c in wanted:
-        room = [s for s in c.shards if stock_entry(c.question_id, c.option_id, s) not in full]
-        if not room:
-            raise OptionSoldOut(
-                f"{c.label} is sold out; please choose another.",
-                fields={f"answers.{c.question_id}": f"{c.label} is sold out."},
-            )
-        taken.append(stock_entry(c.question_id, c.option_id, random.choice(room)))
+    taken = [pick_unit(c, full) for c in wanted]
     items = [
         *(
             update_item(inventory, stock_key(reg.raceId, event, e), "SET taken = taken + :one",

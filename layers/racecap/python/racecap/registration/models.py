@@ -502,6 +502,17 @@ class SwitchTarget(Model):
     note: str = Field(description="What the switch would do, in words: the money, the code, why not.")
 
 
+class SwitchTeamMember(Model):
+    """A member a captain's switch moves, in the order the answers are given (the captain first)."""
+
+    registrationId: str
+    firstName: str
+    lastName: str
+    ageOnRaceDay: int | None = Field(
+        default=None, description="Their age on race day (a waiver asks a guardian under the event's adult age)."
+    )
+
+
 class SwitchQuote(Model):
     allowed: bool = Field(description="Whether this registration may switch now; `note` says why not.")
     until: str | None = Field(default=None, description="YYYY-MM-DD: the last day (race's time zone).")
@@ -509,6 +520,20 @@ class SwitchQuote(Model):
     pendingEventId: str | None = Field(default=None, description="A switch begun and not finished (held, unpaid).")
     targets: list[SwitchTarget]
     note: str
+    team: list[SwitchTeamMember] | None = Field(
+        default=None,
+        description="A captain's: the whole team moves together (a team runs in one event). The targets' prices "
+        "are then the team's, and each member's answers for the new event go in `members`, in this order.",
+    )
+
+
+class SwitchMemberAnswers(Model):
+    """One team member's answers for the new event (its questions and waiver), in the quote's order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answers: Answers | None = None
+    waiver: WaiverAcceptance | None = None
 
 
 class SwitchRequest(Model):
@@ -519,6 +544,12 @@ class SwitchRequest(Model):
     eventId: str = Field(min_length=1, max_length=64)
     answers: Answers | None = None
     waiver: WaiverAcceptance | None = None
+    members: list[SwitchMemberAnswers] | None = Field(
+        default=None,
+        max_length=MAX_TEAM_SIZE,
+        description="A captain's switch of the whole team: every member's answers, in the quote's `team` order "
+        "(the captain's own first; `answers` and `waiver` above are then not read).",
+    )
     paymentMethod: PaymentMethodId | None = Field(
         default=None, description="As on a registration: confirm the difference's payment on the server."
     )

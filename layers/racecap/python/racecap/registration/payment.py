@@ -288,14 +288,18 @@ class PaymentStep:
         race, events = self._catalog.definition(hold.raceId)
         return race, next(e for e in events if e.eventId == hold.eventId)
 
-    def _hold_intent(self, hold: Hold, attempt: Attempt, race: Race, event: Event) -> PaymentIntent:
-        """The hold's one intent: recorded already, or created now (the same key replays it)."""
+    def _hold_intent(
+        self, hold: Hold, attempt: Attempt, race: Race, event: Event, payments: PaymentProvider | None = None
+    ) -> PaymentIntent:
+        """The hold's one intent: recorded already, or created now (the same key replays it);
+        through ``payments`` when the caller took its budget's room already."""
+        provider = payments or self._payments
         try:
             if hold.intentId is not None:
                 intent_id = hold.intentId
-                return provider_call(lambda: self._payments.retrieve_intent(intent_id), hold.holdId)
+                return provider_call(lambda: provider.retrieve_intent(intent_id), hold.holdId)
             intent = provider_call(
-                lambda: self._payments.create_intent(
+                lambda: provider.create_intent(
                     NewIntent(
                         amount_cents=attempt.amountCents,
                         currency=attempt.currency,

@@ -59,6 +59,7 @@ from racecap.holds.models import (
 )
 from racecap.holds.snapshots import HoldSnapshots
 from racecap.observability import metrics
+from racecap.payments.calls import provider_call
 from racecap.payments.port import (
     IntentStatus,
     PaymentProvider,
@@ -201,6 +202,9 @@ class RegistrationService(PaymentStep, StatusReads):
             questionsVersion=answered.questionsVersion if answered else None,
             waiver=waiver,
         )
+        # The provider's budget first: refused (an opening's peak), the 429 has written nothing,
+        # so a runner's retries cost no write each (a begun payment ended again did: two).
+        payments = self._admitted(hold, attempt)
         outcome, attempt = self._begin(hold, attempt, answered, now)
         if outcome == BeginOutcome.EMAIL_TAKEN:
             metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
@@ -210,17 +214,34 @@ class RegistrationService(PaymentStep, StatusReads):
                 raise _SnapshotBehind
             return self._explain_hold_gone(hold_id, attempt)
         hold = hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt})
-        return self._pay(hold, attempt, race, event, request.paymentMethod, now)
+        return self._pay(hold, attempt, race, event, request.paymentMethod, now, payments)
+
+    def _admitted(self, hold: Hold, attempt: Attempt) -> PaymentProvider:
+        """Room for the send's first provider call (its intent's creation, or a retry's look at
+        it), taken now: ``Busy`` (429 + Retry-After) before anything is written when the budget
+        is spent. A free entry asks the provider nothing."""
+        if attempt.amountCents == 0:
+            return self._payments
+        first = "create_intent" if hold.intentId is None else "retrieve_intent"
+        return provider_call(lambda: self._payments.admitted(first), hold.holdId)
 
     def _pay(
-        self, hold: Hold, attempt: Attempt, race: Race, event: Event, payment_method: str | None, now: datetime
+        self,
+        hold: Hold,
+        attempt: Attempt,
+        race: Race,
+        event: Event,
+        payment_method: str | None,
+        now: datetime,
+        payments: PaymentProvider | None = None,
     ) -> RegistrationAccepted:
         """A hold now PAYING with ``attempt``: free, queued at once; else its one intent (and,
-        given a PaymentMethod, confirmed here), answered with the client secret while unpaid."""
+        given a PaymentMethod, confirmed here), answered with the client secret while unpaid.
+        ``payments``: the provider with this send's first call admitted (``_admitted``)."""
         if attempt.amountCents == 0:
             return self._register_free(hold, attempt, race, event, now)
         try:
-            intent = self._hold_intent(hold, attempt, race, event)
+            intent = self._hold_intent(hold, attempt, race, event, payments)
         except Exception:
             if hold.intentId is None:  # this call had the hold to itself: the retry may begin now
                 self._holds.end_call(hold, attempt)
@@ -315,6 +336,7 @@ class RegistrationService(PaymentStep, StatusReads):
                 f"A team this size may take at most {TRANSACTION_ITEMS - 1 - hold.places} options with stock.",
                 fields={"members": "Too many options with stock for one team."},
             )
+        payments = self._admitted(hold, attempt)  # as a runner's send: a 429 writes nothing
         try:
             outcome, attempt = self._begin_stocked(hold, attempt, stocked, now)
         except MemberEmailTaken as exc:
@@ -328,7 +350,7 @@ class RegistrationService(PaymentStep, StatusReads):
         if outcome == BeginOutcome.HOLD_GONE:
             return self._explain_hold_gone(hold_id, attempt)
         return self._pay(hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt}), attempt,
-                         race, event, request.paymentMethod, now)  # fmt: skip
+                         race, event, request.paymentMethod, now, payments)  # fmt: skip
 
     def _register_free(
         self, hold: Hold, attempt: Attempt, race: Race, event: Event, now: datetime

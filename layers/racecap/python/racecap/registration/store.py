@@ -33,6 +33,7 @@ from racecap.aws.keys import (
     reg_pk,
     stats_key,
     stats_pk,
+    stock_key,
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.holds.models import EmailClaimPhase, HoldPhase
@@ -434,7 +435,39 @@ class DynamoRegistrations:
         this switch pending, [2] the record of the entry it left (SWITCHED, its bib kept in its
         event: bibs are never given twice), [3] the switch's hold done, [4] the email's claim
         naming the new event, [5] [6] both events' counters."""
-        rid, old_event, now = reg.registrationId, reg.eventId, move.now
+        return [
+            bib_counter_item(self._inv, reg.raceId, move.eventId, move.bib, 1),
+            self._switched_registration(reg, move, pending=True),
+            self._entry_left(reg, move),
+            self._switch_hold_done(move.holdId, reg.registrationId, move.bib),
+            self._claim_moved(reg, move.eventId),
+            *self._switch_counters(reg.raceId, reg.eventId, move.eventId, [reg], move.refundCents),
+        ]
+
+    def team_switch_items(self, members: list[Registration], moves: list[SwitchMove]) -> list[TransactItem]:
+        """A whole team moved (``ledger.team_switch``), all or nothing: [0] the target's bib
+        counter past the team's bibs, then per member (the captain first, whose switch is the
+        pending one) its registration moved, the record of the entry it left and its email's
+        claim, then the switch's hold done and both events' counters (by the team's size)."""
+        captain, first = members[0], moves[0]
+        items = [bib_counter_item(self._inv, captain.raceId, first.eventId, first.bib, len(members))]
+        for i, (reg, move) in enumerate(zip(members, moves, strict=True)):
+            items += [
+                self._switched_registration(reg, move, pending=i == 0),
+                self._entry_left(reg, move),
+                self._claim_moved(reg, move.eventId),
+            ]
+        refunds = sum(m.refundCents for m in moves)
+        return [
+            *items,
+            self._switch_hold_done(first.holdId, captain.registrationId, first.bib),
+            *self._switch_counters(captain.raceId, captain.eventId, first.eventId, members, refunds),
+        ]
+
+    def _switched_registration(self, reg: Registration, move: SwitchMove, *, pending: bool) -> TransactItem:
+        """The registration now in the target event, only while it is confirmed in its old one,
+        not being handed over, and (``pending``) with this switch pending — or, a team member's
+        moved by its captain's switch, with no switch of its own under way."""
         sets: dict[str, Any] = {
             "eventId": move.eventId,
             "eventName": move.eventName,
@@ -442,70 +475,99 @@ class DynamoRegistrations:
             "shard": move.shard,
             "gsi1pk": event_bib_pk(reg.raceId, move.eventId),
             "gsi1sk": bib_sk(move.bib),
-            "switchedAt": now,
+            "switchedAt": move.now,
             **{k: v for k, v in move.person.items() if v is not None},
         }
-        removed = ["pendingSwitch", *(k for k, v in move.person.items() if v is None)]
+        removed = [*(["pendingSwitch"] if pending else []), *(k for k, v in move.person.items() if v is None)]
         names = {f"#f{i}": k for i, k in enumerate(sets)} | {f"#r{i}": k for i, k in enumerate(removed)}
         vals: dict[str, Any] = {f":v{i}": v for i, v in enumerate(sets.values())}
         adds = "switches :one"
         if move.refundCents:
             adds += ", ledgerRefundedCents :refund, ledgerPending :one"
             vals[":refund"] = move.refundCents
+        condition = "#s = :confirmed AND eventId = :old AND attribute_not_exists(transferOffer) AND "
+        if pending:
+            condition += "pendingSwitch.holdId = :hold"
+            vals[":hold"] = move.holdId
+        else:
+            condition += "attribute_not_exists(pendingSwitch)"
+        expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(sets))) + f" ADD {adds}"
+        if removed:
+            expression += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed)))
+        return update_item(
+            self._regs,
+            reg_key(reg.registrationId),
+            expression,
+            condition=condition,
+            names={**names, "#s": "status"},
+            vals={**vals, ":confirmed": RegistrationPhase.CONFIRMED, ":old": reg.eventId, ":one": 1},
+        )
+
+    def _entry_left(self, reg: Registration, move: SwitchMove) -> TransactItem:
+        """The record of the entry a switch left: SWITCHED, its bib kept counted in its event."""
         record = {
             **reg.model_dump(mode="json", exclude_none=True, exclude={"pendingSwitch", "linkVersion"}),
             "registrationId": move.recordId,
             "status": RegistrationPhase.SWITCHED,
-            "switchedTo": rid,
-            "switchedAt": now,
+            "switchedTo": reg.registrationId,
+            "switchedAt": move.now,
             "pk": reg_pk(move.recordId),
             "sk": "REG",
-            "gsi1pk": event_bib_pk(reg.raceId, old_event),
+            "gsi1pk": event_bib_pk(reg.raceId, reg.eventId),
             "gsi1sk": bib_sk(reg.bib),
         }
+        return {
+            "Put": {"TableName": self._regs, "Item": to_item(record), "ConditionExpression": "attribute_not_exists(pk)"}
+        }
+
+    def _switch_hold_done(self, hold_id: str, registration_id: str, bib: int) -> TransactItem:
+        return update_item(
+            self._inv,
+            hold_key(hold_id),
+            "SET #s = :confirmed, bib = :bib REMOVE gsi1pk, gsi1sk",
+            condition="#s = :held AND switchOf = :rid",
+            names={"#s": "status"},
+            vals={":confirmed": HoldPhase.CONFIRMED, ":held": HoldPhase.HELD, ":bib": bib, ":rid": registration_id},
+        )
+
+    def _claim_moved(self, reg: Registration, event_id: str) -> TransactItem:
+        return update_item(
+            self._inv,
+            email_key(reg.raceId, reg.email),
+            "SET eventId = :event",
+            condition="registrationId = :rid",
+            vals={":event": event_id, ":rid": reg.registrationId},
+        )
+
+    def _switch_counters(
+        self, race_id: str, old_event: str, new_event: str, moved: list[Registration], refund_cents: int
+    ) -> list[TransactItem]:
+        n, paid = len(moved), sum(r.amountCents for r in moved)
         return [
-            bib_counter_item(self._inv, reg.raceId, move.eventId, move.bib, 1),
-            update_item(
-                self._regs,
-                reg_key(rid),
-                "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(sets)))
-                + f" ADD {adds} REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed))),
-                condition="#s = :confirmed AND eventId = :old AND pendingSwitch.holdId = :hold "
-                "AND attribute_not_exists(transferOffer)",
-                names={**names, "#s": "status"},
-                vals={**vals, ":confirmed": RegistrationPhase.CONFIRMED, ":old": old_event, ":hold": move.holdId,
-                      ":one": 1},
-            ),
-            {"Put": {"TableName": self._regs, "Item": to_item(record),
-                     "ConditionExpression": "attribute_not_exists(pk)"}},
             update_item(
                 self._inv,
-                hold_key(move.holdId),
-                "SET #s = :confirmed, bib = :bib REMOVE gsi1pk, gsi1sk",
-                condition="#s = :held AND switchOf = :rid",
-                names={"#s": "status"},
-                vals={":confirmed": HoldPhase.CONFIRMED, ":held": HoldPhase.HELD, ":bib": move.bib, ":rid": rid},
+                stats_key(race_id, old_event),
+                "ADD confirmed :minus, revenueCents :lost, switchedOut :n",
+                vals={":minus": -n, ":lost": -paid, ":n": n},
             ),
             update_item(
                 self._inv,
-                email_key(reg.raceId, reg.email),
-                "SET eventId = :event",
-                condition="registrationId = :rid",
-                vals={":event": move.eventId, ":rid": rid},
+                stats_key(race_id, new_event),
+                "ADD confirmed :n, revenueCents :paid, switchedIn :n, refundedCents :refund",
+                vals={":n": n, ":paid": paid, ":refund": refund_cents},
             ),
-            update_item(
-                self._inv,
-                stats_key(reg.raceId, old_event),
-                "ADD confirmed :minus, revenueCents :lost, switchedOut :one",
-                vals={":minus": -1, ":lost": -reg.amountCents, ":one": 1},
-            ),
-            update_item(
-                self._inv,
-                stats_key(reg.raceId, move.eventId),
-                "ADD confirmed :one, revenueCents :paid, switchedIn :one, refundedCents :refund",
-                vals={":one": 1, ":paid": reg.amountCents, ":refund": move.refundCents},
-            ),
-        ]  # fmt: skip
+        ]
+
+    def stock_cap(self, race_id: str, event_id: str, entry: str) -> int:
+        """An option's stock shard's cap, read consistently (a team's units of one option on one
+        shard are one write of ``n``, held to ``taken <= cap - n``: a condition cannot add)."""
+        got = self._db.get_item(
+            TableName=self._inv,
+            Key=stock_key(race_id, event_id, entry),
+            ConsistentRead=True,
+            ProjectionExpression="cap",
+        ).get("Item")
+        return int(from_item(got)["cap"]) if got else 0
 
     def stats(self, race_id: str, event_id: str) -> dict[str, int]:
         resp = self._db.get_item(TableName=self._inv, Key=stats_key(race_id, event_id), ConsistentRead=True)

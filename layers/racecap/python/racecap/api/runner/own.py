@@ -303,7 +303,10 @@ def confirm_transfer(body: Annotated[TransferToken, Body()]) -> Response[Transfe
 # -- switching to another event of the race (issue 41) --------------------------------------------
 _SWITCH_ERRORS: dict[int, OpenAPIResponse] = {
     **_LINK_ERRORS,
-    403: {"description": "SWITCH_NOT_ALLOWED: switches are off, the cut-off passed, a team entry, a refunded one"},
+    403: {
+        "description": "SWITCH_NOT_ALLOWED: switches are off, the cut-off passed, a team member's (the captain "
+        "switches the whole team), a refunded one"
+    },
 }
 
 
@@ -327,7 +330,9 @@ def my_switch_quote() -> Response[SwitchQuote]:
         "again. Dearer: pay the difference with `clientSecret` (or send `paymentMethod` to confirm it here), then "
         "call /api/my/registration/switch/confirm; the place stays held meanwhile. Cheaper: the difference is "
         "refunded to the card that paid. A difference under the provider's minimum charge is neither. Safe to "
-        "repeat: a second call resumes the same switch."
+        "repeat: a second call resumes the same switch. A team's captain switches the whole team (its places held "
+        "together, each member's answers in `members`, the difference the team's); a team whose move would exceed "
+        "one transaction is refused before anything is held."
     ),
     tags=["My registration"],
     security=OWN_REGISTRATION,
@@ -335,7 +340,10 @@ def my_switch_quote() -> Response[SwitchQuote]:
         **_SWITCH_ERRORS,
         400: {"description": "VALIDATION_ERROR (`fields` names the answer, or `eventId`)"},
         402: {"description": "PAYMENT_DECLINED: try another card (your registration is unchanged)"},
-        409: {"description": "SOLD_OUT (or its waitlist goes first), SWITCH_GONE, OPTION_SOLD_OUT"},
+        409: {
+            "description": "SOLD_OUT (or its waitlist goes first), NOT_ENOUGH_PLACES (a team's), SWITCH_GONE, "
+            "OPTION_SOLD_OUT, TEAM_SWITCH_TOO_LARGE"
+        },
         429: PROVIDER_BUSY,
     },
 )
