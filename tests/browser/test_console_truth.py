@@ -21,6 +21,9 @@ import blueprint
 from tests.browser.conftest import CHROMIUM
 from tests.browser.steps import accessible, console_race, unique
 from tests.browser.test_console import signed_in
+from tests.integration.admin import wait_until
+from tests.integration.conftest import api_session
+from tests.integration.runners import Runner
 
 pytestmark = [
     pytest.mark.browser,
@@ -309,3 +312,43 @@ def test_ages_and_price_changes_on_the_create_form_retention_and_team_sizes_in_s
     stored = backend.store().get_race(race_id)
     assert stored is not None and stored[1][0].teamMinSize is None
     snap(page, "settings")
+
+
+def test_the_live_view_says_when_an_event_sold_out_in_the_races_zone_within_10_s_of_its_last_place(
+    new_page, stack, backend, demo_seed, snap
+) -> None:
+    assert stack.directors is not None
+    # The browser is in Los Angeles, the race in Tokyo: the moment is Tokyo's.
+    page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900}, timezone_id="America/Los_Angeles")
+    race = console_race(
+        backend,
+        stack.directors.demo_sub,
+        opened=True,
+        name=unique("Sellout 5K"),
+        timeZone="Asia/Tokyo",
+        events=[EventDraft(name="5K", cap=20, priceCents=3000)],
+    )
+    api = api_session(stack)
+    wait_until(lambda: api.get(f"/api/races/{race.raceId}").json()["status"] == "OPEN", timeout=10)
+    (eid,) = [e["eventId"] for e in api.get(f"/api/races/{race.raceId}").json()["events"]]
+    page.goto(f"{CONSOLE}#/races/{race.raceId}/live")
+    cell = page.get_by_test_id(f"sold-out-{eid}")
+    expect(cell).to_have_text("—")
+    expect(page.get_by_test_id("live-sold-out")).to_be_hidden()
+
+    for _ in range(20):
+        held = Runner(api, device=False).hold(race.raceId, eid)
+        assert held.status_code == 201, held.text
+    refused = Runner(api, device=False).hold(race.raceId, eid)  # the first answer with every place taken
+    assert (refused.status_code, refused.json()["error"]) == (409, "SOLD_OUT"), refused.text
+    at = datetime.now(ZoneInfo("Asia/Tokyo"))
+
+    banner = page.get_by_test_id("live-sold-out")
+    expect(banner).to_contain_text("5K sold out at", timeout=10_000)
+    expect(cell).to_contain_text("(Asia/Tokyo)")
+    shown = datetime.strptime(cell.inner_text().split(" ")[0], "%H:%M:%S").time()
+    moment = datetime.combine(at.date(), shown, tzinfo=at.tzinfo)
+    assert abs((moment - at).total_seconds()) < 15, (cell.inner_text(), at)  # Tokyo's clock, not LA's
+    assert banner.get_attribute("role") == "status"
+    accessible(page, "the live view, sold out")
+    snap(page, "sold out")

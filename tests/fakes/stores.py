@@ -391,6 +391,14 @@ class FakeHolds:
                 counts[h.eventId] += h.places
         return dict(counts)
 
+    def mark_sold_out(self, race_id: str, event_id: str, at: datetime) -> bool:
+        with self.tables.lock:
+            counts = self.tables.stats[(race_id, event_id)]
+            if counts["soldOutAt"]:
+                return False
+            counts["soldOutAt"] = int(at.timestamp() * 1000)
+            return True
+
 
 class FakeRegistrations:
     def __init__(self, tables: FakeTables | None = None) -> None:

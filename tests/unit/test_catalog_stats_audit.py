@@ -256,3 +256,13 @@ def test_the_trail_types_its_actor_and_keeps_no_name_or_address(w):
          "actor": {"sub": "racecap:retention", "username": "Racecap retention job", "email": "x@example.com"}}
     )  # fmt: skip
     assert legacy.actor == Actor(kind="system", id="racecap:retention", name="Racecap retention job")
+
+
+def test_an_events_sold_out_moment_is_in_its_stats_and_absent_until_then(w):
+    race = w.create(1, 1, open_now=True)
+    ev, other = w.catalog.definition(race.raceId)[1]
+    at = datetime(2027, 3, 1, 9, 0, 7, tzinfo=UTC)
+    w.holds.mark_sold_out(race.raceId, ev.eventId, at)
+    view = w.stats.stats(w.race(race.raceId), [ev, other], minutes=1)
+    assert [e.soldOutAt for e in view.events] == [at, None]
+    assert "soldOutAt" not in view.totals

@@ -48,6 +48,36 @@ def test_given_a_full_event_then_sold_out_and_the_flag_answers_the_rest(world):
     assert world.tables.transactions == transactions  # answered from the flag: no write tried
 
 
+def test_the_moment_an_event_first_sells_out_is_kept_once_whatever_sells_out_again(world):
+    # The director's "sold out at" (issue 42): the first refusal with every place taken writes
+    # it; a refusal after places were freed and taken again (the flag lapsed) keeps the first.
+    world.race(caps=(1,))
+    first = world.hold_service.hold("race-1", "ev0")
+    at = datetime.now(UTC).replace(microsecond=0)
+    with pytest.raises(SoldOut):
+        world.hold_service.hold("race-1", "ev0", now=at)
+    assert world.tables.stats[("race-1", "ev0")]["soldOutAt"] == int(at.timestamp() * 1000)
+    world.holds.release(world.holds.get(first.holdId), HoldPhase.RELEASED)
+    world.flags.flags.clear()
+    world.hold_service.hold("race-1", "ev0")
+    with pytest.raises(SoldOut):
+        world.hold_service.hold("race-1", "ev0", now=at + timedelta(minutes=5))
+    assert world.tables.stats[("race-1", "ev0")]["soldOutAt"] == int(at.timestamp() * 1000)
+
+
+def test_a_lost_sold_out_moment_never_fails_the_runners_answer(world, monkeypatch):
+    world.race(caps=(1,))
+    world.hold_service.hold("race-1", "ev0")
+
+    def down(*_: object) -> bool:
+        raise RuntimeError("the table is not answering")
+
+    monkeypatch.setattr(world.holds, "mark_sold_out", down)
+    with pytest.raises(SoldOut):
+        world.hold_service.hold("race-1", "ev0")
+    assert sold_out_flag("race-1", "ev0") in world.flags.flags
+
+
 def test_an_unknown_event_is_not_found(world):
     world.race()
     with pytest.raises(EventNotFound):

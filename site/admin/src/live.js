@@ -3,6 +3,7 @@
 import uPlot from 'uplot';
 import { h, show } from './dom.js';
 import { money } from './races.js';
+import { browserZone, timeInZone } from './zone.js';
 
 const enc = encodeURIComponent;
 const EVERY_MS = 5000;
@@ -13,6 +14,10 @@ export async function livePage(api, raceId, subnav) {
   const perEvent = h('tbody', {});
   const chartBox = h('figure', { class: 'chart', 'data-testid': 'live-chart' }, h('figcaption', {}, 'Confirmations per minute, last hour (UTC)'));
   const updated = h('p', { class: 'muted', role: 'status', 'data-testid': 'live-updated' });
+  // When each event sold out (kept once by the API, in the race's zone): a polite status, said
+  // once when it first appears, not at every refresh.
+  const zone = race.timeZone || browserZone();
+  const soldOut = h('div', { class: 'banner', role: 'status', 'data-testid': 'live-sold-out', hidden: true });
   let plot = null;
 
   async function tick() {
@@ -26,7 +31,12 @@ export async function livePage(api, raceId, subnav) {
     totals.replaceChildren(...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]));
     perEvent.replaceChildren(...s.events.map((e) => h('tr', {},
       h('th', { scope: 'row' }, e.name), h('td', { class: 'num' }, `${e.cap - e.placesLeft} of ${e.cap}`),
-      h('td', { class: 'num' }, String(e.held)), h('td', { class: 'num' }, String(e.confirmed)))));
+      h('td', { class: 'num' }, String(e.held)), h('td', { class: 'num' }, String(e.confirmed)),
+      h('td', { 'data-testid': `sold-out-${e.eventId}` }, e.soldOutAt ? timeInZone(e.soldOutAt, zone) : '—'))));
+    const gone = s.events.filter((e) => e.soldOutAt);
+    const said = gone.map((e) => `${e.name} sold out at ${timeInZone(e.soldOutAt, zone)}.`).join(' ');
+    if (said !== soldOut.textContent) soldOut.textContent = said;
+    soldOut.hidden = !gone.length;
     // One series per event plus the x axis (minutes as Unix seconds).
     const minutes = s.events[0]?.perMinute.map((m) => Date.parse(`${m.minute}:00Z`) / 1000) || [];
     const data = [minutes, ...s.events.map((e) => e.perMinute.map((m) => m.confirmed))];
@@ -50,9 +60,10 @@ export async function livePage(api, raceId, subnav) {
     h('h1', {}, `Live · ${race.name}`),
     subnav(raceId, 'live'),
     updated,
+    soldOut,
     totals,
     h('div', { class: 'scroll' }, h('table', { 'data-testid': 'live-events' },
-      h('thead', {}, h('tr', {}, ...['Event', 'Taken', 'Held', 'Confirmed'].map((t) => h('th', { scope: 'col' }, t)))), perEvent)),
+      h('thead', {}, h('tr', {}, ...['Event', 'Taken', 'Held', 'Confirmed', 'Sold out at'].map((t) => h('th', { scope: 'col' }, t)))), perEvent)),
     chartBox,
   );
   await tick();

@@ -74,6 +74,14 @@ export function showInZone(iso, zone) {
   return `${text} (${zone})`;
 }
 
+/** An instant's time of day in the race's zone, to the second, e.g. "09:00:07 (Europe/Paris)". */
+export function timeInZone(iso, zone) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '—';
+  const text = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(d);
+  return `${text} (${zone})`;
+}
+
 // -- money in the currency's own units ----------------------------------------------------------
 // The API counts in the smallest unit the provider charges (cents; yen for JPY, a zero-decimal
 // currency). Intl knows how many decimals each currency has.

@@ -90,8 +90,7 @@ class HoldService:
         got = self._holds.claim(hold, shards, avoid=full)
         self._full[key] = (time.monotonic(), full)
         if got is None:
-            self._cache.flag(flag, SOLD_OUT_FLAG_TTL)
-            metrics.add_metric(name="SoldOut", unit="Count", value=1)
+            self._sold_out(race_id, event_id, now)
             raise SoldOut(f"{event.name} is sold out.")
         if self._snapshots is not None:
             self._snapshots.keep(got)
@@ -119,6 +118,7 @@ class HoldService:
         if isinstance(got, int):
             metrics.add_metric(name="TeamTooLarge", unit="Count", value=1)
             if got == 0:
+                self._sold_out(race_id, event_id, now)
                 raise SoldOut(f"{event.name} is sold out.")
             raise NotEnoughPlaces(
                 f"Only {got} place{'s' if got != 1 else ''} of {event.name} left: not enough for a team of {places}.",
@@ -126,6 +126,18 @@ class HoldService:
             )
         metrics.add_metric(name="TeamHoldCreated", unit="Count", value=1)
         return hold_created(hold)
+
+    def _sold_out(self, race_id: str, event_id: str, now: datetime) -> None:
+        """Every shard refused: the flag that answers the next runners from cache (this write and
+        the next are the only ones until it lapses), and the moment it first happened, kept once
+        for the director (issue 42). A failure to keep the moment never fails the runner's answer."""
+        self._cache.flag(sold_out_flag(race_id, event_id), SOLD_OUT_FLAG_TTL)
+        metrics.add_metric(name="SoldOut", unit="Count", value=1)
+        try:
+            if self._holds.mark_sold_out(race_id, event_id, now):
+                logger.info("event sold out", extra={"raceId": race_id, "eventId": event_id, "at": now.isoformat()})
+        except Exception as exc:
+            logger.warning("the sold-out moment was not kept", extra={"eventId": event_id, "error": str(exc)})
 
     def _open_event(self, race_id: str, event_id: str, now: datetime) -> tuple[Race, Event]:
         try:

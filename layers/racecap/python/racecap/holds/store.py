@@ -15,6 +15,7 @@ from typing import Any, NoReturn, Protocol
 from racecap.aws.items import (
     from_item,
     get_all,
+    is_conditional_failure,
     query_all,
     to_item,
     values,
@@ -27,6 +28,7 @@ from racecap.aws.keys import (
     live_partitions,
     requeue_partitions,
     shard_key,
+    stats_key,
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.errors import Busy, TooManyHolds
@@ -79,6 +81,11 @@ class HoldStore(Protocol):
         ...
 
     def live_counts(self, race_id: str) -> dict[str, int]: ...
+
+    def mark_sold_out(self, race_id: str, event_id: str, at: datetime) -> bool:
+        """When the event first sold out (its first all-shards refusal), kept once on its stats
+        item: True when this call wrote it."""
+        ...
 
 
 TTL_AFTER_EXPIRY = timedelta(days=30)
@@ -495,6 +502,22 @@ class DynamoHolds:
     def _get_many(self, wire_keys: list[dict[str, Any]]) -> list[Hold]:
         """The holds at these keys (wire format) that exist: consistent BatchGetItem."""
         return [hold_from_item(item) for item in get_all(self._db, self._table, wire_keys)]
+
+    def mark_sold_out(self, race_id: str, event_id: str, at: datetime) -> bool:
+        # Epoch milliseconds: the stats item's counters are numbers, read as such in one GetItem.
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=stats_key(race_id, event_id),
+                UpdateExpression="SET soldOutAt = :at",
+                ConditionExpression="attribute_not_exists(soldOutAt)",
+                ExpressionAttributeValues=values({":at": int(at.timestamp() * 1000)}),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+            return False
+        return True
 
     def live_counts(self, race_id: str) -> dict[str, int]:
         """Places held right now (HELD or PAYING) per event of one race, for directors' stats.

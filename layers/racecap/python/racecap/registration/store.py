@@ -92,6 +92,7 @@ STATS_FIELDS = (
     *("switchedIn", "switchedOut"),  # runners who switched into and out of the event (ledger.switch)
     "deferred",  # of the cancelled, the places deferred to the next edition (ledger.deferral)
     *CANCELLED_BY_FIELDS.values(),
+    "soldOutAt",  # when the event first sold out, epoch ms (holds.service): 0 until then
 )
 
 

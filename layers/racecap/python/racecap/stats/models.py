@@ -54,6 +54,11 @@ class EventStats(Model):
     offersOut: int = Field(default=0, description="Waitlist offers waiting for their runner.")
     offersAccepted: int = Field(default=0, description="Waitlist offers claimed.")
     offersExpired: int = Field(default=0, description="Waitlist offers whose window ran out.")
+    soldOutAt: datetime | None = Field(
+        default=None,
+        description="When the event first sold out (its first refusal with every place taken); it stays, whatever "
+        "is freed since. Absent: it has not sold out.",
+    )
 
 
 class RaceStatsView(Model):

@@ -111,6 +111,7 @@ class RaceStats:
                     offersOut=line.offered,
                     offersAccepted=line.claimed,
                     offersExpired=line.expired,
+                    soldOutAt=_instant(counters.get("soldOutAt", 0)),
                 )
             )
         totals = {
@@ -132,3 +133,7 @@ class RaceStats:
             events=out,
             codes=self._code_uses(race.raceId) if self._code_uses else [],
         )
+
+
+def _instant(epoch_ms: int) -> datetime | None:
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC) if epoch_ms else None
