@@ -266,3 +266,19 @@ def test_an_events_sold_out_moment_is_in_its_stats_and_absent_until_then(w):
     view = w.stats.stats(w.race(race.raceId), [ev, other], minutes=1)
     assert [e.soldOutAt for e in view.events] == [at, None]
     assert "soldOutAt" not in view.totals
+
+
+def test_every_window_asked_shares_one_computation_per_race(w, monkeypatch):
+    # Issue 42: the cache key named ``minutes``, so each window asked cost a computation of its own.
+    race = w.create(10, open_now=True)
+    (ev,) = w.catalog.definition(race.raceId)[1]
+    for n, hold in enumerate(take(w, race.raceId, ev.eventId, 2)):
+        register(w, hold, f"win{n}@example.com")
+    reads: list[str] = []
+    per_minute = w.regs.per_minute
+    monkeypatch.setattr(w.regs, "per_minute", lambda r, e, since: reads.append(since) or per_minute(r, e, since))
+    series = {m: w.stats.stats(w.race(race.raceId), [ev], minutes=m).events[0].perMinute for m in (1, 3, 60, 1440)}
+    assert len(reads) == 1  # one computation, the whole day's
+    assert {m: len(s) for m, s in series.items()} == {1: 1, 3: 3, 60: 60, 1440: 1440}
+    assert {m: sum(c.confirmed for c in s) for m, s in series.items()} == {1: 2, 3: 2, 60: 2, 1440: 2}
+    assert series[3][-1].minute == w.clock.now.strftime("%Y-%m-%dT%H:%M")

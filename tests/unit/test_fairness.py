@@ -121,3 +121,27 @@ def test_runners_waiting_for_the_draw_check_in_spread_after_the_opening_not_in_s
     assert max(first_check_after_opening("r1", d, 10, 40) for d in devices) <= 10 + 5
     # Overdue (the director has not opened yet): a steady cadence, never every second.
     assert {first_check_after_opening("r1", d, 0, 2000) for d in devices} == {MAX_SPREAD_S}
+
+
+def test_a_directors_view_of_the_queue_reads_the_shared_state_and_leaves_it_for_the_runners() -> None:
+    # Issue 42: each stats poll used to drop the cached state every waiting runner reads, so ten
+    # watching tabs made every environment read the table again mid-opening.
+    from racecap.fairness.queue import OpeningQueue
+
+    from tests.fakes.races import local_cache
+    from tests.unit.core_world import World
+
+    world = World()
+    world.race(caps=(5,))
+    reads: list[str] = []
+
+    class Store:
+        def state(self, race_id: str) -> dict[str, object]:
+            reads.append(race_id)
+            return {"enabled": False, "seq": 3, "version": 2}
+
+    queue = OpeningQueue(world.catalog, Store(), local_cache(), signer=lambda: None)  # type: ignore[arg-type]
+    first = queue.view("race-1")
+    for _ in range(10):
+        assert queue.view("race-1").queue == first.queue
+    assert (reads, first.version, first.queue.entered) == (["race-1"], 2, 3)

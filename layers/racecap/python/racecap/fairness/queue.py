@@ -517,7 +517,9 @@ class OpeningQueue:
         raise Conflict("The queue's settings changed meanwhile; please retry.", retry_after=1)
 
     def view(self, race_id: str) -> FairnessView:
-        self._cache.delete(f"queue:{race_id}:state")
+        # The state as waiting runners read it (cached about a second). Dropping it here, as this
+        # did, made every stats poll of a watching director cost every environment a fresh read
+        # mid-opening (issue 42); a settings change drops it itself, before its own view.
         state = self.state(race_id)
         return FairnessView(
             raceId=race_id,

@@ -33,6 +33,10 @@ STATS_TTL = 2.0
 
 STATS_LOCAL_TTL = 1.0
 
+# The longest series asked for (the API's ``minutes`` is 1..1440): the one kept per race. Its
+# read is the minutes that had confirmations (sparse items), not 1,440 of them.
+MAX_MINUTES = 1440
+
 
 class RaceStats:
     def __init__(
@@ -54,18 +58,30 @@ class RaceStats:
         self._now = clock
 
     def stats(self, race: Race, events: list[Event], minutes: int = 60) -> RaceStatsView:
+        """The figures with the last ``minutes`` of the series: one cache entry per race whatever
+        is asked (the whole day's series, kept sparse: the minutes that had confirmations, laid
+        out with zeros per call), so callers asking for other windows share one computation
+        instead of each costing its own (issue 42)."""
         doc = self._cache.get_or_load(
-            f"stats:{race.raceId}:v{race.version}:{minutes}",
-            lambda: self._compute(race, events, minutes).model_dump(mode="json"),
+            f"stats:{race.raceId}:v{race.version}",
+            lambda: self._compute(race, events, MAX_MINUTES).model_dump(mode="json"),
             ttl=STATS_TTL,
             local_ttl=STATS_LOCAL_TTL,
         )
-        return RaceStatsView.model_validate(doc)
+        view = RaceStatsView.model_validate(doc)
+        shown = min(minutes, MAX_MINUTES)
+        window = [(view.asOf - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M") for m in range(shown - 1, -1, -1)]
+
+        def dense(sparse: list[MinuteCount]) -> list[MinuteCount]:
+            counts = {c.minute: c.confirmed for c in sparse}
+            return [MinuteCount(minute=m, confirmed=counts.get(m, 0)) for m in window]
+
+        laid_out = [e.model_copy(update={"perMinute": dense(e.perMinute)}) for e in view.events]
+        return view.model_copy(update={"minutes": shown, "events": laid_out})
 
     def _compute(self, race: Race, events: list[Event], minutes: int) -> RaceStatsView:
         now = self._now()
         first = (now - timedelta(minutes=minutes - 1)).strftime("%Y-%m-%dT%H:%M")
-        window = [(now - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M") for m in range(minutes - 1, -1, -1)]
         held_by_event = self._live_holds(race.raceId)
         out: list[EventStats] = []
         for e in events:
@@ -105,7 +121,7 @@ class RaceStats:
                     switchedOut=counters.get("switchedOut", 0),
                     deferred=counters.get("deferred", 0),
                     otherPaymentsCents=counters.get("otherPaidCents", 0),
-                    perMinute=[MinuteCount(minute=m, confirmed=per_minute.get(m, 0)) for m in window],
+                    perMinute=[MinuteCount(minute=m, confirmed=n) for m, n in sorted(per_minute.items()) if n],
                     waitlistLength=line.waiting,
                     waitlistPooled=line.pool,
                     offersOut=line.offered,
