@@ -56,6 +56,13 @@ export async function switchOver(box, call, signal, reg, reload) {
     h('fieldset', {}, h('legend', {}, 'Switch to'), ...choices), qhost, cardErr, cardHost, go, giveUp, st);
   box.replaceChildren(title, note, form);
   const chosen = () => q.targets.find((t) => t.eventId === form.elements['switch-event']?.value);
+  // A switch begun and not paid (a reload, a second tab): its event chosen again, so the runner
+  // goes on with it (the place stays held) or cancels it, rather than starting another.
+  const pending = q.targets.find((t) => t.eventId === q.pendingEventId);
+  if (pending) {
+    form.querySelector(`#switch-${CSS.escape(pending.eventId)}`).checked = true;
+    chose(pending);
+  }
 
   async function chose(t) {
     questions = null;

@@ -130,6 +130,17 @@ def test_a_switch_to_a_dearer_event_is_paid_in_the_page_after_a_declined_card(
     expect(page.get_by_test_id("switch-confirm")).to_contain_text("Pay €15.00 and switch", timeout=20_000)
     _pay_by_keyboard(page, "4000 0000 0000 0002")
     expect(page.get_by_test_id("switch-card-error")).to_contain_text("try another card", timeout=20_000)
+    # A reload mid-switch: the event being switched to is chosen again (its place is still held),
+    # with the way to cancel it; going on resumes the same switch, not another.
+    page.reload()
+    section = page.get_by_test_id("my-switch")
+    expect(section.get_by_test_id(f"switch-to-{half}")).to_be_checked()
+    expect(section.get_by_test_id(f"switch-to-{half}")).to_be_enabled()
+    expect(section.get_by_test_id(f"switch-note-{half}")).to_contain_text("held while you finish")
+    expect(section.get_by_test_id("switch-give-up")).to_be_visible()
+    tab_to(page, "switch-confirm")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("switch-confirm")).to_contain_text("Pay €15.00 and switch", timeout=20_000)
     _pay_by_keyboard(page, "4242 4242 4242 4242")
     expect(page.get_by_test_id("my-moved")).to_contain_text("Your new bib: 1", timeout=30_000)
     expect(page.get_by_role("heading", level=1)).to_contain_text("Event 2")

@@ -136,14 +136,18 @@ class Switches:
         team = self._team.members(reg)
         why = self._why_not(reg, race, team)
         now = datetime.now(UTC)
-        targets = [self._target(reg, team, e, now) for e in events if e.eventId != reg.eventId]
+        pending = reg.pendingSwitch or {}
+        targets = [
+            self._target(reg, team, e, now, held=e.eventId == pending.get("eventId"))
+            for e in events
+            if e.eventId != reg.eventId
+        ]
         note = why or (
             "Choose the event to switch to: a dearer one's difference is paid now, a cheaper one's refunded to "
             "the card that paid. Your new event's questions are asked again, and you get a new bib there."
             if targets
             else "This race has no other event to switch to."
         )
-        pending = reg.pendingSwitch or {}
         return SwitchQuote(
             allowed=why is None and bool(targets),
             until=race.refundPolicy.switchesUntil,
@@ -533,7 +537,11 @@ class Switches:
     def _own(self, link_token: str | None) -> Registration:
         return self._links.registration(link_token, self._regs.get)
 
-    def _target(self, reg: Registration, team: list[Registration] | None, event: Event, now: datetime) -> SwitchTarget:
+    def _target(
+        self, reg: Registration, team: list[Registration] | None, event: Event, now: datetime, *, held: bool = False
+    ) -> SwitchTarget:
+        """One event to switch to, priced now; ``held``: this runner's switch holds a place there
+        already (begun, not paid), so its being full now is their own place, not a refusal."""
         why = None
         if team:
             price, pay, refunds, said = self._team.difference(team, event.price_at(now))
@@ -545,7 +553,9 @@ class Switches:
                 why = why or exc.message
         else:
             price, pay, refund, said = self._difference(reg, event, event.price_at(now))
-        if why is None and self._flags.has_flag(sold_out_flag(reg.raceId, event.eventId)):
+        if held:
+            said = "Your place here is held while you finish this switch. " + said
+        elif why is None and self._flags.has_flag(sold_out_flag(reg.raceId, event.eventId)):
             why = f"{event.name} is sold out."
         elif why is None and self._waitlist_first(reg.raceId, event):
             why = f"{event.name} is full: its waitlist goes first."
