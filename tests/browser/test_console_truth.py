@@ -325,6 +325,7 @@ def test_the_live_view_says_when_an_event_sold_out_in_the_races_zone_within_10_s
         stack.directors.demo_sub,
         opened=True,
         name=unique("Sellout 5K"),
+        location="Odaiba",
         timeZone="Asia/Tokyo",
         events=[EventDraft(name="5K", cap=20, priceCents=3000)],
     )

@@ -19,6 +19,8 @@ from local.runtime import FunctionHost
 from .admin import DirectorSession
 from .flows import event_ids, hold_and_register, runner, wait_confirmed, wait_for_audit
 from .results import upload, wait_for_upload
+from .test_own_entry import HEADER, _day, _link_token
+from .test_transfers import _new_runner, _offer_token
 
 SCHEDULED = {"version": "0", "id": "tick", "detail-type": "Scheduled Event", "source": "aws.events",
              "account": "000000000000", "time": "2026-01-01T00:00:00Z", "region": "us-east-1",
@@ -170,3 +172,48 @@ def test_the_purge_scrubs_addresses_from_audit_entries_written_before_the_trail_
     assert "@" not in json.dumps(item)
     assert item["details"]["M"]["bib"] == {"N": "3"} and item["actor"]["M"]["username"] == {"S": "dana"}
     assert "auditEntriesScrubbed" not in _purge()  # once: the mark remembers it
+
+
+def test_after_a_switch_and_a_transfer_the_purge_leaves_no_trace_of_any_runner_involved(
+    api: requests.Session, backend: Any, stack: Any, kim: Any, in_process_env: None
+) -> None:
+    # Issue 41: a switch leaves a SWITCHED record (a copy of the entry, email and all) and its own
+    # hold; a transfer replaced its first runner everywhere. Past retention, none of them stays.
+    race = kim.create_race((10, 10))  # Event 0 at 30.00, Event 1 at 30.01: a switch pays nothing
+    race_id, (ten, five) = race["raceId"], [e["eventId"] for e in race["events"]]
+    policy = {"switchesUntil": _day(20), "transfersUntil": _day(20)}
+    assert kim.patch(f"/api/admin/races/{race_id}", json={"refundPolicy": policy}).status_code == 200
+    kim.open_now(race_id)
+    tag = race_id[-6:].lower()
+    mover, giver, taker = (f"{n}.{tag}@example.com" for n in ("mover", "giver", "taker"))
+    dobs = ("1964-02-03", "1977-05-06", "1988-08-09")
+    rids = [
+        hold_and_register(api, race_id, ten, runner(e) | {"dateOfBirth": d})[1]
+        for e, d in zip((mover, giver), dobs, strict=False)
+    ]
+    wait_confirmed(api, rids)
+    payment_ids = [backend.registrations().get(r).chargeId for r in rids]
+
+    moved = api.post("/api/my/registration/switch", headers={HEADER: _link_token(stack, mover)}, json={"eventId": five})
+    assert (moved.status_code, moved.json()["status"]) == (200, "SWITCHED"), moved.text
+    offered = api.post(
+        "/api/my/registration/transfer", headers={HEADER: _link_token(stack, giver)}, json={"email": taker}
+    )
+    assert offered.status_code == 202, offered.text
+    taken = api.post("/api/transfers/accept", json=_new_runner(_offer_token(stack, taker), dateOfBirth=dobs[2]))
+    assert (taken.status_code, taken.json()["status"]) == (200, "TRANSFERRED"), taken.text
+    assert mover in _dump(backend)["Registrations"]  # the SWITCHED record keeps a copy until the purge
+
+    ran = (datetime.now(UTC) - timedelta(days=46)).date().isoformat()
+    backend.dynamodb.update_item(
+        TableName=backend.table("Races"),
+        Key=to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
+        UpdateExpression="SET raceDate = :d, retentionDays = :n",
+        ExpressionAttributeValues=values({":d": ran, ":n": 45}),
+    )
+    assert _purge()["unfinished"] == 0
+    everything = "\n".join(_dump(backend).values())
+    for secret in [mover, giver, taker, *dobs, *payment_ids]:
+        assert secret not in everything, f"{secret} is still stored"
+    report = wait_for_audit(stack, backend, race_id)
+    assert report.ok, report.summary()

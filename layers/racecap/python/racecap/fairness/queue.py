@@ -516,11 +516,22 @@ class OpeningQueue:
                 return self.view(race_id)
         raise Conflict("The queue's settings changed meanwhile; please retry.", retry_after=1)
 
-    def view(self, race_id: str) -> FairnessView:
-        # The state as waiting runners read it (cached about a second). Dropping it here, as this
-        # did, made every stats poll of a watching director cost every environment a fresh read
-        # mid-opening (issue 42); a settings change drops it itself, before its own view.
-        state = self.state(race_id)
+    def view(self, race_id: str, *, fresh: bool = True) -> FairnessView:
+        """The queue as a director sees it: read from the table (``fresh``: the fairness page, which
+        shows what was just changed), or as waiting runners read it (cached about a second: the
+        stats' polls). Neither drops the runners' cached state, as this did: every stats poll of a
+        watching director cost every environment a fresh read mid-opening (issue 42); a settings
+        change drops it itself, before its own view."""
+        if fresh:
+            self.state(race_id)  # the lazy draw or drain any reader's look makes (a quiet queue turns off)
+            race, events = self._catalog.definition(race_id)
+            state = {
+                **(self._store.state(race_id) or {}),
+                "_defaultRate": default_rate(events),
+                "_opensAt": race.registrationOpensAt.isoformat(),
+            }
+        else:
+            state = self.state(race_id)
         return FairnessView(
             raceId=race_id,
             **self.settings(race_id, state).model_dump(),

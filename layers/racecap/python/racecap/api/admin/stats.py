@@ -40,4 +40,4 @@ class StatsWithQueue(RaceStatsView):
 def stats(raceId: str, minutes: Annotated[int, Query(ge=1, le=1440)] = 60) -> Response[StatsWithQueue]:
     _, race, events = _owned(raceId)
     figures = race_stats().stats(race, events, minutes)
-    return as_json(200, StatsWithQueue(**figures.model_dump(), fairness=opening_queue().view(raceId)))
+    return as_json(200, StatsWithQueue(**figures.model_dump(), fairness=opening_queue().view(raceId, fresh=False)))
