@@ -252,8 +252,16 @@ def test_a_batch_takes_consecutive_bibs_and_confirms_holds_and_emails(stores, ra
         "confirmed": 5, "revenueCents": 12500, "cancelled": 0, "refundedCents": 0, "cancelledCents": 0,
         "outsideRefunds": 0, "cancelledByRunners": 0, "cancelledByOrganiser": 0, "cancelledByProvider": 0,
         "cancelledBySystem": 0, "transfers": 0, "otherPaidCents": 0, "switchedIn": 0, "switchedOut": 0, "deferred": 0,
+        "soldOutAt": 0,
     }  # fmt: skip
     assert sum(stores.regs.per_minute(race, "ev", NOW.strftime("%Y-%m-%dT%H:%M")).values()) == 5
+
+
+def test_the_moment_an_event_first_sold_out_is_kept_once(stores, race):
+    first, later = NOW, NOW + timedelta(minutes=3)
+    assert stores.holds.mark_sold_out(race, "ev", first) is True
+    assert stores.holds.mark_sold_out(race, "ev", later) is False
+    assert stores.regs.stats(race, "ev")["soldOutAt"] == int(first.timestamp() * 1000)
 
 
 def test_a_stale_counter_or_a_duplicate_writes_nothing(stores, race):
@@ -301,6 +309,7 @@ def test_a_cancellation_moves_place_email_and_counters_once(stores, race):
         "confirmed": 0, "revenueCents": 0, "cancelled": 1, "refundedCents": 2500, "cancelledCents": 2500,
         "outsideRefunds": 0, "cancelledByRunners": 0, "cancelledByOrganiser": 1, "cancelledByProvider": 0,
         "cancelledBySystem": 0, "transfers": 0, "otherPaidCents": 0, "switchedIn": 0, "switchedOut": 0, "deferred": 0,
+        "soldOutAt": 0,
     }  # fmt: skip
     again = _held(stores, race)
     assert stores.attempts.begin_payment(again, _attempt(reg.email), NOW) == BeginOutcome.STARTED

@@ -51,7 +51,18 @@ class DirectorSession(requests.Session):
         url = str(url)
         url = self.base + url if url.startswith("/") else url
         for _ in range(BUSY_RETRIES):
-            resp = super().request(method, url, *args, **kwargs)
+            try:
+                resp = super().request(method, url, *args, **kwargs)
+            except requests.ConnectionError:
+                # A pooled connection the gateway closed as idle (gunicorn's keep-alive is 5 s,
+                # and a test that waited Retry-After reuses it just then): safe to send again
+                # only when a repeat cannot do it twice, as a browser would.
+                repeatable = str(method).upper() in ("GET", "HEAD", "PUT", "DELETE") or "Idempotency-Key" in (
+                    kwargs.get("headers") or {}
+                )
+                if not repeatable:
+                    raise
+                resp = super().request(method, url, *args, **kwargs)
             # A 503 with Retry-After says nothing was decided and to ask again then: what any
             # client of the API does (the suites share two cores, so a budget can run out).
             if resp.status_code != 503 or "Retry-After" not in resp.headers:
