@@ -91,11 +91,13 @@ def wait_until(check: Any, timeout: float = 20, every: float = 0.2) -> Any:
         time.sleep(every)
 
 
-def ask_shirt_sizes(director: Any, race_id: str, event_id: str, sizes: list[dict[str, Any]]) -> None:
+def ask_shirt_sizes(
+    director: Any, race_id: str, event_id: str, sizes: list[dict[str, Any]], *, required: bool = False
+) -> None:
     """The event's first question set: one T-shirt choice with ``sizes`` (each may have a quantity)."""
+    shirt = {"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes, "required": required}
     saved = director.put(
         f"/api/admin/races/{race_id}/events/{event_id}/questions",
-        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": sizes}],
-              "expectedVersion": 0},
-    )  # fmt: skip
+        json={"questions": [shirt], "expectedVersion": 0},
+    )
     assert saved.status_code == 200, saved.text

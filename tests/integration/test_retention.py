@@ -54,6 +54,17 @@ def _register(api: requests.Session, race_id: str, emails: list[str], dobs: tupl
     return rids
 
 
+def _ran_past_retention(backend: Any, race_id: str) -> None:
+    """The race ran 46 days ago and its director keeps personal data 45 days."""
+    ran = (datetime.now(UTC) - timedelta(days=46)).date().isoformat()
+    backend.dynamodb.update_item(
+        TableName=backend.table("Races"),
+        Key=to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
+        UpdateExpression="SET raceDate = :d, retentionDays = :n",
+        ExpressionAttributeValues=values({":d": ran, ":n": 45}),
+    )
+
+
 def _purge() -> dict[str, int]:  # in this process, as Lambda would invoke it
     return dict(FunctionHost().invoke("RetentionPurge", SCHEDULED))
 
@@ -98,14 +109,7 @@ def test_given_a_race_past_its_retention_then_its_personal_data_is_gone_and_what
     payment_ids.append(refunded.json()["refund"]["providerId"])
     stats_before = kim.get(f"/api/admin/races/{race_id}/stats").json()["totals"]
 
-    # The race ran 46 days ago and its director keeps personal data 45 days.
-    ran = (datetime.now(UTC) - timedelta(days=46)).date().isoformat()
-    backend.dynamodb.update_item(
-        TableName=backend.table("Races"),
-        Key=to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
-        UpdateExpression="SET raceDate = :d, retentionDays = :n",
-        ExpressionAttributeValues=values({":d": ran, ":n": 45}),
-    )
+    _ran_past_retention(backend, race_id)
     counts = _purge()
     assert counts["unfinished"] == 0
     # The sweeper's reconciliation reaches back five minutes over the provider's payments: it
@@ -204,13 +208,7 @@ def test_after_a_switch_and_a_transfer_the_purge_leaves_no_trace_of_any_runner_i
     assert (taken.status_code, taken.json()["status"]) == (200, "TRANSFERRED"), taken.text
     assert mover in _dump(backend)["Registrations"]  # the SWITCHED record keeps a copy until the purge
 
-    ran = (datetime.now(UTC) - timedelta(days=46)).date().isoformat()
-    backend.dynamodb.update_item(
-        TableName=backend.table("Races"),
-        Key=to_item({"pk": f"RACE#{race_id}", "sk": "RACE"}),
-        UpdateExpression="SET raceDate = :d, retentionDays = :n",
-        ExpressionAttributeValues=values({":d": ran, ":n": 45}),
-    )
+    _ran_past_retention(backend, race_id)
     assert _purge()["unfinished"] == 0
     everything = "\n".join(_dump(backend).values())
     for secret in [mover, giver, taker, *dobs, *payment_ids]:

@@ -14,9 +14,10 @@ import requests
 
 from local.stack import LocalStack
 
-from .admin import race_body, wait_until
+from .admin import ask_shirt_sizes, race_body, wait_until
 from .flows import browser_pays, runner, wait_confirmed, wait_for_audit
 from .test_own_entry import HEADER, _day, _link_token, _mail, _refunds_at_provider
+from .test_switches import _events
 
 pytestmark = pytest.mark.integration
 
@@ -41,16 +42,6 @@ def _race(
 def _open(kim: Any, api: requests.Session, rid: str) -> None:
     kim.open_now(rid)
     wait_until(lambda: api.get(f"/api/races/{rid}").json()["status"] == "OPEN", timeout=5)
-
-
-def _shirts(kim: Any, rid: str, eid: str) -> None:
-    saved = kim.put(
-        f"/api/admin/races/{rid}/events/{eid}/questions",
-        json={"questions": [{"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "options": SIZES,
-                             "required": True}],
-              "expectedVersion": 0},
-    )  # fmt: skip
-    assert saved.status_code == 200, saved.text
 
 
 def _team(
@@ -79,16 +70,12 @@ def _stock(kim: Any, rid: str, eid: str) -> dict[str, int]:
     return {o: sum(s["taken"] for s in stock if s["optionId"] == o) for o in ("M", "L")}
 
 
-def _events(kim: Any, rid: str) -> dict[str, dict[str, Any]]:
-    return {e["eventId"]: e for e in kim.get(f"/api/admin/races/{rid}/stats").json()["events"]}
-
-
 def test_a_captain_moves_the_whole_team_to_a_dearer_event_with_its_sizes_and_a_member_alone_is_refused(
     director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
     rid, (ten, half), kim = _race(director, api, "kim-team-switch", (2500, 4000))
-    _shirts(kim, rid, ten)
-    _shirts(kim, rid, half)
+    ask_shirt_sizes(kim, rid, ten, SIZES, required=True)
+    ask_shirt_sizes(kim, rid, half, SIZES, required=True)
     _open(kim, api, rid)
     ids, members = _team(api, backend, rid, ten, 3, "crew", ("M", "M", "L"))
     assert _stock(kim, rid, ten) == {"M": 2, "L": 1}

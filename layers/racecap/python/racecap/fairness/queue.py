@@ -222,13 +222,17 @@ class OpeningQueue:
         self._audit = audit  # a factory: only the admin API's changes need (and may reach) the trail
 
     # -- the shared state ----------------------------------------------------------------
-    def state(self, race_id: str) -> dict[str, Any]:
-        """The queue's state (cached ~1 s), drawing the lottery / draining lazily when due."""
+    def state(self, race_id: str, *, fresh: bool = False) -> dict[str, Any]:
+        """The queue's state (cached ~1 s; ``fresh``: read from the table, the cache left as it
+        is for the runners who read it), drawing the lottery / draining lazily when due."""
         race, events = self._catalog.definition(race_id)
         key = f"queue:{race_id}:state"
-        state = self._cache.get_or_load(
-            key, lambda: self._store.state(race_id) or {}, ttl=STATE_TTL, local_ttl=STATE_LOCAL_TTL
-        )
+        if fresh:
+            state = self._store.state(race_id) or {}
+        else:
+            state = self._cache.get_or_load(
+                key, lambda: self._store.state(race_id) or {}, ttl=STATE_TTL, local_ttl=STATE_LOCAL_TTL
+            )
         now = self._clock()
         is_open = race_status(race) == "OPEN"
         if state.get("enabled") and is_open and state.get("drawnAt") is None:
@@ -522,16 +526,7 @@ class OpeningQueue:
         stats' polls). Neither drops the runners' cached state, as this did: every stats poll of a
         watching director cost every environment a fresh read mid-opening (issue 42); a settings
         change drops it itself, before its own view."""
-        if fresh:
-            self.state(race_id)  # the lazy draw or drain any reader's look makes (a quiet queue turns off)
-            race, events = self._catalog.definition(race_id)
-            state = {
-                **(self._store.state(race_id) or {}),
-                "_defaultRate": default_rate(events),
-                "_opensAt": race.registrationOpensAt.isoformat(),
-            }
-        else:
-            state = self.state(race_id)
+        state = self.state(race_id, fresh=fresh)  # with the lazy draw or drain any look makes
         return FairnessView(
             raceId=race_id,
             **self.settings(race_id, state).model_dump(),
