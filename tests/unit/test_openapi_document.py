@@ -68,6 +68,7 @@ def _body_models() -> dict[str, type]:
     from racecap.ledger import models as ledger_models
     from racecap.questions import models as question_models
     from racecap.registration import models as registration_models
+    from racecap.registration import own_models
     from racecap.results import models
     from racecap.setup import models as setup_models
     from racecap.waitlist import models as waitlist_models
@@ -78,6 +79,7 @@ def _body_models() -> dict[str, type]:
             setup_models,
             queue,
             registration_models,
+            own_models,
             models,
             ledger_models,
             question_models,

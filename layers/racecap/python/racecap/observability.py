@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -54,6 +53,10 @@ class _Tracer:
             if entity is not None:
                 self.sdk.provider.set_trace_entity(entity)
             return work(item)
+
+        # Imported here: only the sweeper's batches use threads, and every handler loads this
+        # module at cold start (a module-level import cost them all 2-3 ms).
+        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
             return list(pool.map(traced, items))

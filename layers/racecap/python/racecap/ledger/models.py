@@ -148,11 +148,6 @@ class RegistrationDetail(RegistrationRow):
     )
 
 
-class WebhookAnswer(Model):
-    received: bool
-    outcome: str = Field(description="What the event did: queued, already, orphan, declined, cancelled, flagged…")
-
-
 class CancellationView(Model):
     registrationId: str
     status: Literal["CANCELLED"] = Field(description="The registration's new state.")

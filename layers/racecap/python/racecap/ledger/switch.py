@@ -72,14 +72,8 @@ from racecap.races.models import Event, Race
 from racecap.races.rules import today_in
 from racecap.registration.edits import MAX_TRIES, plan_stock
 from racecap.registration.links import RegistrationLinks
-from racecap.registration.models import (
-    Registration,
-    RegistrationPhase,
-    SwitchAnswer,
-    SwitchQuote,
-    SwitchRequest,
-    SwitchTarget,
-)
+from racecap.registration.models import Registration, RegistrationPhase
+from racecap.registration.own_models import SwitchAnswer, SwitchQuote, SwitchRequest, SwitchTarget
 from racecap.registration.status import StatusSnapshots
 from racecap.registration.store import SwitchMove
 from racecap.registration.transfer import TransferAnswers

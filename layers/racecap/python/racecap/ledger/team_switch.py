@@ -57,13 +57,8 @@ from racecap.races.catalog import RaceDefinitions, sold_out_flag
 from racecap.races.models import Event, Race
 from racecap.races.rules import age_on, check_team_size
 from racecap.registration.edits import MAX_TRIES, pick_unit
-from racecap.registration.models import (
-    Registration,
-    RegistrationPhase,
-    SwitchRequest,
-    SwitchTeamMember,
-    member_fields,
-)
+from racecap.registration.models import Registration, RegistrationPhase, member_fields
+from racecap.registration.own_models import SwitchRequest, SwitchTeamMember
 from racecap.registration.status import StatusSnapshots
 from racecap.registration.store import SwitchMove
 from racecap.registration.transfer import TransferAnswers

@@ -37,7 +37,8 @@ from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.races.rules import check_age, today_in
 from racecap.registration.links import RegistrationLinks
-from racecap.registration.models import DetailsEdit, Registration, RegistrationPhase
+from racecap.registration.models import Registration, RegistrationPhase
+from racecap.registration.own_models import DetailsEdit
 from racecap.registration.status import StatusSnapshots
 
 # The stock shards a new choice tries, one after another when full, before it is sold out.

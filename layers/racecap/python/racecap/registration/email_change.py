@@ -35,7 +35,8 @@ from racecap.errors import Busy, Conflict, EmailAlreadyRegistered
 from racecap.fairness.tokens import InvalidToken, Signer
 from racecap.models import Actor
 from racecap.registration.links import CHANGED_KIND, Buckets, LinkRevoked, RegistrationLinks
-from racecap.registration.models import EmailChanged, Registration, RegistrationPhase
+from racecap.registration.models import Registration, RegistrationPhase
+from racecap.registration.own_models import EmailChanged
 
 CHANGE_KIND = "email-change"  # the email asking the new address to confirm
 MOVED_KIND = "email-moved"  # the notice to the old address, once moved

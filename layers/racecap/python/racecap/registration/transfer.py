@@ -60,15 +60,8 @@ from racecap.races.models import Event, Race
 from racecap.races.rules import age_on, check_age, today_in
 from racecap.registration.edits import MAX_TRIES, plan_stock
 from racecap.registration.links import Buckets, RegistrationLinks
-from racecap.registration.models import (
-    Registration,
-    RegistrationPhase,
-    RunnerDetails,
-    TransferAcceptance,
-    TransferAnswer,
-    TransferOfferView,
-    TransferQuote,
-)
+from racecap.registration.models import Registration, RegistrationPhase, RunnerDetails
+from racecap.registration.own_models import TransferAcceptance, TransferAnswer, TransferOfferView, TransferQuote
 from racecap.registration.status import StatusSnapshots
 
 OFFER_KIND = "transfer-offer"  # the email to the new address, with the link to accept

@@ -19,7 +19,7 @@ from racecap.ledger.models import DeferralAnswer, DeferralQuote, DeferralRequest
 from racecap.ledger.own_entry import CancelQuote, MyCancellation, MyRegistration
 from racecap.ledger.wiring import deferrals, own_entry, switches, transfers
 from racecap.observability import tracer
-from racecap.registration.models import (
+from racecap.registration.own_models import (
     DetailsEdit,
     EmailChangeConfirmation,
     EmailChanged,

@@ -9,9 +9,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from racecap.api.runner.common import PROVIDER_BUSY
 from racecap.fairness.identity import lower_headers
 from racecap.http import NO_STORE
-from racecap.ledger.models import WebhookAnswer
 from racecap.ledger.wiring import payment_events
 from racecap.observability import tracer
+from racecap.payments.models import WebhookAnswer
 
 router = Router()
 
