@@ -43,6 +43,10 @@ from pathlib import Path
 from typing import Any
 
 ENV_DIR = "RACECAP_AWS_CALLS_DIR"
+# A folder, beside ENV_DIR: every DynamoDB write is also written there, one JSON line per call,
+# to ``writes-<pid>.jsonl`` (its items: table, action, key shape, size, and the units counted),
+# to see which writes a registration's WCU go to (``python -m tools.awscalls <folder> <n>``).
+ENV_TRACE = "RACECAP_AWS_CALLS_TRACE"
 # The by_route row of a route's invocations and their CPU (beside its calls' rows).
 HANDLER_ROW = "handler"
 # by_function / by_route rows "sdk:<kind>": CPU inside the SDKs' calls (issue 30).
@@ -88,6 +92,7 @@ class Counter:
         # execution environment builds what its init left lazy (SDK clients, the provider's
         # SDK, connections), so it is counted apart from the warm ones (issue 30).
         self.seen: set[str] = set()
+        self.trace_dir = out_dir  # ENV_TRACE's folder when set (``install``)
 
     # -- recording ---------------------------------------------------------------------
     def _ensure_process(self) -> None:
@@ -113,6 +118,19 @@ class Counter:
                 row = table.setdefault(row_key, defaultdict(float))
                 for name, value in fields.items():
                     row[name] += value
+
+    def trace_write(self, operation: str, params: dict[str, Any], fields: dict[str, float]) -> None:
+        """One line per DynamoDB write (``ENV_TRACE``): who made it and what each item was."""
+        line = {
+            "function": getattr(self.current, "function", None),
+            "route": getattr(self.current, "route", None),
+            "op": operation,
+            "items": [_traced_item(kind, body) for kind, body in _write_entries(operation, params)],
+            "wcu_table": fields.get("wcu_table", 0.0),
+            "wcu_index": fields.get("wcu_index", 0.0),
+        }
+        with self.lock, (self.trace_dir / f"writes-{os.getpid()}.jsonl").open("a") as f:
+            f.write(json.dumps(line) + "\n")
 
     def record_invocation(
         self, function_id: str, source: str, seconds: float, cpu_s: float, ok: bool, route: str | None = None
@@ -216,6 +234,39 @@ def _value_size(value: dict[str, Any]) -> int:
     return 0
 
 
+def _write_entries(operation: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(action, body) per item a write names: Put/Update/Delete/ConditionCheck and its request."""
+    if operation == "TransactWriteItems":
+        return [next(iter(entry.items())) for entry in params.get("TransactItems", [])]
+    if operation == "BatchWriteItem":
+        entries = []
+        for table, requests in params.get("RequestItems", {}).items():
+            for r in requests:
+                kind = "Put" if "PutRequest" in r else "Delete"
+                entries.append((kind, {"TableName": table, **r[f"{kind}Request"]}))
+        return entries
+    return [(operation.removesuffix("Item"), params)]
+
+
+def _key_shape(value: Any) -> str:
+    """A key's shape without its ids: the text before the first '#', and each later part's
+    first letters (``H#0b1f…`` → ``H#…``), so one line groups every runner's write."""
+    text = str(next(iter(value.values()))) if isinstance(value, dict) else str(value)
+    head, _, rest = text.partition("#")
+    return head + ("#…" if rest else "")
+
+
+def _traced_item(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    key = body.get("Key") or {k: body["Item"][k] for k in ("pk", "sk") if k in body.get("Item", {})}
+    out: dict[str, Any] = {"action": kind, "table": body.get("TableName", "?")}
+    out["key"] = "/".join(_key_shape(key[k]) for k in ("pk", "sk") if k in key)
+    if "Item" in body:
+        out["bytes"] = item_size(body["Item"])
+    if "UpdateExpression" in body:
+        out["update"] = body["UpdateExpression"]
+    return out
+
+
 def item_size(item: dict[str, Any]) -> int:
     return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
 
@@ -279,6 +330,11 @@ def install(out_dir: str | Path) -> Counter:
 
     counter = Counter(Path(out_dir))
     counter.out_dir.mkdir(parents=True, exist_ok=True)
+    trace_dir = os.environ.get(ENV_TRACE)
+    tracing = bool(trace_dir)
+    if trace_dir:
+        counter.trace_dir = Path(trace_dir)
+        counter.trace_dir.mkdir(parents=True, exist_ok=True)
     original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
     def counted_call(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
@@ -305,6 +361,8 @@ def install(out_dir: str | Path) -> Counter:
             fields.update(_capacity_fields(operation_name, response.pop("ConsumedCapacity"), api_params))
             if operation_name in _WRITE_OPS:
                 fields["items"] = _items_in(operation_name, api_params)
+                if tracing:
+                    counter.trace_write(operation_name, api_params, fields)
         if service == "sqs" and operation_name == "ReceiveMessage":
             got = len(response.get("Messages", []))
             fields["messages"] = got
@@ -471,3 +529,26 @@ def subtract(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
         k: v - before["redis"].get(k, 0) for k, v in after["redis"].items() if v - before["redis"].get(k, 0)
     }
     return out
+
+
+def summarize_writes(trace_dir: Path, registrations: int) -> list[tuple[str, float, float]]:
+    """The traced writes grouped by who made them and what they wrote, per registration:
+    (group, write requests, units) sorted by units. ``registrations``: what the run confirmed."""
+    groups: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for path in sorted(trace_dir.glob("writes-*.jsonl")):
+        for raw in path.read_text().splitlines():
+            line = json.loads(raw)
+            items = " + ".join(f"{i['action']} {i['table']}:{i['key']}" for i in line["items"])
+            group = f"{line['route'] or line['function']} | {line['op']} [{items}]"
+            groups[group][0] += 1
+            groups[group][1] += line["wcu_table"] + line["wcu_index"]
+    rows = [(g, n / registrations, u / registrations) for g, (n, u) in groups.items()]
+    return sorted(rows, key=lambda r: -r[2])
+
+
+if __name__ == "__main__":
+    folder, confirmed = Path(sys.argv[1]), int(sys.argv[2])
+    rows = summarize_writes(folder, confirmed)
+    for group, requests, units in rows:
+        print(f"{units:7.3f} WCU {requests:6.3f} req  {group}")
+    print(f"{sum(r[2] for r in rows):7.3f} WCU {sum(r[1] for r in rows):6.3f} req  in all, per registration")

@@ -56,3 +56,34 @@ def test_given_counted_calls_when_per_registration_then_units_are_by_blueprint_t
     by_table = per_registration(delta, registrations=2)["dynamodb"]["capacity_per_registration_by_table"]
 
     assert by_table == {"Inventory": {"wcu": 0.5, "rcu": 0.5}, "Registrations": {"wcu": 1.0, "rcu": 0.0}}
+
+
+def test_given_traced_writes_when_summarized_then_each_write_shape_gets_its_requests_and_units(tmp_path: Path) -> None:
+    from tools.awscalls import summarize_writes
+
+    counter = Counter(tmp_path)
+    counter.trace_dir = tmp_path
+    counter.current.route = "POST /api/holds"
+    for hold in ("H1", "H2"):  # two runners' claims: one line, whatever their ids
+        claim = {
+            "TransactItems": [
+                {"Update": {"TableName": INVENTORY, "Key": {"pk": {"S": "CAP#r#e"}, "sk": {"S": "SHARD#0"}}}},
+                _put(INVENTORY, {"pk": {"S": f"HOLD#{hold}"}, "sk": {"S": "HOLD"}}),
+            ]
+        }
+        counter.trace_write("TransactWriteItems", claim, {"wcu_table": 4.0, "wcu_index": 2.0})
+    counter.current.route = None
+    counter.current.function = "EmailSender"
+    sent = {"RequestItems": {REGISTRATIONS: [{"PutRequest": {"Item": {"pk": {"S": "REG#1"}, "sk": {"S": "SENT#a"}}}}]}}
+    counter.trace_write("BatchWriteItem", sent, {"wcu_table": 1.0})
+
+    rows = summarize_writes(tmp_path, registrations=2)
+
+    assert rows == [
+        (
+            f"POST /api/holds | TransactWriteItems [Update {INVENTORY}:CAP#…/SHARD#… + Put {INVENTORY}:HOLD#…/HOLD]",
+            1.0,
+            6.0,
+        ),
+        (f"EmailSender | BatchWriteItem [Put {REGISTRATIONS}:REG#…/SENT#…]", 0.5, 0.5),
+    ]

@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     extra_env = {
         "PYTHONPATH": os.pathsep.join([str(ROOT / "tools" / "instrument"), str(ROOT), LAYER_PATH]),
         awscalls.ENV_DIR: str(calls_dir),
+        # RACECAP_AWS_CALLS_TRACE=<dir>: every DynamoDB write on a line of its own (tools/awscalls.py).
+        **({awscalls.ENV_TRACE: os.environ[awscalls.ENV_TRACE]} if os.environ.get(awscalls.ENV_TRACE) else {}),
         # RACECAP_PROFILE_DIR=<dir>: cProfile every handler as the burst runs it (tools/awscalls.py).
         **(
             {awscalls.PROFILE_ENV_DIR: os.environ[awscalls.PROFILE_ENV_DIR]}
