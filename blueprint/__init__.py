@@ -890,6 +890,8 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str
     ("POST", "/races/{raceId}/window/open"),
     ("POST", "/races/{raceId}/window/close"),
     ("GET", "/races/{raceId}/stats"),
+    ("GET", "/races/{raceId}/pulse"),
+    ("GET", "/races/{raceId}/pulse/csv"),
     ("GET", "/races/{raceId}/registrations"),
     ("GET", "/races/{raceId}/registrations/export"),
     ("GET", "/races/{raceId}/registrations/{registrationId}"),

@@ -13,6 +13,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from racecap.config import get_settings
 from racecap.observability import logger, metrics, tracer
+from racecap.pulse import flushed
 from racecap.registration.wiring import writer
 
 get_settings()
@@ -21,6 +22,7 @@ get_settings()
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@flushed
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     failed = writer().process(event.get("Records", []))
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}

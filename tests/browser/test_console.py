@@ -348,7 +348,7 @@ def test_runners_are_found_cancelled_with_a_refund_and_exported_and_the_audit_tr
     page.get_by_test_id("tab-live").click()
     expect(page.get_by_test_id("live-events")).to_contain_text("10K")
     expect(page.get_by_test_id("live-chart").locator("canvas")).to_be_visible()
-    expect(page.get_by_test_id("live-totals")).to_contain_text("Confirmed")
+    expect(page.get_by_test_id("live-big")).to_contain_text("Confirmed")
 
     page.get_by_test_id("tab-audit").click()
     cancelled = page.locator("[data-testid=audit-entry][data-action='registration.cancel']")

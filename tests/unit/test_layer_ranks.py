@@ -29,6 +29,7 @@ LAYER = ROOT / "layers/racecap/python"
 PACKAGE = LAYER / "racecap"
 
 KERNEL = {"models", "errors", "money", "config", "clients", "observability", "deadline", "cache", "ratelimit"}
+KERNEL |= {"pulse"}  # every capability counts its opening's seconds through it (racecap.pulse)
 KERNEL |= {"http", "auth", "aws"}
 RANKS: dict[str, int] = {
     **dict.fromkeys(KERNEL, 0),

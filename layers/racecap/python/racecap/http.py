@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from botocore.exceptions import BotoCoreError, ClientError
 
-from racecap import deadline
+from racecap import deadline, pulse
 from racecap.config import get_settings
 from racecap.errors import DomainError, FieldErrors
 from racecap.observability import logger, metrics
@@ -191,6 +191,16 @@ class RacecapResolver(APIGatewayHttpResolver):
     rate_exempt: frozenset[str] = frozenset()
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        answer = self._answer(event, context)
+        status = int(answer.get("statusCode", 200))
+        if status == 429 or status >= 500:
+            # The opening's own pulse (racecap.pulse): a route naming the race counts for it.
+            race_id = (event.get("pathParameters") or {}).get("raceId", pulse.NO_RACE)
+            pulse.pulse.count(race_id, pulse.THROTTLED if status == 429 else pulse.FAILED)
+        pulse.pulse.flush()  # what this request counted, in one round trip (nothing: no I/O)
+        return answer
+
+    def _answer(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         deadline.start(context)  # this request's time budget, from Lambda's remaining time
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
         if not came_through_cloudfront(headers):

@@ -15,6 +15,10 @@ Inventory (pk / sk):
   BIB#<raceId>#<eventId>     / BIB          next bib to give (bibs start at 1)
   STATS#<raceId>#<eventId>   / STATS        confirmed, revenueCents, cancelled, refundedCents
   STATS#<raceId>#<eventId>   / MIN#<YYYY-MM-DDTHH:MM>  confirmed in that UTC minute
+  PULSE#<raceId>             / M#<minute:010d>  the durable copy of one minute of the race's
+                                            per-second counts (racecap.pulse; minute = epoch s // 60)
+  PULSE-COPY                 / PULSE-COPY   how far the copy has read Redis (and since when
+                                            Redis has held the counts): which minutes are gaps
   WAITLIST#<raceId>#<eventId> / LINE        the event's waitlist counters: seq (join numbers given,
                                             at confirmation), head (how far offers have got),
                                             waiting (confirmed entries in line: the length cap's),
@@ -152,6 +156,18 @@ def stats_key(race_id: str, event_id: str) -> dict[str, Any]:
 def minute_sk(at_iso: str) -> str:
     """``MIN#YYYY-MM-DDTHH:MM`` (UTC) of an ISO timestamp."""
     return "MIN#" + datetime.fromisoformat(at_iso).astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def pulse_pk(race_id: str) -> str:
+    return f"PULSE#{race_id}"
+
+
+def pulse_minute_sk(minute: int) -> str:
+    return f"M#{minute:010d}"
+
+
+def pulse_copy_key() -> dict[str, Any]:
+    return key("PULSE-COPY", "PULSE-COPY")
 
 
 def reg_pk(registration_id: str) -> str:

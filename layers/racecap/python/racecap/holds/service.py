@@ -27,6 +27,7 @@ from racecap.holds.snapshots import HoldSnapshots
 from racecap.holds.store import HoldStore
 from racecap.observability import logger, metrics
 from racecap.places.rules import plan_team, shard_name
+from racecap.pulse import HOLDS, SOLD_OUT, pulse
 from racecap.races.catalog import RaceDefinitions, race_status, sold_out_flag
 from racecap.races.models import Event, Race
 from racecap.races.rules import check_team_size, rule_text
@@ -79,6 +80,7 @@ class HoldService:
         flag = sold_out_flag(race_id, event_id)
         if self._cache.has_flag(flag):
             metrics.add_metric(name="SoldOutFromCache", unit="Count", value=1)
+            pulse.count(race_id, SOLD_OUT, event_id)
             raise SoldOut(f"{event.name} is sold out.")
 
         shards = [shard_name(n) for n in range(event.shards)]
@@ -95,6 +97,7 @@ class HoldService:
         if self._snapshots is not None:
             self._snapshots.keep(got)
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
+        pulse.count(race_id, HOLDS, event_id)
         return hold_created(hold)
 
     def hold_team(
@@ -112,6 +115,7 @@ class HoldService:
         race, event = self._open_event(race_id, event_id, now)
         check_team_size(event, places)
         if self._cache.has_flag(sold_out_flag(race_id, event_id)):
+            pulse.count(race_id, SOLD_OUT, event_id)
             raise SoldOut(f"{event.name} is sold out.")
         hold = new_hold(race, event, now, limits, places=places)
         got = self._holds.claim_team(hold, plan_team)
@@ -125,6 +129,7 @@ class HoldService:
                 left=got,
             )
         metrics.add_metric(name="TeamHoldCreated", unit="Count", value=1)
+        pulse.count(race_id, HOLDS, event_id, n=places)  # a team's places, each
         return hold_created(hold)
 
     def _sold_out(self, race_id: str, event_id: str, now: datetime) -> None:
@@ -133,6 +138,7 @@ class HoldService:
         for the director (issue 42). A failure to keep the moment never fails the runner's answer."""
         self._cache.flag(sold_out_flag(race_id, event_id), SOLD_OUT_FLAG_TTL)
         metrics.add_metric(name="SoldOut", unit="Count", value=1)
+        pulse.count(race_id, SOLD_OUT, event_id)
         try:
             if self._holds.mark_sold_out(race_id, event_id, now):
                 logger.info("event sold out", extra={"raceId": race_id, "eventId": event_id, "at": now.isoformat()})

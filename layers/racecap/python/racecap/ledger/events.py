@@ -61,6 +61,7 @@ from racecap.payments.port import (
     refund_from,
 )
 from racecap.payments.webhook_log import EventLog
+from racecap.pulse import DECLINED, pulse
 from racecap.registration.models import Registration
 from racecap.registration.payment import already_applied
 from racecap.registration.service import RegistrationService
@@ -169,6 +170,10 @@ class PaymentEvents:
             return self.succeeded(intent_from(data))
         if event.type == "payment_intent.payment_failed":
             metrics.add_metric(name="PaymentDeclined", unit="Count", value=1)
+            # Counted here, once per failed charge (the event log drops a redelivery), not where the
+            # runner's own call hears of it: the two would count one decline twice.
+            meta = intent_from(data).metadata
+            pulse.count(meta.get("raceId", ""), DECLINED, meta.get("eventId", ""))
             return "declined"
         if event.type == "charge.refunded":
             return self._refunded(data)

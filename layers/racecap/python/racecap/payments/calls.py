@@ -16,17 +16,20 @@ from racecap.payments.port import (
     PaymentRejected,
     PaymentUnavailable,
 )
+from racecap.pulse import NO_EVENT, NO_RACE, PROVIDER_BUSY, pulse
 
 T = TypeVar("T")
 
 
-def provider_call(call: Callable[[], T], hold_id: str) -> T:
-    """One call to the provider, its failures in the runner's terms: the place stays held."""
+def provider_call(call: Callable[[], T], hold_id: str, race_id: str = NO_RACE, event_id: str = NO_EVENT) -> T:
+    """One call to the provider, its failures in the runner's terms: the place stays held.
+    ``race_id`` and ``event_id``: whose opening a rate limit counts against (``racecap.pulse``)."""
     try:
         return call()
     except PaymentRateLimited as exc:
         logger.warning("payment provider rate limited", extra={"holdId": hold_id})
         metrics.add_metric(name="PaymentRateLimited", unit="Count", value=1)
+        pulse.count(race_id, PROVIDER_BUSY, event_id)
         raise Busy(
             "The payment service is busy; your place is kept. Please retry in a moment.",
             retry_after=max(1, math.ceil(exc.retry_after)),

@@ -34,6 +34,7 @@ from racecap.payments.port import (
     PaymentProvider,
     PaymentRejected,
 )
+from racecap.pulse import FREE, QUEUED, pulse
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
 from racecap.registration.attempts import Attempts
@@ -58,6 +59,11 @@ def attempt_key(hold_id: str, email: str) -> str:
 def intent_key(hold_id: str) -> str:
     """The idempotency key of the hold's one PaymentIntent: derived from the hold alone."""
     return f"intent-{hold_id}"
+
+
+def _whose(hold: Hold) -> tuple[str, str, str]:
+    """``provider_call``'s hold, race and event: a rate limit counts against the hold's opening."""
+    return hold.holdId, hold.raceId, hold.eventId
 
 
 def payment_metadata(hold: Hold, attempt: Attempt) -> dict[str, str]:
@@ -248,6 +254,8 @@ class PaymentStep:
         self._queue.send(registration_message(hold, attempt, payment_id, race, event, datetime.now(UTC)))
         if not self._holds.mark_queued(hold, attempt, payment_id, now, requeue_at=now + self._requeue_after):
             return False
+        # Once per registration: the mark above succeeds once (a team's places each).
+        pulse.count(hold.raceId, QUEUED if payment_id else FREE, hold.eventId, n=hold.places)
         self._mark_paid(payment_id)
         if self._hold_hints is not None:
             # Queued is settled for good: a confirm call after the webhook (or a second one)
@@ -297,7 +305,7 @@ class PaymentStep:
         try:
             if hold.intentId is not None:
                 intent_id = hold.intentId
-                return provider_call(lambda: provider.retrieve_intent(intent_id), hold.holdId)
+                return provider_call(lambda: provider.retrieve_intent(intent_id), *_whose(hold))
             intent = provider_call(
                 lambda: provider.create_intent(
                     NewIntent(
@@ -308,7 +316,7 @@ class PaymentStep:
                     ),
                     idempotency_key=intent_key(hold.holdId),
                 ),
-                hold.holdId,
+                *_whose(hold),
             )
         except PaymentRejected as exc:
             # The provider refused the request itself (a price under its minimum set before

@@ -64,6 +64,7 @@ from racecap.payments.port import (
     IntentStatus,
     PaymentProvider,
 )
+from racecap.pulse import THREE_DS, pulse
 from racecap.questions.models import StockedChoice, StoredAnswers
 from racecap.races.catalog import RaceDefinitions
 from racecap.races.models import Event, Race
@@ -223,7 +224,7 @@ class RegistrationService(PaymentStep, StatusReads):
         if attempt.amountCents == 0:
             return self._payments
         first = "create_intent" if hold.intentId is None else "retrieve_intent"
-        return provider_call(lambda: self._payments.admitted(first), hold.holdId)
+        return provider_call(lambda: self._payments.admitted(first), hold.holdId, hold.raceId, hold.eventId)
 
     def _pay(
         self,
@@ -251,6 +252,8 @@ class RegistrationService(PaymentStep, StatusReads):
         confirming = bool(payment_method) and intent.status in CONFIRMABLE
         if confirming and payment_method:
             intent = self._confirm_on_server(hold, intent, payment_method)
+            if intent.status == IntentStatus.REQUIRES_ACTION:  # the bank asks for 3-D Secure
+                pulse.count(hold.raceId, THREE_DS, hold.eventId, n=hold.places)
         # A decline is news only to the call that confirmed; re-sending the details (a second
         # tab, a reload after a declined card) gets the client secret to try another card.
         return self._settle(hold, attempt, intent, race, event, now, report_decline=confirming)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from racecap.aws.queues import MessageQueue
 from racecap.emails.models import EmailMessage
 from racecap.observability import logger, metrics
+from racecap.pulse import CONFIRMED, pulse
 from racecap.registration.models import PaidRegistration, PaidTeam, Registration
 from racecap.registration.status import StatusSnapshots, WriterPace
 from racecap.registration.store import MAX_PER_TRANSACTION, CounterMoved, DuplicateRegistration, RegistrationStore
@@ -189,6 +190,7 @@ class RegistrationWriter:
                 pending = [u for u in pending if u[0].registrationId not in done]
                 continue
             metrics.add_metric(name="RegistrationConfirmed", unit="Count", value=len(confirmed))
+            pulse.count(race_id, CONFIRMED, event_id, n=len(confirmed))
             return confirmed
         raise RuntimeError(f"bib counter for {race_id}/{event_id} kept moving; will retry the batch")
 

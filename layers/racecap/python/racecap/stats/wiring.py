@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from racecap.stats.pulse import PulseSeries
     from racecap.stats.service import RaceStats
 
 
@@ -28,3 +29,13 @@ def race_stats() -> RaceStats:
         code_uses=race_code_uses,
         waitlist=waitlist_store().line,
     )
+
+
+@lru_cache(maxsize=1)
+def pulse_series() -> PulseSeries:
+    """The opening's per-second counts: Redis while it holds them, the durable copy after."""
+    from racecap import clients
+    from racecap.config import get_settings
+    from racecap.stats.pulse import DynamoPulseCopies, PulseSeries, RedisPulse
+
+    return PulseSeries(RedisPulse(clients.cache), DynamoPulseCopies(clients.dynamodb(), get_settings().inventory_table))
