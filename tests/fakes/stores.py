@@ -382,15 +382,6 @@ class FakeHolds:
         with self.tables.lock:
             return [self.tables.holds[h] for h in self.tables.live if due(self.tables.holds[h])]
 
-    def live_counts(self, race_id: str) -> dict[str, int]:
-        with self.tables.lock:
-            live = [self.tables.holds[h] for h in self.tables.live]
-        counts: Counter[str] = Counter()
-        for h in live:
-            if h.raceId == race_id and h.status != HoldPhase.QUEUED:
-                counts[h.eventId] += h.places
-        return dict(counts)
-
     def mark_sold_out(self, race_id: str, event_id: str, at: datetime) -> bool:
         with self.tables.lock:
             counts = self.tables.stats[(race_id, event_id)]

@@ -72,6 +72,9 @@ def _assert_every_runner_paid_once_and_the_audit_is_clean(result: BurstResult, w
     assert_p99_within(s)
     assert s["held"] == RUNNERS
     assert s["success_rate"] == 1
+    # The handlers' per-second counts were compared with the audit, Artillery and the provider
+    # (a mismatch is one of the problems above): the declined cards among them.
+    assert sum(s["pulse"]["confirmed_by_event"].values()) == result.audit["confirmed"]  # type: ignore[index]
     # Every runner paid through the card form: the declined ones got past it with a good card.
     pay = s["payments"]
     assert sum(pay["first_card"].values()) == RUNNERS, pay
@@ -81,6 +84,7 @@ def _assert_every_runner_paid_once_and_the_audit_is_clean(result: BurstResult, w
         "pm_card_chargeDeclinedInsufficientFunds", 0
     )
     assert pay["declined_then_confirmed"] == declined_first, pay
+    assert s["pulse"]["declined"] == declined_first, s["pulse"]  # one failed charge each, counted once
     assert pay["three_ds_approved"] >= pay["first_card"]["pm_card_authenticationRequired"], pay
     # The audit reconciled against the provider's records: one charge per registration (0
     # double charges), none paid without a confirmed place (0 lost), caps, emails, bibs.

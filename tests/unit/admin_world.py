@@ -71,7 +71,7 @@ class AdminWorld:
             window=self.window,
             returns=t,  # type: ignore[arg-type]  # a raise's places go to the waitlist's pool first
         )
-        self.stats = RaceStats(self.inventory, self.regs, self.holds.live_counts, self.cache, clock=self.clock)
+        self.stats = RaceStats(self.inventory, self.regs, None, self.cache, clock=self.clock)
         self.participants = Participants(self.regs)
 
     def create(self, *caps: int, director: Director = DANA, open_now: bool = False, **over: Any) -> Race:

@@ -119,15 +119,20 @@ def test_live_figures_add_up_per_event_and_in_total(w):
     w.attempts.mark_queued(
         holds[2], attempt, "pi_q", w.clock.now, w.clock.now + timedelta(minutes=5)
     )  # paid, on the queue
-    view = w.stats.stats(w.race(race.raceId), [ev, other], minutes=3)
+    # Held: every place taken and not confirmed (the queued one too), with no read of the holds;
+    # queued: what the per-second counts say was queued and not written yet.
+    unwritten = {ev.eventId: 1, other.eventId: 5}  # 5 in `other`, which holds none: never above held
+    stats = RaceStats(w.inventory, w.regs, lambda r: unwritten, w.cache, clock=w.clock)
+    view = stats.stats(w.race(race.raceId), [ev, other], minutes=3)
     first = view.events[0]
-    assert (first.cap, first.held, first.queued, first.confirmed, first.placesLeft) == (10, 3, 1, 2, 4)
+    assert (first.cap, first.held, first.queued, first.confirmed, first.placesLeft) == (10, 4, 1, 2, 4)
+    assert (view.events[1].held, view.events[1].queued) == (0, 0)
     assert (first.revenueCents, first.cancelled, first.refundedCents) == (5000, 0, 0)
     assert [m.confirmed for m in first.perMinute] == [0, 0, 2]
     assert first.perMinute[-1].minute == w.clock.now.strftime("%Y-%m-%dT%H:%M")
     assert view.totals == {
         "cap": 14,
-        "held": 3,
+        "held": 4,
         "queued": 1,
         "confirmed": 2,
         "cancelled": 0,
@@ -157,7 +162,7 @@ def test_each_events_waitlist_figures_come_from_its_line_and_add_up_in_the_total
         ev.eventId: Line(waiting=7, pool=1, offered=2, claimed=3, expired=4),
         other.eventId: Line(waiting=5, pool=0, offered=1, claimed=1, expired=0),
     }
-    stats = RaceStats(w.inventory, w.regs, w.holds.live_counts, w.cache, clock=w.clock, waitlist=lambda r, e: lines[e])
+    stats = RaceStats(w.inventory, w.regs, None, w.cache, clock=w.clock, waitlist=lambda r, e: lines[e])
     view = stats.stats(w.race(race.raceId), [ev, other], minutes=1)
     first = view.events[0]
     assert (first.waitlistLength, first.waitlistPooled, first.offersOut, first.offersAccepted, first.offersExpired) == (
@@ -200,7 +205,7 @@ def test_figures_read_at_different_instants_never_show_a_negative_queue(w, monke
         w.regs, "stats", lambda r, e: {"confirmed": 3, "revenueCents": 0, "cancelled": 0, "refundedCents": 0}
     )
     (event,) = w.stats.stats(w.race(race.raceId), [ev]).events
-    assert (event.held, event.queued, len(event.perMinute)) == (1, 0, 60)
+    assert (event.held, event.queued, len(event.perMinute)) == (0, 0, 60)
 
 
 # -- the audit trail -----------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from tools.burst.artillery import ARTILLERY_CPU_S, ensure_checks, run_artillery
 from tools.burst.clients import Clients
 from tools.burst.config import BurstConfig, BurstResult, BurstRun
 from tools.burst.provider import ProviderWindow
+from tools.burst.pulse_check import compare as compare_pulse
+from tools.burst.pulse_check import failed_charges, pulse_sums
 from tools.burst.scenarios import event_caps, scenario
 from tools.burst.stack import (
     audit_until_clean,
@@ -106,6 +108,7 @@ def run_burst(
         hooks = cfg.local
         if probe:
             probe("start")
+        pulse_before = pulse_sums(stack, race_id) if cfg.local and stack is not None and sc.registers else None
         if hooks and sc.before:
             sc.before(ctx)
         provider = ProviderWindow.open(stack, cfg.provider_rate_per_second) if cfg.local and stack else None
@@ -144,6 +147,19 @@ def run_burst(
                 say(f"audit: {violation} — accounted for: {why}")
             rows = confirmations(clients, race_id, event_ids)
         summary = summarize(cfg, outcomes, art_json, rows, caps)
+        if pulse_before is not None and audit_report is not None and stack is not None:
+            # The handlers' per-second counts against the audit, Artillery and the provider.
+            figures, mismatched = compare_pulse(
+                pulse_before,
+                pulse_sums(stack, race_id),
+                audit_report,
+                int(summary["held"]),
+                int(summary["outcomes"].get("aborted (timeout or connection error)", 0)),
+                failed_charges(stack, race_id),
+                teams=cfg.team_share > 0,
+            )
+            summary["pulse"] = figures
+            problems += mismatched
         if hooks and sc.after:
             problems += sc.after(ctx, summary)
         if ctx.figures:

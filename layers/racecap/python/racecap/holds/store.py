@@ -80,8 +80,6 @@ class HoldStore(Protocol):
         ``requeueAt`` has (the sweeper's index)."""
         ...
 
-    def live_counts(self, race_id: str) -> dict[str, int]: ...
-
     def mark_sold_out(self, race_id: str, event_id: str, at: datetime) -> bool:
         """When the event first sold out (its first all-shards refusal), kept once on its stats
         item: True when this call wrote it."""
@@ -99,18 +97,11 @@ TeamPlan = Callable[[dict[str, int], int], dict[str, int]]
 
 
 def live_sort_key(hold: Hold, expires: datetime) -> str:
-    """A live hold's sort key in the sweeper's index: its expiry (the sweeper's range), and for
-    a team's hold its places after it (``#T<n>``). The index carries only keys, race and event
-    (no payment step writes it), so this is how the directors' count of places held reads a
-    team's places without reading the hold; a suffix sorts right after its own instant, so
-    ``gsi1sk <= now`` still finds the hold once it has expired."""
-    return expires.isoformat() + (f"#T{hold.places}" if hold.is_team else "")
-
-
-def places_of(sort_key: str) -> int:
-    """The places a live index entry holds (``live_sort_key``): one, or a team's."""
-    _, _, team = sort_key.partition("#T")
-    return int(team) if team.isdigit() else 1
+    """A live hold's sort key in the sweeper's index: its expiry (the sweeper's range). Team
+    holds written before the directors' stats stopped reading the index carry their places after
+    it (``#T<n>``): a suffix sorts right after its own instant, so ``gsi1sk <= now`` finds
+    both kinds once they have expired."""
+    return expires.isoformat()
 
 
 def hold_from_item(item: dict[str, Any]) -> Hold:
@@ -518,26 +509,3 @@ class DynamoHolds:
                 raise
             return False
         return True
-
-    def live_counts(self, race_id: str) -> dict[str, int]:
-        """Places held right now (HELD or PAYING) per event of one race, for directors' stats.
-
-        Reads the sweeper's sparse index (holds that can still expire, and queued ones the
-        writer has not confirmed yet), so it costs reads in proportion to the holds live
-        across all races at this moment: cheap on a quiet day, a few MB at the peak of a
-        burst — the stats are cached briefly.
-        """
-        counts: dict[str, int] = {}
-        for partition in live_partitions():
-            for item in query_all(
-                self._db,
-                TableName=self._table,
-                IndexName="gsi1",
-                KeyConditionExpression="gsi1pk = :p",
-                # Queued holds waiting for the writer are in the index too, under REQUEUE#<n>.
-                FilterExpression="raceId = :r",
-                ProjectionExpression="eventId, gsi1sk",
-                ExpressionAttributeValues=values({":p": partition, ":r": race_id}),
-            ):
-                counts[item["eventId"]] = counts.get(item["eventId"], 0) + places_of(str(item["gsi1sk"]))
-        return counts

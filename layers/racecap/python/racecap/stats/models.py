@@ -20,8 +20,14 @@ class EventStats(Model):
     eventId: str
     name: str
     cap: int
-    held: int = Field(description="Places held by runners filling in the form or paying.")
-    queued: int = Field(description="Paid, waiting on the queue to be written.")
+    held: int = Field(
+        description="Places taken and not confirmed yet: runners filling in the form, paying, or paid and being "
+        "written (taken less confirmed, the waitlist's pooled and offered places)."
+    )
+    queued: int = Field(
+        description="Of the held, paid and waiting on the queue to be written (from the last ten minutes' "
+        "per-second counts: queued less confirmed)."
+    )
     confirmed: int
     cancelled: int = Field(description="Every cancellation; the four counts below, by who cancelled, add up to it.")
     cancelledByRunners: int = Field(description="Cancelled by the runners themselves (their own entry's link).")

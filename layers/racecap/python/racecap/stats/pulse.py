@@ -206,6 +206,22 @@ class PulseSeries:
             gaps=_spans(gap_minutes, start, end),
         )
 
+    def unwritten(self, race_id: str, span_s: int = 600) -> dict[str, int]:
+        """Per event, what the last ``span_s`` seconds queued (paid or free) less what they
+        confirmed: the registrations on their way to the writer. One Redis round trip whatever
+        the number of runners; {} when Redis cannot be read (the stats then say 0)."""
+        now = int(self._now())
+        try:
+            live, _ = self._redis.read(race_id, range((now - span_s) // 60, now // 60 + 1))
+        except Exception:
+            return {}
+        out: dict[str, int] = {}
+        for got in live.values():
+            for c in _counts_in(got, now - span_s, now + 1):
+                sign = 1 if c.name in (pulse.QUEUED, pulse.FREE) else -1 if c.name == pulse.CONFIRMED else 0
+                out[c.eventId] = out.get(c.eventId, 0) + sign * c.n
+        return out
+
     # -- the durable copy (the sweeper's minute) -------------------------------------------------
     def copy(self) -> dict[str, int]:
         """Copy every race-minute at least two minutes old from Redis; record a restart's loss."""

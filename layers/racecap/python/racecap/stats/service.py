@@ -7,8 +7,12 @@
   (every refund), net (gross - refunded), and the refunds made outside Racecap, flagged
   (``STATS#`` items), and the per-minute series from the writer's per-minute counters —
   nothing here counts rows;
-* held (runners in the form or paying) from the sweeper's index of live holds; queued
-  (paid, on the queue) is what remains of the places taken;
+* held is every place taken and not confirmed (runners in the form, paying, or paid and being
+  written): taken on the shards less the confirmed, the waitlist's pooled and offered places —
+  no read of the holds themselves, which would cost in proportion to the runners holding (the
+  sweeper's index spans every race); queued (of those, paid and on the queue to the writer) is
+  what the last ten minutes' per-second counts say was queued and not yet confirmed
+  (``stats.pulse``), so an opening's watchers cost the same reads at 100 runners or 10,000;
 * each discount code's uses against its limit, from its use counter's shards (racecap.codes).
 
 A dashboard polls; the figures are cached for two seconds so ten open tabs cost one read.
@@ -43,7 +47,7 @@ class RaceStats:
         self,
         inventory: Inventory,
         registrations: RegistrationStore,
-        live_holds: Callable[[str], dict[str, int]],
+        unwritten: Callable[[str], dict[str, int]] | None,
         cache: TieredCache,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         code_uses: Callable[[str], list[CodeUses]] | None = None,
@@ -53,7 +57,7 @@ class RaceStats:
         self._waitlist = waitlist  # an event's line counters (read only for events with a waitlist)
         self._inventory = inventory
         self._regs = registrations
-        self._live_holds = live_holds
+        self._unwritten = unwritten  # per event: queued and not confirmed yet (stats.pulse)
         self._cache = cache
         self._now = clock
 
@@ -82,14 +86,17 @@ class RaceStats:
     def _compute(self, race: Race, events: list[Event], minutes: int) -> RaceStatsView:
         now = self._now()
         first = (now - timedelta(minutes=minutes - 1)).strftime("%Y-%m-%dT%H:%M")
-        held_by_event = self._live_holds(race.raceId)
+        unwritten = self._unwritten(race.raceId) if self._unwritten else {}
         out: list[EventStats] = []
         for e in events:
             usage = self._inventory.usage(race.raceId, e.eventId, consistent=True)
             counters = self._regs.stats(race.raceId, e.eventId)
             per_minute = self._regs.per_minute(race.raceId, e.eventId, first)
-            held = min(held_by_event.get(e.eventId, 0), usage.taken)
             line = self._waitlist(race.raceId, e.eventId) if self._waitlist and e.waitlist.enabled else Line()
+            # Read at slightly different instants: never a negative count. The waitlist's pooled and
+            # offered places stay taken on the shards: neither held nor queued.
+            held = max(0, usage.taken - counters["confirmed"] - line.pool - line.offered)
+            queued = min(held, max(0, unwritten.get(e.eventId, 0)))
             # Revenue is the confirmed registrations'; a cancelled one's payment stays in the gross.
             gross = counters["revenueCents"] + counters.get("cancelledCents", 0) + counters.get("otherPaidCents", 0)
             refunded = counters["refundedCents"]
@@ -99,9 +106,7 @@ class RaceStats:
                     name=e.name,
                     cap=usage.cap,
                     held=held,
-                    # Read at slightly different instants: never show a negative queue.
-                    # The waitlist's pooled and offered places stay taken on the shards: not queued.
-                    queued=max(0, usage.taken - counters["confirmed"] - held - line.pool - line.offered),
+                    queued=queued,
                     confirmed=counters["confirmed"],
                     cancelled=counters["cancelled"],
                     # Who cancelled: counted since the split was added (older ones read 0 here).

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 def race_stats() -> RaceStats:
     from racecap.cache import shared as cache
     from racecap.codes.wiring import race_code_uses
-    from racecap.holds.wiring import holds
     from racecap.places.wiring import inventory
     from racecap.registration.wiring import registrations
     from racecap.stats.service import RaceStats
@@ -24,7 +23,7 @@ def race_stats() -> RaceStats:
     return RaceStats(
         inventory(),
         registrations(),
-        holds().live_counts,
+        pulse_series().unwritten,
         cache(),
         code_uses=race_code_uses,
         waitlist=waitlist_store().line,
