@@ -178,10 +178,15 @@ class Counter:
         finally:
             self.record_sdk(kind, time.thread_time() - cpu_start)
 
-    def record_redis(self, command: str) -> None:
+    def record_redis(self, command: str, n: int = 1) -> None:
+        """``n`` Redis commands named ``command``, also under the function running them
+        (``by_function`` rows ``<function>|redis:<COMMAND>``)."""
         self._ensure_process()
+        function = getattr(self.current, "function", None) or "(outside a function)"
         with self.lock:
-            self.redis[command] = self.redis.get(command, 0) + 1
+            self.redis[command] = self.redis.get(command, 0) + n
+            row = self.by_function.setdefault(f"{function}|redis:{command}", defaultdict(float))
+            row["requests"] += n
 
     # -- output --------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -383,6 +388,19 @@ def install(out_dir: str | Path) -> Counter:
                 return redis_original(self, *args, **options)
 
         redis.client.Redis.execute_command = counted_redis  # type: ignore[method-assign]
+
+        # A pipeline sends its commands in one round trip without execute_command: each is
+        # counted by its name, and the round trip as PIPELINE (the pulse's flush is one).
+        pipeline_original = redis.client.Pipeline.execute
+
+        def counted_pipeline(self: Any, *args: Any, **options: Any) -> Any:
+            for command in self.command_stack:
+                counter.record_redis(str(command.args[0] if hasattr(command, "args") else command[0][0]).upper())
+            counter.record_redis("PIPELINE")
+            with counter.sdk_call("redis"):
+                return pipeline_original(self, *args, **options)
+
+        redis.client.Pipeline.execute = counted_pipeline  # type: ignore[method-assign]
     except ImportError:
         pass
 

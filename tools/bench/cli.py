@@ -25,6 +25,7 @@ BENCH_FLAGS = (
     "gateway-threads",
     "email-rate",
     "provider-rate",
+    "live-views",
 )
 
 

@@ -204,6 +204,28 @@ def writes_by_function(delta: dict[str, Any], registrations: int) -> dict[str, d
     return dict(out)
 
 
+def calls_by_function(delta: dict[str, Any], per: float) -> dict[str, dict[str, float]]:
+    """Per function, divided by ``per`` (registrations, or view-minutes): AWS calls, DynamoDB
+    write requests and WCU, Redis commands (a pipeline's each, and its round trip) and
+    invocations. The rows issue 42 compares with and without directors watching."""
+    n = max(per, 1e-9)
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for key, row in delta.get("by_function", {}).items():
+        function, call = key.split("|", 1)
+        service, op = call.split(":", 1)
+        got = out[function]
+        if service == "redis":
+            got["redis_commands"] += row.get("requests", 0) / n
+            continue
+        got["aws_calls"] += row.get("requests", 0) / n
+        if service == "dynamodb" and op in _WRITE_OPS:
+            got["dynamodb_write_requests"] += row.get("requests", 0) / n
+            got["wcu"] += sum(row.get(k, 0) for k in ("wcu_table", "wcu_index", "wcu_failed_estimated")) / n
+    for key, row in delta.get("invocations", {}).items():
+        out[key.split(":", 1)[0]]["invocations"] += row.get("count", 0) / n
+    return {f: {k: round(v, 3) for k, v in sorted(rows.items())} for f, rows in sorted(out.items())}
+
+
 def calls_by_route(delta: dict[str, Any], registrations: int) -> dict[str, dict[str, float]]:
     """AWS calls per registration, per API route (or function and event source) and
     operation: which of a runner's requests spends the calls (issue 14's CPU is per call)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from tools import awscalls
 from tools.bench.costs import (
+    calls_by_function,
     calls_by_route,
     handler_cpu_by_route,
     per_registration,
@@ -46,6 +47,12 @@ def figures(
     counted["registration_writer_contention"] = contention = writer_contention(delta)
     counted["dynamodb"]["write_requests_per_registration_by_function"] = writes_by_function(delta, registrations)
     counted["aws_calls_per_registration_by_route"] = calls_by_route(delta, registrations)
+    counted["per_registration_by_function"] = calls_by_function(delta, registrations)
+    if views := s.get("live_views"):
+        # Directors watching (--live-views): the admin API's own cost per view and minute, which
+        # must be the same at 100 runners and at 900 (issue 42).
+        per_view_minute = calls_by_function(delta, views["view_minutes"])
+        counted["live_views"] = views | {"admin_api_per_view_minute": per_view_minute.get("AdminApi", {})}
     counted["payment_provider"] = provider_costs(s.get("provider"), registrations)
     writes_per_reg = counted["dynamodb"]["write_requests_per_registration"]
     wcu_per_reg = counted["dynamodb"]["wcu_per_registration"]

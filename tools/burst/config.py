@@ -66,6 +66,8 @@ class BurstConfig:
     # Registration questions each runner answers (tools/burst/stack.seed_questions): 0, as
     # before, or up to 5 (emergency contact name and phone, a T-shirt size, yes/no, a country).
     answers: int = 0
+    # Directors' live views polling the admin API through the burst (tools/burst/live_views.py).
+    live_views: int = 0
     out_dir: Path = ROOT / "reports"
     report: bool = True
     quiet: bool = False
@@ -156,6 +158,9 @@ class Flag:
 # Every knob `python -m tools.burst` has, in its order (the bench declares a few of them);
 # ``--scenario`` is the burst command's own (its choices are the scenario registry).
 FLAGS: dict[str, Flag] = {
+    "live-views": Flag(
+        "live_views", "LIVE_VIEWS", int, _int, help="directors' live views polling the admin API through the burst"
+    ),
     "provider-rate": Flag(
         "provider_rate_per_second",
         "PROVIDER_RATE",

@@ -4,6 +4,7 @@ audit, summary and report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from tools.audit import AuditReport
 from tools.burst.artillery import ARTILLERY_CPU_S, ensure_checks, run_artillery
 from tools.burst.clients import Clients
 from tools.burst.config import BurstConfig, BurstResult, BurstRun
+from tools.burst.live_views import LiveViews
 from tools.burst.provider import ProviderWindow
 from tools.burst.pulse_check import compare as compare_pulse
 from tools.burst.pulse_check import failed_charges, pulse_sums
@@ -114,10 +116,14 @@ def run_burst(
         provider = ProviderWindow.open(stack, cfg.provider_rate_per_second) if cfg.local and stack else None
         if provider and cfg.provider_rate_per_second is not None:
             say(f"the payment provider's limit is {cfg.provider_rate_per_second:g} requests/s for this burst")
+        views = LiveViews(stack, base, race_id, cfg.live_views) if cfg.live_views and stack is not None else None
+        if views:
+            say(f"{cfg.live_views} directors' live views poll the admin API through the burst")
         try:
-            code, outcomes, art_json, log = run_artillery(
-                cfg, base, race_id, work, clients, event_ids, say, ctx.artillery_env
-            )
+            with views or contextlib.nullcontext():
+                code, outcomes, art_json, log = run_artillery(
+                    cfg, base, race_id, work, clients, event_ids, say, ctx.artillery_env
+                )
         finally:
             if provider:
                 provider.restore()
@@ -166,6 +172,8 @@ def run_burst(
             summary[sc.name] = ctx.figures
         if provider_figures is not None:
             summary["provider"] = provider_figures
+        if views is not None:
+            summary["live_views"] = views.figures()
         summary["race_id"] = race_id
         summary["audit_excused"] = excused
         summary["artillery_cpu_s"] = round(ARTILLERY_CPU_S.get(str(art_json), 0.0), 1)
