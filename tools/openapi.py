@@ -68,7 +68,10 @@ def build() -> str:
         on_conflict="error",
     )
     for fn in api_functions():
-        app = host.module(fn).app
+        module = host.module(fn)
+        if hasattr(module, "routers"):  # routers loaded on first use (racecap.api.lazy): all of them
+            module.routers.everything()
+        app = module.app
         for route in app._static_routes + app._dynamic_routes:
             _declare_success(route)
         schema = app.get_openapi_schema(title="Racecap API", version="1.0.0", security_schemes=_security_schemes())

@@ -41,3 +41,27 @@ def test_given_calls_made_inside_two_routes_and_a_queue_invocation_when_counted_
         "(outside a function)": {"sqs:ReceiveMessage": 0.5},
     }
     assert next(iter(by_route)) == "POST /api/holds/{holdId}/registration"  # the most calls first
+
+
+def test_given_counted_calls_when_split_by_function_then_each_has_its_calls_writes_units_and_redis() -> None:
+    from tools.bench.costs import calls_by_function
+
+    delta = {
+        "by_function": {
+            "RegistrationApi|dynamodb:TransactWriteItems": {"requests": 4, "wcu_table": 16, "wcu_index": 4},
+            "RegistrationApi|dynamodb:GetItem": {"requests": 2, "rcu_table": 1},
+            "RegistrationApi|redis:HINCRBY": {"requests": 6},
+            "RegistrationApi|redis:PIPELINE": {"requests": 2},
+            "AdminApi|dynamodb:Query": {"requests": 3},
+        },
+        "invocations": {"RegistrationApi:http": {"count": 4}, "AdminApi:http": {"count": 3}},
+    }
+    rows = calls_by_function(delta, 2)
+    assert rows["RegistrationApi"] == {
+        "aws_calls": 3.0,
+        "dynamodb_write_requests": 2.0,
+        "invocations": 2.0,
+        "redis_commands": 4.0,
+        "wcu": 10.0,
+    }
+    assert rows["AdminApi"] == {"aws_calls": 1.5, "invocations": 1.5}

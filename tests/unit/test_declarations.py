@@ -38,7 +38,10 @@ def test_every_route_points_at_a_declared_function_with_a_handler_file():
 
 def test_each_handler_serves_exactly_its_declared_routes(function_host):
     for fn_id in sorted({r.function for r in blueprint.ROUTES}):
-        app = function_host.module(fn_id).app
+        module = function_host.module(fn_id)
+        if hasattr(module, "routers"):  # routers loaded on first use: what it serves once all are
+            module.routers.everything()
+        app = module.app
         served = {
             (method, _to_gateway_path(route.path))
             for route in app._static_routes + app._dynamic_routes

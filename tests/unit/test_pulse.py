@@ -21,6 +21,7 @@ class FakeRedis:
         self.strings: dict[str, str] = {}
         self.down = False
         self.round_trips = 0
+        self.last_commands: list[str] = []
 
     def pipeline(self, transaction: bool = False) -> Pipe:
         return Pipe(self)
@@ -76,6 +77,7 @@ class Pipe:
     def execute(self) -> list[Any]:
         self._redis._up()
         self._redis.round_trips += 1
+        self._redis.last_commands = [name for name, _, _ in self._ops]
         return [getattr(self._redis, name)(*a, **kw) for name, a, kw in self._ops]
 
 
@@ -135,6 +137,9 @@ def test_given_counts_in_two_seconds_when_flushed_then_one_round_trip_lands_each
     assert redis.hashes[kernel.minute_key("-", T0 // 60)] == {f"{T0 + 6}|-|throttled": 1}
     assert redis.sets[kernel.MINUTES_SET] == {f"r1:{T0 // 60}", f"-:{T0 // 60}"}
     assert p.flush() and redis.round_trips == 1  # nothing counted since: no round trip
+    # Later flushes into a minute this environment announced: one HINCRBY each, nothing else.
+    p.count("r1", kernel.CONFIRMED, "e1")
+    assert p.flush() and redis.last_commands == ["hincrby"]
 
 
 def test_given_redis_down_when_flushing_then_counts_wait_within_a_bound_and_land_later_in_their_seconds(

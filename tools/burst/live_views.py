@@ -64,14 +64,18 @@ class LiveViews:
         # Each view opens at its own moment in the first 2 s, as ten directors would.
         self._stop.wait(i * PULSE_EVERY_S / max(1, self._n))
         start = int(time.time()) - 600
-        next_stats = 0.0
+        # On a fixed schedule, as setInterval keeps it: a slow answer does not thin the polls.
+        next_pulse = next_stats = time.monotonic()
         while not self._stop.is_set():
-            if time.monotonic() >= next_stats:
+            now = time.monotonic()
+            if now >= next_stats:
                 self._get("stats?minutes=1")
-                next_stats = time.monotonic() + STATS_EVERY_S
-            view = self._get(f"pulse?start={start}")
-            start = max(start, int(view.get("end", start + LATE_S)) - LATE_S)
-            self._stop.wait(PULSE_EVERY_S)
+                next_stats += STATS_EVERY_S
+            if now >= next_pulse:
+                view = self._get(f"pulse?start={start}")
+                start = max(start, int(view.get("end", start + LATE_S)) - LATE_S)
+                next_pulse += PULSE_EVERY_S
+            self._stop.wait(max(0.0, min(next_pulse, next_stats) - time.monotonic()))
 
     def figures(self) -> dict[str, Any]:
         minutes = self._n * (self._ended - self._started) / 60

@@ -85,6 +85,9 @@ class Pulse:
         self._clock = clock
         self._pending: Counts = defaultdict(int)
         self._skip_until = 0.0
+        # Race-minutes this environment has already given a lifetime and listed for the copy:
+        # its later flushes into them are one HINCRBY each, not three commands.
+        self._announced: set[str] = set()
 
     def count(self, race_id: str, name: str, event_id: str = NO_EVENT, n: int = 1) -> None:
         if n > 0:
@@ -120,11 +123,17 @@ class Pulse:
             key = minute_key(race_id, second // 60)
             pipe.hincrby(key, field(second, event_id, name), n)
             minutes.add(f"{race_id}:{second // 60}")
-        for member in minutes:
+        # A minute already announced by this environment is listed still, unless it is old enough
+        # that the copy may have taken it off the list (counts kept while Redis was down).
+        recent = int(self._clock()) // 60 - 1
+        new = {m for m in minutes if m not in self._announced or int(m.rsplit(":", 1)[1]) < recent}
+        for member in new:
             race_id, minute = member.rsplit(":", 1)
             pipe.expire(minute_key(race_id, int(minute)), KEEP_S)
-        pipe.sadd(MINUTES_SET, *sorted(minutes))
+        if new:
+            pipe.sadd(MINUTES_SET, *sorted(new))
         pipe.execute()
+        self._announced = {m for m in self._announced | minutes if int(m.rsplit(":", 1)[1]) >= recent}
 
     def _keep(self, batch: Counts) -> None:
         for k, n in batch.items():
