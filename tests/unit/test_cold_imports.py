@@ -39,6 +39,8 @@ NOT_AT_COLD_START: dict[str, tuple[str, ...]] = {f.id: ("concurrent.futures.thre
 # The runner's own-entry models (transfers, switches, links) are MyRegistrationApi's; the ledger's
 # models were loaded for the webhook's one answer class (in payments.models now).
 NOT_AT_COLD_START["RegistrationApi"] += ("racecap.registration.own_models", "racecap.ledger.models")
+# The admin API imports its races router only (racecap.api.lazy): no other capability's models.
+NOT_AT_COLD_START["AdminApi"] += ("racecap.registration.models", "racecap.ledger.models", "racecap.codes.models")
 
 _CHILD = """
 import importlib.util, json, sys

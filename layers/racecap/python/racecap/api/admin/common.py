@@ -14,7 +14,6 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from racecap.auth import director_from_claims
 from racecap.http import NO_STORE
 from racecap.models import Director
-from racecap.participants.service import build_export_page
 from racecap.races.models import Event, Race
 from racecap.setup.wiring import race_admin
 
@@ -63,6 +62,10 @@ def csv_page(
     with ``query`` kept, and ``X-Next-Cursor``)."""
     accepts = router.current_event.headers.get("accept-encoding", "")
     deadline_s = router.lambda_context.get_remaining_time_in_millis() / 1000
+    # Imported here: the participants' service builds the registrations' models, which the races
+    # router (an admin API cold start's one router) would otherwise load for no request of its own.
+    from racecap.participants.service import build_export_page
+
     page = build_export_page(lines, gzip="gzip" in accepts.lower(), remaining_s=deadline_s)
     headers = {
         **NO_STORE,
