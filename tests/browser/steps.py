@@ -306,3 +306,18 @@ def tab_to(page: Page, testid: str, limit: int = 80) -> None:
                 raise AssertionError(f"{testid} has focus without a visible outline ({outline})") from None
             return
     raise AssertionError(f"{limit} presses of Tab never reached {testid} (last: {focused_testid(page)})")
+
+
+def open_in_tokyo(stack: Any, backend: Backend, name: str, events: list[EventDraft]) -> tuple[Race, Any, list[str]]:
+    """A race in Tokyo open to runners now, as the demo director made it: the race, a runners'
+    API session on the stack, and its event ids in order (once its page says it is open)."""
+    from tests.integration.admin import wait_until
+    from tests.integration.conftest import api_session
+
+    race = console_race(
+        backend, stack.directors.demo_sub, opened=True, name=unique(name), location="Odaiba",
+        timeZone="Asia/Tokyo", events=events,
+    )  # fmt: skip
+    api = api_session(stack)
+    wait_until(lambda: api.get(f"/api/races/{race.raceId}").json()["status"] == "OPEN", timeout=10)
+    return race, api, [e["eventId"] for e in api.get(f"/api/races/{race.raceId}").json()["events"]]

@@ -20,10 +20,9 @@ from racecap.setup.models import EventDraft
 
 import blueprint
 from tests.browser.conftest import CHROMIUM
-from tests.browser.steps import accessible, console_race, unique
-from tests.browser.test_console import signed_in
+from tests.browser.steps import accessible, open_in_tokyo
+from tests.browser.test_console import signed_in_far_from_the_race
 from tests.integration.admin import wait_until
-from tests.integration.conftest import api_session
 from tests.integration.flows import concurrently, hold_and_register, runner, wait_confirmed
 
 pytestmark = [
@@ -46,19 +45,9 @@ def test_sixty_registrations_show_second_by_second_in_the_races_zone_and_replay_
     new_page, stack, backend, demo_seed, snap
 ) -> None:
     assert stack.directors is not None
-    page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900}, timezone_id="America/Los_Angeles")
-    race = console_race(
-        backend,
-        stack.directors.demo_sub,
-        opened=True,
-        name=unique("Pulse 10K"),
-        location="Odaiba",
-        timeZone="Asia/Tokyo",
-        events=[EventDraft(name="10K", cap=100, priceCents=3000), EventDraft(name="5K", cap=100, priceCents=2000)],
-    )
-    api = api_session(stack)
-    wait_until(lambda: api.get(f"/api/races/{race.raceId}").json()["status"] == "OPEN", timeout=10)
-    ten, five = (e["eventId"] for e in api.get(f"/api/races/{race.raceId}").json()["events"])
+    page = signed_in_far_from_the_race(new_page, demo_seed)
+    events = [EventDraft(name="10K", cap=100, priceCents=3000), EventDraft(name="5K", cap=100, priceCents=2000)]
+    race, api, (ten, five) = open_in_tokyo(stack, backend, "Pulse 10K", events)
     page.goto(f"{CONSOLE}#/races/{race.raceId}/live")
     expect(page.get_by_test_id("big-confirmed")).to_have_text("0")
 

@@ -19,10 +19,8 @@ from racecap.setup.models import EventDraft
 
 import blueprint
 from tests.browser.conftest import CHROMIUM
-from tests.browser.steps import accessible, console_race, unique
-from tests.browser.test_console import signed_in
-from tests.integration.admin import wait_until
-from tests.integration.conftest import api_session
+from tests.browser.steps import accessible, console_race, open_in_tokyo, unique
+from tests.browser.test_console import signed_in, signed_in_far_from_the_race
 from tests.integration.runners import Runner
 
 pytestmark = [
@@ -51,7 +49,7 @@ def test_a_race_scheduled_ahead_shows_its_time_in_the_races_zone_then_opens_with
 ) -> None:
     assert stack.directors is not None
     # The browser is in Los Angeles, the race in Tokyo: the time shown is Tokyo's.
-    page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900}, timezone_id="America/Los_Angeles")
+    page = signed_in_far_from_the_race(new_page, demo_seed)
     race = console_race(
         backend,
         stack.directors.demo_sub,
@@ -319,19 +317,8 @@ def test_the_live_view_says_when_an_event_sold_out_in_the_races_zone_within_10_s
 ) -> None:
     assert stack.directors is not None
     # The browser is in Los Angeles, the race in Tokyo: the moment is Tokyo's.
-    page = signed_in(new_page, demo_seed, viewport={"width": 1280, "height": 900}, timezone_id="America/Los_Angeles")
-    race = console_race(
-        backend,
-        stack.directors.demo_sub,
-        opened=True,
-        name=unique("Sellout 5K"),
-        location="Odaiba",
-        timeZone="Asia/Tokyo",
-        events=[EventDraft(name="5K", cap=20, priceCents=3000)],
-    )
-    api = api_session(stack)
-    wait_until(lambda: api.get(f"/api/races/{race.raceId}").json()["status"] == "OPEN", timeout=10)
-    (eid,) = [e["eventId"] for e in api.get(f"/api/races/{race.raceId}").json()["events"]]
+    page = signed_in_far_from_the_race(new_page, demo_seed)
+    race, api, (eid,) = open_in_tokyo(stack, backend, "Sellout 5K", [EventDraft(name="5K", cap=20, priceCents=3000)])
     page.goto(f"{CONSOLE}#/races/{race.raceId}/live")
     cell = page.get_by_test_id(f"sold-out-{eid}")
     expect(cell).to_have_text("—")

@@ -101,3 +101,12 @@ def ask_shirt_sizes(
         json={"questions": [shirt], "expectedVersion": 0},
     )
     assert saved.status_code == 200, saved.text
+
+
+def stock_taken(kim: Any, race_id: str, event_id: str) -> dict[str, int]:
+    """Each stocked option's units taken, summed over its shards (the questions view lists one
+    row per option and shard)."""
+    taken: dict[str, int] = {}
+    for row in kim.get(f"/api/admin/races/{race_id}/events/{event_id}/questions").json()["stock"]:
+        taken[row["optionId"]] = taken.get(row["optionId"], 0) + row["taken"]
+    return taken

@@ -20,7 +20,7 @@ from racecap.aws.keys import reg_key
 
 from local.stack import LocalStack
 
-from .admin import ask_shirt_sizes, race_body, wait_until
+from .admin import ask_shirt_sizes, race_body, stock_taken, wait_until
 from .flows import (
     hold_and_register,
     runner,
@@ -406,11 +406,6 @@ def test_a_runner_changes_their_address_the_claim_moves_old_links_stop_and_the_n
     assert [(e["target"], e["actor"]["kind"]) for e in changes] == [(reg_id, "runner")]
 
 
-def _stock(kim: Any, rid: str, eid: str) -> dict[str, int]:
-    view = kim.get(f"/api/admin/races/{rid}/events/{eid}/questions").json()
-    return {s["optionId"]: s["taken"] for s in view["stock"]}
-
-
 def test_a_runner_corrects_their_details_and_swaps_a_size_only_for_one_with_stock_and_a_cancel_returns_the_new_one(
     director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
@@ -430,7 +425,7 @@ def test_a_runner_corrects_their_details_and_swaps_a_size_only_for_one_with_stoc
         ("edit", policy["editUntil"]),
         ("cancel", view["raceDate"]),
     ]
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 1}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 1}
 
     # A typo and a date of birth: only what is sent changes; the trail names fields, not values.
     fixed = api.patch("/api/my/registration", headers=me, json={"firstName": "Ada-Marie", "dateOfBirth": "1991-01-02"})
@@ -450,19 +445,19 @@ def test_a_runner_corrects_their_details_and_swaps_a_size_only_for_one_with_stoc
         "OPTION_SOLD_OUT",
         {"answers.shirt": "Small is sold out."},
     ), sold.text
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 1}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 1}
     # Large has no limit: Medium's unit goes back in the same write.
     large = api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "L"}})
     assert large.status_code == 200 and [a["text"] for a in large.json()["answers"]] == ["Large"], large.text
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 0}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 0}
     assert api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "M"}}).status_code == 200
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 1}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 1}
 
     # A later cancellation gives back the unit the edit took, not the one registration took.
     quote = api.get("/api/my/registration/cancellation", headers=me).json()
     cancel = api.post("/api/my/registration/cancellation", headers=me, json={"amountCents": quote["amountCents"]})
     assert cancel.status_code == 200, cancel.text
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 0}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 0}
     after = api.patch("/api/my/registration", headers=me, json={"firstName": "Ada"})
     assert after.status_code == 409  # a cancelled registration has nothing to correct
 
@@ -547,7 +542,7 @@ def test_a_team_member_swaps_their_own_size_and_their_cancel_returns_the_new_uni
     assert paid.status_code == 202, paid.text
     ids = backend.holds().get(team["holdId"]).memberIds
     wait_confirmed(api, ids)
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 2, "L": 0}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 2, "L": 0}
 
     # The second member: Small is gone (their teammate has it), Large has room.
     me = {HEADER: _link_token(stack, members[1]["email"])}
@@ -555,7 +550,7 @@ def test_a_team_member_swaps_their_own_size_and_their_cancel_returns_the_new_uni
     assert (sold.status_code, sold.json()["error"]) == (409, "OPTION_SOLD_OUT"), sold.text
     large = api.patch("/api/my/registration", headers=me, json={"answers": {"shirt": "L"}})
     assert large.status_code == 200, large.text
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 1, "L": 1}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 1, "L": 1}
     recorded = [m.stock for m in backend.holds().get(team["holdId"]).attempt.team()]
     assert [[e.split("#")[1] for e in s or []] for s in recorded] == [["M"], ["L"], ["S"]]
 
@@ -563,6 +558,6 @@ def test_a_team_member_swaps_their_own_size_and_their_cancel_returns_the_new_uni
     quote = api.get("/api/my/registration/cancellation", headers=me).json()
     done = api.post("/api/my/registration/cancellation", headers=me, json={"amountCents": quote["amountCents"]})
     assert done.status_code == 200, done.text
-    assert _stock(kim, rid, eid) == {"S": 1, "M": 1, "L": 0}
+    assert stock_taken(kim, rid, eid) == {"S": 1, "M": 1, "L": 0}
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.violations

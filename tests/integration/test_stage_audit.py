@@ -32,10 +32,16 @@ pytestmark = pytest.mark.integration
 def stage(stack: LocalStack) -> Iterator[boto3.session.Session]:
     """A plain session with the standard endpoint variables, as an operator's shell has
     credentials: nothing in the audit is told it is local."""
+    from aws_lambda_powertools.utilities import parameters
+
+    # The secret is read through Powertools' process-wide provider, which keeps the client (and
+    # endpoint) of whichever stack used it first in this process: one that may have stopped.
+    parameters.clear_caches()
     with pytest.MonkeyPatch.context() as mp:
         for key, value in stack.aws_env().items():
             mp.setenv(key, value)
         yield boto3.session.Session()
+    parameters.clear_caches()
 
 
 def _audit(session: Any, race_id: str) -> AuditReport:

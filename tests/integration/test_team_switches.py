@@ -14,7 +14,7 @@ import requests
 
 from local.stack import LocalStack
 
-from .admin import ask_shirt_sizes, race_body, wait_until
+from .admin import ask_shirt_sizes, race_body, stock_taken, wait_until
 from .flows import browser_pays, runner, wait_confirmed, wait_for_audit
 from .test_own_entry import HEADER, _day, _link_token, _mail, _refunds_at_provider
 from .test_switches import _events
@@ -65,11 +65,6 @@ def _team(
     return ids, members
 
 
-def _stock(kim: Any, rid: str, eid: str) -> dict[str, int]:
-    stock = kim.get(f"/api/admin/races/{rid}/events/{eid}/questions").json()["stock"]
-    return {o: sum(s["taken"] for s in stock if s["optionId"] == o) for o in ("M", "L")}
-
-
 def test_a_captain_moves_the_whole_team_to_a_dearer_event_with_its_sizes_and_a_member_alone_is_refused(
     director: Any, api: requests.Session, stack: LocalStack, backend: Any
 ) -> None:
@@ -78,7 +73,7 @@ def test_a_captain_moves_the_whole_team_to_a_dearer_event_with_its_sizes_and_a_m
     ask_shirt_sizes(kim, rid, half, SIZES, required=True)
     _open(kim, api, rid)
     ids, members = _team(api, backend, rid, ten, 3, "crew", ("M", "M", "L"))
-    assert _stock(kim, rid, ten) == {"M": 2, "L": 1}
+    assert stock_taken(kim, rid, ten) == {"M": 2, "L": 1}
 
     # A member alone: refused, their captain moves the team.
     member = {HEADER: _link_token(stack, members[1]["email"])}
@@ -109,8 +104,8 @@ def test_a_captain_moves_the_whole_team_to_a_dearer_event_with_its_sizes_and_a_m
 
     regs = [backend.registrations().get(r) for r in ids]
     assert [(r.eventId, r.bib, r.status, r.switches) for r in regs] == [(half, b, "CONFIRMED", 1) for b in (1, 2, 3)]
-    assert _stock(kim, rid, ten) == {"M": 0, "L": 0}
-    assert _stock(kim, rid, half) == {"M": 2, "L": 1}
+    assert stock_taken(kim, rid, ten) == {"M": 0, "L": 0}
+    assert stock_taken(kim, rid, half) == {"M": 2, "L": 1}
     events = _events(kim, rid)
     assert (events[ten]["confirmed"], events[ten]["switchedOut"]) == (0, 3)
     assert (events[half]["confirmed"], events[half]["switchedIn"]) == (3, 3)

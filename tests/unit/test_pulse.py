@@ -193,6 +193,27 @@ def test_given_minutes_in_redis_when_copied_and_redis_loses_them_then_the_copy_a
     assert [(g.start, g.end) for g in replay.gaps] == [(T0 + 60, T0 + 300)]
 
 
+def test_given_a_minute_the_copy_cannot_write_when_copying_then_the_others_are_copied_and_it_is_tried_again() -> None:
+    redis, copies, now = FakeRedis(), FakeCopies(), [float(T0 + 10)]
+    p = kernel.Pulse(lambda: redis, clock=lambda: now[0])  # type: ignore[arg-type, return-value]
+    for race_id in ("r1", "r2"):
+        p.count(race_id, kernel.HOLDS, "e1")
+    p.flush()
+    put = copies.put_minute
+
+    def refuse_r1(race_id: str, minute: int, counts: dict[str, int]) -> None:
+        if race_id == "r1":
+            raise RuntimeError("item too large")
+        put(race_id, minute, counts)
+
+    copies.put_minute = refuse_r1  # type: ignore[method-assign]
+    now[0] = T0 + 120
+    assert _series(redis, copies, now).copy() == {"copied": 1, "failed": 1, "redisDown": 0}
+    assert redis.sets[kernel.MINUTES_SET] == {f"r1:{T0 // 60}"}  # still listed for the next run
+    copies.put_minute = put  # type: ignore[method-assign]
+    assert _series(redis, copies, now).copy()["copied"] == 1 and ("r1", T0 // 60) in copies.items
+
+
 def test_given_redis_unreadable_when_viewing_then_uncopied_minutes_are_gaps_not_zeros() -> None:
     redis, copies, now = FakeRedis(), FakeCopies(), [float(T0 + 150)]
     copies.through = T0 // 60  # the copy has read the first minute (it had nothing)

@@ -269,6 +269,10 @@ class Scenario:
     places: Callable[[BurstConfig], int] = default_places  # places in total unless --cap
     stack_env: Callable[[BurstConfig], dict[str, str]] | None = None  # for a dedicated stack
     persist_queues: bool = False  # a dedicated stack's ElasticMQ keeps queues and messages on disk
+    # The per-second counts are checked against the audit, Artillery and the provider afterwards
+    # (tools/burst/pulse_check.py); False for a scenario that kills Redis, which loses what it
+    # held (the view shows those seconds as gaps): the figures are reported, not compared.
+    pulse_exact: bool = True
     before: Callable[[BurstRun], None] | None = None
     during_end: Callable[[BurstRun], None] | None = None
     after: Callable[[BurstRun, dict[str, Any]], list[str]] | None = None

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 # The longest span one read covers (six hours of seconds): a replay of a whole day is read in
 # parts, so no request reads more than 360 minutes.
 MAX_SPAN_S = 6 * 3600
+DEFAULT_SPAN_S = 600  # the live view's ten minutes
 SINCE_KEY = "pulse:since"
 KEEP_GAPS = 200  # the copy's state keeps the newest gap ranges (a Redis restart is one)
 
@@ -169,11 +170,12 @@ class PulseSeries:
         self._now = clock
 
     # -- the live view and the replay ----------------------------------------------------------
-    def view(self, race: Race, events: list[Event], start: int, end: int | None = None) -> PulseView:
-        """Seconds [start, end) of the race's counts (``end``: now), at most ``MAX_SPAN_S``."""
+    def view(self, race: Race, events: list[Event], start: int | None = None, end: int | None = None) -> PulseView:
+        """Seconds [start, end) of the race's counts (``end``: now; ``start``: ``DEFAULT_SPAN_S``
+        before it), at most ``MAX_SPAN_S``."""
         now = int(self._now())
         end = min(now + 1, end if end is not None else now + 1)
-        start = max(start, end - MAX_SPAN_S)
+        start = max(start if start is not None else end - DEFAULT_SPAN_S, end - MAX_SPAN_S)
         minutes = range(start // 60, (end - 1) // 60 + 1) if end > start else range(0)
         durable = self._copies.minutes(race.raceId, minutes.start, minutes.stop - 1) if minutes else {}
         try:
@@ -238,15 +240,20 @@ class PulseSeries:
             # Redis holds counts only since `since`: what it held between is gone uncopied.
             gaps.append((through + 1, since))
             logger.warning("pulse: minutes lost with Redis", extra={"from": through + 1, "to": since})
-        copied = 0
+        copied = failed = 0
         for race_id, minute in sorted(written, key=lambda w: w[1]):
             if minute >= now_minute - 1:
                 continue  # still filling (a late flush lands seconds after its minute)
-            self._copies.put_minute(race_id, minute, self._redis.minute(race_id, minute))
+            try:
+                self._copies.put_minute(race_id, minute, self._redis.minute(race_id, minute))
+            except Exception:  # one minute that cannot be written never holds the others back
+                logger.exception("pulse copy: a minute was not copied", extra={"raceId": race_id, "minute": minute})
+                failed += 1
+                continue  # still listed: the next run tries it again
             self._redis.copied(race_id, minute)
             copied += 1
         self._copies.set_state(max(through, now_minute - 2), gaps)
-        return {"copied": copied, "redisDown": 0}
+        return {"copied": copied, "failed": failed, "redisDown": 0}
 
 
 def _counts_in(got: MinuteCounts, start: int, end: int) -> Iterable[PulseCount]:

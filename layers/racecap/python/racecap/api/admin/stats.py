@@ -46,7 +46,9 @@ def stats(raceId: str, minutes: Annotated[int, Query(ge=1, le=1440)] = 60) -> Re
 
 
 SECONDS = "Unix epoch seconds"
-Start = Annotated[int, Query(ge=0, description=f"The first second ({SECONDS}).")]
+Start = Annotated[
+    int | None, Query(ge=0, description=f"The first second ({SECONDS}); ten minutes before the end if absent.")
+]
 End = Annotated[int | None, Query(ge=0, description=f"The second after the last ({SECONDS}); now if absent.")]
 
 
@@ -65,10 +67,8 @@ End = Annotated[int | None, Query(ge=0, description=f"The second after the last 
 @tracer.capture_method
 def pulse(
     raceId: str,
-    start: Annotated[int, Query(ge=0, description=f"The first second ({SECONDS}).")],
-    end: Annotated[
-        int | None, Query(ge=0, description=f"The second after the last ({SECONDS}); now if absent.")
-    ] = None,
+    start: Start = None,
+    end: End = None,
 ) -> Response[PulseView]:
     _, race, events = _owned(raceId)
     return as_json(200, pulse_series().view(race, events, start, end))
@@ -86,10 +86,8 @@ def pulse(
 @tracer.capture_method
 def pulse_csv(
     raceId: str,
-    start: Annotated[int, Query(ge=0, description=f"The first second ({SECONDS}).")],
-    end: Annotated[
-        int | None, Query(ge=0, description=f"The second after the last ({SECONDS}); now if absent.")
-    ] = None,
+    start: Start = None,
+    end: End = None,
 ) -> Response[str]:
     _, race, events = _owned(raceId)
     view = pulse_series().view(race, events, start, end)
