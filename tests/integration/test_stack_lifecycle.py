@@ -171,12 +171,18 @@ def test_a_stack_killed_hard_leaves_no_process_behind(tmp_path: Path, pollers_ki
     try:
         deadline = time.monotonic() + STARTUP_S
         assert proc.stdout is not None
+        said: list[str] = []  # what the stack printed: the failure's own account if it never served
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
+            said.append(line)
             if "Press Ctrl-C to stop" in line or not line:
                 break
         url = f"http://127.0.0.1:{ports['gateway']}"
-        assert requests.get(f"{url}/api/races", timeout=30).status_code == 200
+        try:
+            served = requests.get(f"{url}/api/races", timeout=30).status_code
+        except requests.ConnectionError as exc:
+            raise AssertionError(f"the stack never served (exit {proc.poll()}): {''.join(said[-30:])}") from exc
+        assert served == 200
         children = _descendants(proc.pid)
         pollers = [p for p in children if "local.pollers" in _cmdline(p) or _cmdline(p) == ""]
         assert len(children) >= 7 and pollers, children

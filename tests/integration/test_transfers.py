@@ -19,9 +19,9 @@ from racecap.aws.keys import hold_key
 
 from local.stack import LocalStack
 
-from .admin import wait_until
+from .admin import stock_taken, wait_until
 from .flows import browser_pays, hold_and_register, runner, wait_confirmed, wait_for_audit
-from .test_own_entry import HEADER, _day, _link_token, _mail, _race, _refunds_at_provider, _stock
+from .test_own_entry import HEADER, _day, _link_token, _mail, _race, _refunds_at_provider
 
 pytestmark = pytest.mark.integration
 
@@ -98,7 +98,7 @@ def test_a_place_handed_over_keeps_its_bib_replaces_the_runner_everywhere_and_sw
     assert (reg.email, reg.dateOfBirth, reg.transfers, reg.transferOffer) == (grace, "1992-12-09", 1, None)
     attempt = _hold(backend, hold_id)["attempt"]
     assert (attempt["email"], attempt["firstName"], attempt["dateOfBirth"]) == (grace, "Grace", "1992-12-09")
-    assert attempt["stock"] == [] and _stock(kim, rid, eid)["M"] == 0  # Medium went back with Ada's answers
+    assert attempt["stock"] == [] and stock_taken(kim, rid, eid)["M"] == 0  # Medium went back with Ada's answers
     assert wait_until(lambda: _mail(stack, grace, "transfer-confirmed"), timeout=45)
     assert wait_until(lambda: _mail(stack, ada, "transferred-away"), timeout=45)
 
@@ -273,7 +273,7 @@ def test_a_team_member_hands_over_their_own_place_and_the_team_keeps_the_rest(
     team_members = _hold(backend, team["holdId"])["attempt"]["members"]
     assert [m["email"] for m in team_members] == [members[0]["email"], new, members[2]["email"]]
     assert team_members[1]["stock"][0].startswith("shirt#L#") and team_members[0]["stock"][0].startswith("shirt#M#")
-    assert _stock(kim, rid, eid) == {"M": 2, "L": 1}
+    assert stock_taken(kim, rid, eid) == {"M": 2, "L": 1}
     assert backend.registrations().get(ids[1]).teamName == "Handover"
     assert not _anywhere(backend, second)
     # The organiser's rule: a place taken over may be cancelled, not refunded (the teammates' may).
