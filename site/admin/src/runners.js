@@ -21,8 +21,10 @@ export async function runnersPage(api, raceId, subnav) {
   const exportBox = h('p', { role: 'status' });
   let cursor = null;
   let shown = 0;
+  let latest = 0; // the newest load: an older one's answer, arriving after it, is dropped
 
   async function load(reset) {
+    const mine = ++latest;
     if (reset) {
       rows.replaceChildren();
       cursor = null;
@@ -34,6 +36,8 @@ export async function runnersPage(api, raceId, subnav) {
     if (statusSel.value) query.set('status', statusSel.value);
     if (cursor) query.set('cursor', cursor);
     const page = await api.get(`/races/${enc(raceId)}/registrations?${query}`);
+    // A search sent before the first page arrived: both would land in the table otherwise.
+    if (mine !== latest) return;
     for (const r of page.registrations) rows.append(row(r));
     shown += page.registrations.length;
     cursor = page.nextCursor;
