@@ -16,10 +16,11 @@ import pytest
 import requests
 
 from local.stack import LocalStack
+from tools.burst.pulse_check import failed_charges
 
 from .admin import DirectorSession, wait_until
 from .conftest import api_session
-from .flows import concurrently, hold, register, runner, standin, wait_confirmed
+from .flows import concurrently, hold, register, runner, wait_confirmed
 
 pytestmark = pytest.mark.integration
 
@@ -71,19 +72,10 @@ def opening(stack: LocalStack) -> Iterator[dict[str, Any]]:
         "start": start,
         "held": held,
         "refused": refused,
-        "declined": _failed_charges(stack, rid),
+        "declined": failed_charges(stack, rid),
     }
     kim.close()
     api.close()
-
-
-def _failed_charges(stack: LocalStack, race_id: str) -> int:
-    """The provider's own word: its payment_failed events for this race's payments."""
-    resp = standin(stack).get(
-        f"{stack.stripe_url}/v1/events", params={"type": "payment_intent.payment_failed", "limit": 100}
-    )
-    resp.raise_for_status()
-    return sum(1 for e in resp.json()["data"] if e["data"]["object"]["metadata"].get("raceId") == race_id)
 
 
 def _pulse(kim: Any, rid: str, start: int, path: str = "pulse", **params: Any) -> requests.Response:

@@ -68,6 +68,16 @@ def minute_key(race_id: str, minute: int) -> str:
     return f"{KEY_PREFIX}{race_id}:{minute}"
 
 
+def minutes_member(race_id: str, minute: int) -> str:
+    """A race-minute's member of ``MINUTES_SET``."""
+    return f"{race_id}:{minute}"
+
+
+def parse_member(raw: str) -> tuple[str, int]:
+    race_id, _, minute = raw.rpartition(":")
+    return race_id, int(minute)
+
+
 def field(second: int, event_id: str, name: str) -> str:
     return f"{second}|{event_id}|{name}"
 
@@ -87,7 +97,7 @@ class Pulse:
         self._skip_until = 0.0
         # Race-minutes this environment has already given a lifetime and listed for the copy:
         # its later flushes into them are one HINCRBY each, not three commands.
-        self._announced: set[str] = set()
+        self._announced: set[tuple[str, int]] = set()
 
     def count(self, race_id: str, name: str, event_id: str = NO_EVENT, n: int = 1) -> None:
         if n > 0:
@@ -118,22 +128,20 @@ class Pulse:
 
     def _send(self, batch: Counts) -> None:
         pipe = self._client().pipeline(transaction=False)
-        minutes: set[str] = set()
+        minutes: set[tuple[str, int]] = set()
         for (second, race_id, event_id, name), n in batch.items():
-            key = minute_key(race_id, second // 60)
-            pipe.hincrby(key, field(second, event_id, name), n)
-            minutes.add(f"{race_id}:{second // 60}")
+            pipe.hincrby(minute_key(race_id, second // 60), field(second, event_id, name), n)
+            minutes.add((race_id, second // 60))
         # A minute already announced by this environment is listed still, unless it is old enough
         # that the copy may have taken it off the list (counts kept while Redis was down).
         recent = int(self._clock()) // 60 - 1
-        new = {m for m in minutes if m not in self._announced or int(m.rsplit(":", 1)[1]) < recent}
-        for member in new:
-            race_id, minute = member.rsplit(":", 1)
-            pipe.expire(minute_key(race_id, int(minute)), KEEP_S)
+        new = {m for m in minutes if m not in self._announced or m[1] < recent}
+        for race_id, minute in new:
+            pipe.expire(minute_key(race_id, minute), KEEP_S)
         if new:
-            pipe.sadd(MINUTES_SET, *sorted(new))
+            pipe.sadd(MINUTES_SET, *sorted(minutes_member(*m) for m in new))
         pipe.execute()
-        self._announced = {m for m in self._announced | minutes if int(m.rsplit(":", 1)[1]) >= recent}
+        self._announced = {m for m in self._announced | minutes if m[1] >= recent}
 
     def _keep(self, batch: Counts) -> None:
         for k, n in batch.items():

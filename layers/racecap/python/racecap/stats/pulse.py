@@ -31,6 +31,7 @@ from racecap.aws.items import from_item, query_all, to_item, values
 from racecap.aws.keys import pulse_copy_key, pulse_minute_sk, pulse_pk
 from racecap.models import Model
 from racecap.observability import logger, metrics
+from racecap.pulse import KEEP_S
 from racecap.races.models import Event, Race
 
 if TYPE_CHECKING:
@@ -103,18 +104,15 @@ class RedisPulse:
 
     def written(self) -> list[tuple[str, int]]:
         """The race-minutes written and not copied yet."""
-        out = []
-        for member in self._client().smembers(pulse.MINUTES_SET):  # type: ignore[union-attr]
-            race_id, _, minute = str(member).rpartition(":")
-            out.append((race_id, int(minute)))
-        return out
+        members = self._client().smembers(pulse.MINUTES_SET)
+        return [pulse.parse_member(str(m)) for m in members]  # type: ignore[union-attr]
 
     def minute(self, race_id: str, minute: int) -> MinuteCounts:
         raw = self._client().hgetall(pulse.minute_key(race_id, minute))
         return {str(k): int(v) for k, v in raw.items()}  # type: ignore[union-attr]
 
     def copied(self, race_id: str, minute: int) -> None:
-        self._client().srem(pulse.MINUTES_SET, f"{race_id}:{minute}")
+        self._client().srem(pulse.MINUTES_SET, pulse.minutes_member(race_id, minute))
 
 
 class DynamoPulseCopies:
@@ -177,14 +175,21 @@ class PulseSeries:
         end = min(now + 1, end if end is not None else now + 1)
         start = max(start if start is not None else end - DEFAULT_SPAN_S, end - MAX_SPAN_S)
         minutes = range(start // 60, (end - 1) // 60 + 1) if end > start else range(0)
-        durable = self._copies.minutes(race.raceId, minutes.start, minutes.stop - 1) if minutes else {}
         try:
             live, since = self._redis.read(race.raceId, minutes)
             redis_up = True
         except Exception as exc:  # Redis down: what the copy has, and gaps where it has nothing
             logger.warning("pulse: Redis not readable; reading the copy", extra={"error": str(exc)})
             live, since, redis_up = {}, None, False
-        through, lost = self._copies.state()
+        # Redis vouches for every minute it has held since `since` and still keeps: a live view's
+        # poll then reads nothing from DynamoDB (the copy and its state only answer for the rest).
+        vouched = redis_up and since is not None and since <= minutes.start and minutes.start * 60 > now - KEEP_S
+        durable: dict[int, MinuteCounts] = {}
+        lost: list[tuple[int, int]] = []
+        through = 0
+        if minutes and not vouched:
+            durable = self._copies.minutes(race.raceId, minutes.start, minutes.stop - 1)
+            through, lost = self._copies.state()
         counts: list[PulseCount] = []
         gap_minutes: list[int] = []
         for m in minutes:
