@@ -24,10 +24,13 @@ here on first use).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
+import fcntl
 import http.client
 import os
+import random
 import re
 import shutil
 import signal
@@ -35,6 +38,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -137,11 +141,54 @@ class ServerProcess:
 # -- ports -------------------------------------------------------------------------------------
 
 
+# Ports handed out by ``free_port`` come from below the kernel's ephemeral range: a port the OS
+# picks with bind(0) is also the source port of the next outgoing connection, and a stack binds
+# its ports seconds to minutes after picking them (the edge last), so another process's client
+# socket took one in between (seen as PortInUseError in a fresh-clone run with two workers).
+_PICK_LOW = 20000
+_RESERVED_DIR = Path(tempfile.gettempdir()) / "racecap-ports"
+# A picked port stays reserved (an flock other processes see) until this many later picks: far
+# longer than any stack takes from picking its ports to binding them, and a bounded fd count.
+_RESERVATIONS_KEPT = 64
+_reservations: collections.deque[int] = collections.deque()
+_reservations_lock = threading.Lock()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _reserve(port: int) -> bool:
+    """Hold an exclusive lock on the port's file; False when another process holds it."""
+    _RESERVED_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(_RESERVED_DIR / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _reservations.append(fd)
+    while len(_reservations) > _RESERVATIONS_KEPT:
+        os.close(_reservations.popleft())  # closing the fd releases its lock
+    return True
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
+    """A TCP port on 127.0.0.1 that is free now and that no other caller of this function gets.
+
+    Picked at random below the ephemeral range and locked across processes (see above), so two
+    test workers' stacks, or a client socket, cannot take it between the pick and the bind.
+    """
+    high = max(_PICK_LOW + 1000, _ephemeral_low())
+    with _reservations_lock:
+        for _ in range(500):
+            port = random.randrange(_PICK_LOW, high)
+            if not port_in_use(port) and _reserve(port):
+                return port
+    raise ServerError(f"no free port found in {_PICK_LOW}-{high - 1}")
 
 
 def port_in_use(port: int) -> bool:

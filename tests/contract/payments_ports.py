@@ -8,7 +8,6 @@ could not, and the skips it needed, are gone); another provider joins by adding 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import urllib3
 from racecap.payments.port import PaymentProvider
 from racecap.payments.stripe_provider import StripeKeys, StripePaymentProvider
 
+from local import servers
 from local.stripe_standin.server import Keys as StandInKeys
 from local.stripe_standin.webhooks import sign as stripe_sign
 from tests.fakes.payments import FakePaymentProvider
@@ -58,19 +58,13 @@ def fake_port() -> Iterator[PortUnderTest]:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # The contract's cases come faster than Stripe's limits (25/s per account and per endpoint).
 NO_RATE_LIMITS = ("--rate-limit", "0", "--endpoint-rate-limit", "0")
 
 
 def stripe_port() -> Iterator[PortUnderTest]:
     """The Stripe adapter (the official SDK) against the Stripe stand-in (its own process)."""
-    port = _free_port()
+    port = servers.free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "local.stripe_standin", "--port", str(port), *NO_RATE_LIMITS],
         cwd=ROOT,

@@ -33,6 +33,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from local import servers
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,12 +206,6 @@ class Server:
         return self.log.read_text(errors="replace")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def run_server(log_dir: Path, lambda_url: str, *extra: str) -> Iterator[Server]:
     node, why = _find_node()
@@ -218,7 +214,7 @@ def run_server(log_dir: Path, lambda_url: str, *extra: str) -> Iterator[Server]:
     env, why = _modules_env()
     if env is None:
         pytest.skip(why)
-    port = _free_port()
+    port = servers.free_port()
     log = log_dir / f"stepfunctions-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
