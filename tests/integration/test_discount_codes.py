@@ -303,3 +303,70 @@ def test_a_code_removed_after_the_card_step_puts_the_intent_back_to_the_held_pri
     report = wait_for_audit(stack, backend, rid)
     assert report.ok, report.summary()
     assert (report.confirmed, report.charges_succeeded, report.refunds) == (1, 1, 0)
+
+
+def _stats_codes(director: Any, race_id: str, want: dict[str, int] | None = None) -> dict[str, tuple[int, Any]]:
+    """The stats' code uses, {code: (used, limit)}; with ``want``, read until they are that
+    (the stats are cached for two seconds)."""
+    deadline = time.monotonic() + 10
+    while True:
+        codes = director.get(f"/api/admin/races/{race_id}/stats").json()["codes"]
+        got = {c["code"]: (c["used"], c["limit"]) for c in codes}
+        if want is None or all(got.get(c, (None,))[0] == n for c, n in want.items()) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.3)
+
+
+def test_the_stats_read_code_uses_from_a_copy_kept_as_uses_move_not_from_every_codes_shards(
+    director: Any, api: Any, backend: Any
+) -> None:
+    ivy = director("ivy-codes")
+    _, rid, (eid,) = _race(ivy, (20,))
+    _code(ivy, rid, code="CLUB", kind="PERCENT", percent=10, maxUses=5)
+    _code(ivy, rid, code="OPEN", kind="PERCENT", percent=5)
+    sponsor = ivy.post(
+        f"/api/admin/races/{rid}/codes/bulk", json={"count": 300, "prefix": "ACME", "kind": "PERCENT", "percent": 50}
+    )
+    assert sponsor.status_code == 201, sponsor.text
+    assert len(_stats_codes(ivy, rid)) == 302  # the first read builds the copy from the shards
+    copy = f"codeuses:{rid}"
+    assert backend.redis.hget(copy, "l:CLUB") == "5" and backend.redis.hget(copy, "l:OPEN") == ""
+    assert 0 < backend.redis.ttl(copy) <= 600  # built again from the shards within ten minutes
+
+    # Uses move the copy as they happen: applied, replaced, given back with the place.
+    a, b = (hold(api, rid, eid).json()["holdId"] for _ in range(2))
+    assert api.put(f"/api/holds/{a}/code", json={"code": "club"}).status_code == 200
+    assert api.put(f"/api/holds/{b}/code", json={"code": "club"}).status_code == 200
+    assert _stats_codes(ivy, rid, {"CLUB": 2})["CLUB"] == (2, 5)
+    assert api.put(f"/api/holds/{b}/code", json={"code": "open"}).status_code == 200
+    assert api.delete(f"/api/holds/{a}").status_code == 204
+    moved = _stats_codes(ivy, rid, {"CLUB": 0, "OPEN": 1})
+    assert (moved["CLUB"], moved["OPEN"]) == ((0, 5), (1, None))
+    assert _uses_in_dynamodb(backend, rid, "CLUB")[0] == 0 and _uses_in_dynamodb(backend, rid, "OPEN")[0] == 1
+
+    # The stats read the copy, not the shards: a shard changed behind the service's back is
+    # not seen until the copy is built again (here: dropped, as its expiry would).
+    backend.dynamodb.update_item(
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"CODE#{rid}#CLUB", "sk": "SHARD#000"}),
+        UpdateExpression="SET taken = :n",
+        ExpressionAttributeValues=values({":n": 3}),
+    )
+    time.sleep(2.5)  # past the stats' own cache
+    assert _stats_codes(ivy, rid)["CLUB"] == (0, 5)
+    backend.redis.delete(copy)
+    assert _stats_codes(ivy, rid, {"CLUB": 3, "OPEN": 1})["CLUB"] == (3, 5)
+
+    # A new code drops the copy: the next read builds it with the code.
+    _code(ivy, rid, code="LATE", kind="AMOUNT", amountCents=100, maxUses=2)
+    assert _stats_codes(ivy, rid, {"LATE": 0})["LATE"] == (0, 2)
+    assert len(_stats_codes(ivy, rid)) == 303
+
+    # Put back what the test changed behind the service's back (audits read the shards).
+    backend.dynamodb.update_item(
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"CODE#{rid}#CLUB", "sk": "SHARD#000"}),
+        UpdateExpression="SET taken = :n",
+        ExpressionAttributeValues=values({":n": 0}),
+    )
+    backend.redis.delete(copy)

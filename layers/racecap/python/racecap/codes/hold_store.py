@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from racecap.aws.transactions import transact
+from racecap.holds.code_tally import Move
 from racecap.holds.models import (
     Hold,
     HoldPhase,
@@ -47,11 +48,15 @@ class DynamoCodeHolds(DynamoHolds):
             if email:
                 vals[":email"] = email
         items = [self._update_hold(hold, expression, condition, vals)]
+        moves: list[Move] = []
         if code is not None and shard is not None:
             items.append(self.code_take(hold.raceId, code, shard))
+            moves.append((hold.raceId, code, 1))
         if hold.code and hold.codeShard:
             items.append(self.code_give_back(hold.raceId, hold.code, hold.codeShard))
+            moves.append((hold.raceId, hold.code, -1))
         transact(self._db, items)
+        self.tally_codes(moves)
 
     def begin_reprice(self, hold: Hold, reprice: Reprice) -> None:
         """Record a code change on a PAYING hold whose intent is ``hold.intentId``, taking the
@@ -75,3 +80,5 @@ class DynamoCodeHolds(DynamoHolds):
         if reprice.code and reprice.shard:
             items.append(self.code_take(hold.raceId, reprice.code, reprice.shard))
         transact(self._db, items)
+        if reprice.code and reprice.shard:
+            self.tally_codes([(hold.raceId, reprice.code, 1)])

@@ -68,6 +68,7 @@ from racecap.payments.port import IntentStatus, PaymentProvider, PaymentRejected
 
 if TYPE_CHECKING:
     from racecap.audit.service import AuditTrail
+    from racecap.holds.code_tally import CodeTally
     from racecap.models import Director
     from racecap.races.catalog import RaceDefinitions
     from racecap.setup.service import RaceAdmin
@@ -106,10 +107,11 @@ def discounted(price: int, currency: str, terms: CodeTerms) -> int:
 class CodesAdmin:
     """The director's side: make codes (one, or a single-use batch), list them with uses."""
 
-    def __init__(self, store: CodeStore, races: RaceAdmin, audit: AuditTrail) -> None:
+    def __init__(self, store: CodeStore, races: RaceAdmin, audit: AuditTrail, tally: CodeTally | None = None) -> None:
         self._store = store
         self._races = races
         self._audit = audit
+        self._tally = tally  # the stats' copy of code uses: built again with new codes
 
     def _terms_for(self, director: Director, race_id: str, terms: CodeTerms) -> CodeTerms:
         race, events = self._races.owned(director, race_id)
@@ -145,6 +147,7 @@ class CodesAdmin:
             self._store.create([stored], audit)
         except CodeExists as exc:
             raise CodeTaken(f"The race already has a code {draft.code}.", fields={"code": "Already exists."}) from exc
+        self._made(race_id)
         return _view(stored, 0)
 
     def bulk(
@@ -166,7 +169,12 @@ class CodesAdmin:
             self._store.create(stored, audit)
         except CodeExists as exc:  # a random code equal to an existing one: the batch is refused whole
             raise CodeTaken(f"Codes {', '.join(exc.codes)} exist already; ask again.") from exc
+        self._made(race_id)
         return codes
+
+    def _made(self, race_id: str) -> None:
+        if self._tally is not None:
+            self._tally.forget(race_id)
 
     def list(self, director: Director, race_id: str) -> CodeList:
         self._races.owned(director, race_id)
@@ -400,12 +408,19 @@ class Discounts:
         return event.price_at(hold.createdAt), event.currency
 
 
-def code_uses(store: CodeStore, race_id: str) -> list[CodeUses]:
-    """Uses against limits, per code of the race (one query and one batch read of the shards)."""
-    codes = store.of_race(race_id)
-    uses = store.uses(codes) if codes else {}
-    ordered = sorted(codes, key=lambda c: c.code)
-    return [CodeUses(code=c.code, used=uses.get(c.code, 0), limit=c.maxUses) for c in ordered]
+def code_uses(store: CodeStore, tally: CodeTally, race_id: str) -> list[CodeUses]:
+    """Uses against limits, per code of the race, for the director's stats: from the copy kept
+    as uses move (one Redis read whatever the number of codes), built from the codes and their
+    shards when there is none to trust (``holds.code_tally``)."""
+    kept = tally.read(race_id)
+    if kept is None:
+        codes = store.of_race(race_id)
+        uses = store.uses(codes) if codes else {}
+        limits = {c.code: c.maxUses for c in codes}
+        tally.seed(race_id, uses, limits)
+    else:
+        uses, limits = kept
+    return [CodeUses(code=code, used=uses.get(code, 0), limit=limits[code]) for code in sorted(limits)]
 
 
 def _random_part() -> str:

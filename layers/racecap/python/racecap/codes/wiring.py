@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 def code_holds() -> DynamoCodeHolds:
     """A code's writes on a hold (change it, begin a re-price), beside the hold's own."""
     from racecap.codes.hold_store import DynamoCodeHolds
+    from racecap.holds.wiring import code_tally
 
-    return DynamoCodeHolds(clients.dynamodb(), get_settings().inventory_table)
+    return DynamoCodeHolds(clients.dynamodb(), get_settings().inventory_table, code_tally())
 
 
 @lru_cache(maxsize=1)
@@ -46,13 +47,15 @@ def discounts() -> Discounts:
 def codes_admin() -> CodesAdmin:
     from racecap.audit.wiring import audit_trail
     from racecap.codes.service import CodesAdmin
+    from racecap.holds.wiring import code_tally
     from racecap.setup.wiring import race_admin
 
-    return CodesAdmin(code_store(), race_admin(), audit_trail())
+    return CodesAdmin(code_store(), race_admin(), audit_trail(), code_tally())
 
 
 def race_code_uses(race_id: str) -> list[CodeUses]:
     """Each code of the race with its uses and limit, for the director's stats."""
     from racecap.codes.service import code_uses
+    from racecap.holds.wiring import code_tally
 
-    return code_uses(code_store(), race_id)
+    return code_uses(code_store(), code_tally(), race_id)

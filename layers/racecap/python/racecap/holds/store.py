@@ -32,6 +32,7 @@ from racecap.aws.keys import (
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.errors import Busy, TooManyHolds
+from racecap.holds.code_tally import CodeTally, Move
 from racecap.holds.models import (
     Hold,
     HoldPhase,
@@ -109,10 +110,11 @@ def hold_from_item(item: dict[str, Any]) -> Hold:
 
 
 class DynamoHolds:
-    def __init__(self, client: Any, table: str) -> None:
+    def __init__(self, client: Any, table: str, tally: CodeTally | None = None) -> None:
         self._db = client
         self._table = table
         self._returns = DynamoPlaceReturns(client, table)
+        self._tally = tally
 
     # -- places -------------------------------------------------------------------------
     def claim(self, hold: Hold, shards: list[str], avoid: set[str] | None = None) -> Hold | None:
@@ -400,10 +402,22 @@ class DynamoHolds:
                 if place.line_moved(exc, items):
                     continue  # a runner joined (or left) the line meanwhile: the place may go the other way
                 raise
+            self.tally_codes(
+                [(hold.raceId, hold.code, -1)] if hold.code and hold.codeShard else [],
+                [(hold.raceId, hold.reprice.code, -1)]
+                if hold.reprice and hold.reprice.code and hold.reprice.shard
+                else [],
+            )
             return place.freed
         raise Busy("The waitlist kept changing while the place was freed; please retry.", retry_after=1)
 
     # -- discount codes ---------------------------------------------------------------------
+    def tally_codes(self, *moves: list[Move]) -> None:
+        """After a transaction with ``code_take``/``code_give_back`` items committed: the
+        uses it moved, for the copy the director's stats read (``holds.code_tally``)."""
+        if self._tally is not None:
+            self._tally.moved(m for group in moves for m in group)
+
     def code_take(self, race_id: str, code: str, shard: str) -> TransactItem:
         """One use of ``code`` on ``shard``, only while that shard has one left."""
         return update_item(
@@ -444,17 +458,21 @@ class DynamoHolds:
             )
             vals.update({":code": reprice.code, ":shard": reprice.shard, ":list": reprice.listCents})
         items = [self._update_change(hold, expression, vals)]
+        moves: list[Move] = []
         if hold.code and hold.codeShard:
             items.append(self.code_give_back(hold.raceId, hold.code, hold.codeShard))
-        return self._reprice_write(items)
+            moves.append((hold.raceId, hold.code, -1))
+        return self._reprice_write(items, moves)
 
     def undo_reprice(self, hold: Hold, reprice: Reprice) -> bool:
         """The provider refused the change (the intent was paid or cancelled meanwhile): forget
         it and give its use back. False: finished or undone by someone else first."""
         items = [self._update_change(hold, "REMOVE reprice", {":change": reprice.changeId})]
+        moves: list[Move] = []
         if reprice.code and reprice.shard:
             items.append(self.code_give_back(hold.raceId, reprice.code, reprice.shard))
-        return self._reprice_write(items)
+            moves.append((hold.raceId, reprice.code, -1))
+        return self._reprice_write(items, moves)
 
     def _update_change(self, hold: Hold, expression: str, vals: dict[str, Any]) -> TransactItem:
         """An Update of the hold only while it names this change (in whatever phase: a hold
@@ -462,16 +480,15 @@ class DynamoHolds:
         condition = "reprice.changeId = :change"
         return update_item(self._table, hold_key(hold.holdId), expression, condition=condition, vals=vals)
 
-    def _reprice_write(self, items: list[TransactItem]) -> bool:
+    def _reprice_write(self, items: list[TransactItem], moves: list[Move]) -> bool:
         try:
             transact(self._db, items)
         except ConditionFailed as exc:
             if exc.first == 0:
                 return False
             raise
+        self.tally_codes(moves)
         return True
-
-        # already QUEUED/CONFIRMED by a concurrent retry or the writer: same outcome
 
     # -- the sweeper's view ----------------------------------------------------------------------
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:

@@ -10,6 +10,7 @@ from racecap import clients
 from racecap.config import get_settings
 
 if TYPE_CHECKING:
+    from racecap.holds.code_tally import CodeTally
     from racecap.holds.service import HoldService
     from racecap.holds.snapshots import HoldSnapshots
     from racecap.holds.store import DynamoHolds
@@ -19,7 +20,16 @@ if TYPE_CHECKING:
 def holds() -> DynamoHolds:
     from racecap.holds.store import DynamoHolds
 
-    return DynamoHolds(clients.dynamodb(), get_settings().inventory_table)
+    return DynamoHolds(clients.dynamodb(), get_settings().inventory_table, code_tally())
+
+
+@lru_cache(maxsize=1)
+def code_tally() -> CodeTally:
+    """Each discount code's uses as a Redis copy kept as they move (``holds.code_tally``)."""
+    from racecap.cache import shared as cache
+    from racecap.holds.code_tally import CodeTally
+
+    return CodeTally(cache().shared)
 
 
 @lru_cache(maxsize=1)

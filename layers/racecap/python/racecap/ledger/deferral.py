@@ -68,12 +68,14 @@ class Deferrals:
         catalog: RaceDefinitions,
         cancellations: Cancellations,
         code_items: Callable[[StoredCode], list[TransactItem]],
+        codes_made: Callable[[str], None],
     ) -> None:
         self._links = links
         self._regs = registrations
         self._catalog = catalog
         self._cancellations = cancellations
         self._code_items = code_items
+        self._codes_made = codes_made  # the next race's code-use copy is built again with it
 
     def quote(self, link_token: str | None) -> DeferralQuote:
         reg = self._own(link_token)
@@ -111,6 +113,7 @@ class Deferrals:
         done = self._regs.get(reg.registrationId) or reg
         if not done.deferredTo:
             raise Conflict("Your registration changed meanwhile (cancelled or moved): nothing was deferred.")
+        self._codes_made(done.deferredTo)
         return self._answer(done, "Deferred: your code for the next edition is on its way by email.")
 
     # -- parts ----------------------------------------------------------------------------------

@@ -198,8 +198,11 @@ def deferrals() -> Deferrals:
     """A runner's place deferred to the race's next edition: a cancellation with no refund that
     makes a personal code there, in its first write."""
     from racecap.codes.wiring import code_store
+    from racecap.holds.wiring import code_tally
     from racecap.ledger.deferral import Deferrals
     from racecap.races.wiring import catalog
     from racecap.registration.wiring import links, registrations
 
-    return Deferrals(links(), registrations(), catalog(), cancellations(), code_store().create_items)
+    return Deferrals(
+        links(), registrations(), catalog(), cancellations(), code_store().create_items, code_tally().forget
+    )
