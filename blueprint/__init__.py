@@ -914,6 +914,9 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str
     ("POST", "/races/{raceId}/events/{eventId}/waitlist/close"),
     ("POST", "/races/{raceId}/events/{eventId}/waitlist/release"),
     ("GET", "/races/{raceId}/waitlist/export"),  # every event's list as CSV
+    # An event's ballot (racecap.ballot): its settings and commitment, the applications counted.
+    ("GET", "/races/{raceId}/events/{eventId}/ballot"),
+    ("PUT", "/races/{raceId}/events/{eventId}/ballot"),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -971,6 +974,13 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/waitlist/offer", "MyRegistrationApi"),
     Route("POST", "/api/waitlist/offer/claim", "MyRegistrationApi"),
     Route("POST", "/api/waitlist/offer/decline", "MyRegistrationApi"),
+    # An event's ballot: apply (alone or as a group), confirm from the emailed link, see, withdraw.
+    # MyRegistrationApi's too: a window's first minute is a burst, but of applications that need
+    # none of the opening's holds, and the opening's function stays free of the ballot's init.
+    Route("POST", "/api/races/{raceId}/events/{eventId}/ballot", "MyRegistrationApi"),
+    Route("POST", "/api/ballot/confirm", "MyRegistrationApi"),
+    Route("GET", "/api/ballot/me", "MyRegistrationApi"),
+    Route("DELETE", "/api/ballot/me", "MyRegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.

@@ -38,7 +38,7 @@ RANKS: dict[str, int] = {
     **dict.fromkeys(["questions", "fairness", "holds"], 3),
     **dict.fromkeys(["window", "waitlist"], 4),  # window's wiring passes fairness' ``opened`` callback
     "setup": 5,  # ``RaceAdmin`` moves a scheduled window
-    "ballot": 5,  # its draw feeds the waitlist; it reads races, fairness and questions
+    "ballot": 6,  # its draw feeds the waitlist; its settings are written through setup
     **dict.fromkeys(["codes", "registration"], 6),
     "ledger": 7,
     **dict.fromkeys(["participants", "stats", "results", "retention"], 8),

@@ -62,6 +62,7 @@ def test_the_document_lists_every_routed_operation_and_no_other() -> None:
 
 def _body_models() -> dict[str, type]:
     from pydantic import BaseModel
+    from racecap.ballot import models as ballot_models
     from racecap.codes import models as code_models
     from racecap.fairness import queue
     from racecap.holds import models as hold_models
@@ -86,6 +87,7 @@ def _body_models() -> dict[str, type]:
             code_models,
             hold_models,
             waitlist_models,
+            ballot_models,
         )
         for name, obj in vars(module).items()
         if isinstance(obj, type) and issubclass(obj, BaseModel)
@@ -150,6 +152,7 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
         "admission": ("apiKey", "header", "X-Racecap-Admission"),
         "registration": ("apiKey", "header", "X-Racecap-Registration"),
         "waitlist": ("apiKey", "header", "X-Racecap-Waitlist"),
+        "ballot": ("apiKey", "header", "X-Racecap-Ballot"),
     }
     for scheme in (
         "device",
@@ -157,6 +160,7 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
         "admission",
         "registration",
         "waitlist",
+        "ballot",
     ):  # what missing, expired and foreign mean
         assert all(word in schemes[scheme]["description"] for word in ("Missing", "Expired", "INVALID_TOKEN"))
 
@@ -173,6 +177,10 @@ def test_every_token_a_runner_sends_is_a_security_scheme_on_the_operations_that_
     for method in ("get", "delete"):  # a waitlist entry: only its link's token opens it
         assert reads(method, "/api/waitlist/me") == {"waitlist"}
         assert "401" in DOC["paths"]["/api/waitlist/me"][method]["responses"]
+    assert reads("post", "/api/races/{raceId}/events/{eventId}/ballot") == {"device"}
+    for method in ("get", "delete"):  # a ballot application: only its link's token opens it
+        assert reads(method, "/api/ballot/me") == {"ballot"}
+        assert "401" in DOC["paths"]["/api/ballot/me"][method]["responses"]
     # A runner's own entry: only its link's token opens it (the registration id alone is no credential).
     for method, path in (("get", ""), ("get", "/cancellation"), ("post", "/cancellation")):
         assert reads(method, f"/api/my/registration{path}") == {"registration"}

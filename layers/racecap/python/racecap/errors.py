@@ -226,6 +226,35 @@ class WaitlistEntryNotFound(NotFound):
     code = "WAITLIST_ENTRY_NOT_FOUND"
 
 
+class BallotClosed(Conflict):
+    """The event's ballot takes no applications (or confirmations, or withdrawals) now: it has
+    none, its window has not opened, or it has closed."""
+
+    code = "BALLOT_CLOSED"
+
+
+class BallotStarted(Conflict):
+    """The ballot's window opened: its settings are what applicants were told, fixed."""
+
+    code = "BALLOT_STARTED"
+
+
+class BallotApplied(Conflict):
+    """A group's address has an application in this race's ballot already (one per address)."""
+
+    code = "BALLOT_ALREADY_APPLIED"
+
+
+class BallotOnly(Conflict):
+    """The event's places are drawn from a ballot's applications: none is held first-come."""
+
+    code = "BALLOT_ONLY"
+
+
+class BallotApplicationNotFound(NotFound):
+    code = "BALLOT_APPLICATION_NOT_FOUND"
+
+
 class SeedRefused(Conflict):
     """A ballot's revealed seed whose SHA-256 is not the commitment published before the window
     opened: drawing with it would be a draw nobody could hold the race to, so nothing is drawn."""

@@ -34,6 +34,11 @@ Inventory (pk / sk):
                                             WAITING (the line in order, for the offer batch)
   WAITLIST#<raceId>#<eventId> / OFFER#<entryId>  the place offered to that entry; gsi1 =
                                             WAITLIST-OFFERS / <expiresAt>#... while OFFERED
+  BALLOT#<raceId>#<eventId>  / SEED         the ballot's secret seed and its published commitment
+  BALLOT#<raceId>#<eventId>  / COUNT#<n>    confirmed applications (and withdrawn), with
+                                            d#<YYYY-MM-DD> per day in the race's zone
+  BALLOTAPP#<raceId>#<eventId>#<n> / APP#<applicationId>  one application (n: a digest of the id)
+  BALLOTEMAIL#<raceId>#<digest> / CLAIM     an address's one application in the race's ballot
 Registrations:
   REG#<registrationId>       / REG          gsi1 = EVENT#<raceId>#<eventId> / BIB#<bib:08d>
 Races:
@@ -235,6 +240,47 @@ def waitlist_entry_id(race_id: str, event_id: str, email: str) -> str:
     item (one entry per address, by the key itself), and the id in URLs and the audit trail is
     not the address (as ``registration.links.address_key`` names one)."""
     return hashlib.sha256(f"{race_id}\n{event_id}\n{email}".encode()).hexdigest()[:32]
+
+
+# -- ballots (racecap.ballot): applications spread over shards so a window's opening minute has
+# no hot partition; an address's claim in a partition of its own (one application per address per
+# race's ballot, not the race's registration claim); the seed and the day counters per event.
+BALLOT_APP_SHARDS = 8
+BALLOT_COUNT_SHARDS = 4
+BALLOT_SEED_SK = "SEED"
+BALLOT_COUNT_PREFIX = "COUNT#"
+BALLOT_APP_PREFIX = "APP#"
+
+
+def ballot_pk(race_id: str, event_id: str) -> str:
+    return f"BALLOT#{race_id}#{event_id}"
+
+
+def ballot_seed_key(race_id: str, event_id: str) -> dict[str, Any]:
+    return key(ballot_pk(race_id, event_id), BALLOT_SEED_SK)
+
+
+def ballot_count_key(race_id: str, event_id: str, shard: int) -> dict[str, Any]:
+    return key(ballot_pk(race_id, event_id), f"{BALLOT_COUNT_PREFIX}{shard}")
+
+
+def ballot_app_shard(application_id: str) -> int:
+    return int(hashlib.sha256(application_id.encode()).hexdigest()[:8], 16) % BALLOT_APP_SHARDS
+
+
+def ballot_app_pk(race_id: str, event_id: str, shard: int) -> str:
+    return f"BALLOTAPP#{race_id}#{event_id}#{shard}"
+
+
+def ballot_app_key(race_id: str, event_id: str, application_id: str) -> dict[str, Any]:
+    pk = ballot_app_pk(race_id, event_id, ballot_app_shard(application_id))
+    return key(pk, f"{BALLOT_APP_PREFIX}{application_id}")
+
+
+def ballot_claim_key(race_id: str, email: str) -> dict[str, Any]:
+    """An address's one application in a race's ballot, whichever event (the digest, not the address)."""
+    digest = hashlib.sha256(f"{race_id}\n{email}".encode()).hexdigest()[:32]
+    return key(f"BALLOTEMAIL#{race_id}#{digest}", "CLAIM")
 
 
 # -- Races ----------------------------------------------------------------------------------

@@ -170,6 +170,21 @@ class WaitlistConfirmData(Model):
     confirmUrl: str = Field(max_length=4096, pattern=r"^https?://")
 
 
+class BallotConfirmData(Model):
+    """Applying to an event's ballot: the link confirming the address, to that address (racecap.ballot)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    applicationId: str = Field(min_length=1, max_length=100)
+    confirmUrl: str = Field(max_length=4096, pattern=r"^https?://")
+    groupSize: int = Field(default=1, ge=1)
+    appliedBy: str | None = Field(default=None, max_length=200)  # a group's applicant, for the others
+    closesAt: str = Field(default="", max_length=80)
+
+
 class WaitlistJoinedData(Model):
     """The address confirmed: "you're on the list at position N", with the link to the entry."""
 

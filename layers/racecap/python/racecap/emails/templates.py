@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from racecap.emails.models import (
     AnswerLine,
+    BallotConfirmData,
     ConfirmationData,
     DeferredData,
     EmailChangeData,
@@ -530,6 +531,52 @@ def render_waitlist_confirm(raw: dict[str, Any]) -> RenderedEmail:
     return RenderedEmail(subject, _WAITLIST_CONFIRM_TEXT.substitute(values), page)
 
 
+_BALLOT_CONFIRM_TEXT = Template(
+    """Hi $firstName,
+
+$who applied to the ballot for $raceName — $eventName with this address$group.
+Your application counts only once you confirm it: open this link before the ballot closes ($closesAt):
+
+$confirmUrl
+
+The same link shows your application later, and lets you withdraw it until the ballot closes.
+The draw's result comes by email. If you did not apply, ignore this email: nothing happens.
+
+Racecap
+"""
+)
+
+
+_BALLOT_CONFIRM_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">Confirm your ballot application</h1>
+<p style="margin:0 0 16px">Hi $firstName, $who applied to the ballot for <strong>$raceName</strong> —
+$eventName with this address$group. Your application counts only once you confirm it, before the ballot
+closes ($closesAt):</p>
+<p style="margin:0 0 16px"><a href="$confirmUrl" style="display:inline-block;background:#1f2933;color:#ffffff;
+padding:10px 18px;border-radius:6px;text-decoration:none">Confirm my application</a></p>
+<p style="margin:0;font-size:13px;color:#66788a">The same link shows your application later, and lets you
+withdraw it until the ballot closes. The draw's result comes by email. If you did not apply, ignore this
+email: nothing happens.</p>"""
+)
+
+
+def render_ballot_confirm(raw: dict[str, Any]) -> RenderedEmail:
+    d: BallotConfirmData = _data(BallotConfirmData, raw)  # type: ignore[arg-type]
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "confirmUrl": d.confirmUrl,
+        "who": d.appliedBy if d.appliedBy else "Someone (we hope you)",
+        "group": f", in a group of {d.groupSize} drawn together" if d.groupSize > 1 else "",
+        "closesAt": d.closesAt or "see the race page",
+    }
+    subject = _one_line(f"Confirm your ballot application for {d.raceName} — {d.eventName}")
+    content = _BALLOT_CONFIRM_HTML.substitute(_escaped(values))
+    page = _page(subject, content, d.applicationId, "ballot application")
+    return RenderedEmail(subject, _BALLOT_CONFIRM_TEXT.substitute(values), page)
+
+
 _WAITLIST_JOINED_TEXT = Template(
     """Hi $firstName,
 
@@ -665,4 +712,5 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "waitlist-joined": render_waitlist_joined,
     "waitlist-offer": render_waitlist_offer,
     "waitlist-closed": render_waitlist_closed,
+    "ballot-confirm": render_ballot_confirm,
 }

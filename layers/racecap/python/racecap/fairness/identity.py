@@ -73,10 +73,16 @@ TOKEN_SCHEMES: dict[str, tuple[str, str]] = {
         "way to see your place on an event's waitlist or leave it. Missing or not one of Racecap's: 401 "
         "INVALID_TOKEN. Expired (after race day): 401 TOKEN_EXPIRED.",
     ),
+    "ballot": (
+        "X-Racecap-Ballot",
+        "The token in the link to your ballot application (the email confirming your address sends it): the only "
+        "way to see your application or withdraw it. Missing or not one of Racecap's: 401 INVALID_TOKEN. Expired "
+        "(after race day): 401 TOKEN_EXPIRED.",
+    ),
 }
 # Headers as the handlers see them (lowercased, as API Gateway's HTTP API delivers them).
-DEVICE_HEADER, QUEUE_HEADER, ADMISSION_HEADER, REGISTRATION_HEADER, WAITLIST_HEADER = (
-    TOKEN_SCHEMES[k][0].lower() for k in ("device", "queue", "admission", "registration", "waitlist")
+DEVICE_HEADER, QUEUE_HEADER, ADMISSION_HEADER, REGISTRATION_HEADER, WAITLIST_HEADER, BALLOT_HEADER = (
+    TOKEN_SCHEMES[k][0].lower() for k in ("device", "queue", "admission", "registration", "waitlist", "ballot")
 )
 # What a route declares as its ``security`` (OpenAPI: alternatives OR-ed, ``{}`` = none needed).
 NEEDS_DEVICE: list[dict[str, list[str]]] = [{"device": []}]
@@ -84,6 +90,7 @@ READS_QUEUE_TOKEN: list[dict[str, list[str]]] = [{"device": [], "queue": []}, {"
 HOLDS_SECURITY: list[dict[str, list[str]]] = [{"device": [], "admission": []}, {"device": []}, {}]
 OWN_REGISTRATION: list[dict[str, list[str]]] = [{"registration": []}]
 OWN_WAITLIST_ENTRY: list[dict[str, list[str]]] = [{"waitlist": []}]
+OWN_BALLOT_APPLICATION: list[dict[str, list[str]]] = [{"ballot": []}]
 
 
 class DeviceView(Model):

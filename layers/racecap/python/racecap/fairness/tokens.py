@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from racecap.errors import DomainError
 
-Kind = Literal["dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto", "trf"]
-KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto", "trf")
+Kind = Literal["dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto", "trf", "bal"]
+KINDS: tuple[Kind, ...] = ("dev", "que", "adm", "pow", "reg", "eml", "wtl", "wto", "trf", "bal")
 
 
 class InvalidToken(DomainError):
@@ -91,4 +91,5 @@ _NAMES: dict[str, str] = {
     "wtl": "link to your waitlist entry",
     "wto": "link to the place offered to you",
     "trf": "link to take a place over",
+    "bal": "link to your ballot application",
 }

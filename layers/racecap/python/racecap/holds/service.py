@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from racecap.cache import Flags
 from racecap.errors import (
+    BallotOnly,
     Conflict,
     EventNotFound,
     HoldNotFound,
@@ -164,6 +165,8 @@ class HoldService:
         if status != "OPEN":
             when = "has not opened yet" if status == "NOT_YET_OPEN" else "is closed"
             raise RegistrationClosed(f"Registration for {race.name} {when}.")
+        if event.ballot.enabled:  # its places go to the draw's winners, by offer (racecap.ballot)
+            raise BallotOnly(f"Places in {event.name} are drawn from the ballot's applications: apply instead.")
         return race, event
 
     def view(self, hold_id: str, now: datetime | None = None) -> HoldView:

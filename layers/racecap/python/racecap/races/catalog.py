@@ -16,6 +16,7 @@ from racecap.cache import TieredCache
 from racecap.errors import RaceNotFound
 from racecap.places.store import Inventory
 from racecap.races.models import (
+    BallotView,
     Event,
     EventSummaryView,
     EventView,
@@ -153,6 +154,7 @@ class RaceCatalog:
                     teamMinSize=e.teamMinSize,
                     teamMaxSize=e.teamMaxSize,
                     waitlist=e.waitlist.enabled,
+                    ballot=ballot_view(e, now),
                 )
                 for e in events
             ],
@@ -224,3 +226,19 @@ class RaceCatalog:
             registrationOpensAt=race.registrationOpensAt,
             registrationClosesAt=race.registrationClosesAt,
         )
+
+
+def ballot_view(event: Event, now: datetime) -> BallotView | None:
+    """The ballot as the race page shows it, once it has a window and a commitment."""
+    b = event.ballot
+    if b.opensAt is None or b.closesAt is None or b.drawAt is None or b.commitment is None or not b.enabled:
+        return None
+    return BallotView(
+        phase=b.phase(now),
+        opensAt=b.opensAt,
+        closesAt=b.closesAt,
+        drawAt=b.drawAt,
+        places=b.places(event.cap),
+        payDays=b.payDays,
+        commitment=b.commitment,
+    )

@@ -41,6 +41,7 @@ class EventChanges(TypedDict, total=False):
     teamMinSize: int | None
     teamMaxSize: int | None
     waitlist: dict[str, Any]
+    ballot: dict[str, Any]
 
 
 RegistrationState = Literal["SCHEDULED", "OPEN", "CLOSED"]
@@ -155,6 +156,51 @@ class WaitlistSettings(Model):
     )
 
 
+DEFAULT_PAY_DAYS = 7
+MAX_PAY_DAYS = 30
+
+
+class BallotSettings(Model):
+    """An event's ballot, set by the director (issue 43): applications over a window, then a
+    draw anyone can verify. Off until set; fixed once its window opened."""
+
+    enabled: bool = False
+    opensAt: datetime | None = None  # UTC; the window applications are taken in
+    closesAt: datetime | None = None
+    drawAt: datetime | None = None  # when the draw runs (at or after the close)
+    keptPlaces: int = 0  # places kept out of the draw for guaranteed entries (codes, the admin API)
+    payDays: int = DEFAULT_PAY_DAYS  # the winners' window to register and pay
+    commitment: str | None = None  # SHA-256 of the secret seed, published before the window opens
+
+    def places(self, cap: int) -> int:
+        return max(0, cap - self.keptPlaces)
+
+    def phase(self, now: datetime) -> BallotPhase:
+        if not self.enabled or self.opensAt is None or self.closesAt is None:
+            return "NONE"
+        if now < self.opensAt:
+            return "UPCOMING"
+        return "OPEN" if now < self.closesAt else "CLOSED"
+
+
+BallotPhase = Literal["NONE", "UPCOMING", "OPEN", "CLOSED"]
+
+
+class BallotView(Model):
+    """An event's ballot as runners see it on the race page."""
+
+    phase: BallotPhase = Field(description="UPCOMING, OPEN (applications taken), CLOSED (waiting for the draw).")
+    opensAt: datetime
+    closesAt: datetime
+    drawAt: datetime
+    places: int = Field(description="Places drawn (the event's cap less places kept for guaranteed entries).")
+    payDays: int = Field(description="Days a winner has to register and pay once told.")
+    commitment: str = Field(
+        description="SHA-256 (hex) of the draw's secret seed, published before the window opens: the seed revealed "
+        "at the draw must hash to it."
+    )
+
+
 class Race(Model):
     """A race as stored: a director's edit bumps ``version``."""
 
@@ -224,6 +270,8 @@ class Event(Model):
     teamMaxSize: int | None = None
     # The event's waitlist (racecap.waitlist); events stored before it existed have none.
     waitlist: WaitlistSettings = Field(default_factory=WaitlistSettings)
+    # The event's ballot (racecap.ballot); events stored before it existed have none.
+    ballot: BallotSettings = Field(default_factory=BallotSettings)
 
     def price_at(self, at: datetime) -> int:
         price = self.priceCents
@@ -256,6 +304,11 @@ class EventView(Model):
         default=False,
         description="The event has a waitlist: once it is SOLD_OUT, runners may join it "
         "(POST /api/races/{raceId}/events/{eventId}/waitlist).",
+    )
+    ballot: BallotView | None = Field(
+        default=None,
+        description="The event's places are drawn from applications (POST /api/races/{raceId}/events/{eventId}/"
+        "ballot): null for a first-come event.",
     )
 
 

@@ -31,7 +31,16 @@ from racecap.places.returns import PlaceReturns
 from racecap.places.rules import CapBelowPlacesTaken, plan_cap_change, pool_split, shards_for, split_cap
 from racecap.places.store import Inventory
 from racecap.races.catalog import RaceCatalog
-from racecap.races.models import Event, EventChanges, Listing, Race, RaceChanges, RefundPolicy, WaitlistSettings
+from racecap.races.models import (
+    BallotSettings,
+    Event,
+    EventChanges,
+    Listing,
+    Race,
+    RaceChanges,
+    RefundPolicy,
+    WaitlistSettings,
+)
 from racecap.races.rules import (
     purge_due,
     team_range_problem,
@@ -516,6 +525,35 @@ class RaceAdmin:
         return self.get(director, race.raceId)
 
     # -- helpers ---------------------------------------------------------------------------
+    def set_ballot(
+        self, director: Director, race_id: str, event_id: str, decide: Callable[[Race, Event], BallotSettings]
+    ) -> tuple[Race, Event]:
+        """The event's ballot as ``decide`` makes it from the race and event read now (the ballot's
+        rules live in ``racecap.ballot.admin``), versioned and audited; read again if an edit won."""
+        for _ in range(CAP_CHANGE_TRIES):
+            race, events = self.owned(director, race_id)
+            event = next((e for e in events if e.eventId == event_id), None)
+            if event is None:
+                raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+            settings = decide(race, event)
+            stored = settings.model_dump(mode="json")
+            if stored == event.ballot.model_dump(mode="json"):
+                return race, event
+            try:
+                self._run(
+                    [
+                        self._store.update_event_item(event, {"ballot": stored}),
+                        self._store.version_item(race),
+                        self._trail.item(director, race_id, "event.ballot", event_id, ballot=stored),
+                    ]
+                )
+            except ConditionFailed:
+                continue
+            race, events = self.owned(director, race_id)
+            self._races.invalidate(race_id, race.version)
+            return race, next(e for e in events if e.eventId == event_id)
+        raise Conflict("The event kept changing while we tried to save; please retry.")
+
     def _run(self, items: list[TransactItem]) -> None:
         if self._transact is None:
             raise RuntimeError("RaceAdmin was built without a transaction runner")

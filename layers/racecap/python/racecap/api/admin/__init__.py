@@ -1,6 +1,6 @@
 """The race directors' admin API, one router per capability (``functions/admin_api`` includes
 them, each on the first request that needs it: ``racecap.api.lazy``): races, window, stats,
-fairness, runners, questions, codes, audit, waitlist; ``common`` holds what every route needs
+fairness, runners, questions, codes, audit, waitlist, ballot; ``common`` holds what every route needs
 (the calling director, their race, the JSON answer)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 # The routers in the order they were always included (the OpenAPI document's order).
-ORDER = ("races", "window", "stats", "fairness", "runners", "questions", "codes", "audit", "waitlist")
+ORDER = ("races", "window", "stats", "fairness", "runners", "questions", "codes", "audit", "waitlist", "ballot")
 
 # What follows /races/<raceId>/ (or /races/<raceId>/events/<eventId>/) names the capability;
 # anything else (the race list, a race, its events, copy, publish) is the races router's.
@@ -24,6 +24,7 @@ _BY_SEGMENT = {
     "codes": "codes",
     "audit": "audit",
     "waitlist": "waitlist",
+    "ballot": "ballot",
 }
 
 

@@ -1,0 +1,52 @@
+"""An event's ballot, for its director: the settings (and the commitment they publish), and the
+applications counted while it runs."""
+
+# No `from __future__ import annotations` here: Powertools reads the route annotations
+# at run time to validate requests and responses.
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from racecap.api.admin.common import SECURITY, as_json, director_of
+from racecap.ballot.models import BallotAdminView, BallotFields
+from racecap.ballot.wiring import ballot_admin
+from racecap.observability import tracer
+
+router = Router()
+_director = director_of(router)
+
+
+@router.get(
+    "/api/admin/races/<raceId>/events/<eventId>/ballot",
+    summary="The event's ballot: its settings, commitment, and applications counted (per day in the race's zone)",
+    tags=["Admin: ballot"],
+    security=SECURITY,
+    responses={404: {"description": "RACE_NOT_FOUND (no such race, or not yours), EVENT_NOT_FOUND"}},
+)
+@tracer.capture_method
+def get_ballot(raceId: str, eventId: str) -> Response[BallotAdminView]:
+    return as_json(200, ballot_admin().get(_director(), raceId, eventId))
+
+
+@router.put(
+    "/api/admin/races/<raceId>/events/<eventId>/ballot",
+    summary="Set the event's ballot: places are then drawn from applications, not held first-come",
+    description=(
+        "The window, the draw time, the places kept out of the draw for guaranteed entries, and the winners' days to "
+        "pay. Times without an offset are the race's local times. The first save draws the secret seed and publishes "
+        "its SHA-256 (the commitment) on the race page. Settings may change until the window opens, never after."
+    ),
+    tags=["Admin: ballot"],
+    security=SECURITY,
+    responses={
+        400: {"description": "VALIDATION_ERROR (times out of order or past, keptPlaces not below the cap)"},
+        404: {"description": "RACE_NOT_FOUND (no such race, or not yours), EVENT_NOT_FOUND"},
+        409: {"description": "BALLOT_STARTED (the window opened: the settings are fixed), CONFLICT"},
+    },
+)
+@tracer.capture_method
+def set_ballot(raceId: str, eventId: str, body: Annotated[BallotFields, Body()]) -> Response[BallotAdminView]:
+    return as_json(200, ballot_admin().set(_director(), raceId, eventId, body))

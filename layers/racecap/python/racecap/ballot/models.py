@@ -1,0 +1,158 @@
+"""What the ballot's API takes and answers, and an application as stored."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from typing import Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from racecap.models import EMAIL_PATTERN, JsonInt, Model, _Record, normalize_email
+from racecap.races.models import DEFAULT_PAY_DAYS, MAX_PAY_DAYS, BallotPhase, BallotSettings
+from racecap.races.rules import age_on
+
+ApplicationState = Literal["PENDING", "CONFIRMED", "WITHDRAWN"]
+MAX_AGE_YEARS = 120
+# A group applies in one request: the applicant and up to this many others (the event's team
+# size bounds it further; a DynamoDB transaction of two items per member bounds it here).
+MAX_PARTNERS = 24
+
+
+class BallotFields(Model):
+    """An event's ballot as a director sends it. Times without an offset are the race's local times."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    opensAt: datetime = Field(description="Applications are taken from then (after the commitment is published).")
+    closesAt: datetime = Field(description="…until then.")
+    drawAt: datetime = Field(description="The draw runs then (at or after the close).")
+    keptPlaces: JsonInt = Field(
+        default=0,
+        ge=0,
+        le=1_000_000,
+        description="Places kept out of the draw for guaranteed entries (charity, qualifiers, deferrals), which use "
+        "codes or the admin API.",
+    )
+    payDays: JsonInt = Field(
+        default=DEFAULT_PAY_DAYS, ge=1, le=MAX_PAY_DAYS, description="Days a winner has to register and pay."
+    )
+
+
+class Applicant(Model):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    email: str = Field(
+        min_length=3, max_length=254, pattern=EMAIL_PATTERN, description="A link to confirm it goes there."
+    )
+    firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
+    lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
+    dateOfBirth: date = Field(description="YYYY-MM-DD: the event's age rule applies on race day.")
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        return normalize_email(v)
+
+    @field_validator("dateOfBirth", mode="before")
+    @classmethod
+    def _strict_date(cls, v: object) -> object:
+        if not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            raise ValueError("Use the form YYYY-MM-DD.")
+        return v
+
+    @field_validator("dateOfBirth")
+    @classmethod
+    def _plausible(cls, v: date) -> date:
+        today = datetime.now(UTC).date()
+        if v >= today:
+            raise ValueError("The date of birth must be in the past.")
+        if age_on(v, today) > MAX_AGE_YEARS:
+            raise ValueError("Please check the year of birth.")
+        return v
+
+
+class BallotApply(Applicant):
+    """An application: the applicant, and the group applying with them (drawn together or not at all)."""
+
+    partners: list[Applicant] = Field(
+        default=[],
+        max_length=MAX_PARTNERS,
+        description="The others in the group, each with their own address (each confirms it). Up to the event's "
+        "largest team less one; none for an event without teams.",
+    )
+    challenge: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="A challenge from POST /api/races/{raceId}/queue/challenge (the opening queue's), solved.",
+    )
+    nonce: str | None = Field(default=None, max_length=64, description="The challenge's solution.")
+
+    @model_validator(mode="after")
+    def _one_each(self) -> BallotApply:
+        emails = [self.email, *(p.email for p in self.partners)]
+        if len(set(emails)) != len(emails):
+            raise ValueError("Each runner in a group needs an address of their own.")
+        return self
+
+
+class BallotApplied(Model):
+    message: str
+
+
+class BallotLink(Model):
+    model_config = ConfigDict(extra="forbid")
+
+    token: str = Field(min_length=1, max_length=2048, description="The token in the emailed link (`#/ballot/<token>`).")
+
+
+class Application(_Record):
+    """One runner's application as stored (a group's members each have one, with the group's id)."""
+
+    applicationId: str
+    raceId: str
+    eventId: str
+    state: ApplicationState
+    email: str = ""  # "" once withdrawn (the personal data goes at once)
+    firstName: str = ""
+    lastName: str = ""
+    dateOfBirth: str = ""
+    groupId: str | None = None
+    groupSize: int = 1  # as applied (members may withdraw; the draw counts those confirmed)
+    appliedAt: str
+    confirmedAt: str | None = None
+    withdrawnAt: str | None = None
+    ttl: int | None = None  # a PENDING application is deleted by TTL if never confirmed
+
+
+class MyApplication(Model):
+    raceId: str
+    eventId: str
+    raceName: str
+    eventName: str
+    applicationId: str
+    state: ApplicationState
+    ballot: BallotPhase
+    firstName: str | None
+    groupId: str | None = Field(description="The group drawn as one with this application; null: alone.")
+    groupSize: int
+    closesAt: datetime | None = Field(description="Applications may be withdrawn until then.")
+    drawAt: datetime | None
+    ballotToken: str = Field(description="Send it as X-Racecap-Ballot to see or withdraw this application.")
+    message: str
+
+
+class BallotDay(Model):
+    day: str = Field(description="YYYY-MM-DD in the race's zone.")
+    applications: int = Field(description="Applications confirmed that day and not withdrawn since.")
+
+
+class BallotAdminView(Model):
+    raceId: str
+    eventId: str
+    settings: BallotSettings
+    phase: BallotPhase
+    places: int = Field(description="Places drawn: the cap less the places kept.")
+    confirmed: int = Field(description="Applications that count (confirmed, not withdrawn).")
+    withdrawn: int
+    byDay: list[BallotDay] = Field(description="Confirmations per day in the race's zone.")
