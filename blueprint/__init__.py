@@ -777,6 +777,22 @@ FUNCTIONS: tuple[Function, ...] = (
         reserved_concurrency=1,
     ),
     Function(
+        "BallotDraw",
+        "functions/ballot_draw",
+        "Draws each ballot whose time has come and lines its applications up as the event's waitlist",
+        grants=(
+            TableAccess("Races", "read"),
+            TableAccess("Inventory", "readwrite"),  # applications, the draw's pages, the line, the shards
+            QueueAccess("Emails", "send"),  # each runner's result ("you are number N on the waitlist")
+        ),
+        # A million applications' ids and the sort fit in a few hundred MB (docs/ballot.md);
+        # above 1,769 MB a function has a whole vCPU for the sort. A run stops 30 s before its
+        # timeout and the next minute's goes on; one at a time, as two would redo each other's work.
+        memory_mb=2048,
+        timeout_s=900,
+        reserved_concurrency=1,
+    ),
+    Function(
         "WindowTasks",
         "functions/window_tasks",
         "Tasks of the registration-window workflow: warm, pre-warm, open, cool down, close",
@@ -981,6 +997,9 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/ballot/confirm", "MyRegistrationApi"),
     Route("GET", "/api/ballot/me", "MyRegistrationApi"),
     Route("DELETE", "/api/ballot/me", "MyRegistrationApi"),
+    # A ballot's draw as published: the seed, the figures, and the list's pages to check it with.
+    Route("GET", "/api/races/{raceId}/events/{eventId}/ballot/draw", "MyRegistrationApi"),
+    Route("GET", "/api/races/{raceId}/events/{eventId}/ballot/list", "MyRegistrationApi"),
     Route("GET", "/api/openapi.json", "PublicApi"),
     *(Route(method, f"/api/admin{path}", "AdminApi", auth="director") for method, path in _ADMIN_ROUTES),
     # Results: the short-cached pointer per race, then immutable versioned answers.
@@ -1037,6 +1056,7 @@ QUEUE_TRIGGERS: tuple[QueueTrigger, ...] = (
 SCHEDULES: tuple[Schedule, ...] = (
     Schedule("SweepExpiredHolds", "HoldSweeper", every_minutes=1),
     Schedule("PurgePersonalData", "RetentionPurge", every_minutes=60),
+    Schedule("DrawBallots", "BallotDraw", every_minutes=1),
 )
 
 STATE_MACHINES: tuple[StateMachine, ...] = (

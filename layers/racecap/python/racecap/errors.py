@@ -251,6 +251,12 @@ class BallotOnly(Conflict):
     code = "BALLOT_ONLY"
 
 
+class BallotNotDrawn(NotFound):
+    """No draw published for this event: it has no ballot, or its draw has not run yet."""
+
+    code = "BALLOT_NOT_DRAWN"
+
+
 class BallotApplicationNotFound(NotFound):
     code = "BALLOT_APPLICATION_NOT_FOUND"
 

@@ -35,6 +35,10 @@ Inventory (pk / sk):
   WAITLIST#<raceId>#<eventId> / OFFER#<entryId>  the place offered to that entry; gsi1 =
                                             WAITLIST-OFFERS / <expiresAt>#... while OFFERED
   BALLOT#<raceId>#<eventId>  / SEED         the ballot's secret seed and its published commitment
+  BALLOT#<raceId>#<eventId>  / DRAW         the draw: the seed revealed, figures, how far it got
+  BALLOT#<raceId>#<eventId>  / ORDER#<p>    the drawn line's page p (application ids in order)
+  BALLOT#<raceId>#<eventId>  / LIST#<p>     the published list's page p (ticket,size by id)
+                                            (the SEED item has gsi1 = BALLOT-DUE / <drawAt>#... until drawn)
   BALLOT#<raceId>#<eventId>  / COUNT#<n>    confirmed applications (and withdrawn), with
                                             d#<YYYY-MM-DD> per day in the race's zone
   BALLOTAPP#<raceId>#<eventId>#<n> / APP#<applicationId>  one application (n: a digest of the id)
@@ -250,6 +254,12 @@ BALLOT_COUNT_SHARDS = 4
 BALLOT_SEED_SK = "SEED"
 BALLOT_COUNT_PREFIX = "COUNT#"
 BALLOT_APP_PREFIX = "APP#"
+BALLOT_DRAW_SK = "DRAW"
+BALLOT_ORDER_PREFIX = "ORDER#"  # the drawn line, a page of application ids per item
+BALLOT_LIST_PREFIX = "LIST#"  # the published list (ticket,size sorted by id), a page per item
+# The sparse gsi1 partition of ballots still to draw (or whose draw is under way), by draw time:
+# the draw job's whole to-do list, one query.
+BALLOT_DUE_PARTITION = "BALLOT-DUE"
 
 
 def ballot_pk(race_id: str, event_id: str) -> str:

@@ -57,6 +57,8 @@ class BallotAdmin:
             )
 
         race, event = self._races.set_ballot(director, race_id, event_id, decide)
+        assert event.ballot.drawAt is not None
+        self._store.schedule(race_id, event_id, event.ballot.drawAt.isoformat())
         return self._view(race, event)
 
     def get(self, director: Director, race_id: str, event_id: str) -> BallotAdminView:

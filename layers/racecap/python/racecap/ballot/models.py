@@ -156,3 +156,44 @@ class BallotAdminView(Model):
     confirmed: int = Field(description="Applications that count (confirmed, not withdrawn).")
     withdrawn: int
     byDay: list[BallotDay] = Field(description="Confirmations per day in the race's zone.")
+
+
+DrawState = Literal["ORDERED", "LINED", "DONE"]
+
+
+class DrawRecord(_Record):
+    """A ballot's draw as stored: what the race page publishes, and how far the job got (a run
+    that stops before its deadline goes on from here; every step is safe to repeat)."""
+
+    raceId: str
+    eventId: str
+    state: DrawState
+    seed: str  # revealed: the commitment's preimage
+    commitment: str
+    places: int  # drawn for
+    applications: int  # confirmed applications drawn
+    tickets: int  # applications and groups, each one chance
+    winners: int  # places the winners fill (groups counted by size)
+    winningTickets: int
+    pages: int  # of the line (ORDER#) and of the list (LIST#): PAGE_SIZE rows each
+    listPages: int
+    lined: int = 0  # line pages written as waitlist entries, their runners sent their result
+    drawnAt: str
+    doneAt: str | None = None
+
+
+class DrawView(Model):
+    """The draw as the race page publishes it, with what anyone needs to check it."""
+
+    raceId: str
+    eventId: str
+    commitment: str
+    seed: str = Field(description="The seed revealed at the draw: its SHA-256 is the commitment published before.")
+    places: int
+    applications: int
+    tickets: int = Field(description="One per application alone and one per group: each one chance.")
+    winners: int = Field(description="Places the winners fill (groups counted by size).")
+    winningTickets: int
+    listPages: int = Field(description="Pages of the published list (GET …/ballot/list?page=N, from 0), as CSV.")
+    drawnAt: str
+    verify: str = Field(description="How to re-compute the order and the winners from the seed and the list.")

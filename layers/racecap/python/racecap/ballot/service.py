@@ -26,13 +26,14 @@ from zoneinfo import ZoneInfo
 
 from racecap.aws.queues import MessageQueue
 from racecap.aws.transactions import ConditionFailed
-from racecap.ballot.models import Applicant, Application, BallotApply, MyApplication
-from racecap.ballot.store import BallotStore
+from racecap.ballot.models import Applicant, Application, BallotApply, DrawView, MyApplication
+from racecap.ballot.store import LIST, BallotStore
 from racecap.emails.models import EmailMessage
 from racecap.errors import (
     BallotApplicationNotFound,
     BallotApplied,
     BallotClosed,
+    BallotNotDrawn,
     Busy,
     Conflict,
     EventNotFound,
@@ -54,6 +55,10 @@ CONFIRM_KIND = "ballot-confirm"
 APPLY_BURST = 3
 APPLY_EVERY_S = 60
 CONFIRM_EMAIL_WINDOW_S = 600  # one confirmation email per application in this window
+VERIFY = (
+    'for p in $(seq 0 $((PAGES - 1))); do curl -s "$RACE_API/ballot/list?page=$p"; done > list.csv && '
+    "python3 tools/verify_draw.py --seed {seed} --commitment {commitment} --places {places} list.csv > drawn.csv"
+)
 
 
 class Ballots:
@@ -183,6 +188,36 @@ class Ballots:
             except ConditionFailed:
                 continue  # confirmed in between: withdraw from where it is now
         raise Conflict("Your application kept changing while you withdrew it; please retry.")
+
+    # -- the published draw ---------------------------------------------------------------------------
+    def published(self, race_id: str, event_id: str) -> DrawView:
+        """The draw as the race page shows it once it ran: the seed revealed, the figures."""
+        self._event(race_id, event_id)
+        record = self._store.draw_record(race_id, event_id)
+        if record is None:
+            raise BallotNotDrawn(f"The ballot for event {event_id} has not been drawn.")
+        return DrawView(
+            raceId=race_id,
+            eventId=event_id,
+            commitment=record.commitment,
+            seed=record.seed,
+            places=record.places,
+            applications=record.applications,
+            tickets=record.tickets,
+            winners=record.winners,
+            winningTickets=record.winningTickets,
+            listPages=record.listPages,
+            drawnAt=record.drawnAt,
+            verify=VERIFY.format(seed=record.seed, commitment=record.commitment, places=record.places),
+        )
+
+    def list_page(self, race_id: str, event_id: str, page: int) -> str:
+        """One page of the published list (``ticket,size``, by id; the first page has the header)."""
+        view = self.published(race_id, event_id)
+        if page >= view.listPages:
+            raise BallotNotDrawn(f"The list has {view.listPages} pages (0 to {view.listPages - 1}).")
+        text = self._store.page(race_id, event_id, LIST, page) or ""
+        return text + "\n" if text else ""
 
     def url(self, token: str) -> str:
         # In the fragment: never sent to a server, so never in an access log or a Referer.

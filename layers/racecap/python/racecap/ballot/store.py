@@ -18,21 +18,26 @@ import random
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from racecap.aws.items import from_item, query_all, to_item, values
+from racecap.aws.items import from_item, get_all, query_all, to_item, values
 from racecap.aws.keys import (
     BALLOT_APP_PREFIX,
     BALLOT_APP_SHARDS,
     BALLOT_COUNT_PREFIX,
     BALLOT_COUNT_SHARDS,
+    BALLOT_DRAW_SK,
+    BALLOT_DUE_PARTITION,
+    BALLOT_LIST_PREFIX,
+    BALLOT_ORDER_PREFIX,
     ballot_app_key,
     ballot_app_pk,
     ballot_claim_key,
     ballot_count_key,
     ballot_pk,
     ballot_seed_key,
+    key,
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
-from racecap.ballot.models import Application
+from racecap.ballot.models import Application, DrawRecord
 
 _NAMES = {"#state": "state", "#ttl": "ttl"}
 DAY_PREFIX = "d#"
@@ -61,6 +66,32 @@ class BallotStore(Protocol):
     def withdraw(self, app: Application, at: str, confirmed_day: str | None) -> None: ...
 
     def counts(self, race_id: str, event_id: str) -> Counts: ...
+
+    def schedule(self, race_id: str, event_id: str, draw_at: str) -> None: ...
+
+    def draw_record(self, race_id: str, event_id: str) -> DrawRecord | None: ...
+
+    def page(self, race_id: str, event_id: str, prefix: str, page: int) -> str | None: ...
+
+
+class DrawStore(BallotStore, Protocol):
+    """What the draw job adds (``ballot.job``)."""
+
+    def ticket_rows(self, race_id: str, event_id: str, shard: int) -> Iterator[tuple[str, str | None]]: ...
+
+    def applications_by_id(self, race_id: str, event_id: str, ids: list[str]) -> dict[str, Application]: ...
+
+    def due(self, now: str) -> list[tuple[str, str]]: ...
+
+    def done(self, race_id: str, event_id: str) -> None: ...
+
+    def put_draw(self, record: DrawRecord) -> None: ...
+
+    def advance(self, record: DrawRecord, **moved: Any) -> DrawRecord: ...
+
+    def put_page(self, race_id: str, event_id: str, prefix: str, page: int, rows: str) -> None: ...
+
+    def shards(self) -> range: ...
 
 
 class DynamoBallots:
@@ -238,9 +269,106 @@ class DynamoBallots:
         for item in query_all(self._db, **kwargs):
             yield Application.model_validate(item)
 
+    def ticket_rows(self, race_id: str, event_id: str, shard: int) -> Iterator[tuple[str, str | None]]:
+        """(application id, group id) of one shard's confirmed applications: ids only, so a
+        million of them fit a Lambda's memory (``docs/ballot.md``)."""
+        for item in query_all(
+            self._db,
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :app)",
+            FilterExpression="#state = :confirmed",
+            ProjectionExpression="applicationId, groupId",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues=values(
+                {":pk": ballot_app_pk(race_id, event_id, shard), ":app": BALLOT_APP_PREFIX, ":confirmed": "CONFIRMED"}
+            ),
+        ):
+            yield str(item["applicationId"]), (str(item["groupId"]) if item.get("groupId") else None)
+
+    def applications_by_id(self, race_id: str, event_id: str, ids: list[str]) -> dict[str, Application]:
+        keys = [ballot_app_key(race_id, event_id, i) for i in ids]
+        found = (Application.model_validate(item) for item in get_all(self._db, self._table, keys))
+        return {a.applicationId: a for a in found}
+
+    # -- the draw ------------------------------------------------------------------------------------
+    def schedule(self, race_id: str, event_id: str, draw_at: str) -> None:
+        """The ballot is due at ``draw_at``: in the draw job's to-do list until its draw is done."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=ballot_seed_key(race_id, event_id),
+            UpdateExpression="SET gsi1pk = :due, gsi1sk = :at, raceId = :race, eventId = :event",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=values(
+                {
+                    ":due": BALLOT_DUE_PARTITION,
+                    ":at": f"{draw_at}#{race_id}#{event_id}",
+                    ":race": race_id,
+                    ":event": event_id,
+                }
+            ),
+        )
+
+    def due(self, now: str) -> list[tuple[str, str]]:
+        """(raceId, eventId) of ballots whose draw time has come and whose draw is not done."""
+        items = query_all(
+            self._db,
+            TableName=self._table,
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :due AND gsi1sk <= :now",
+            ExpressionAttributeValues=values({":due": BALLOT_DUE_PARTITION, ":now": f"{now}#~"}),
+        )
+        return [(str(i["raceId"]), str(i["eventId"])) for i in items]
+
+    def done(self, race_id: str, event_id: str) -> None:
+        self._db.update_item(
+            TableName=self._table, Key=ballot_seed_key(race_id, event_id), UpdateExpression="REMOVE gsi1pk, gsi1sk"
+        )
+
+    def draw_record(self, race_id: str, event_id: str) -> DrawRecord | None:
+        resp = self._db.get_item(
+            TableName=self._table, Key=key(ballot_pk(race_id, event_id), BALLOT_DRAW_SK), ConsistentRead=True
+        )
+        return DrawRecord.model_validate(from_item(resp["Item"])) if "Item" in resp else None
+
+    def put_draw(self, record: DrawRecord) -> None:
+        """The draw's record, once (a second run that drew the same finds it and goes on from it)."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={**key(ballot_pk(record.raceId, record.eventId), BALLOT_DRAW_SK), **to_item(record.model_dump())},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            pass
+
+    def advance(self, record: DrawRecord, **moved: Any) -> DrawRecord:
+        names = {f"#a{i}": k for i, k in enumerate(moved)}
+        vals = {f":v{i}": v for i, v in enumerate(moved.values())}
+        self._db.update_item(
+            TableName=self._table,
+            Key=key(ballot_pk(record.raceId, record.eventId), BALLOT_DRAW_SK),
+            UpdateExpression="SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(moved))),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values(vals),
+        )
+        return record.model_copy(update=moved)
+
+    def put_page(self, race_id: str, event_id: str, prefix: str, page: int, rows: str) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item={**key(ballot_pk(race_id, event_id), f"{prefix}{page:06d}"), **to_item({"rows": rows})},
+        )
+
+    def page(self, race_id: str, event_id: str, prefix: str, page: int) -> str | None:
+        resp = self._db.get_item(TableName=self._table, Key=key(ballot_pk(race_id, event_id), f"{prefix}{page:06d}"))
+        return str(from_item(resp["Item"])["rows"]) if "Item" in resp else None
+
     @staticmethod
     def shards() -> range:
         return range(BALLOT_APP_SHARDS)
 
 
-__all__ = ["BallotStore", "ConditionFailed", "Counts", "DynamoBallots"]
+ORDER, LIST = BALLOT_ORDER_PREFIX, BALLOT_LIST_PREFIX
+
+
+__all__ = ["BallotStore", "ConditionFailed", "Counts", "DrawStore", "DynamoBallots"]

@@ -11,6 +11,7 @@ from racecap.config import get_settings
 
 if TYPE_CHECKING:
     from racecap.ballot.admin import BallotAdmin
+    from racecap.ballot.job import DrawJob
     from racecap.ballot.service import Ballots
     from racecap.ballot.store import DynamoBallots
 
@@ -45,3 +46,22 @@ def ballot_admin() -> BallotAdmin:
     from racecap.setup.wiring import race_admin
 
     return BallotAdmin(race_admin(), ballot_store())
+
+
+@lru_cache(maxsize=1)
+def draw_job() -> DrawJob:
+    """``BallotDraw``'s job: each ballot due, drawn and lined up as the event's waitlist."""
+    from racecap.ballot.job import DrawJob
+    from racecap.emails.wiring import emails_queue
+    from racecap.places.store import read_shards
+    from racecap.races.wiring import catalog
+    from racecap.waitlist.store import DynamoBallotLine
+
+    s = get_settings()
+
+    def shards(race_id: str, event_id: str) -> list[tuple[str, int, int]]:
+        found = read_shards(clients.dynamodb(), s.inventory_table, race_id, event_id, consistent=True)
+        return [(sh.sk, sh.cap, sh.taken) for sh in found]
+
+    line = DynamoBallotLine(clients.dynamodb(), s.inventory_table)
+    return DrawJob(catalog(), ballot_store(), line, shards, emails_queue(), s.site_url)

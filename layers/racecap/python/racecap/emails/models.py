@@ -211,6 +211,20 @@ class WaitlistOfferData(Model):
     expiresAt: str = Field(min_length=1, max_length=60)
     priceCents: int = Field(ge=0)
     currency: str = Field(min_length=3, max_length=3)
+    ballot: bool = False  # the runner's ballot application won (the draw's line): the result email
+
+
+class BallotResultData(Model):
+    """A ballot's result for an application that did not win: its number on the waitlist."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", coerce_numbers_to_str=True)
+
+    firstName: str = Field(min_length=1, max_length=200)
+    raceName: str = Field(min_length=1, max_length=300)
+    eventName: str = Field(min_length=1, max_length=300)
+    applicationId: str = Field(min_length=1, max_length=100)
+    position: int = Field(ge=1)
+    raceUrl: str = Field(max_length=4096, pattern=r"^https?://")
 
 
 class WaitlistClosedData(Model):

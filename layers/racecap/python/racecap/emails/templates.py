@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from racecap.emails.models import (
     AnswerLine,
     BallotConfirmData,
+    BallotResultData,
     ConfirmationData,
     DeferredData,
     EmailChangeData,
@@ -656,10 +657,83 @@ def render_waitlist_offer(raw: dict[str, Any]) -> RenderedEmail:
         "expiresAt": d.expiresAt[:16].replace("T", " "),
         "price": format_money(d.priceCents, d.currency) if d.priceCents else "free",
     }
+    if d.ballot:  # the ballot's winners: this offer is their one result email
+        subject = _one_line(f"You have a place in {d.raceName} — {d.eventName}: the ballot drew you")
+        content = _BALLOT_WON_HTML.substitute(_escaped(values))
+        page = _page(subject, content, d.entryId, "ballot application")
+        return RenderedEmail(subject, _BALLOT_WON_TEXT.substitute(values), page)
     subject = _one_line(f"A place in {d.raceName} — {d.eventName} is yours if you claim it")
     content = _WAITLIST_OFFER_HTML.substitute(_escaped(values))
     page = _page(subject, content, d.entryId, "waitlist entry")
     return RenderedEmail(subject, _WAITLIST_OFFER_TEXT.substitute(values), page)
+
+
+_BALLOT_WON_TEXT = Template(
+    """Hi $firstName,
+
+You have a place in $raceName — $eventName: the ballot drew your application.
+Claim it before $expiresAt (UTC), then register and pay ($price) as usual, with this address:
+
+$claimUrl
+
+If you no longer want it, the same page passes it on to the next runner on the waitlist at once.
+
+Racecap
+"""
+)
+
+
+_BALLOT_WON_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">You have a place: the ballot drew you</h1>
+<p style="margin:0 0 16px">Hi $firstName, the ballot for <strong>$raceName</strong> — $eventName drew your
+application. Claim your place before <strong>$expiresAt (UTC)</strong>, then register and pay ($price) as usual,
+with this address.</p>
+<p style="margin:0 0 16px"><a href="$claimUrl" style="display:inline-block;background:#1f2933;color:#ffffff;
+padding:10px 18px;border-radius:6px;text-decoration:none">Claim my place</a></p>
+<p style="margin:0;font-size:13px;color:#66788a">No longer want it? The same page passes it on to the next
+runner on the waitlist at once.</p>"""
+)
+
+
+_BALLOT_RESULT_TEXT = Template(
+    """Hi $firstName,
+
+The ballot for $raceName — $eventName has been drawn. Your application was not among the winners this time:
+you are number $position on the waitlist. If a winner does not take their place, it is offered to the next
+runner in line, in drawn order, by email.
+
+The draw can be checked by anyone: the race page publishes the seed and the list of applications.
+$raceUrl
+
+Racecap
+"""
+)
+
+
+_BALLOT_RESULT_HTML = Template(
+    """<h1 style="font-size:22px;margin:0 0 12px">You are number $position on the waitlist</h1>
+<p style="margin:0 0 16px">Hi $firstName, the ballot for <strong>$raceName</strong> — $eventName has been
+drawn. Your application was not among the winners this time: you are <strong>number $position</strong> on
+the waitlist. If a winner does not take their place, it is offered to the next runner in line, in drawn
+order, by email.</p>
+<p style="margin:0;font-size:13px;color:#66788a">The draw can be checked by anyone: the
+<a href="$raceUrl">race page</a> publishes the seed and the list of applications.</p>"""
+)
+
+
+def render_ballot_result(raw: dict[str, Any]) -> RenderedEmail:
+    d: BallotResultData = _data(BallotResultData, raw)  # type: ignore[arg-type]
+    values = {
+        "firstName": d.firstName,
+        "raceName": d.raceName,
+        "eventName": d.eventName,
+        "position": f"{d.position:,}",
+        "raceUrl": d.raceUrl,
+    }
+    subject = _one_line(f"The ballot for {d.raceName} — {d.eventName}: you are number {d.position:,} on the waitlist")
+    content = _BALLOT_RESULT_HTML.substitute(_escaped(values))
+    page = _page(subject, content, d.applicationId, "ballot application")
+    return RenderedEmail(subject, _BALLOT_RESULT_TEXT.substitute(values), page)
 
 
 _WAITLIST_CLOSED_TEXT = Template(
@@ -713,4 +787,5 @@ TEMPLATES: dict[str, Callable[[dict[str, Any]], RenderedEmail]] = {
     "waitlist-offer": render_waitlist_offer,
     "waitlist-closed": render_waitlist_closed,
     "ballot-confirm": render_ballot_confirm,
+    "ballot-result": render_ballot_result,
 }

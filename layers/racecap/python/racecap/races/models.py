@@ -157,7 +157,7 @@ class WaitlistSettings(Model):
 
 
 DEFAULT_PAY_DAYS = 7
-MAX_PAY_DAYS = 30
+MAX_PAY_DAYS = 14  # the waitlist's longest offer window: the winners' offers are its offers
 
 
 class BallotSettings(Model):

@@ -537,12 +537,14 @@ class RaceAdmin:
                 raise EventNotFound(f"Race {race_id} has no event {event_id}.")
             settings = decide(race, event)
             stored = settings.model_dump(mode="json")
-            if stored == event.ballot.model_dump(mode="json"):
+            # The draw's line is the event's waitlist, the winners' days to pay its offer window.
+            line = WaitlistSettings(enabled=True, offerWindowHours=settings.payDays * 24).model_dump()
+            if stored == event.ballot.model_dump(mode="json") and line == event.waitlist.model_dump():
                 return race, event
             try:
                 self._run(
                     [
-                        self._store.update_event_item(event, {"ballot": stored}),
+                        self._store.update_event_item(event, {"ballot": stored, "waitlist": line}),
                         self._store.version_item(race),
                         self._trail.item(director, race_id, "event.ballot", event_id, ballot=stored),
                     ]

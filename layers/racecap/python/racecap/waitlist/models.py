@@ -37,6 +37,9 @@ class WaitlistEntry(_Record):
     leftAt: str | None = None
     removedAt: str | None = None
     ttl: int | None = None  # a PENDING entry is deleted by TTL if never confirmed
+    # An entry a ballot's draw wrote (racecap.ballot): its application, and the group drawn with it.
+    ballotApplicationId: str | None = None
+    groupId: str | None = None
 
 
 @dataclass(frozen=True)

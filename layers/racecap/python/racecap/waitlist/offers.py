@@ -192,6 +192,7 @@ class OfferBatch:
                     "expiresAt": offer.expiresAt,
                     "priceCents": offer.priceCents,
                     "currency": event.currency,
+                    **({"ballot": True} if entry.ballotApplicationId else {}),
                 },
             )
         )

@@ -111,6 +111,8 @@ class Waitlist:
         # required here, so its absence is the answer whatever the event's state.
         device = client.require_device()
         race, event = self._event(race_id, event_id)
+        if event.ballot.enabled:  # its line is the ballot's drawn order (racecap.ballot.job)
+            raise WaitlistClosed(f"{event.name}'s waitlist is its ballot's drawn order: apply to the ballot instead.")
         if not event.waitlist.enabled or race_status(race) != "OPEN":
             raise WaitlistClosed(f"{event.name} takes no waitlist entries now.")
         if self._races.availability(race_id, [event]).get(event_id, 0) > 0:

@@ -14,9 +14,10 @@ list is one query and a confirmation is one transaction of two items in one part
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
-from racecap.aws.items import from_item, query_all, query_raw, to_item, values
+from racecap.aws.items import from_item, get_all, query_all, query_raw, to_item, values
 from racecap.aws.keys import (
     WAITLIST_ENTRY_PREFIX,
     WAITLIST_OFFER_PREFIX,
@@ -31,7 +32,7 @@ from racecap.aws.keys import (
     waitlist_queue_partition,
     waitlist_queue_sk,
 )
-from racecap.aws.transactions import TransactItem, transact, update_item
+from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
 from racecap.places.returns import CLOSED, OFFERED, POOL, line_counts, pool_attr
 from racecap.waitlist.models import Line, Offer, OfferState, WaitlistEntry
 
@@ -507,6 +508,100 @@ class DynamoWaitlist:
                 vals={":one": 1},
             )
         ]
+
+
+class DynamoBallotLine:
+    """A ballot's drawn order as the event's waitlist (``racecap.ballot.job``): the entries written
+    page by page (a re-run writes the same items again), then the LINE in one transaction with the
+    winners' places moved from the shards to its pool, so the offer batch offers them in order."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def put_entries(self, entries: list[WaitlistEntry]) -> None:
+        """WAITING entries with their numbers, in the line's index (25 to a batch write). One that
+        exists is left as it is: a re-run over a page whose runners were offered places already
+        must not put them back in line (a batch write has no condition, so they are read first)."""
+        keys = [waitlist_entry_key(e.raceId, e.eventId, e.entryId) for e in entries]
+        there = {str(i["sk"]) for i in get_all(self._db, self._table, keys)}
+        requests = []
+        for e in entries:
+            if f"{WAITLIST_ENTRY_PREFIX}{e.entryId}" in there:
+                continue
+            assert e.seq is not None
+            item = {
+                **waitlist_entry_key(e.raceId, e.eventId, e.entryId),
+                **to_item(e.model_dump(exclude_none=True)),
+                **to_item(
+                    {"gsi1pk": waitlist_queue_partition(e.raceId, e.eventId), "gsi1sk": waitlist_queue_sk(e.seq)}
+                ),
+            }
+            requests.append({"PutRequest": {"Item": item}})
+        for start in range(0, len(requests), 25):
+            batch_write(self._db, self._table, requests[start : start + 25])
+
+    def open_line(
+        self, race_id: str, event_id: str, waiting: int, takes: dict[str, int], caps: dict[str, int], at: str
+    ) -> bool:
+        """The LINE with ``waiting`` runners in it and ``takes`` (shard -> places) pooled for the
+        first of them, each shard's cap as read (``caps``); False if the LINE exists already (a
+        re-run: nothing written twice)."""
+        names = {"#seq": "seq", "#head": "head", "#waiting": "waiting", "#pool": POOL}
+        vals: dict[str, Any] = {
+            ":n": waiting,
+            ":zero": 0,
+            ":pool": sum(takes.values()),
+            ":race": race_id,
+            ":event": event_id,
+            ":at": at,
+            ":work": WAITLIST_WORK_PARTITION,
+            ":ev": f"{race_id}#{event_id}",
+        }
+        sets = ["#seq = :n", "#head = :zero", "#waiting = :n", "#pool = :pool", "raceId = :race",
+                "eventId = :event", "ballotDrawnAt = :at", "gsi1pk = :work", "gsi1sk = :ev"]  # fmt: skip
+        for n, (shard, k) in enumerate(sorted(takes.items())):
+            names[f"#p{n}"] = pool_attr(shard)
+            vals[f":k{n}"] = k
+            sets.append(f"#p{n} = :k{n}")
+        shards = [
+            update_item(
+                self._table,
+                shard_key(race_id, event_id, shard),
+                "SET taken = taken + :k",
+                condition="cap = :cap AND taken <= :most",
+                vals={":k": k, ":cap": caps[shard], ":most": caps[shard] - k},
+            )
+            for shard, k in sorted(takes.items())
+            if k
+        ]
+        line = update_item(
+            self._table,
+            waitlist_line_key(race_id, event_id),
+            "SET " + ", ".join(sets),
+            condition="attribute_not_exists(pk)",
+            names=names,
+            vals=vals,
+        )
+        try:
+            transact(self._db, [line, *shards])
+        except ConditionFailed as exc:
+            if exc.first == 0:
+                return False
+            raise
+        return True
+
+
+def batch_write(client: Any, table: str, requests: list[dict[str, Any]]) -> None:
+    """One BatchWriteItem, its unprocessed items sent again (with a short back-off) until none are left."""
+    pending = {table: requests}
+    for attempt in range(10):
+        resp = client.batch_write_item(RequestItems=pending)
+        pending = resp.get("UnprocessedItems") or {}
+        if not pending:
+            return
+        time.sleep(min(1.0, 0.05 * 2**attempt))
+    raise RuntimeError(f"{sum(len(v) for v in pending.values())} items left unwritten after 10 tries")
 
 
 def line_from(item: dict[str, Any]) -> Line:

@@ -8,11 +8,11 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from racecap.api.runner.common import client_of
-from racecap.ballot.models import BallotApplied, BallotApply, BallotLink, MyApplication
+from racecap.ballot.models import BallotApplied, BallotApply, BallotLink, DrawView, MyApplication
 from racecap.ballot.wiring import ballots
 from racecap.fairness.identity import BALLOT_HEADER, NEEDS_DEVICE, OWN_BALLOT_APPLICATION, lower_headers
 from racecap.http import NO_STORE
@@ -110,3 +110,36 @@ def my_application() -> Response[MyApplication]:
 def withdraw_application() -> Response[None]:
     ballots().withdraw(_token())
     return Response(204, headers=NO_STORE)
+
+
+@router.get(
+    "/api/races/<raceId>/events/<eventId>/ballot/draw",
+    summary="The event's ballot draw as published: the seed revealed, the figures, and how to check it",
+    description="Once the draw ran. The seed's SHA-256 is the commitment the race page showed before the window "
+    "opened; the list's pages (`…/ballot/list?page=N`) and `tools/verify_draw.py` re-compute the winners.",
+    tags=["Ballot"],
+    responses={404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND, BALLOT_NOT_DRAWN"}},
+)
+@tracer.capture_method
+def published_draw(raceId: str, eventId: str) -> Response[DrawView]:
+    return Response(200, content_types.APPLICATION_JSON, ballots().published(raceId, eventId), headers=NO_STORE)
+
+
+@router.get(
+    "/api/races/<raceId>/events/<eventId>/ballot/list",
+    summary="A page of the ballot's published list: `ticket,size` per row, by id (no address, ever)",
+    description="A ticket is an application alone or a group (its id, its size). Page 0 starts with the header; "
+    "the pages one after the other are the list.",
+    tags=["Ballot"],
+    responses={
+        200: {"description": "The page, as CSV", "content": {"text/csv": {"schema": {"type": "string"}}}},
+        404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND, BALLOT_NOT_DRAWN (or no such page)"},
+    },
+)
+@tracer.capture_method
+def published_list(
+    raceId: str, eventId: str, page: Annotated[int, Query(ge=0, le=100_000, description="From 0.")] = 0
+) -> Response[str]:
+    text = ballots().list_page(raceId, eventId, page)
+    # The list never changes once drawn: caches may keep it.
+    return Response(200, "text/csv; charset=utf-8", text, headers={"Cache-Control": "public, max-age=3600"})
