@@ -78,6 +78,9 @@ class FakeRetention:
                 if k[:2] == (race_id, event_id)
             ]
 
+    def ballot_items(self, race_id: str, event_id: str) -> Iterator[TransactItem]:
+        return iter(())  # the unit world has no ballot store: its purge is test_retention_purge's (integration)
+
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem:
         def mark() -> None:
             stored, events = self.catalog.races[race.raceId]

@@ -215,3 +215,24 @@ def test_after_a_switch_and_a_transfer_the_purge_leaves_no_trace_of_any_runner_i
         assert secret not in everything, f"{secret} is still stored"
     report = wait_for_audit(stack, backend, race_id)
     assert report.ok, report.summary()
+
+
+def test_the_purge_deletes_every_ballot_application_and_its_addresses_claim(
+    backend: Any, kim: Any, in_process_env: None
+) -> None:
+    from racecap.aws.keys import ballot_claim_key
+
+    from .test_ballot_draw import _applications
+
+    race = kim.create_race((10,))
+    race_id, event_id = race["raceId"], race["events"][0]["eventId"]
+    apps = _applications(backend, race_id, event_id, [1, 2, 1], f"ret{race_id[-4:].lower()}")
+    _ran_past_retention(backend, race_id)
+    assert _purge()["unfinished"] == 0
+    everything = "\n".join(_dump(backend).values())
+    for app in apps:
+        assert app.email not in everything and app.applicationId not in everything
+        claim = backend.dynamodb.get_item(
+            TableName=backend.table("Inventory"), Key=ballot_claim_key(race_id, app.email)
+        )
+        assert "Item" not in claim

@@ -12,6 +12,8 @@ on, the retention job (``functions/retention_purge``, hourly) deletes what is no
 * every entry and every offer of the race's events' waitlists (an address and a name each;
   ``racecap.waitlist``), whatever its state, in transactions of up to
   ``LEDGER_ITEMS_PER_TRANSACTION`` deletes; the lines' counters, figures alone, stay;
+* every ballot application and its address's claim (``racecap.ballot``), the same way; the
+  draw's published pages (application ids only) and its counters stay;
 
 and keeps what results publish and directors count: name, bib, event, status, amounts,
 times, the stats. The answers to the registration questions (emergency contacts, clubs,
@@ -82,6 +84,10 @@ class RetentionStore(Protocol):
         """Every entry and offer of the event's waitlist, deleted."""
         ...
 
+    def ballot_items(self, race_id: str, event_id: str) -> Iterator[TransactItem]:
+        """Every application of the event's ballot and its address's claim, deleted (streamed)."""
+        ...
+
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem: ...
 
 
@@ -146,6 +152,18 @@ class RetentionPurge:
             entries = self._store.waitlist_items(race.raceId, event.eventId)
             for start in range(0, len(entries), LEDGER_ITEMS_PER_TRANSACTION):
                 self._transact(entries[start : start + LEDGER_ITEMS_PER_TRANSACTION])
+            # The ballot's applications (racecap.ballot) the same way, in chunks as they are read.
+            chunk: list[TransactItem] = []
+            for item in self._store.ballot_items(race.raceId, event.eventId):
+                chunk.append(item)
+                if len(chunk) == LEDGER_ITEMS_PER_TRANSACTION:
+                    if time_left_s() < TIME_MARGIN_S:
+                        counts["registrations"] += done
+                        return False
+                    self._transact(chunk)
+                    chunk = []
+            if chunk:
+                self._transact(chunk)
         counts["registrations"] += done
         self._transact(
             [

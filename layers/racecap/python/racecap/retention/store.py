@@ -16,7 +16,11 @@ from typing import Any
 
 from racecap.aws.items import from_item, query_raw, values
 from racecap.aws.keys import (
+    BALLOT_APP_PREFIX,
+    BALLOT_APP_SHARDS,
     RACE_SK,
+    ballot_app_pk,
+    ballot_claim_key,
     WAITLIST_ENTRY_PREFIX,
     WAITLIST_OFFER_PREFIX,
     email_key,
@@ -116,6 +120,25 @@ class DynamoRetention:
                 ConsistentRead=True,
             )
         return [{"Delete": {"TableName": self._inv, "Key": {"pk": i["pk"], "sk": i["sk"]}}} for i in found]
+
+    def ballot_items(self, race_id: str, event_id: str) -> Iterator[TransactItem]:
+        """Every application of the event's ballot and its address's claim, deleted, streamed page
+        by page (a million of them never sit in memory at once). The draw's pages (application ids,
+        published) and its counters stay."""
+        for shard in range(BALLOT_APP_SHARDS):
+            for item in query_raw(
+                self._db,
+                TableName=self._inv,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :app)",
+                ProjectionExpression="pk, sk, email",
+                ExpressionAttributeValues=values(
+                    {":pk": ballot_app_pk(race_id, event_id, shard), ":app": BALLOT_APP_PREFIX}
+                ),
+            ):
+                yield {"Delete": {"TableName": self._inv, "Key": {"pk": item["pk"], "sk": item["sk"]}}}
+                email = item.get("email", {}).get("S")
+                if email:  # a withdrawn one has no address left, and no claim
+                    yield {"Delete": {"TableName": self._inv, "Key": ballot_claim_key(race_id, email)}}
 
     def mark_purged_item(self, race: Race, at: datetime) -> TransactItem:
         return {
