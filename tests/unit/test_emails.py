@@ -577,3 +577,25 @@ def test_a_batchs_failed_log_write_is_counted_and_the_emails_stay_sent_once():
         assert n.handle_record(record(confirmation()), context()) == "ses-1"
     assert n.handle_record(record(confirmation(), "m-2"), context()) == "ses-1"  # redelivered: not sent again
     assert len(mailer.sent) == 1
+
+
+def test_a_ballot_asks_each_runner_to_confirm_then_tells_each_their_one_result():
+    data = {"firstName": "Bo", "raceName": "Harbour Half", "eventName": "10K", "applicationId": "app_1",
+            "confirmUrl": "https://racecap.example/#/ballot/bal.abc", "closesAt": "2027-01-10 18:00 CET"}  # fmt: skip
+    alone = _mail("ballot-confirm", **data)
+    partner = _mail("ballot-confirm", **data, groupSize=3, appliedBy="Ada <b>")
+    assert alone.subject == "Confirm your ballot application for Harbour Half — 10K"
+    assert "Someone (we hope you)" in alone.text and "group" not in alone.text and "2027-01-10 18:00 CET" in alone.text
+    assert "Ada <b> applied" in partner.text and "in a group of 3 drawn together" in partner.text
+    assert "Ada &lt;b&gt;" in partner.html and "https://racecap.example/#/ballot/bal.abc" in partner.html
+    result = _mail("ballot-result", firstName="Bo", raceName="Harbour Half", eventName="10K", applicationId="app_1",
+                   position=1234, raceUrl="https://racecap.example/#/races/r1")  # fmt: skip
+    assert result.subject == "The ballot for Harbour Half — 10K: you are number 1,234 on the waitlist"
+    assert "number 1,234" in result.text and "https://racecap.example/#/races/r1" in result.html
+    offer = {"firstName": "Bo", "raceName": "Harbour Half", "eventName": "10K", "entryId": "wl-1", "priceCents": 4000,
+             "claimUrl": "https://racecap.example/#/waitlist/offer/wto.x", "expiresAt": "2027-02-01T10:00:00+00:00",
+             "currency": "eur"}  # fmt: skip
+    won = _mail("waitlist-offer", **offer, ballot=True)
+    assert won.subject == "You have a place in Harbour Half — 10K: the ballot drew you"
+    assert "€40.00" in won.text and "2027-02-01 10:00" in won.text and "wto.x" in won.html
+    assert "next on the waitlist" in _mail("waitlist-offer", **offer).text
