@@ -11,6 +11,7 @@
 //   #/waitlist/join/{r}/{e}  join a sold-out event's waitlist      waitlist.js
 //   #/waitlist[/{token}]   confirm (the emailed link), my place, leave  waitlist.js
 //   #/waitlist/offer[/{token}]  a place offered from the waitlist: claim it or pass it on  waitlist.js
+//   #/ballot/apply/{r}/{e}, #/ballot[/{token}], #/ballot/draw/{r}/{e}  apply, my application, the draw  ballot.js
 //   #/transfer/{token}     a place handed to me: take it over (the emailed link)  mine.js → transfer.js
 // Each route's module loads on demand, so a page only carries its own code.
 // Add ?fastpoll=1 to the page URL to divide the waiting screen's waits by 10.
@@ -30,6 +31,7 @@ const ROUTES = [
   // hold page's budget has no room for a line per route.
   [/^\/(my|transfer)(?=\/|$)\/?(.*)$/, mine, 'minePage'],
   [/^\/waitlist(?=\/|$)\/?(.*)$/, () => import('./waitlist.js'), 'waitlistPage'],
+  [/^\/ballot(?=\/|$)\/?(.*)$/, () => import('./ballot.js'), 'ballotPage'],
   [/^\/holds\/([^/]+)$/, () => import('./hold.js'), 'holdPage'],
   [/^\/registrations\/([^/]+)$/, () => import('./wait.js'), 'registrationPage'],
   [/^\/races\/([^/]+)\/events\/([^/]+)\/results$/, results, 'resultsPage'],

@@ -140,8 +140,17 @@ export async function racePage(raceId) {
     // A sold-out event with a waitlist: its line's door (waitlist.js).
     r.wait = h('p', { hidden: true }, h('a', { href: `#/waitlist/join/${enc(raceId)}/${enc(ev.eventId)}`,
       testid: 'waitlist-link' }, 'Join the waitlist'));
+    // An event drawn from a ballot's applications (ballot.js): no holds, its window and commitment.
+    r.ballot = h('div', { hidden: true, testid: 'ballot' },
+      r.ballotLine = h('p', { testid: 'ballot-window' }),
+      h('p', { cls: 'muted' }, 'Commitment to the draw\'s seed (SHA-256): ',
+        r.commit = h('code', { testid: 'ballot-commitment' })),
+      r.apply = h('p', {}, h('a', { href: `#/ballot/apply/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-apply' },
+        'Apply to the ballot')),
+      h('p', {}, h('a', { href: `#/ballot/draw/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-draw' },
+        'The draw, and how to check it')));
     r.el = h('li', { cls: 'card', testid: 'event', 'data-event-id': ev.eventId },
-      r.name, r.price, r.spots, r.state, r.btn, r.team, r.wait, r.st.el);
+      r.name, r.price, r.spots, r.state, r.btn, r.team, r.wait, r.ballot, r.st.el);
     return r;
   };
 
@@ -169,6 +178,20 @@ export async function racePage(raceId) {
       if (r.team) r.team.hidden = es !== 'open';
       r.wait.hidden = !(es === 'soldout' && ev.waitlist);
       r.btn.disabled = holding;
+      const b = ev.ballot;
+      r.ballot.hidden = !b;
+      if (b) {
+        r.btn.hidden = true;
+        if (r.team) r.team.hidden = true;
+        r.wait.hidden = true;
+        const tz = race.timeZone;
+        setText(r.ballotLine, b.phase === 'UPCOMING'
+          ? `Places are drawn by ballot: applications open ${when(b.opensAt, tz)} until ${when(b.closesAt, tz)}.`
+          : b.phase === 'OPEN' ? `Places are drawn by ballot: applications are open until ${when(b.closesAt, tz)}.`
+            : `The ballot is closed: the draw is at ${when(b.drawAt, tz)}.`);
+        setText(r.commit, b.commitment);
+        r.apply.hidden = b.phase !== 'OPEN';
+      }
     }
   };
 

@@ -11,6 +11,7 @@ import { auditPage, runnersPage } from './runners.js';
 import { codesPage } from './codes.js';
 import { questionsPage } from './questions.js';
 import { waitlistPage } from './waitlist.js';
+import { ballotPage } from './ballot.js';
 import { createSession } from './session.js';
 import { signInFlow } from './signin.js';
 
@@ -46,13 +47,14 @@ async function boot() {
     try {
       if (path === '/races') return await racesPage(api);
       if (path === '/races/new') return newRacePage(api);
-      const race = /^\/races\/([^/?]+)(?:\/(runners|audit|results|live|questions|codes|waitlist))?(?:\?.*)?$/.exec(path);
+      const race = /^\/races\/([^/?]+)(?:\/(runners|audit|results|live|questions|codes|waitlist|ballot))?(?:\?.*)?$/.exec(path);
       if (race?.[2] === 'runners') return await runnersPage(api, decodeURIComponent(race[1]), subnav);
       if (race?.[2] === 'live') return await livePage(api, decodeURIComponent(race[1]), subnav);
       if (race?.[2] === 'results') return await resultsPage(api, decodeURIComponent(race[1]), subnav);
       if (race?.[2] === 'questions') return await questionsPage(api, decodeURIComponent(race[1]), subnav);
       if (race?.[2] === 'codes') return await codesPage(api, decodeURIComponent(race[1]), subnav);
       if (race?.[2] === 'waitlist') return await waitlistPage(api, decodeURIComponent(race[1]), subnav);
+      if (race?.[2] === 'ballot') return await ballotPage(api, decodeURIComponent(race[1]), subnav);
       if (race?.[2] === 'audit') return await auditPage(api, decodeURIComponent(race[1]), subnav);
       if (race) return await racePage(api, decodeURIComponent(race[1]));
       show(h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/races' }, 'Back to your races')));

@@ -371,6 +371,7 @@ export function subnav(raceId, current) {
     ['results', `${base}/results`, 'Results'],
     ['codes', `${base}/codes`, 'Discount codes'],
     ['waitlist', `${base}/waitlist`, 'Waitlist'],
+    ['ballot', `${base}/ballot`, 'Ballot'],
     ['audit', `${base}/audit`, 'Audit trail'],
   ];
   return h('nav', { 'aria-label': 'This race', class: 'subnav' }, h('ul', {},

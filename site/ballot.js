@@ -1,0 +1,255 @@
+// An event's ballot (racecap.ballot), one route of the app (ballotPage) for four pages:
+//   #/ballot/apply/{raceId}/{eventId}  apply, alone or with a group: names, addresses and dates of
+//                                      birth, then a proof-of-work solved here (pow.js, the queue's own)
+//   #/ballot/{token}                   the emailed link: confirms the address (safe to repeat), keeps the
+//                                      token for this tab and replaces the address with #/ballot
+//   #/ballot                           my application (the kept token), and withdrawing it
+//   #/ballot/draw/{raceId}/{eventId}   the draw as published: the seed, the figures, the list, how to check it
+import { api, withBusyRetry } from './api.js';
+import { device } from './identity.js';
+import { solve } from './pow.js';
+import { askFirst, focusState } from './ask.js';
+import { backLink, enc, errorBox, go, h, page, retitle, say, setText, store, when } from './ui.js';
+
+const HEADER = 'X-Racecap-Ballot';
+const KEY = 'ballot';
+const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]{2,}$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const FIELDS = [['firstName', 'First name', 'text', 'given-name'], ['lastName', 'Last name', 'text', 'family-name'],
+  ['email', 'Email address', 'email', 'email'], ['dateOfBirth', 'Date of birth', 'date', 'bday']];
+
+export function ballotPage(rest) {
+  const [first, raceId, eventId] = (rest || '').split('/');
+  if (!rest) return applicationPage();
+  if (first === 'apply' && eventId) return applyPage(decodeURIComponent(raceId), decodeURIComponent(eventId));
+  if (first === 'draw' && eventId) return drawPage(decodeURIComponent(raceId), decodeURIComponent(eventId));
+  return confirmPage(rest);
+}
+
+// One runner's fields; `n` is the runner's index (0: the applicant), its API path their prefix.
+function runnerFields(n) {
+  const prefix = n === 0 ? '' : `partners.${n - 1}.`;
+  const inputs = {};
+  const rows = FIELDS.map(([name, label, type, ac]) => {
+    const id = `bal-${n}-${name}`;
+    const err = h('p', { cls: 'field-error', id: `${id}-err`, testid: `${id}-error` });
+    const input = h('input', { id, name, type, autocomplete: n === 0 ? ac : 'off', required: true,
+      'aria-describedby': `${id}-err`, testid: id });
+    inputs[prefix + name] = { input, err, name };
+    return h('div', { cls: 'field' }, h('label', { for: id }, label), input, err);
+  });
+  return { inputs, rows };
+}
+
+function applyPage(raceId, eventId) {
+  const { h1, body, signal } = page('Apply to the ballot');
+  const st = h('p', { role: 'status', testid: 'bal-status' });
+  body.append(h('p', { cls: 'loading' }, 'Loading…'));
+  (async () => {
+    let race;
+    try {
+      race = (await api('GET', `/races/${enc(raceId)}`, { signal })).data;
+    } catch (e) {
+      if (!signal.aborted) body.replaceChildren(errorBox(e.message), backLink(raceId));
+      return;
+    }
+    const ev = (race.events || []).find((e) => e.eventId === eventId);
+    if (!ev || !ev.ballot) return body.replaceChildren(errorBox('This event has no ballot.'), backLink(raceId));
+    retitle(h1, `Apply to the ballot: ${race.name}, ${ev.name}`);
+    const runners = [runnerFields(0)];
+    const group = h('div', { testid: 'bal-group' });
+    const most = ev.teamMaxSize || 1;
+    const add = h('button', { type: 'button', testid: 'bal-add-runner', hidden: most < 2 }, 'Add a runner to my group');
+    const drop = h('button', { type: 'button', testid: 'bal-drop-runner', hidden: true }, 'Remove the last runner');
+    const sync = () => {
+      add.hidden = runners.length >= most;
+      drop.hidden = runners.length < 2;
+    };
+    add.addEventListener('click', () => {
+      const r = runnerFields(runners.length);
+      runners.push(r);
+      const box = h('fieldset', { testid: `bal-runner-${runners.length - 1}` },
+        h('legend', {}, `Runner ${runners.length}`), r.rows);
+      group.append(box);
+      sync();
+      r.rows[0].querySelector('input').focus();
+    });
+    drop.addEventListener('click', () => {
+      runners.pop();
+      group.lastChild.remove();
+      sync();
+      add.hidden ? drop.focus() : add.focus();
+    });
+    const send = h('button', { type: 'submit', cls: 'primary', testid: 'bal-apply' }, 'Apply');
+    const form = h('form', { novalidate: true, testid: 'bal-form' },
+      h('fieldset', {}, h('legend', {}, 'You'), runners[0].rows), group,
+      h('p', {}, add, ' ', drop), send, st);
+    const all = () => Object.assign({}, ...runners.map((r) => r.inputs));
+    const bad = (key, msg) => {
+      const f = all()[key];
+      if (!f) return false;
+      setText(f.err, msg);
+      f.input.setAttribute('aria-invalid', 'true');
+      return true;
+    };
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      for (const { input, err } of Object.values(all())) (setText(err, ''), input.removeAttribute('aria-invalid'));
+      setText(st, '');
+      const values = runners.map((r) => Object.fromEntries(Object.values(r.inputs).map(({ input, name }) => [name, input.value.trim()])));
+      values.forEach((v, n) => {
+        const p = n === 0 ? '' : `partners.${n - 1}.`;
+        if (!v.firstName) bad(`${p}firstName`, 'Enter a first name.');
+        if (!v.lastName) bad(`${p}lastName`, 'Enter a last name.');
+        if (!EMAIL.test(v.email)) bad(`${p}email`, 'Enter an email address like name@example.com.');
+        if (!DATE.test(v.dateOfBirth)) bad(`${p}dateOfBirth`, 'Enter a date of birth.');
+      });
+      const wrongNow = Object.values(all()).find(({ input }) => input.hasAttribute('aria-invalid'));
+      if (wrongNow) return wrongNow.input.focus();
+      send.disabled = true;
+      try {
+        await device(signal);
+        setText(st, 'Proving this is a person, not a script: a few seconds of work for your device…');
+        const ch = (await withBusyRetry(() => api('POST', `/races/${enc(raceId)}/queue/challenge`, { signal }), { signal })).data;
+        const nonce = await solve(ch.challenge, ch.difficulty, { signal });
+        const [me, ...partners] = values;
+        const { data } = await api('POST', `/races/${enc(raceId)}/events/${enc(eventId)}/ballot`,
+          { body: { ...me, partners, challenge: ch.challenge, nonce }, signal });
+        retitle(h1, 'Check your inbox');
+        body.replaceChildren(h('p', { role: 'status', testid: 'bal-sent' }, data.message), backLink(raceId));
+        say(data.message);
+        body.querySelector('a').focus();
+      } catch (err) {
+        if (signal.aborted) return;
+        const wrong = Object.entries((err.body && err.body.fields) || {}).filter(([k, msg]) => bad(k, msg));
+        if (wrong.length) all()[wrong[0][0]].input.focus();
+        setText(st, wrong.length ? '' : err.message);
+        send.disabled = false;
+      }
+    });
+    const tz = race.timeZone;
+    body.replaceChildren(
+      h('p', {}, `Places in ${ev.name} are drawn from the applications taken until ${when(ev.ballot.closesAt, tz)}; `
+        + `the draw is at ${when(ev.ballot.drawAt, tz)}. One application per person. `
+        + (most > 1 ? `A group of up to ${most} applies together and is drawn together or not at all. ` : '')
+        + 'Each runner gets an email to confirm their address: an application counts once confirmed.'),
+      form, backLink(raceId));
+  })();
+}
+
+// The emailed link: confirm (a repeat answers the same), keep the token, show the application.
+function confirmPage(token) {
+  const { h1, body, signal } = page('Confirming your application');
+  body.append(h('p', { role: 'status', testid: 'bal-confirm-status' }, 'Confirming…'));
+  (async () => {
+    try {
+      await api('POST', '/ballot/confirm', { body: { token }, signal });
+      store.set(KEY, token);
+      go('/ballot', true);
+    } catch (e) {
+      if (signal.aborted) return;
+      retitle(h1, 'Not confirmed');
+      body.replaceChildren(errorBox(e.message), backLink());
+    }
+  })();
+}
+
+function applicationPage() {
+  const { h1, body, signal } = page('My ballot application');
+  const kept = store.get(KEY);
+  if (!kept) {
+    body.append(h('p', { testid: 'bal-no-link' }, 'Open the link in your ballot email to see your application.'), backLink());
+    return;
+  }
+  const call = (method) => api(method, '/ballot/me', { signal, headers: { [HEADER]: kept } });
+
+  async function show(announce) {
+    let me;
+    try {
+      me = (await call('GET')).data;
+    } catch (e) {
+      if (signal.aborted) return;
+      body.replaceChildren(errorBox(e.message, e.status !== 401 && e.status !== 404 && (() => show())), backLink());
+      return;
+    }
+    retitle(h1, `Ballot: ${me.raceName}, ${me.eventName}`);
+    const rows = [
+      ['Application', me.applicationId, 'bal-id'],
+      me.groupId && ['Group', `${me.groupSize} runners, drawn together`, 'bal-group-size'],
+      me.drawAt && ['The draw', when(me.drawAt), 'bal-draw-at'],
+    ].filter(Boolean);
+    const status = h('p', { role: 'status', testid: 'bal-state', 'data-state': me.state }, me.message);
+    const open = me.ballot === 'OPEN' || me.ballot === 'UPCOMING';
+    body.replaceChildren(status,
+      h('dl', {}, rows.flatMap(([dt, dd, testid]) => [h('dt', {}, dt), h('dd', { testid }, dd)])),
+      me.state !== 'WITHDRAWN' && open ? withdrawSection() : '',
+      h('p', {}, h('a', { href: `#/ballot/draw/${enc(me.raceId)}/${enc(me.eventId)}`, testid: 'bal-draw-link' },
+        'The draw, and how to check it')),
+      backLink(me.raceId));
+    if (announce) say(me.message);
+  }
+
+  function withdrawSection() {
+    const box = h('section', { 'aria-labelledby': 'bal-withdraw-title', testid: 'bal-withdraw' },
+      h('h2', { id: 'bal-withdraw-title' }, 'Withdraw my application'));
+    const start = h('button', { type: 'button', testid: 'bal-withdraw-start' }, 'Withdraw my application');
+    box.append(h('p', { cls: 'muted' }, 'Your name, address and date of birth are deleted at once. The rest of '
+      + 'your group stays in the ballot. You may apply again until the ballot closes.'), start);
+    askFirst(start, { id: 'bal-withdraw', question: 'Withdraw your application? It leaves the draw.',
+      yes: 'Yes, withdraw it', no: 'No, keep it', label: 'Withdraw your application?' }, async () => {
+      await call('DELETE');
+      await show(true);
+      focusState('bal-state');
+    });
+    return box;
+  }
+
+  show(true);
+}
+
+function drawPage(raceId, eventId) {
+  const { h1, body, signal } = page('The ballot draw');
+  body.append(h('p', { cls: 'loading' }, 'Loading…'));
+  (async () => {
+    let race;
+    let drawn;
+    try {
+      race = (await api('GET', `/races/${enc(raceId)}`, { signal })).data;
+      drawn = (await api('GET', `/races/${enc(raceId)}/events/${enc(eventId)}/ballot/draw`, { signal })).data;
+    } catch (e) {
+      if (signal.aborted) return;
+      const ev = race && (race.events || []).find((x) => x.eventId === eventId);
+      if (e.status === 404 && ev && ev.ballot) {
+        retitle(h1, `The ballot draw: ${race.name}, ${ev.name}`);
+        body.replaceChildren(
+          h('p', { testid: 'bal-not-drawn' }, `Not drawn yet: the draw is at ${when(ev.ballot.drawAt, race.timeZone)}.`),
+          commitment(ev.ballot.commitment), backLink(raceId));
+        return;
+      }
+      body.replaceChildren(errorBox(e.message), backLink(raceId));
+      return;
+    }
+    const ev = (race.events || []).find((x) => x.eventId === eventId) || { name: eventId };
+    retitle(h1, `The ballot draw: ${race.name}, ${ev.name}`);
+    const base = `/api/races/${enc(raceId)}/events/${enc(eventId)}/ballot/list`;
+    const figures = [
+      ['Applications', drawn.applications.toLocaleString()], ['Chances (a group is one)', drawn.tickets.toLocaleString()],
+      ['Places drawn', drawn.places.toLocaleString()], ['Places won', drawn.winners.toLocaleString()],
+      ['Drawn at', when(drawn.drawnAt, race.timeZone)],
+    ];
+    body.replaceChildren(
+      h('dl', { testid: 'bal-figures' }, figures.flatMap(([dt, dd]) => [h('dt', {}, dt), h('dd', {}, dd)])),
+      commitment(drawn.commitment),
+      h('p', {}, 'The seed, revealed at the draw: ', h('code', { testid: 'bal-seed' }, drawn.seed)),
+      h('p', {}, `The list of applications (ids only, never an address) in ${drawn.listPages} page`
+        + `${drawn.listPages === 1 ? '' : 's'}: `,
+      ...Array.from({ length: Math.min(drawn.listPages, 20) }, (_, p) => [h('a', { href: `${base}?page=${p}`,
+        testid: 'bal-list-page' }, `page ${p + 1}`), ' '])),
+      h('p', {}, 'Anyone can check that the seed is the committed one and re-compute the winners:'),
+      h('pre', { testid: 'bal-verify' }, h('code', {}, drawn.verify)),
+      backLink(raceId));
+  })();
+}
+
+const commitment = (c) => h('p', {}, 'Commitment published before applications opened (SHA-256 of the seed): ',
+  h('code', { testid: 'bal-commitment' }, c));
