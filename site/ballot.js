@@ -4,7 +4,7 @@
 //   #/ballot/{token}                   the emailed link: confirms the address (safe to repeat), keeps the
 //                                      token for this tab and replaces the address with #/ballot
 //   #/ballot                           my application (the kept token), and withdrawing it
-//   #/ballot/draw/{raceId}/{eventId}   the draw as published: the seed, the figures, the list, how to check it
+//   #/ballot/draw/{raceId}/{eventId}   the draw as published: the seed, the list, how to check it (ballotdraw.js)
 import { api, withBusyRetry } from './api.js';
 import { device } from './identity.js';
 import { solve } from './pow.js';
@@ -22,7 +22,9 @@ export function ballotPage(rest) {
   const [first, raceId, eventId] = (rest || '').split('/');
   if (!rest) return applicationPage();
   if (first === 'apply' && eventId) return applyPage(decodeURIComponent(raceId), decodeURIComponent(eventId));
-  if (first === 'draw' && eventId) return drawPage(decodeURIComponent(raceId), decodeURIComponent(eventId));
+  if (first === 'draw' && eventId) {
+    return import('./ballotdraw.js').then((m) => m.drawPage(decodeURIComponent(raceId), decodeURIComponent(eventId)));
+  }
   return confirmPage(rest);
 }
 
@@ -206,50 +208,3 @@ function applicationPage() {
 
   show(true);
 }
-
-function drawPage(raceId, eventId) {
-  const { h1, body, signal } = page('The ballot draw');
-  body.append(h('p', { cls: 'loading' }, 'Loading…'));
-  (async () => {
-    let race;
-    let drawn;
-    try {
-      race = (await api('GET', `/races/${enc(raceId)}`, { signal })).data;
-      drawn = (await api('GET', `/races/${enc(raceId)}/events/${enc(eventId)}/ballot/draw`, { signal })).data;
-    } catch (e) {
-      if (signal.aborted) return;
-      const ev = race && (race.events || []).find((x) => x.eventId === eventId);
-      if (e.status === 404 && ev && ev.ballot) {
-        retitle(h1, `The ballot draw: ${race.name}, ${ev.name}`);
-        body.replaceChildren(
-          h('p', { testid: 'bal-not-drawn' }, `Not drawn yet: the draw is at ${when(ev.ballot.drawAt, race.timeZone)}.`),
-          commitment(ev.ballot.commitment), backLink(raceId));
-        return;
-      }
-      body.replaceChildren(errorBox(e.message), backLink(raceId));
-      return;
-    }
-    const ev = (race.events || []).find((x) => x.eventId === eventId) || { name: eventId };
-    retitle(h1, `The ballot draw: ${race.name}, ${ev.name}`);
-    const base = `/api/races/${enc(raceId)}/events/${enc(eventId)}/ballot/list`;
-    const figures = [
-      ['Applications', drawn.applications.toLocaleString()], ['Chances (a group is one)', drawn.tickets.toLocaleString()],
-      ['Places drawn', drawn.places.toLocaleString()], ['Places won', drawn.winners.toLocaleString()],
-      ['Drawn at', when(drawn.drawnAt, race.timeZone)],
-    ];
-    body.replaceChildren(
-      h('dl', { testid: 'bal-figures' }, figures.flatMap(([dt, dd]) => [h('dt', {}, dt), h('dd', {}, dd)])),
-      commitment(drawn.commitment),
-      h('p', {}, 'The seed, revealed at the draw: ', h('code', { testid: 'bal-seed' }, drawn.seed)),
-      h('p', {}, `The list of applications (ids only, never an address) in ${drawn.listPages} page`
-        + `${drawn.listPages === 1 ? '' : 's'}: `,
-      ...Array.from({ length: Math.min(drawn.listPages, 20) }, (_, p) => [h('a', { href: `${base}?page=${p}`,
-        testid: 'bal-list-page' }, `page ${p + 1}`), ' '])),
-      h('p', {}, 'Anyone can check that the seed is the committed one and re-compute the winners:'),
-      h('pre', { testid: 'bal-verify' }, h('code', {}, drawn.verify)),
-      backLink(raceId));
-  })();
-}
-
-const commitment = (c) => h('p', {}, 'Commitment published before applications opened (SHA-256 of the seed): ',
-  h('code', { testid: 'bal-commitment' }, c));

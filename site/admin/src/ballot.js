@@ -25,7 +25,7 @@ export async function ballotPage(api, raceId, subnav) {
   const hint = `In the race's zone (${zone}).`;
   const opens = field({ id: 'bal-opensAt', label: 'Applications open', type: 'datetime-local', hint, required: true });
   const closes = field({ id: 'bal-closesAt', label: 'Applications close', type: 'datetime-local', hint, required: true });
-  const draws = field({ id: 'bal-drawAt', label: 'The draw', type: 'datetime-local', hint: 'At or after the close, before race day.', required: true });
+  const draws = field({ id: 'bal-drawAt', label: 'Draw time', type: 'datetime-local', hint: 'At or after the close, before race day.', required: true });
   const kept = field({ id: 'bal-keptPlaces', label: 'Places kept out of the draw', type: 'number', min: 0, inputMode: 'numeric',
     hint: 'For guaranteed entries (charity, qualifiers, deferrals), given with codes or the admin API.' });
   const pay = field({ id: 'bal-payDays', label: "Winners' days to pay", type: 'number', min: 1, max: 14, inputMode: 'numeric' });
