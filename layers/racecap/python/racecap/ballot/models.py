@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from racecap.models import EMAIL_PATTERN, JsonInt, Model, _Record, normalize_email
 from racecap.races.models import DEFAULT_PAY_DAYS, MAX_PAY_DAYS, BallotPhase, BallotSettings
-from racecap.races.rules import age_on
+from racecap.races.rules import BirthDate
 
 ApplicationState = Literal["PENDING", "CONFIRMED", "WITHDRAWN"]
-MAX_AGE_YEARS = 120
 # A group applies in one request: the applicant and up to this many others (the event's team
 # size bounds it further; a DynamoDB transaction of two items per member bounds it here).
 MAX_PARTNERS = 24
@@ -47,29 +45,12 @@ class Applicant(Model):
     )
     firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
-    dateOfBirth: date = Field(description="YYYY-MM-DD: the event's age rule applies on race day.")
+    dateOfBirth: BirthDate = Field(description="YYYY-MM-DD: the event's age rule applies on race day.")
 
     @field_validator("email")
     @classmethod
     def _email(cls, v: str) -> str:
         return normalize_email(v)
-
-    @field_validator("dateOfBirth", mode="before")
-    @classmethod
-    def _strict_date(cls, v: object) -> object:
-        if not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-            raise ValueError("Use the form YYYY-MM-DD.")
-        return v
-
-    @field_validator("dateOfBirth")
-    @classmethod
-    def _plausible(cls, v: date) -> date:
-        today = datetime.now(UTC).date()
-        if v >= today:
-            raise ValueError("The date of birth must be in the past.")
-        if age_on(v, today) > MAX_AGE_YEARS:
-            raise ValueError("Please check the year of birth.")
-        return v
 
 
 class BallotApply(Applicant):

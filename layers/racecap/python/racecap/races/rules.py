@@ -9,8 +9,12 @@ the site and the API answer alike from one rule.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
+from typing import Annotated
 from zoneinfo import ZoneInfo
+
+from pydantic import AfterValidator, BeforeValidator
 
 from racecap.errors import ValidationFailed
 from racecap.races.models import Event, Race
@@ -68,6 +72,30 @@ MAX_AGE = 120
 def age_on(born: date, day: date) -> int:
     """Whole years on ``day`` (a 29 February birthday turns a year older on 1 March)."""
     return day.year - born.year - ((day.month, day.day) < (born.month, born.day))
+
+
+MAX_AGE_YEARS = 120
+
+
+def strict_iso_date(v: object) -> object:
+    """A date of birth as typed must be YYYY-MM-DD (pydantic would also take a number or "2001-1-5")."""
+    if not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+        raise ValueError("Use the form YYYY-MM-DD.")
+    return v
+
+
+def plausible_birth(v: date) -> date:
+    """A date of birth in the past, of someone alive (a registration's, an applicant's)."""
+    today = datetime.now(UTC).date()
+    if v >= today:
+        raise ValueError("The date of birth must be in the past.")
+    if age_on(v, today) > MAX_AGE_YEARS:
+        raise ValueError("Please check the year of birth.")
+    return v
+
+
+# A date of birth as the API takes it: YYYY-MM-DD strictly, in the past, of someone alive.
+BirthDate = Annotated[date, BeforeValidator(strict_iso_date), AfterValidator(plausible_birth)]
 
 
 def rule_text(min_age: int, max_age: int | None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, date, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypedDict, cast
 
@@ -22,7 +22,7 @@ from pydantic import (
 from racecap.errors import ValidationFailed
 from racecap.models import Model, _Record, normalize_email
 from racecap.questions.models import Answers, WaiverAcceptance
-from racecap.races.rules import MAX_TEAM_SIZE, MIN_TEAM_SIZE, age_on
+from racecap.races.rules import MAX_TEAM_SIZE, MIN_TEAM_SIZE, BirthDate
 
 
 class RegistrationPhase(StrEnum):
@@ -294,7 +294,6 @@ EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 
 
 # A plausibility check only (a mistyped year), measured today; the event's own rule decides.
-MAX_AGE_YEARS = 120
 
 
 # Optional: a PaymentMethod id (``pm_…``) to confirm on the server (load generators, Stripe's
@@ -311,29 +310,12 @@ class PersonDetails(Model):
 
     firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
-    dateOfBirth: date
+    dateOfBirth: BirthDate
     # The answers to the event's registration questions (GET /api/races/{raceId}/events/{eventId}/questions),
     # by question id; checked against the questions as they stand (racecap.questions).
     answers: Answers | None = Field(default=None, max_length=60)
     # The event's waiver accepted (and, for a runner under 18 on race day, by a parent or guardian).
     waiver: WaiverAcceptance | None = None
-
-    @field_validator("dateOfBirth", mode="before")
-    @classmethod
-    def _strict_date(cls, v: object) -> object:
-        if not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-            raise ValueError("Use the form YYYY-MM-DD.")
-        return v
-
-    @field_validator("dateOfBirth")
-    @classmethod
-    def _plausible_age(cls, v: date) -> date:
-        today = datetime.now(UTC).date()
-        if v >= today:
-            raise ValueError("The date of birth must be in the past.")
-        if age_on(v, today) > MAX_AGE_YEARS:
-            raise ValueError("Please check the year of birth.")
-        return v
 
 
 class RunnerDetails(PersonDetails):
