@@ -933,6 +933,7 @@ _ADMIN_ROUTES: tuple[tuple[Literal["GET", "POST", "PATCH", "PUT", "DELETE"], str
     # An event's ballot (racecap.ballot): its settings and commitment, the applications counted.
     ("GET", "/races/{raceId}/events/{eventId}/ballot"),
     ("PUT", "/races/{raceId}/events/{eventId}/ballot"),
+    ("GET", "/races/{raceId}/events/{eventId}/ballot/export"),  # its applications as CSV
 )
 
 ROUTES: tuple[Route, ...] = (

@@ -9,8 +9,9 @@ in-memory DynamoDB Local (not through the API: the apply path is measured by the
 and its writes are counted below from its code), with the event's seed and commitment. Then, each
 in a fresh interpreter (so its peak memory is its own):
 
-* **order** — the job's first step, whole: every shard's ids read at once, the seed checked, the
-  order and the winners, the line's and the published list's pages written, the draw's record;
+* **order** — the job's first step, whole: every shard's ids read at once (timed apart: DynamoDB
+  Local pages a large partition far slower than DynamoDB does), the seed checked, the order and
+  the winners, the line's and the published list's pages written, the draw's record;
 * **line, one page** — the second step's first page (10,000 runners: read, written as waitlist
   entries, their results queued to a counting queue, not SQS); the whole line is that times the
   pages, and spans as many 15-minute runs as it needs (the job's cursor).
@@ -104,6 +105,7 @@ def _generate(port: int, table: str, race_id: str, event_id: str, count: int) ->
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(write, batches))
+    del rows, batches  # the children measure their own memory; this one need not hold a million items
     return tickets
 
 
@@ -159,6 +161,16 @@ def _step(port: int, table: str, race_id: str, event_id: str, cap: int, step: st
         queue,
         "https://racecap.example",
     )
+    timed: dict[str, float] = {}
+    read_rows = job._read_rows
+
+    def timed_read(*args: Any) -> Any:
+        began = time.monotonic()
+        rows = read_rows(*args)
+        timed["readSeconds"] = round(time.monotonic() - began, 2)
+        return rows
+
+    job._read_rows = timed_read  # type: ignore[method-assign,assignment]
     started = time.monotonic()
     if step == "order":
         record = job._order(race, event)
@@ -177,13 +189,26 @@ def _step(port: int, table: str, race_id: str, event_id: str, cap: int, step: st
         after = job._write_line(race, event, record, remaining)
         out = {"pagesWritten": after.lined, "pages": record.pages, "resultsQueued": queue.sent}
     seconds = time.monotonic() - started
-    return out | {
-        "seconds": round(seconds, 2),
-        "maxRssMb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "calls": dict(calls),
-        "items": dict(items),
-        "seedChecked": bool(seed),
-    }
+    return (
+        out
+        | timed
+        | {
+            "seconds": round(seconds, 2),
+            "peakRssMb": _peak_rss_mb(),
+            "calls": dict(calls),
+            "items": dict(items),
+            "seedChecked": bool(seed),
+        }
+    )
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory since its exec (VmHWM: getrusage's ru_maxrss would
+    count the forking parent's pages, which hold the generated applications)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _child(args: argparse.Namespace) -> None:
@@ -268,7 +293,8 @@ def main() -> None:
                 f"[ballot bench] {size:,} applications ({tickets:,} tickets) written in {generated:.0f} s", flush=True
             )
             order = _run_child(port, table, race_id, event_id, cap, "order")
-            print(f"[ballot bench] order: {order['seconds']} s, max RSS {order['maxRssMb']} MB", flush=True)
+            print(f"[ballot bench] order: {order['seconds']} s (reading {order.get('readSeconds')} s), "
+                  f"peak RSS {order['peakRssMb']} MB", flush=True)  # fmt: skip
             page = _run_child(port, table, race_id, event_id, cap, "line")
             line_estimate = page["seconds"] * page["pages"]
             print(f"[ballot bench] line: {page['seconds']} s a page x {page['pages']} pages", flush=True)

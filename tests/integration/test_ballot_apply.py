@@ -7,7 +7,10 @@ race's zone; withdrawing drops the runner's data and frees the address; no addre
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -183,6 +186,15 @@ def test_settings_publish_the_commitment_then_runners_apply_confirm_and_withdraw
     assert _apply(api, rid, eid, ann).status_code == 202
     both = {api.get("/api/ballot/me", headers={HEADER: t}).json()["applicationId"] for t in _tokens(stack, ann, 2)}
     assert len(both) == 2 and pending["applicationId"] in both  # a new application beside the withdrawn one
+
+    # The director's export: every application, whatever its state; no runner's data once withdrawn.
+    export = kim.get(f"/api/admin/races/{rid}/events/{eid}/ballot/export")
+    assert export.status_code == 200 and export.headers["Content-Type"].startswith("text/csv"), export.text
+    rows = list(csv.DictReader(io.StringIO(export.text)))
+    assert Counter(r["state"] for r in rows) == {"CONFIRMED": 3, "PENDING": 2, "WITHDRAWN": 1}
+    (gone_row,) = [r for r in rows if r["state"] == "WITHDRAWN"]
+    assert (gone_row["email"], gone_row["dateOfBirth"], gone_row["applicationId"]) == ("", "", pending["applicationId"])
+    assert len({r["groupId"] for r in rows if r["groupId"]}) == 1 and sum(1 for r in rows if r["groupId"]) == 3
 
     assert api.get("/api/ballot/me").status_code == 401
     assert api.get("/api/ballot/me", headers={HEADER: token[:-3] + "abc"}).json()["error"] == "INVALID_TOKEN"

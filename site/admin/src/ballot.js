@@ -2,7 +2,7 @@
 // places kept for guaranteed entries, the winners' days to pay; times in the race's zone), fixed once
 // the window opens; the commitment they publish; applications confirmed per day; after the draw, the
 // revealed seed and the public page anyone checks it on.
-import { announce, field, h, show } from './dom.js';
+import { announce, downloadCsv, field, h, show } from './dom.js';
 import { fromZoneInput, showInZone, toZoneInput } from './zone.js';
 
 const enc = encodeURIComponent;
@@ -105,6 +105,18 @@ export async function ballotPage(api, raceId, subnav) {
     location.hash = `#/races/${enc(raceId)}/ballot?eventId=${enc(picker.value)}`;
   });
 
+  const exportBox = h('p', { role: 'status' });
+  const download = h('button', { type: 'button', 'data-testid': 'bal-export' }, 'Download the applications (CSV)');
+  download.addEventListener('click', async () => {
+    exportBox.textContent = 'Preparing the export…';
+    try {
+      await downloadCsv(api, `${ballotPath}/export`, `${raceId}-${chosen.eventId}-ballot.csv`);
+      exportBox.textContent = 'The export is downloaded.';
+    } catch (err) {
+      exportBox.textContent = err.message;
+    }
+  });
+
   show(
     h('p', {}, h('a', { href: '#/races' }, '← Your races')),
     h('h1', {}, `Ballot · ${race.name}`),
@@ -118,6 +130,8 @@ export async function ballotPage(api, raceId, subnav) {
     h('section', { 'aria-labelledby': 'bal-days-heading' }, h('h2', { id: 'bal-days-heading' }, 'Applications confirmed per day'),
       h('div', { class: 'scroll' }, h('table', { 'data-testid': 'bal-days' },
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Day'), h('th', { scope: 'col' }, 'Applications'))), days))),
+    h('section', { 'aria-labelledby': 'bal-export-heading' }, h('h2', { id: 'bal-export-heading' }, 'Every application'),
+      h('p', {}, 'One row per application, whatever its state, with its group.'), h('div', { class: 'row' }, download, exportBox)),
   );
   await load();
 }

@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from racecap.participants.ballot_export import BallotExport
     from racecap.participants.service import Participants
     from racecap.participants.waitlist_export import WaitlistExport
 
@@ -18,6 +19,14 @@ def participants() -> Participants:
     from racecap.registration.wiring import registrations
 
     return Participants(registrations(), questions())
+
+
+@lru_cache(maxsize=1)
+def ballot_export() -> BallotExport:
+    from racecap.ballot.wiring import ballot_store
+    from racecap.participants.ballot_export import BallotExport
+
+    return BallotExport(ballot_store())
 
 
 @lru_cache(maxsize=1)
