@@ -176,6 +176,7 @@ function applicationPage() {
     }
     retitle(h1, `Ballot: ${me.raceName}, ${me.eventName}`);
     const rows = [
+      me.result && ['Result', me.result === 'WON' ? 'A place: claim it from your email' : `Number ${me.waitlistNumber} on the waitlist`, 'bal-result'],
       ['Application', me.applicationId, 'bal-id'],
       me.groupId && ['Group', `${me.groupSize} runners, drawn together`, 'bal-group-size'],
       me.drawAt && ['The draw', when(me.drawAt), 'bal-draw-at'],

@@ -263,3 +263,43 @@ def test_applying_is_behind_the_device_proof_of_work_and_rate_limits(
     assert (unreadable.status_code, unreadable.json()["error"]) == (400, "VALIDATION_ERROR"), why(unreadable)
     none = _apply(api, rid, "evt_nope", f"y.{tag}@example.com")
     assert (none.status_code, none.json()["error"]) == (404, "EVENT_NOT_FOUND")
+
+
+def test_from_applying_to_the_result_through_the_api_each_runner_sees_won_or_their_number(
+    director: Any, api: requests.Session, stack: LocalStack
+) -> None:
+    """Applied and confirmed in the window, drawn on schedule: each application's page shows its result."""
+    kim = director("kim-ballot-result-api")
+    body = race_body((2,), timeZone=ZONE)
+    race = kim.post("/api/admin/races", json=body).json()
+    rid, eid = race["raceId"], race["events"][0]["eventId"]
+    assert kim.patch(f"/api/admin/races/{rid}/fairness", json={"powDifficulty": 2}).status_code == 200
+    now = datetime.now(UTC)
+    settings = {"opensAt": _iso(now + timedelta(seconds=3)), "closesAt": _iso(now + timedelta(seconds=30)),
+                "drawAt": _iso(now + timedelta(seconds=31))}  # fmt: skip
+    assert kim.put(f"/api/admin/races/{rid}/events/{eid}/ballot", json=settings).status_code == 200
+    _open(api, rid)
+    tag = rid[-6:].lower()
+    tokens = []
+    for n in range(5):
+        email = f"res{n}.{tag}@example.com"
+        assert _apply(api, rid, eid, email).status_code == 202
+        (token,) = _tokens(stack, email)
+        assert _confirm(api, token).json()["state"] == "CONFIRMED"
+        tokens.append(token)
+    assert datetime.now(UTC) < now + timedelta(seconds=30), "the five applications took longer than the window"
+    wait_until(lambda: api.get(f"/api/races/{rid}/events/{eid}/ballot/draw").status_code == 200, timeout=90, every=1)
+
+    def results() -> list[tuple[str | None, int | None]]:
+        mine = [api.get("/api/ballot/me", headers={HEADER: t}).json() for t in tokens]
+        return [(m["result"], m["waitlistNumber"]) for m in mine]
+
+    seen = wait_until(lambda: [r for r in [results()] if all(x for x, _ in r)], timeout=60, every=1)[0]
+    assert sorted(seen, key=lambda r: (r[0], r[1] or 0)) == [
+        ("WAITLIST", 1), ("WAITLIST", 2), ("WAITLIST", 3), ("WON", None), ("WON", None),
+    ]  # fmt: skip
+    won = next(t for t, r in zip(tokens, seen, strict=True) if r[0] == "WON")
+    assert "you have a place" in api.get("/api/ballot/me", headers={HEADER: won}).json()["message"]
+    # After the close, an application can no longer be withdrawn: it is in the draw.
+    late = api.delete("/api/ballot/me", headers={HEADER: won})
+    assert (late.status_code, late.json()["error"]) == (409, "BALLOT_CLOSED")

@@ -106,6 +106,9 @@ class Application(_Record):
     ttl: int | None = None  # a PENDING application is deleted by TTL if never confirmed
 
 
+DrawResult = Literal["WON", "WAITLIST"]
+
+
 class MyApplication(Model):
     raceId: str
     eventId: str
@@ -120,6 +123,11 @@ class MyApplication(Model):
     closesAt: datetime | None = Field(description="Applications may be withdrawn until then.")
     drawAt: datetime | None
     ballotToken: str = Field(description="Send it as X-Racecap-Ballot to see or withdraw this application.")
+    result: DrawResult | None = Field(
+        default=None,
+        description="After the draw: a place won (the offer email has the link), or a number on the waitlist.",
+    )
+    waitlistNumber: int | None = Field(default=None, description="With WAITLIST: the number in line after the winners.")
     message: str
 
 

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from racecap.aws.keys import waitlist_entry_id
 from racecap.aws.queues import MessageQueue
 from racecap.aws.transactions import ConditionFailed
-from racecap.ballot.models import Applicant, Application, BallotApply, DrawView, MyApplication
+from racecap.ballot.models import Applicant, Application, BallotApply, DrawResult, DrawView, MyApplication
 from racecap.ballot.store import LIST, BallotStore
 from racecap.emails.models import EmailMessage
 from racecap.errors import (
@@ -48,6 +49,7 @@ from racecap.races.rules import check_age
 from racecap.setup.rules import new_id
 from racecap.waitlist.rules import PENDING_DAYS, iso, link_expiry
 from racecap.waitlist.service import Buckets, Proofs, Races
+from racecap.waitlist.store import WaitlistStore as Line
 
 CONFIRM_KIND = "ballot-confirm"
 # Applying sends an email: each address, network and device may apply this many times at once,
@@ -71,8 +73,10 @@ class Ballots:
         proofs: Proofs,
         signer: Callable[[], Signer],
         site_url: str,
+        line: Line | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self._line = line  # the drawn line (the event's waitlist): an application's result
         self._races = races
         self._store = store
         self._emails = emails
@@ -296,9 +300,23 @@ class Ballots:
             raise BallotApplicationNotFound("This link no longer leads to an application: apply again.")
         return race, event, app
 
+    def _result(self, app: Application) -> tuple[DrawResult | None, int | None]:
+        """After the draw: WON (numbers up to the winners' places) or WAITLIST and the number
+        after the winners; None before (or for an application that is not in the draw)."""
+        if app.state != "CONFIRMED" or not app.email or self._line is None:
+            return None, None
+        record = self._store.draw_record(app.raceId, app.eventId)
+        if record is None or record.state == "ORDERED":
+            return None, None
+        entry = self._line.get(app.raceId, app.eventId, waitlist_entry_id(app.raceId, app.eventId, app.email))
+        if entry is None or entry.seq is None:
+            return None, None
+        return ("WON", None) if entry.seq <= record.winners else ("WAITLIST", entry.seq - record.winners)
+
     def _view(self, race: Race, event: Event, app: Application, token: str) -> MyApplication:
         ballot = event.ballot
         phase = ballot.phase(datetime.fromtimestamp(self._clock(), UTC))
+        result, number = self._result(app) if phase == "CLOSED" else (None, None)
         return MyApplication(
             raceId=race.raceId,
             eventId=event.eventId,
@@ -313,7 +331,9 @@ class Ballots:
             closesAt=ballot.closesAt,
             drawAt=ballot.drawAt,
             ballotToken=token,
-            message=_message(app, event),
+            result=result,
+            waitlistNumber=number,
+            message=_message(app, event, result, number),
         )
 
 
@@ -326,7 +346,11 @@ def _day(epoch: float, zone: str) -> str:
     return datetime.fromtimestamp(epoch, ZoneInfo(zone)).date().isoformat()
 
 
-def _message(app: Application, event: Event) -> str:
+def _message(app: Application, event: Event, result: str | None = None, number: int | None = None) -> str:
+    if result == "WON":
+        return f"The ballot drew you: you have a place in {event.name}. Claim it from the email we sent you."
+    if result == "WAITLIST":
+        return f"The ballot has been drawn: you are number {number:,} on the waitlist for {event.name}."
     group = f" with your group of {app.groupSize}" if app.groupId else ""
     return {
         "PENDING": f"Confirm your address from the email we sent: until then your application for {event.name} "
