@@ -13,7 +13,7 @@ from tools.bench.section import Section
 
 def sections() -> list[Section]:
     """Every section, in the order each phase runs them."""
-    from tools.bench import coldstart, floors, gateway_profile, idle_cost, race_list, raw, results
+    from tools.bench import ballot, coldstart, floors, gateway_profile, idle_cost, race_list, raw, results
 
     return [
         idle_cost.SECTION,
@@ -23,4 +23,5 @@ def sections() -> list[Section]:
         gateway_profile.SECTION,
         results.SECTION,
         race_list.SECTION,
+        ballot.SECTION,
     ]
