@@ -19,6 +19,7 @@ see the application, withdraw it. The waitlist's join (``waitlist.service``) is 
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -104,7 +105,9 @@ class Ballots:
                 field = "dateOfBirth" if i == 0 else f"partners.{i - 1}.dateOfBirth"
                 raise ValidationFailed(exc.message, fields={field: exc.message}) from exc
         challenge_id = work.check(self._signer(), race_id, device, body.challenge, body.nonce)
-        keys = [f"addr:{race_id}:{body.email}"]
+        # The address's bucket under a digest (no address in Redis's keys), as the waitlist's.
+        address = hashlib.sha256(f"{race_id}|{body.email}".encode()).hexdigest()[:32]
+        keys = [f"addr:{address}"]
         keys += [f"net:{client.address}"] if client.address else []
         keys += [f"dev:{device}"]
         waits = [self._buckets.take(key).retry_after_s for key in keys]  # every bucket pays: a refusal is a request too
