@@ -97,6 +97,11 @@ def test_a_director_sees_and_changes_only_their_own_races(director: Any, api: re
         "POST /api/admin/races/{raceId}/codes": {"code": "BOBS", "kind": "PERCENT", "percent": 5},
         "POST /api/admin/races/{raceId}/codes/bulk": {"count": 1, "prefix": "BOB", "kind": "PERCENT", "percent": 5},
         "POST /api/admin/races/{raceId}/events/{eventId}/waitlist/release": {"places": 1},
+        "PUT /api/admin/races/{raceId}/events/{eventId}/ballot": {
+            "opensAt": "2030-01-01T09:00",
+            "closesAt": "2030-01-02T09:00",
+            "drawAt": "2030-01-03T09:00",
+        },
     }
     for route in ADMIN_ROUTES:
         if "{raceId}" not in route.path:

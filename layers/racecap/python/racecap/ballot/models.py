@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from racecap.models import EMAIL_PATTERN, JsonInt, Model, _Record, normalize_email
 from racecap.races.models import DEFAULT_PAY_DAYS, MAX_PAY_DAYS, BallotPhase, BallotSettings
@@ -68,13 +68,6 @@ class BallotApply(Applicant):
         description="A challenge from POST /api/races/{raceId}/queue/challenge (the opening queue's), solved.",
     )
     nonce: str | None = Field(default=None, max_length=64, description="The challenge's solution.")
-
-    @model_validator(mode="after")
-    def _one_each(self) -> BallotApply:
-        emails = [self.email, *(p.email for p in self.partners)]
-        if len(set(emails)) != len(emails):
-            raise ValueError("Each runner in a group needs an address of their own.")
-        return self
 
 
 class BallotApplied(Model):

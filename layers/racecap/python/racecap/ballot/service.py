@@ -98,6 +98,10 @@ class Ballots:
         self._in_window(race, event, now, "takes no applications")
         runners: list[Applicant] = [body, *body.partners]
         self._check_group(event, len(runners))
+        if len({r.email for r in runners}) != len(runners):
+            # One address, one application: the second runner with it has "applied already" (a
+            # conflict of values the document cannot state, not a malformed request).
+            raise BallotApplied("Each runner in a group needs an address of their own: one is given twice.")
         for i, runner in enumerate(runners):
             try:
                 check_age(race, event, runner.dateOfBirth)

@@ -55,7 +55,7 @@ def _token() -> str | None:
         404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND"},
         409: {
             "description": "BALLOT_CLOSED (no ballot, or its window is not open), BALLOT_ALREADY_APPLIED (a group's "
-            "address has an application in this race's ballot)"
+            "address has an application in this race's ballot, or is given twice in the group)"
         },
         429: {"description": "TOO_MANY_REQUESTS", "headers": {"Retry-After": {"description": "Seconds to wait"}}},
     },
