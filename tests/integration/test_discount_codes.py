@@ -370,3 +370,32 @@ def test_the_stats_read_code_uses_from_a_copy_kept_as_uses_move_not_from_every_c
         ExpressionAttributeValues=values({":n": 0}),
     )
     backend.redis.delete(copy)
+
+
+def test_a_hold_the_writer_confirmed_before_the_apis_mark_is_counted_queued_once(
+    director: Any, api: Any, backend: Any
+) -> None:
+    """The message goes to the writer before the hold is marked QUEUED; a fast writer confirms it
+    first (the mark's condition then fails). The queueing still counts, once: a stamp on the
+    confirmed hold that only the first path to get there writes (the opening's pulse)."""
+    from racecap.holds.models import HoldPhase
+    from racecap.registration.attempts import DynamoAttempts
+
+    rat = director("rat-queued")
+    _, rid, (eid,) = _race(rat)
+    hold_id, _ = _card_step(api, rid, eid)
+    backend.dynamodb.update_item(  # the writer, faster than the API's own mark
+        TableName=backend.table("Inventory"),
+        Key=to_item({"pk": f"HOLD#{hold_id}", "sk": "HOLD"}),
+        UpdateExpression="SET #s = :c",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues=values({":c": HoldPhase.CONFIRMED}),
+    )
+    attempts = DynamoAttempts(backend.dynamodb, backend.table("Inventory"))
+    hold = attempts.get(hold_id)
+    assert hold is not None and hold.attempt is not None and hold.status == HoldPhase.CONFIRMED
+    now = datetime.now(UTC)
+    assert attempts.mark_queued(hold, hold.attempt, "pi_fast", now, now) is True  # this send queued it
+    assert attempts.mark_queued(hold, hold.attempt, "pi_fast", now, now) is False  # the webhook's, later
+    stamped = attempts.get(hold_id)
+    assert stamped is not None and stamped.status == HoldPhase.CONFIRMED

@@ -42,4 +42,6 @@ def test_each_exception_applies_only_to_the_operations_it_names(monkeypatch) -> 
         "POST /api/races/{raceId}/events/{eventId}/teams": 1,
         "POST /api/holds/{holdId}/team": 1,
         "POST /api/transfers/accept": 1,
+        "POST /api/races/{raceId}/events/{eventId}/ballot": 1,
+        "PUT /api/admin/races/{raceId}/events/{eventId}/ballot": 1,
     }

@@ -405,5 +405,23 @@ class DynamoAttempts(DynamoHolds):
         except ConditionFailed as exc:
             if exc.first != 0:
                 raise
+            return self._queued_after_confirm(hold, attempt, now, freed)
+        return True
+
+    def _queued_after_confirm(self, hold: Hold, attempt: Attempt, now: datetime, freed: list[TransactItem]) -> bool:
+        """The writer confirmed the hold before this mark could (the message goes first, and the
+        writer's transaction says so): this call's send queued it all the same. Stamped once,
+        whichever path (the API, the webhook, the sweeper) gets here first, with the client's slots
+        freed as the mark would have; True then, so the caller counts the queueing once (the
+        opening's per-second counts: ``racecap.pulse``). False: not confirmed, or stamped already."""
+        stamp = self._update_hold(
+            hold,
+            "SET queuedAt = :now",
+            "#s = :confirmed AND attempt.#k = :key AND attribute_not_exists(queuedAt)",
+            {":confirmed": HoldPhase.CONFIRMED, ":key": attempt.key, ":now": now.isoformat()},
+        )
+        try:
+            transact(self._db, [stamp, *freed])
+        except ConditionFailed:
             return False
         return True
