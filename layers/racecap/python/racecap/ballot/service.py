@@ -36,12 +36,9 @@ from racecap.errors import (
     BallotApplied,
     BallotClosed,
     BallotNotDrawn,
-    Busy,
     Conflict,
-    EventNotFound,
     ValidationFailed,
 )
-from racecap.fairness import work
 from racecap.fairness.identity import Client
 from racecap.fairness.tokens import InvalidToken, Signer
 from racecap.observability import metrics
@@ -49,7 +46,7 @@ from racecap.races.models import Event, Race
 from racecap.races.rules import check_age
 from racecap.setup.rules import new_id
 from racecap.waitlist.rules import PENDING_DAYS, iso, link_expiry
-from racecap.waitlist.service import Buckets, Proofs, Races
+from racecap.waitlist.service import Buckets, Proofs, Races, pass_protections, runners_event
 from racecap.waitlist.store import WaitlistStore as Line
 
 CONFIRM_KIND = "ballot-confirm"
@@ -108,19 +105,12 @@ class Ballots:
             except ValidationFailed as exc:
                 field = "dateOfBirth" if i == 0 else f"partners.{i - 1}.dateOfBirth"
                 raise ValidationFailed(exc.message, fields={field: exc.message}) from exc
-        challenge_id = work.check(self._signer(), race_id, device, body.challenge, body.nonce)
         # The address's bucket under a digest (no address in Redis's keys), as the waitlist's.
         address = hashlib.sha256(f"{race_id}|{body.email}".encode()).hexdigest()[:32]
-        keys = [f"addr:{address}"]
-        keys += [f"net:{client.address}"] if client.address else []
-        keys += [f"dev:{device}"]
-        waits = [self._buckets.take(key).retry_after_s for key in keys]  # every bucket pays: a refusal is a request too
-        if max(waits) > 0:
-            raise Busy(
-                "You applied a moment ago: check your inbox (and spam folder), or try later.", retry_after=max(waits)
-            )
-        if not self._proofs.spend_challenge(challenge_id, work.CHALLENGE_TTL_S * 2):
-            raise work.ProofRefused("This proof-of-work was already used; ask for a new challenge.")
+        pass_protections(
+            self._signer(), self._buckets, self._proofs, race_id, client, device, address, body.challenge, body.nonce,
+            busy="You applied a moment ago: check your inbox (and spam folder), or try later.",
+        )  # fmt: skip
         group_id = new_id("grp") if body.partners else None
         at = iso(now)
         apps = [
@@ -236,11 +226,7 @@ class Ballots:
 
     # -- helpers -------------------------------------------------------------------------------
     def _event(self, race_id: str, event_id: str) -> tuple[Race, Event]:
-        race, events = self._races.for_runners(race_id)
-        event = next((e for e in events if e.eventId == event_id), None)
-        if event is None:
-            raise EventNotFound(f"Race {race_id} has no event {event_id}.")
-        return race, event
+        return runners_event(self._races, race_id, event_id)
 
     @staticmethod
     def _in_window(race: Race, event: Event, now: float, what: str, *, upcoming: bool = False) -> None:
@@ -275,7 +261,7 @@ class Ballots:
         return self._signer().sign("bal", claims)
 
     def _send_link(self, race: Race, app: Application, now: float, leader: str | None = None) -> None:
-        event = next(e for e in self._races.for_runners(race.raceId)[1] if e.eventId == app.eventId)
+        _, event = self._event(race.raceId, app.eventId)
         token = self._token(race, app)
         window = int(now // CONFIRM_EMAIL_WINDOW_S)
         self._emails.send(

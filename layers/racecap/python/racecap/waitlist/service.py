@@ -79,6 +79,43 @@ class Proofs(Protocol):
     def spend_challenge(self, challenge_id: str, ttl_s: int) -> bool: ...
 
 
+def runners_event(races: Races, race_id: str, event_id: str) -> tuple[Race, Event]:
+    """The race and one of its events as runners see them (``EventNotFound`` if it has none)."""
+    race, events = races.for_runners(race_id)
+    event = next((e for e in events if e.eventId == event_id), None)
+    if event is None:
+        raise EventNotFound(f"Race {race_id} has no event {event_id}.")
+    return race, event
+
+
+def pass_protections(
+    signer: Signer,
+    buckets: Buckets,
+    proofs: Proofs,
+    race_id: str,
+    client: Client,
+    device: str,
+    address_key: str,
+    challenge: str | None,
+    nonce: str | None,
+    *,
+    busy: str,
+) -> None:
+    """The opening queue's protections for a request that sends an email (a waitlist join, a
+    ballot application): the proof-of-work checked, a token from each bucket (the address, under a
+    digest, its network, its device: every bucket pays, a refusal is a request too), then the
+    proof spent once. Raises ``ProofRefused`` or ``Busy`` (``busy`` says what to do)."""
+    challenge_id = work.check(signer, race_id, device, challenge, nonce)
+    keys = [f"addr:{address_key}"]
+    keys += [f"net:{client.address}"] if client.address else []
+    keys += [f"dev:{device}"]
+    waits = [buckets.take(key).retry_after_s for key in keys]
+    if max(waits) > 0:
+        raise Busy(busy, retry_after=max(waits))
+    if not proofs.spend_challenge(challenge_id, work.CHALLENGE_TTL_S * 2):
+        raise work.ProofRefused("This proof-of-work was already used; ask for a new challenge.")
+
+
 class Waitlist:
     def __init__(
         self,
@@ -117,18 +154,11 @@ class Waitlist:
             raise WaitlistClosed(f"{event.name} takes no waitlist entries now.")
         if self._races.availability(race_id, [event]).get(event_id, 0) > 0:
             raise NotSoldOut(f"{event.name} still has places: hold one instead.")
-        challenge_id = work.check(self._signer(), race_id, device, body.challenge, body.nonce)
         entry_id = waitlist_entry_id(race_id, event_id, body.email)
-        keys = [f"addr:{entry_id}"]
-        keys += [f"net:{client.address}"] if client.address else []
-        keys += [f"dev:{device}"]
-        waits = [self._buckets.take(key).retry_after_s for key in keys]  # every bucket pays: a refusal is a request too
-        if max(waits) > 0:
-            raise Busy(
-                "You asked a moment ago: check your inbox (and spam folder), or try later.", retry_after=max(waits)
-            )
-        if not self._proofs.spend_challenge(challenge_id, work.CHALLENGE_TTL_S * 2):
-            raise work.ProofRefused("This proof-of-work was already used; ask for a new challenge.")
+        pass_protections(
+            self._signer(), self._buckets, self._proofs, race_id, client, device, entry_id, body.challenge, body.nonce,
+            busy="You asked a moment ago: check your inbox (and spam folder), or try later.",
+        )  # fmt: skip
         cap = event.waitlist.maxLength
         if cap is not None and self._store.line(race_id, event_id).waiting >= cap:
             raise WaitlistFull(f"The waitlist for {event.name} is full ({cap} runners).")
@@ -237,11 +267,7 @@ class Waitlist:
 
     # -- helpers -------------------------------------------------------------------------------
     def _event(self, race_id: str, event_id: str) -> tuple[Race, Event]:
-        race, events = self._races.for_runners(race_id)
-        event = next((e for e in events if e.eventId == event_id), None)
-        if event is None:
-            raise EventNotFound(f"Race {race_id} has no event {event_id}.")
-        return race, event
+        return runners_event(self._races, race_id, event_id)
 
     def _token(self, race: Race, event_id: str, entry_id: str) -> str:
         claims = {"r": race.raceId, "e": event_id, "i": entry_id, "exp": link_expiry(race.raceDate, self._clock())}
