@@ -87,8 +87,9 @@ def test_the_retention_purge_deletes_every_entry_and_offer_of_the_event_and_keep
     stores.pool(race, "evt", "SHARD#000", 1)
     first = w.get(race, "evt", "entry1")
     assert first is not None and first.seq == 1
-    w.offer(first, Offer(entryId="entry1", raceId=race, eventId="evt", state="OFFERED", seq=1, shard="SHARD#000",
-                         email="r1@x.io", offeredAt="at", expiresAt="2030-01-03T00:00:00+00:00", priceCents=2500))  # fmt: skip
+    w.offer(w.line(race, "evt"), [(first, Offer(
+        entryId="entry1", raceId=race, eventId="evt", state="OFFERED", seq=1, shard="SHARD#000", email="r1@x.io",
+        offeredAt="at", expiresAt="2030-01-03T00:00:00+00:00", priceCents=2500))])  # fmt: skip
     assert w.put_pending(_entry(race, 5, eventId="evt2"), NOW)  # another event of the race: its own purge
     assert w.put_pending(_entry(other, 6), NOW)  # another race: kept
 
@@ -101,3 +102,46 @@ def test_the_retention_purge_deletes_every_entry_and_offer_of_the_event_and_keep
     assert [e.entryId for e in w.entries(race, "evt2")] == ["entry5"]
     assert [e.entryId for e in w.entries(other, "evt")] == ["entry6"]
     assert stores.retention.waitlist_items(race, "evt") == []  # a resumed run: nothing left to delete
+
+
+def _offer(race: str, entry: WaitlistEntry, shard: str = "SHARD#000") -> Offer:
+    return Offer(entryId=entry.entryId, raceId=race, eventId="evt", state="OFFERED", seq=entry.seq, shard=shard,
+                 email=entry.email, offeredAt="at", expiresAt="2030-01-03T00:00:00+00:00", priceCents=2500)  # fmt: skip
+
+
+def test_a_ticket_is_offered_whole_and_a_group_passed_over_is_offered_behind_the_head_without_moving_it(
+    stores: StoresUnderTest,
+) -> None:
+    """A ballot's line (issue 43): entries 1-2 a group, 3-4 a group, 5 alone; three places pooled."""
+    w, race = stores.waitlist, f"race-{uuid.uuid4().hex[:8]}"
+    for n in range(1, 6):
+        assert w.put_pending(_entry(race, n), NOW)
+        w.confirm(w.get(race, "evt", f"entry{n}"), w.line(race, "evt"), None, "at")  # type: ignore[arg-type]
+    stores.pool(race, "evt", "SHARD#000", 2)
+    stores.pool(race, "evt", "SHARD#001", 1)
+    e = {n: w.get(race, "evt", f"entry{n}") for n in range(1, 6)}
+    assert all(x is not None for x in e.values())
+
+    w.offer(w.line(race, "evt"), [(e[1], _offer(race, e[1])), (e[2], _offer(race, e[2], "SHARD#001"))])  # type: ignore[arg-type]
+    line = w.line(race, "evt")
+    assert (line.head, line.pool, line.offered, line.waiting, line.made) == (2, 1, 2, 3, 2)
+    assert {s: k for s, k in line.pool_by_shard.items() if k} == {"SHARD#000": 1}
+    assert [w.get(race, "evt", f"entry{n}").state for n in (1, 2)] == ["OFFERED", "OFFERED"]  # type: ignore[union-attr]
+
+    # Two places wanted, one pooled: nothing written.
+    with pytest.raises(ConditionFailed) as refused:
+        w.offer(line, [(e[3], _offer(race, e[3])), (e[4], _offer(race, e[4]))])  # type: ignore[arg-type]
+    assert 0 in refused.value.indexes
+    # The group passed over; 5 behind it gets the place, and the head moves past the group.
+    w.offer(line, [(e[5], _offer(race, e[5]))])  # type: ignore[arg-type]
+    assert w.line(race, "evt").head == 5
+    # Two places come back: the group, behind the head now, is offered whole; the head stays.
+    stores.pool(race, "evt", "SHARD#000", 2)
+    w.offer(w.line(race, "evt"), [(e[3], _offer(race, e[3])), (e[4], _offer(race, e[4]))])  # type: ignore[arg-type]
+    line = w.line(race, "evt")
+    assert (line.head, line.pool, line.offered, line.waiting, line.made) == (5, 0, 5, 0, 5)
+    # An entry offered already is not offered twice (its state, then its offer item).
+    stores.pool(race, "evt", "SHARD#000", 1)
+    with pytest.raises(ConditionFailed) as twice:
+        w.offer(w.line(race, "evt"), [(e[5], _offer(race, e[5]))])  # type: ignore[arg-type]
+    assert twice.value.indexes == [1, 2]

@@ -114,34 +114,43 @@ class FakeWaitlist:
             waiting = [e for e in self.entries(race_id, event_id) if e.state == "WAITING"]
             return sorted(waiting, key=lambda e: e.seq or 0)[:limit]
 
-    def offer(self, entry: WaitlistEntry, offer: Offer) -> None:
-        ev = (entry.raceId, entry.eventId)
+    def offer(self, seen: Line, ticket: list[tuple[WaitlistEntry, Offer]]) -> None:
+        ev = (ticket[0][0].raceId, ticket[0][0].eventId)
+        last = max(e.seq or 0 for e, _ in ticket)
         with self.lock:
             line = self.lines[ev]
+            need: dict[str, int] = {}
+            for _, o in ticket:
+                need[o.shard] = need.get(o.shard, 0) + 1
             failed = []
+            forward = last > seen.head
             if (
                 line.closed
-                or line.pool < 1
-                or line.pool_by_shard.get(offer.shard, 0) < 1
-                or line.head >= (entry.seq or 0)
+                or line.pool < len(ticket)
+                or any(line.pool_by_shard.get(s, 0) < k for s, k in need.items())
+                or (line.head >= last if forward else line.head < last)
             ):
                 failed.append(0)
-            current = self.items.get((*ev, entry.entryId))
-            if current is None or current.state != "WAITING":
-                failed.append(1)
-            if (*ev, entry.entryId) in self.offer_items:
-                failed.append(2)
+            for n, (entry, _) in enumerate(ticket):
+                current = self.items.get((*ev, entry.entryId))
+                if current is None or current.state != "WAITING":
+                    failed.append(1 + 2 * n)
+                if (*ev, entry.entryId) in self.offer_items:
+                    failed.append(2 + 2 * n)
             if failed:
                 raise ConditionFailed(failed)
-            assert current is not None and entry.seq is not None
             by = dict(line.pool_by_shard)
-            by[offer.shard] -= 1
+            for s, k in need.items():
+                by[s] -= k
+            k = len(ticket)
             self.lines[ev] = replace(
-                line, head=entry.seq, pool=line.pool - 1, pool_by_shard=by, offered=line.offered + 1,
-                waiting=line.waiting - 1, made=line.made + 1,
+                line, head=last if forward else line.head, pool=line.pool - k, pool_by_shard=by,
+                offered=line.offered + k, waiting=line.waiting - k, made=line.made + k,
             )  # fmt: skip
-            self.items[(*ev, entry.entryId)] = current.model_copy(update={"state": "OFFERED"})
-            self.offer_items[(*ev, entry.entryId)] = offer
+            for entry, offer in ticket:
+                current = self.items[(*ev, entry.entryId)]
+                self.items[(*ev, entry.entryId)] = current.model_copy(update={"state": "OFFERED"})
+                self.offer_items[(*ev, entry.entryId)] = offer
 
     def get_offer(self, race_id: str, event_id: str, entry_id: str) -> Offer | None:
         with self.lock:

@@ -208,3 +208,45 @@ def test_after_registration_closed_a_claim_is_a_409(w):
     w.now = w.race.registrationClosesAt.timestamp() + 1
     with pytest.raises(RegistrationClosed):
         w.claims.claim(w.token("r1@example.com"))
+
+
+def test_a_ballots_group_is_offered_together_or_passed_over_whole_and_offered_first_once_it_fits():
+    """A ballot's line (issue 43): r1-r2 and r3-r5 were drawn as groups, r6 and r7 alone."""
+    w = World(waiting=7, cap=7)
+    for entry_id, group in (("r1", "G"), ("r2", "G"), ("r3", "H"), ("r4", "H"), ("r5", "H")):
+        item = w.store.items[(*EV, entry_id)]
+        w.store.items[(*EV, entry_id)] = item.model_copy(update={"groupId": group, "ballotApplicationId": entry_id})
+    w.free(3)
+    assert w.batch.run()["offered"] == 3
+    # G fits the three places and is offered whole; H (three) does not fit the one left: passed
+    # over whole, never split, and r6 behind it gets the place, as the draw's walk does.
+    assert w.offered_to() == ["r1@example.com", "r2@example.com", "r6@example.com"]
+    line = w.store.line(*EV)
+    assert (line.head, line.pool, line.offered, line.waiting) == (6, 0, 3, 4)
+
+    # The three offers lapse: H, first in line, fits the three places now and is offered whole;
+    # the head stays where the offers had got to (r6), since H is behind it.
+    w.now += 3 * 3600
+    counts = w.batch.run()
+    assert (counts["expired"], counts["offered"]) == (3, 3)
+    assert w.offered_to()[3:] == ["r3@example.com", "r4@example.com", "r5@example.com"]
+    line = w.store.line(*EV)
+    assert (line.head, line.pool, line.offered, line.waiting) == (6, 0, 3, 1)
+    assert w.store.get(*EV, "r7").state == "WAITING"
+
+
+def test_a_group_that_does_not_fit_keeps_the_places_for_a_runner_behind_it_and_nothing_is_split():
+    w = World(waiting=3, cap=3)
+    for entry_id in ("r1", "r2"):
+        item = w.store.items[(*EV, entry_id)]
+        w.store.items[(*EV, entry_id)] = item.model_copy(update={"groupId": "G", "ballotApplicationId": entry_id})
+    w.free(1)
+    w.batch.run()
+    assert w.offered_to() == ["r3@example.com"]  # the group of two waits whole for two places
+    w.free(1)
+    w.batch.run()
+    assert w.offered_to() == ["r3@example.com"]  # one place, nobody it fits: kept in the pool
+    assert w.store.line(*EV).pool == 1
+    w.free(1)
+    w.batch.run()
+    assert w.offered_to()[1:] == ["r1@example.com", "r2@example.com"]

@@ -6,7 +6,8 @@
   another way meanwhile, end and their places go back to the pool; then, for each line with work,
   while the pool has a place and someone waits, the next WAITING entry by number gets an offer,
   in one transaction (head moves, pool -1, offered +1, the entry OFFERED, the OFFER written), and
-  an email with the claim link; pooled places nobody waits for go back to the shards (the
+  an email with the claim link (a ballot's group is one such ticket, offered whole or passed over
+  whole while it does not fit: ``_next_ticket``); pooled places nobody waits for go back to the shards (the
   public); a line with nothing left leaves the index.
 * **The claim** (``OfferClaims.claim``): the link's signed ``wto`` token names the offer. Claimed
   in its window, the place becomes the runner's hold through a path of its own: the shard already
@@ -54,6 +55,21 @@ OFFER_KIND = "waitlist-offer"
 # Offers made per line per run at most (each is a transaction and an email): a cap raise of
 # thousands is offered over a few runs rather than in one long invocation.
 OFFERS_PER_RUN = 200
+# Waiting runners read ahead when the next is in a ballot's group: enough to pass over a few
+# groups that do not fit the places pooled now (a group is at most an event's largest team).
+LOOKAHEAD = 25
+
+
+def tickets_in_line(entries: list[WaitlistEntry]) -> list[list[WaitlistEntry]]:
+    """Waiting entries in line order as the draw's tickets: a runner alone, or a group's runners
+    (the line puts them side by side; one who left is simply not among them)."""
+    tickets: list[list[WaitlistEntry]] = []
+    for entry in entries:
+        if entry.groupId is not None and tickets and tickets[-1][0].groupId == entry.groupId:
+            tickets[-1].append(entry)
+        else:
+            tickets.append([entry])
+    return tickets
 
 
 class OfferedHolds(Protocol):
@@ -140,41 +156,65 @@ class OfferBatch:
                 return made, 0
             if race_status(race, datetime.fromtimestamp(self._clock(), UTC)) != "OPEN":
                 break
-            nxt = self._store.next_waiting(race_id, event_id, 1)
-            if not nxt:
-                break  # the index lags a confirmation: the next run sees it
-            if self._offer_one(race, event, line, nxt[0]):
-                made += 1
+            ticket = self._next_ticket(race_id, event_id, line.pool)
+            if not ticket:
+                break  # the index lags a confirmation (the next run sees it), or no group waiting fits
+            if self._offer_ticket(race, event, line, ticket):
+                made += len(ticket)
         returned = self._give_back_surplus(race_id, event_id)
         line = self._store.line(race_id, event_id)
         if line.pool <= 0 and line.offered <= 0:
             self._store.rest(race_id, event_id)
         return made, returned
 
-    def _offer_one(self, race: Race, event: Event, line: Line, entry: WaitlistEntry) -> bool:
-        shard = next((s for s, k in sorted(line.pool_by_shard.items()) if k > 0), None)
-        if shard is None or entry.seq is None:
+    def _next_ticket(self, race_id: str, event_id: str, pool: int) -> list[WaitlistEntry]:
+        """The next runners to offer places to: the first WAITING entry, alone; or, if a ballot drew
+        it in a group (``groupId``: its runners side by side in the line), that group's waiting
+        runners together, as the draw did: a group larger than the places pooled now is passed over
+        whole and the walk goes on (``ballot.draw.winners``' rule), and being ahead, it is offered
+        first once enough places are pooled. Plain waitlists read one entry, as before."""
+        first = self._store.next_waiting(race_id, event_id, 1)
+        if not first or first[0].groupId is None:
+            return first
+        ahead = self._store.next_waiting(race_id, event_id, LOOKAHEAD)
+        tickets = tickets_in_line(ahead)
+        if len(ahead) == LOOKAHEAD and tickets[-1][0].groupId is not None:
+            tickets.pop()  # its group may have runners past what was read
+        return next((t for t in tickets if len(t) <= pool), [])
+
+    def _offer_ticket(self, race: Race, event: Event, line: Line, ticket: list[WaitlistEntry]) -> bool:
+        shards = [s for s, k in sorted(line.pool_by_shard.items()) for _ in range(max(0, k))][: len(ticket)]
+        if len(shards) < len(ticket) or any(e.seq is None for e in ticket):
             return False
         now = self._clock()
         window = self._window_s or event.waitlist.offerWindowHours * 3600
         expires = min(now + window, race.registrationClosesAt.timestamp())
-        offer = Offer(
-            entryId=entry.entryId,
-            raceId=race.raceId,
-            eventId=event.eventId,
-            state="OFFERED",
-            seq=entry.seq,
-            shard=shard,
-            email=entry.email,
-            firstName=entry.firstName,
-            offeredAt=iso(now),
-            expiresAt=iso(expires),
-            priceCents=event.price_at(datetime.fromtimestamp(now, UTC)),
-        )
+        price = event.price_at(datetime.fromtimestamp(now, UTC))
+        offers = [
+            Offer(
+                entryId=entry.entryId,
+                raceId=race.raceId,
+                eventId=event.eventId,
+                state="OFFERED",
+                seq=entry.seq or 0,  # never 0: a ticket's entries are checked for numbers above
+                shard=shard,
+                email=entry.email,
+                firstName=entry.firstName,
+                offeredAt=iso(now),
+                expiresAt=iso(expires),
+                priceCents=price,
+            )
+            for entry, shard in zip(ticket, shards, strict=True)
+        ]
         try:
-            self._store.offer(entry, offer)
+            self._store.offer(line, list(zip(ticket, offers, strict=True)))
         except ConditionFailed:
-            return False  # the line or the entry moved: read again
+            return False  # the line or an entry moved: read again
+        for entry, offer in zip(ticket, offers, strict=True):
+            self._send(race, event, entry, offer, expires)
+        return True
+
+    def _send(self, race: Race, event: Event, entry: WaitlistEntry, offer: Offer, expires: float) -> None:
         token = self._signer().sign(
             "wto", {"r": race.raceId, "e": event.eventId, "i": entry.entryId, "exp": int(expires) + 86400}
         )
@@ -198,7 +238,6 @@ class OfferBatch:
         )
         where = {"raceId": race.raceId, "eventId": event.eventId, "number": entry.seq}
         logger.info("waitlist place offered", extra=where)
-        return True
 
     def _give_back_surplus(self, race_id: str, event_id: str) -> int:
         """Pooled places beyond the runners waiting (a team's places, someone who left) go back to

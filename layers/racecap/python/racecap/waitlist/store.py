@@ -74,11 +74,14 @@ class WaitlistStore(Protocol):
         """The first WAITING entries by join number (read again, consistently, from the index's keys)."""
         ...
 
-    def offer(self, entry: WaitlistEntry, offer: Offer) -> None:
-        """One transaction: the line's head moves to the entry's number, a pooled place on
-        ``offer.shard`` becomes an offer out, the entry is OFFERED, the offer is written.
-        ``ConditionFailed``: 0 the line moved (closed, no pooled place there, head past it),
-        1 the entry left the line, 2 it had an offer already."""
+    def offer(self, seen: Line, ticket: list[tuple[WaitlistEntry, Offer]]) -> None:
+        """One transaction for one ticket: a runner, or the waiting runners of a group a ballot
+        drew together (``groupId``), all offered or none. Each runner's pooled place on its
+        ``offer.shard`` becomes an offer out, the entry is OFFERED, the offer is written. A ticket
+        past the head as read (``seen``) moves the head to its last number, only if nobody moved it
+        since; a group passed over earlier (behind the head) leaves it where it is. ``ConditionFailed``:
+        0 the line moved (closed, too few pooled places there, the head on the other side), then per runner
+        two indexes: the entry left the line, it had an offer already."""
         ...
 
     def get_offer(self, race_id: str, event_id: str, entry_id: str) -> Offer | None: ...
@@ -270,28 +273,40 @@ class DynamoWaitlist:
                     found.append(entry)
         return found
 
-    def offer(self, entry: WaitlistEntry, offer: Offer) -> None:
-        assert entry.seq is not None
-        race_id, event_id = entry.raceId, entry.eventId
-        transact(
-            self._db,
-            [
-                update_item(
-                    self._table,
-                    waitlist_line_key(race_id, event_id),
-                    "SET #head = :seq ADD #pool :minus, #ps :minus, #offered :one, #waiting :minus, #made :one",
-                    condition="attribute_not_exists(#closed) AND #pool >= :one AND #ps >= :one AND #head < :seq",
-                    names={
-                        "#head": "head",
-                        "#pool": POOL,
-                        "#ps": pool_attr(offer.shard),
-                        "#offered": OFFERED,
-                        "#waiting": "waiting",
-                        "#closed": CLOSED,
-                        "#made": "made",
-                    },
-                    vals={":seq": entry.seq, ":minus": -1, ":one": 1},
-                ),
+    def offer(self, seen: Line, ticket: list[tuple[WaitlistEntry, Offer]]) -> None:
+        first = ticket[0][0]
+        race_id, event_id = first.raceId, first.eventId
+        last = max(e.seq or 0 for e, _ in ticket)
+        by_shard: dict[str, int] = {}
+        for _, o in ticket:
+            by_shard[o.shard] = by_shard.get(o.shard, 0) + 1
+        names = {"#head": "head", "#pool": POOL, "#offered": OFFERED, "#waiting": "waiting", "#closed": CLOSED,
+                 "#made": "made"}  # fmt: skip
+        vals: dict[str, Any] = {":k": len(ticket), ":minus": -len(ticket), ":last": last}
+        adds = ["#pool :minus", "#offered :k", "#waiting :minus", "#made :k"]
+        conds = ["attribute_not_exists(#closed)", "#pool >= :k"]
+        for n, (shard, k) in enumerate(sorted(by_shard.items())):
+            names[f"#ps{n}"], vals[f":ps{n}"], vals[f":psm{n}"] = pool_attr(shard), k, -k
+            adds.append(f"#ps{n} :psm{n}")
+            conds.append(f"#ps{n} >= :ps{n}")
+        if last > seen.head:  # the ticket is the line's front: the head moves to it
+            update = "SET #head = :last ADD " + ", ".join(adds)
+            conds.append("#head < :last")
+        else:  # a group passed over while it did not fit, offered now: those after it were offered first
+            update = "ADD " + ", ".join(adds)
+            conds.append("#head >= :last")
+        items = [
+            update_item(
+                self._table,
+                waitlist_line_key(race_id, event_id),
+                update,
+                condition=" AND ".join(conds),
+                names=names,
+                vals=vals,
+            )
+        ]
+        for entry, offer in ticket:
+            items.append(
                 update_item(
                     self._table,
                     waitlist_entry_key(race_id, event_id, entry.entryId),
@@ -299,7 +314,9 @@ class DynamoWaitlist:
                     condition="#state = :waiting",
                     names={"#state": "state", "#at": "offeredAt"},
                     vals={":offered": "OFFERED", ":at": offer.offeredAt, ":waiting": "WAITING"},
-                ),
+                )
+            )
+            items.append(
                 {
                     "Put": {
                         "TableName": self._table,
@@ -309,9 +326,9 @@ class DynamoWaitlist:
                         },
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
-                },
-            ],
-        )
+                }
+            )
+        transact(self._db, items)
 
     @staticmethod
     def _offer_item(offer: Offer) -> dict[str, Any]:
