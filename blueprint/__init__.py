@@ -943,6 +943,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/docs", "PublicApi"),
     Route("GET", "/api/docs/{asset}", "PublicApi"),  # the docs page's script and style files
     Route("POST", "/api/races/{raceId}/events/{eventId}/holds", "RegistrationApi"),
+    Route("POST", "/api/races/{raceId}/events/{eventId}/holds/guaranteed", "RegistrationApi"),
     Route("POST", "/api/races/{raceId}/events/{eventId}/teams", "RegistrationApi"),
     Route("POST", "/api/holds/{holdId}/team", "RegistrationApi"),
     Route("GET", "/api/holds/{holdId}", "RegistrationApi"),

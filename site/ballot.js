@@ -1,10 +1,11 @@
-// An event's ballot (racecap.ballot), one route of the app (ballotPage) for four pages:
+// An event's ballot (racecap.ballot), one route of the app (ballotPage) for five pages:
 //   #/ballot/apply/{raceId}/{eventId}  apply, alone or with a group: names, addresses and dates of
 //                                      birth, then a proof-of-work solved here (pow.js, the queue's own)
 //   #/ballot/{token}                   the emailed link: confirms the address (safe to repeat), keeps the
 //                                      token for this tab and replaces the address with #/ballot
 //   #/ballot                           my application (the kept token), and withdrawing it
 //   #/ballot/draw/{raceId}/{eventId}   the draw as published: the seed, the list, how to check it (ballotdraw.js)
+//   #/ballot/guaranteed/{raceId}/{eventId}  a guaranteed entry's code holds a kept place (guaranteed.js)
 import { api, withBusyRetry } from './api.js';
 import { device } from './identity.js';
 import { solve } from './pow.js';
@@ -25,6 +26,9 @@ export function ballotPage(rest) {
   if (first === 'draw' && eventId) {
     return import('./ballotdraw.js').then((m) => m.drawPage(decodeURIComponent(raceId), decodeURIComponent(eventId)));
   }
+  if (first === 'guaranteed' && eventId) {
+    return import('./guaranteed.js').then((m) => m.guaranteedPage(decodeURIComponent(raceId), decodeURIComponent(eventId)));
+  }
   return confirmPage(rest);
 }
 
@@ -40,7 +44,9 @@ function runnerFields(n) {
     inputs[prefix + name] = { input, err, name };
     return h('div', { cls: 'field' }, h('label', { for: id }, label), input, err);
   });
-  return { inputs, rows };
+  // The event's questions for this runner (questions.js, mounted when the event asks any).
+  const host = h('div', { testid: `bal-${n}-questions` });
+  return { inputs, rows: [...rows, host], host, qfields: {}, state: { answers: {}, waiver: {} }, asked: null, prefix };
 }
 
 function applyPage(raceId, eventId) {
@@ -58,7 +64,22 @@ function applyPage(raceId, eventId) {
     const ev = (race.events || []).find((e) => e.eventId === eventId);
     if (!ev || !ev.ballot) return body.replaceChildren(errorBox('This event has no ballot.'), backLink(raceId));
     retitle(h1, `Apply to the ballot: ${race.name}, ${ev.name}`);
+    // The event's questions, asked at apply as at registration (the waiver is accepted then).
+    let set = null;
+    try {
+      const q = (await api('GET', `/races/${enc(raceId)}/events/${enc(eventId)}/questions`, { signal })).data;
+      if (q.questions.length) set = { ...q, waiver: null, mount: (await import('./questions.js')).mountQuestions };
+    } catch {
+      // Asked anyway: the server checks the answers and names any question it wants answered.
+    }
+    const ask = (r) => {
+      if (set) {
+        r.asked = set.mount(r.host, set, { state: r.state, save: () => {}, fields: r.qfields, raceDate: race.raceDate,
+          setErr: (k, msg) => bad(k, msg || ''), prefix: r.prefix });
+      }
+    };
     const runners = [runnerFields(0)];
+    ask(runners[0]);
     const group = h('div', { testid: 'bal-group' });
     const most = ev.teamMaxSize || 1;
     const add = h('button', { type: 'button', testid: 'bal-add-runner', hidden: most < 2 }, 'Add a runner to my group');
@@ -70,6 +91,7 @@ function applyPage(raceId, eventId) {
     add.addEventListener('click', () => {
       const r = runnerFields(runners.length);
       runners.push(r);
+      ask(r);
       const box = h('fieldset', { testid: `bal-runner-${runners.length - 1}` },
         h('legend', {}, `Runner ${runners.length}`), r.rows);
       group.append(box);
@@ -86,19 +108,25 @@ function applyPage(raceId, eventId) {
     const form = h('form', { novalidate: true, testid: 'bal-form' },
       h('fieldset', {}, h('legend', {}, 'You'), runners[0].rows), group,
       h('p', {}, add, ' ', drop), send, st);
-    const all = () => Object.assign({}, ...runners.map((r) => r.inputs));
+    const all = () => Object.assign({}, ...runners.map((r) => ({ ...r.inputs, ...r.qfields })));
     const bad = (key, msg) => {
       const f = all()[key];
       if (!f) return false;
       setText(f.err, msg);
-      f.input.setAttribute('aria-invalid', 'true');
-      return true;
+      f.err.hidden = !msg;
+      if (msg) f.input.setAttribute('aria-invalid', 'true');
+      else f.input.removeAttribute('aria-invalid');
+      return !!msg;
     };
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       for (const { input, err } of Object.values(all())) (setText(err, ''), input.removeAttribute('aria-invalid'));
       setText(st, '');
-      const values = runners.map((r) => Object.fromEntries(Object.values(r.inputs).map(({ input, name }) => [name, input.value.trim()])));
+      const values = runners.map((r) => ({
+        ...Object.fromEntries(Object.values(r.inputs).map(({ input, name }) => [name, input.value.trim()])),
+        ...(r.asked ? { answers: r.asked.body().answers } : {}),
+      }));
+      runners.forEach((r) => r.asked && r.asked.check());
       values.forEach((v, n) => {
         const p = n === 0 ? '' : `partners.${n - 1}.`;
         if (!v.firstName) bad(`${p}firstName`, 'Enter a first name.');

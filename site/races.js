@@ -148,7 +148,9 @@ export async function racePage(raceId) {
       r.apply = h('p', {}, h('a', { href: `#/ballot/apply/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-apply' },
         'Apply to the ballot')),
       h('p', {}, h('a', { href: `#/ballot/draw/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-draw' },
-        'The draw, and how to check it')));
+        'The draw, and how to check it')),
+      h('p', {}, h('a', { href: `#/ballot/guaranteed/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-guaranteed' },
+        'I have a guaranteed entry')));
     r.commit.style.overflowWrap = 'anywhere'; // 64 hex digits wrap on a phone (CSSOM: the CSP allows no style attribute)
     r.el = h('li', { cls: 'card', testid: 'event', 'data-event-id': ev.eventId },
       r.name, r.price, r.spots, r.state, r.btn, r.team, r.wait, r.ballot, r.st.el);

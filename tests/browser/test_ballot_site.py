@@ -157,6 +157,41 @@ def test_after_the_draw_its_page_shows_the_seed_the_list_and_how_to_check_it(
     snap(page, "drawn")
 
 
+def test_by_keyboard_a_guaranteed_entrys_code_holds_a_kept_place_after_the_draw(
+    new_page: Callable[..., Page], stack: LocalStack, backend: Any, snap: Any
+) -> None:
+    from tests.integration.test_ballot_draw import _applications
+
+    kim = DirectorSession(stack, "kim-ballot-kept-site")
+    rid, eid, _ = _ballot_race(kim, 2, timedelta(seconds=3), timedelta(seconds=4))
+    kim.open_now(rid)
+    code = {"code": "CHARITY-SITE", "kind": "PERCENT", "percent": 100, "maxUses": 1, "guaranteed": True}
+    assert kim.post(f"/api/admin/races/{rid}/codes", json=code).status_code == 201
+    _applications(backend, rid, eid, [1, 2], f"gte{rid[-4:].lower()}")
+    api = api_session(stack)
+    wait_until(lambda: api.get(f"/api/races/{rid}/events/{eid}/ballot/draw").status_code == 200, timeout=60, every=1)
+
+    page = new_page(**PHONE)
+    page.goto(f"/#/races/{rid}")
+    expect(page.get_by_test_id("ballot-guaranteed")).to_be_visible(timeout=20_000)
+    tab_to(page, "ballot-guaranteed")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("gte-code")).to_be_visible()
+    tab_to(page, "gte-code")
+    page.keyboard.type("SPRING-NONE")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("gte-code-error")).to_contain_text("no code SPRING-NONE")
+    assert focused_testid(page) == "gte-code"
+    page.keyboard.press("Control+A")
+    page.keyboard.type("charity-site")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"#/holds/hold_"), timeout=20_000)
+    hold_id = page.url.rsplit("/", 1)[1]
+    assert api.get(f"/api/holds/{hold_id}").json()["code"] == "CHARITY-SITE"
+    accessible(page, "the hold page of a guaranteed entry")
+    snap(page, "guaranteed")
+
+
 def test_a_director_sets_an_events_ballot_in_the_console_in_the_races_zone_and_sees_its_commitment(
     new_page: Callable[..., Page], stack: LocalStack, backend: Any, api: Any, demo_seed: str, snap: Any
 ) -> None:

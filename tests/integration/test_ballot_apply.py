@@ -302,3 +302,43 @@ def test_from_applying_to_the_result_through_the_api_each_runner_sees_won_or_the
     # After the close, an application can no longer be withdrawn: it is in the draw.
     late = api.delete("/api/ballot/me", headers={HEADER: won})
     assert (late.status_code, late.json()["error"]) == (409, "BALLOT_CLOSED")
+
+
+def test_an_application_answers_the_events_questions_each_runner_their_own(
+    director: Any, api: requests.Session, stack: LocalStack
+) -> None:
+    """The event's questions are asked at apply as at registration: required ones answered, each
+    partner's errors under their own path, the answers kept with the application, shown to the
+    runner and in the director's export (the waiver and any option's stock come at registration)."""
+    rid, eid, kim, _ = _ballot_race(director, api)
+    tag = rid[-6:].lower()
+    shirt = {"id": "shirt", "kind": "SINGLE_CHOICE", "label": "T-shirt", "required": True,
+             "options": [{"id": "S", "label": "Small"}, {"id": "M", "label": "Medium", "quantity": 1}]}  # fmt: skip
+    pace = {"id": "pace", "kind": "SHORT_TEXT", "label": "Expected finish time", "maxLength": 10}
+    saved = kim.put(f"/api/admin/races/{rid}/events/{eid}/questions", json={"questions": [shirt, pace]})
+    assert saved.status_code == 200, saved.text
+    _open(api, rid)
+
+    lead, bo = f"lead.{tag}@example.com", f"bo.{tag}@example.com"
+    unanswered = _apply(api, rid, eid, lead)
+    assert (unanswered.status_code, list(unanswered.json()["fields"])) == (400, ["answers.shirt"]), why(unanswered)
+    partner = {"email": bo, "firstName": "Bo", "lastName": "Lee", "dateOfBirth": "1992-01-31"}
+    theirs = _apply(api, rid, eid, lead, answers={"shirt": "M"}, partners=[partner | {"answers": {"shirt": "XXL"}}])
+    assert (theirs.status_code, list(theirs.json()["fields"])) == (400, ["partners.0.answers.shirt"]), why(theirs)
+    assert _mail(stack, lead) == []  # refused whole: nothing written, no email
+
+    # The option with one left is no limit here: stock is taken at registration, by the winners.
+    both = _apply(
+        api, rid, eid, lead, answers={"shirt": "M", "pace": "3:45"}, partners=[partner | {"answers": {"shirt": "M"}}]
+    )
+    assert both.status_code == 202, why(both)
+    (token,) = _tokens(stack, lead)
+    mine = _confirm(api, token).json()
+    assert [(a["questionId"], a["text"]) for a in mine["answers"]] == [("shirt", "Medium"), ("pace", "3:45")]
+
+    rows = {
+        r["email"]: r
+        for r in csv.DictReader(io.StringIO(kim.get(f"/api/admin/races/{rid}/events/{eid}/ballot/export").text))
+    }
+    assert (rows[lead]["T-shirt [shirt]"], rows[lead]["Expected finish time [pace]"]) == ("Medium", "3:45")
+    assert (rows[bo]["T-shirt [shirt]"], rows[bo]["Expected finish time [pace]"]) == ("Medium", "")

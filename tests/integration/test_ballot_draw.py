@@ -38,7 +38,7 @@ from racecap.waitlist.store import batch_write
 from local.stack import LocalStack
 
 from .admin import race_body, wait_until
-from .flows import wait_for_audit
+from .flows import register, runner, wait_for_audit
 
 pytestmark = pytest.mark.integration
 
@@ -343,3 +343,70 @@ def test_ten_thousand_applications_for_a_thousand_places_drawn_verifiably_and_id
     # email on this stack for minutes: their sending is test_each_runner_gets_one_result_email's.
     backend.sqs.purge_queue(QueueUrl=backend.stack.queue_urls["Emails"])
     print(f"ballot draw of 10,000 applications: {took:.1f} s to DONE (order, 10,000 entries, 9,000 results queued)")
+
+
+def test_guaranteed_entries_take_the_kept_places_once_the_ballot_is_drawn_and_keep_their_code(
+    director: Any, api: requests.Session, stack: LocalStack, backend: Any
+) -> None:
+    """Six places: four drawn among eight applications, two kept for guaranteed entries (a charity's
+    code). Nobody else holds a place first-come; the code holds one only once the draw has moved
+    the winners' places, never more than the kept ones, and the place keeps its code."""
+    rid, eid, kim = _race(director, 6, "kim-ballot-kept")
+    tag = rid[-5:].lower()
+    _applications(backend, rid, eid, [1] * 8, tag)
+    kim.open_now(rid)
+    for body in (
+        {"code": "CHARITY-RUN", "kind": "PERCENT", "percent": 100, "maxUses": 5, "guaranteed": True, "eventIds": [eid]},
+        {"code": "SPRING10", "kind": "PERCENT", "percent": 10},
+    ):
+        made = kim.post(f"/api/admin/races/{rid}/codes", json=body)
+        assert made.status_code == 201, made.text
+    _ballot(kim, rid, eid, kept=2)
+    url = f"/api/races/{rid}/events/{eid}/holds/guaranteed"
+
+    early = api.post(url, json={"code": "CHARITY-RUN"})  # the draw is seconds away: not yet
+    assert (early.status_code, early.json()["error"]) == (409, "KEPT_PLACES_NOT_OPEN"), early.text
+    _done(backend, rid, eid)
+    assert _taken(backend, rid, eid) == 4  # the winners' places moved to the line; the kept two are free
+
+    assert api.post(f"/api/races/{rid}/events/{eid}/holds").json()["error"] == "BALLOT_ONLY"
+    discount = api.post(url, json={"code": "SPRING10"})
+    assert (discount.status_code, discount.json()["error"]) == (400, "CODE_INVALID")
+    assert api.post(url, json={"code": "NOPE-123"}).status_code == 404
+    assert _taken(backend, rid, eid) == 4  # refused before any place was taken
+
+    first = api.post(url, json={"code": " charity-run "})
+    assert first.status_code == 201, first.text
+    assert (first.json()["priceCents"], first.json()["eventId"]) == (0, eid)
+    hold_id = first.json()["holdId"]
+    view = api.get(f"/api/holds/{hold_id}").json()
+    assert view["code"] == "CHARITY-RUN"
+    # The place keeps its code: not removed, not swapped for a discount.
+    for attempt in (
+        api.delete(f"/api/holds/{hold_id}/code"),
+        api.put(f"/api/holds/{hold_id}/code", json={"code": "SPRING10"}),
+    ):
+        assert (attempt.status_code, attempt.json()["error"]) == (409, "CODE_REQUIRED"), attempt.text
+    assert api.get(f"/api/holds/{hold_id}").json()["code"] == "CHARITY-RUN"
+
+    second = api.post(url, json={"code": "CHARITY-RUN"})
+    assert second.status_code == 201, second.text
+    third = api.post(url, json={"code": "CHARITY-RUN"})  # both kept places are held: the code has uses, not places
+    assert (third.status_code, third.json()["error"]) == (409, "SOLD_OUT"), third.text
+
+    # A kept place given back goes back to the kept places, not to the ballot's line.
+    line_before, _ = _line(backend, rid, eid)
+    assert api.delete(f"/api/holds/{second.json()['holdId']}").status_code == 204
+    line_after, _ = _line(backend, rid, eid)
+    assert int(line_after.get("pool", 0)) == int(line_before.get("pool", 0))
+    assert _taken(backend, rid, eid) == 5
+    again = wait_until(lambda: [r for r in [api.post(url, json={"code": "CHARITY-RUN"})] if r.status_code == 201],
+                       timeout=15, every=1)  # fmt: skip
+    assert again
+
+    registered = register(api, hold_id, runner(token=None))  # the charity's runner: a free entry
+    assert (registered.status_code, registered.json()["status"]) == (202, "QUEUED"), registered.text
+    uses = {c["code"]: c["uses"] for c in kim.get(f"/api/admin/races/{rid}/codes").json()["codes"]}
+    assert uses["CHARITY-RUN"] == 2  # the third's refusal and the release gave their uses back
+    report = wait_for_audit(stack, backend, rid)
+    assert report.ok, report.summary()

@@ -70,6 +70,11 @@ function termsFields(prefix, race) {
   const from = control(prefix, 'validFrom', 'Valid from', { type: 'datetime-local' }, zone);
   const to = control(prefix, 'validTo', 'Valid until', { type: 'datetime-local' }, zone);
   const note = control(prefix, 'note', 'Note (who it is for)', { maxlength: 200 });
+  // A ballot event's places are drawn, but for those it keeps: a guaranteed entry holds one of those.
+  const sure = h('div', { class: 'field check', dataset: { field: 'guaranteed' } },
+    h('input', { type: 'checkbox', id: `${prefix}-guaranteed`, 'aria-describedby': `${prefix}-guaranteed-hint` }),
+    h('label', { htmlFor: `${prefix}-guaranteed` }, 'Guaranteed entry (charity, qualifier, deferral)'),
+    h('p', { id: `${prefix}-guaranteed-hint`, class: 'hint' }, 'On a ballot event: holds one of the places kept out of the draw, once it is drawn.'));
   const read = (root) => {
     const k = valueOf(root, 'kind');
     const typed = valueOf(root, 'value');
@@ -82,16 +87,17 @@ function termsFields(prefix, race) {
     }
     const n = valueOf(root, 'note');
     if (n) body.note = n;
+    if (sure.querySelector('input').checked) body.guaranteed = true;
     return body;
   };
-  return { nodes: [kind, value, events, from, to, note], read };
+  return { nodes: [kind, value, events, from, to, note, sure], read };
 }
 
 function describe(c, race) {
   const currency = race.currency || race.events[0]?.currency || 'USD';
   const names = Object.fromEntries(race.events.map((e) => [e.eventId, e.name]));
   return {
-    discount: c.kind === 'PERCENT' ? `${c.percent}% off` : `${money(c.amountCents, currency)} off`,
+    discount: `${c.kind === 'PERCENT' ? `${c.percent}% off` : `${money(c.amountCents, currency)} off`}${c.guaranteed ? ' · guaranteed entry' : ''}`,
     events: c.eventIds.length ? c.eventIds.map((id) => names[id] || id).join(', ') : 'Every event',
     valid: c.validFrom || c.validTo
       ? `${c.validFrom ? `from ${showInZone(c.validFrom, race.timeZone)}` : ''}${c.validFrom && c.validTo ? ' ' : ''}${c.validTo ? `until ${showInZone(c.validTo, race.timeZone)}` : ''}`

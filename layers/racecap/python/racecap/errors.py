@@ -167,6 +167,12 @@ class CodeUnknown(CodeError):
     code, status = "CODE_UNKNOWN", 404
 
 
+class CodeKept(CodeError):
+    """A guaranteed entry's place keeps its guaranteed-entry code (only another one replaces it)."""
+
+    code, status = "CODE_REQUIRED", 409
+
+
 class CodeNotYetValid(CodeError):
     code, status = "CODE_NOT_YET_VALID", 409
 
@@ -249,6 +255,13 @@ class BallotOnly(Conflict):
     """The event's places are drawn from a ballot's applications: none is held first-come."""
 
     code = "BALLOT_ONLY"
+
+
+class KeptPlacesNotOpen(Conflict):
+    """A guaranteed entry on a ballot event before its draw: until the draw has moved the winners'
+    places, every place but the kept ones may still be drawn."""
+
+    code = "KEPT_PLACES_NOT_OPEN"
 
 
 class BallotNotDrawn(NotFound):

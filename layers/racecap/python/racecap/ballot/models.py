@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from racecap.models import EMAIL_PATTERN, JsonInt, Model, _Record, normalize_email
+from racecap.questions.models import Answers, AnswerView
 from racecap.races.models import DEFAULT_PAY_DAYS, MAX_PAY_DAYS, BallotPhase, BallotSettings
 from racecap.races.rules import BirthDate
 
@@ -46,6 +47,12 @@ class Applicant(Model):
     firstName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     lastName: str = Field(min_length=1, max_length=100, pattern=r"\S")
     dateOfBirth: BirthDate = Field(description="YYYY-MM-DD: the event's age rule applies on race day.")
+    answers: Answers | None = Field(
+        default=None,
+        max_length=60,
+        description="The event's questions (GET /api/races/{raceId}/events/{eventId}/questions) by question id, "
+        "checked as at registration; an option's stock is taken at registration, the waiver accepted then.",
+    )
 
     @field_validator("email")
     @classmethod
@@ -93,6 +100,9 @@ class Application(_Record):
     dateOfBirth: str = ""
     groupId: str | None = None
     groupSize: int = 1  # as applied (members may withdraw; the draw counts those confirmed)
+    # The answers to the event's questions (JSON) and the version they answered; absent without questions.
+    answers: str | None = None
+    questionsVersion: int | None = None
     appliedAt: str
     confirmedAt: str | None = None
     withdrawnAt: str | None = None
@@ -116,6 +126,7 @@ class MyApplication(Model):
     closesAt: datetime | None = Field(description="Applications may be withdrawn until then.")
     drawAt: datetime | None
     ballotToken: str = Field(description="Send it as X-Racecap-Ballot to see or withdraw this application.")
+    answers: list[AnswerView] = Field(default=[], description="The runner's answers to the event's questions.")
     result: DrawResult | None = Field(
         default=None,
         description="After the draw: a place won (the offer email has the link), or a number on the waitlist.",

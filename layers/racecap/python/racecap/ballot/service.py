@@ -23,6 +23,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from racecap.aws.keys import waitlist_entry_id
@@ -42,6 +43,7 @@ from racecap.errors import (
 from racecap.fairness.identity import Client
 from racecap.fairness.tokens import InvalidToken, Signer
 from racecap.observability import metrics
+from racecap.questions.models import AnswerView, StoredAnswers
 from racecap.races.models import Event, Race
 from racecap.races.rules import check_age
 from racecap.setup.rules import new_id
@@ -61,6 +63,14 @@ VERIFY = (
 )
 
 
+class AnswerCheck(Protocol):
+    """The event's questions (``questions.service.Questions``): check a runner's answers, read them back."""
+
+    def check(self, race_id: str, event_id: str, answers: Any) -> StoredAnswers | None: ...
+
+    def described(self, race_id: str, event_id: str, answers: str | None, version: int | None) -> list[AnswerView]: ...
+
+
 class Ballots:
     def __init__(
         self,
@@ -72,8 +82,10 @@ class Ballots:
         signer: Callable[[], Signer],
         site_url: str,
         line: Line | None = None,
+        questions: AnswerCheck | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self._questions = questions  # the event's questions, asked at apply as at registration
         self._line = line  # the drawn line (the event's waitlist): an application's result
         self._races = races
         self._store = store
@@ -105,6 +117,7 @@ class Ballots:
             except ValidationFailed as exc:
                 field = "dateOfBirth" if i == 0 else f"partners.{i - 1}.dateOfBirth"
                 raise ValidationFailed(exc.message, fields={field: exc.message}) from exc
+        answered = [self._answers(race_id, event_id, runner, i) for i, runner in enumerate(runners)]
         # The address's bucket under a digest (no address in Redis's keys), as the waitlist's.
         address = hashlib.sha256(f"{race_id}|{body.email}".encode()).hexdigest()[:32]
         pass_protections(
@@ -125,10 +138,12 @@ class Ballots:
                 dateOfBirth=runner.dateOfBirth.isoformat(),
                 groupId=group_id,
                 groupSize=len(runners),
+                answers=stored.to_json() if stored else None,
+                questionsVersion=stored.questionsVersion if stored else None,
                 appliedAt=at,
                 ttl=int(now) + PENDING_DAYS * 86400,
             )
-            for runner in runners
+            for runner, stored in zip(runners, answered, strict=True)
         ]
         try:
             self._store.put_pending(apps, int(now))
@@ -147,6 +162,19 @@ class Ballots:
         for app in apps:
             self._send_link(race, app, now, leader=body.firstName if app.email != body.email else None)
         metrics.add_metric(name="BallotApplicationsAsked", unit="Count", value=len(apps))
+
+    def _answers(self, race_id: str, event_id: str, runner: Applicant, i: int) -> StoredAnswers | None:
+        """A runner's answers checked against the event's questions as they stand; a partner's
+        errors under their own path (``partners.<n>.answers.<id>``)."""
+        if self._questions is None:
+            return None
+        try:
+            return self._questions.check(race_id, event_id, runner.answers)
+        except ValidationFailed as exc:
+            if i == 0:
+                raise
+            fields = {f"partners.{i - 1}.{k}": v for k, v in (exc.fields or {}).items()}
+            raise ValidationFailed(exc.message, fields=fields) from exc
 
     # -- the link ------------------------------------------------------------------------------
     def confirm(self, token: str) -> MyApplication:
@@ -306,6 +334,11 @@ class Ballots:
             return None, None
         return ("WON", None) if entry.seq <= record.winners else ("WAITLIST", entry.seq - record.winners)
 
+    def _answers_of(self, app: Application) -> list[AnswerView]:
+        if self._questions is None or not app.answers:
+            return []
+        return self._questions.described(app.raceId, app.eventId, app.answers, app.questionsVersion)
+
     def _view(self, race: Race, event: Event, app: Application, token: str) -> MyApplication:
         ballot = event.ballot
         phase = ballot.phase(datetime.fromtimestamp(self._clock(), UTC))
@@ -324,6 +357,7 @@ class Ballots:
             closesAt=ballot.closesAt,
             drawAt=ballot.drawAt,
             ballotToken=token,
+            answers=self._answers_of(app),
             result=result,
             waitlistNumber=number,
             message=_message(app, event, result, number),

@@ -211,7 +211,7 @@ class DynamoBallots:
                 self._table,
                 ballot_app_key(app.raceId, app.eventId, app.applicationId),
                 "SET #state = :withdrawn, withdrawnAt = :at, email = :blank, firstName = :blank, "
-                "lastName = :blank, dateOfBirth = :blank REMOVE #ttl",
+                "lastName = :blank, dateOfBirth = :blank REMOVE #ttl, answers, questionsVersion",
                 condition="#state = :was",
                 names=_NAMES,
                 vals={":withdrawn": "WITHDRAWN", ":at": at, ":blank": "", ":was": app.state},

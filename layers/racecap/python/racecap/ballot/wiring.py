@@ -32,13 +32,16 @@ def ballots() -> Ballots:
     from racecap.fairness.buckets import AddressBuckets
     from racecap.fairness.store import DynamoQueueStore
     from racecap.fairness.wiring import signer
+    from racecap.questions.wiring import questions
     from racecap.races.wiring import catalog
     from racecap.waitlist.wiring import waitlist_store
 
     s = get_settings()
     buckets = AddressBuckets(clients.cache, rate_per_second=1 / APPLY_EVERY_S, burst=APPLY_BURST, prefix="rc:ballot:")
     proofs = DynamoQueueStore(clients.dynamodb(), s.inventory_table)
-    return Ballots(catalog(), ballot_store(), emails_queue(), buckets, proofs, signer, s.site_url, waitlist_store())
+    return Ballots(
+        catalog(), ballot_store(), emails_queue(), buckets, proofs, signer, s.site_url, waitlist_store(), questions()
+    )
 
 
 @lru_cache(maxsize=1)

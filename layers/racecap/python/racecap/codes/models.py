@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
 from annotated_types import Ge, Le
-from pydantic import ConfigDict, Field, Strict, field_validator, model_validator
+from pydantic import ConfigDict, Field, Strict, StrictBool, field_validator, model_validator
 
 from racecap.models import WHOLE_NUMBER, YEARS, JsonInt, Model, within_years
 
@@ -50,6 +50,12 @@ class CodeTerms(Model):
         default=None, description=f"Until when (without an offset: in the race's time zone; {YEARS})."
     )
     note: str | None = Field(default=None, max_length=200, description="For the director: who the code is for.")
+    guaranteed: StrictBool = Field(
+        default=False,
+        description="A guaranteed entry (charity, qualifier, deferral): on an event drawn by ballot, its holder "
+        "holds one of the places the ballot keeps, once the ballot is drawn "
+        "(POST /api/races/{raceId}/events/{eventId}/holds/guaranteed). Its discount applies as any code's.",
+    )
 
     @model_validator(mode="after")
     def _amount_matches_kind(self) -> CodeTerms:
@@ -123,6 +129,7 @@ class CodeView(Model):
     maxUses: int | None
     uses: int = Field(description="Uses taken now: holds carrying it, paid or not yet.")
     note: str | None
+    guaranteed: bool = Field(description="A guaranteed entry: holds a place a ballot keeps (see CodeDraft).")
     createdAt: datetime
 
 
@@ -134,6 +141,12 @@ class ApplyCode(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     code: str = Field(min_length=1, max_length=40, description="As the runner typed it; compared in capitals.")
+
+
+class GuaranteedHoldRequest(Model):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    code: str = Field(min_length=1, max_length=40, description="The guaranteed-entry code, as the runner typed it.")
 
 
 class CodeUses(Model):

@@ -47,6 +47,7 @@ from racecap.codes.store import CodeExists, CodeStore, StoredCode
 from racecap.errors import (
     CodeError,
     CodeExpired,
+    CodeKept,
     CodeNotForEvent,
     CodeNotYetValid,
     CodeTaken,
@@ -238,20 +239,16 @@ class Discounts:
                 "Discount codes apply to single entries, not to a team's places.", fields={"code": "Not for teams."}
             )
         code = typed.strip().upper()
-        stored = self._store.get(hold.raceId, code)
-        if stored is None:
-            raise CodeUnknown(f"There is no code {code} for this race.", fields={"code": "Unknown code."})
+        stored = usable(self._store, hold.raceId, hold.eventId, code, now)
         terms = stored.terms
-        if terms.validFrom and now < terms.validFrom:
-            raise CodeNotYetValid(
-                f"Code {code} can be used from {terms.validFrom.isoformat()}.", fields={"code": "Not valid yet."}
-            )
-        if terms.validTo and now >= terms.validTo:
-            raise CodeExpired(f"Code {code} expired at {terms.validTo.isoformat()}.", fields={"code": "Expired."})
-        if terms.eventIds and hold.eventId not in terms.eventIds:
-            raise CodeNotForEvent(f"Code {code} is not valid for this event.", fields={"code": "Not for this event."})
         if hold.code == code:
             return hold
+        if hold.guaranteed and not terms.guaranteed:
+            raise CodeKept(
+                f"This place is one kept for guaranteed entries, held with code {hold.code}: only another "
+                f"guaranteed-entry code can replace it, and {code} is not one.",
+                fields={"code": "Not a guaranteed entry."},
+            )
         if stored.forEmail and hold.attempt is not None and hold.attempt.email != stored.forEmail:
             raise CodeError(
                 f"Code {code} is another runner's (a place deferred from last year): it is for their address only.",
@@ -305,6 +302,11 @@ class Discounts:
         hold = self._held(hold_id, now)
         if not hold.code:
             return hold
+        if hold.guaranteed:
+            raise CodeKept(
+                f"This place is one kept for guaranteed entries, held with code {hold.code}, which it keeps: "
+                "release the place instead if you no longer want it."
+            )
         list_cents, _ = self._list_price(hold)
         try:
             if hold.status == HoldPhase.PAYING:
@@ -408,6 +410,23 @@ class Discounts:
         return event.price_at(hold.createdAt), event.currency
 
 
+def usable(store: CodeStore, race_id: str, event_id: str, code: str, now: datetime) -> StoredCode:
+    """The race's code ``code`` (in capitals), usable now for the event, or why not."""
+    stored = store.get(race_id, code)
+    if stored is None:
+        raise CodeUnknown(f"There is no code {code} for this race.", fields={"code": "Unknown code."})
+    terms = stored.terms
+    if terms.validFrom and now < terms.validFrom:
+        raise CodeNotYetValid(
+            f"Code {code} can be used from {terms.validFrom.isoformat()}.", fields={"code": "Not valid yet."}
+        )
+    if terms.validTo and now >= terms.validTo:
+        raise CodeExpired(f"Code {code} expired at {terms.validTo.isoformat()}.", fields={"code": "Expired."})
+    if terms.eventIds and event_id not in terms.eventIds:
+        raise CodeNotForEvent(f"Code {code} is not valid for this event.", fields={"code": "Not for this event."})
+    return stored
+
+
 def code_uses(store: CodeStore, tally: CodeTally, race_id: str) -> list[CodeUses]:
     """Uses against limits, per code of the race, for the director's stats: from the copy kept
     as uses move (one Redis read whatever the number of codes), built from the codes and their
@@ -444,5 +463,6 @@ def _view(c: StoredCode, uses: int) -> CodeView:
         maxUses=c.maxUses,
         uses=uses,
         note=t.note,
+        guaranteed=t.guaranteed,
         createdAt=c.createdAt,
     )

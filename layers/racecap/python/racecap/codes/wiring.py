@@ -10,6 +10,7 @@ from racecap import clients
 from racecap.config import get_settings
 
 if TYPE_CHECKING:
+    from racecap.codes.guaranteed import GuaranteedEntries
     from racecap.codes.hold_store import DynamoCodeHolds
     from racecap.codes.models import CodeUses
     from racecap.codes.service import CodesAdmin, Discounts
@@ -59,3 +60,11 @@ def race_code_uses(race_id: str) -> list[CodeUses]:
     from racecap.holds.wiring import code_tally
 
     return code_uses(code_store(), code_tally(), race_id)
+
+
+@lru_cache(maxsize=1)
+def guaranteed_entries() -> GuaranteedEntries:
+    from racecap.codes.guaranteed import GuaranteedEntries
+    from racecap.holds.wiring import hold_service
+
+    return GuaranteedEntries(code_store(), hold_service(), discounts())

@@ -179,6 +179,10 @@ class Hold(_Record):
     # A personal code on the hold (a deferral's credit, racecap.codes ``forEmail``): the
     # registration must use this address, as a waitlist offer's must.
     codeEmail: str | None = None
+    # A guaranteed entry's hold on a ballot event (racecap.codes.guaranteed): one of the places
+    # kept out of the draw, taken with a guaranteed-entry code once the ballot is drawn. Freed,
+    # it goes back to the kept places, not to the ballot's line. Absent on other holds.
+    guaranteed: bool = False
 
     @property
     def is_team(self) -> bool:

@@ -73,11 +73,30 @@ class HoldService:
         self._full: dict[str, tuple[float, set[str]]] = {}
 
     def hold(
-        self, race_id: str, event_id: str, now: datetime | None = None, limits: dict[str, int] | None = None
+        self,
+        race_id: str,
+        event_id: str,
+        now: datetime | None = None,
+        limits: dict[str, int] | None = None,
+        *,
+        guaranteed: bool = False,
     ) -> HoldCreated:
-        """Hold one place; ``limits`` are the client's hold-limit counters (``fairness.limits``)."""
+        """Hold one place; ``limits`` are the client's hold-limit counters (``fairness.limits``).
+        ``guaranteed``: for a guaranteed-entry code (``codes.guaranteed``), which alone may hold a
+        ballot event's place: one of those its ballot keeps, once it is drawn."""
+        return hold_created(self.hold_place(race_id, event_id, now, limits, guaranteed=guaranteed))
+
+    def hold_place(
+        self,
+        race_id: str,
+        event_id: str,
+        now: datetime | None = None,
+        limits: dict[str, int] | None = None,
+        *,
+        guaranteed: bool = False,
+    ) -> Hold:
         now = now or datetime.now(UTC)
-        race, event = self._open_event(race_id, event_id, now)
+        race, event = self._open_event(race_id, event_id, now, guaranteed=guaranteed)
         flag = sold_out_flag(race_id, event_id)
         if self._cache.has_flag(flag):
             metrics.add_metric(name="SoldOutFromCache", unit="Count", value=1)
@@ -90,6 +109,8 @@ class HoldService:
         if time.monotonic() - seen > FULL_SHARD_MEMORY_S:
             full = set()
         hold = new_hold(race, event, now, limits)
+        if guaranteed and event.ballot.enabled:
+            hold = hold.model_copy(update={"guaranteed": True})
         got = self._holds.claim(hold, shards, avoid=full)
         self._full[key] = (time.monotonic(), full)
         if got is None:
@@ -99,7 +120,7 @@ class HoldService:
             self._snapshots.keep(got)
         metrics.add_metric(name="HoldCreated", unit="Count", value=1)
         pulse.count(race_id, HOLDS, event_id)
-        return hold_created(hold)
+        return got
 
     def hold_team(
         self,
@@ -146,15 +167,20 @@ class HoldService:
         except Exception as exc:
             logger.warning("the sold-out moment was not kept", extra={"eventId": event_id, "error": str(exc)})
 
-    def _open_event(self, race_id: str, event_id: str, now: datetime) -> tuple[Race, Event]:
+    def _open_event(
+        self, race_id: str, event_id: str, now: datetime, *, guaranteed: bool = False
+    ) -> tuple[Race, Event]:
         try:
-            return self._open_event_as_seen(race_id, event_id, now, fresh=False)
+            race, event = self._open_event_as_seen(race_id, event_id, now, fresh=False)
         except (RaceNotFound, RegistrationClosed):
             # This environment's view of the race is up to a second old (its version stamp): a
             # window that opened or a race published since would be refused, as a runner the
             # opening queue has just admitted was. A refusal is only given on a fresh look (one
             # Redis read, on refusals alone).
-            return self._open_event_as_seen(race_id, event_id, now, fresh=True)
+            race, event = self._open_event_as_seen(race_id, event_id, now, fresh=True)
+        if event.ballot.enabled and not guaranteed:  # its places go to the draw's winners, by offer
+            raise BallotOnly(f"Places in {event.name} are drawn from the ballot's applications: apply instead.")
+        return race, event
 
     def _open_event_as_seen(self, race_id: str, event_id: str, now: datetime, *, fresh: bool) -> tuple[Race, Event]:
         race, events = self._catalog.for_runners(race_id, fresh=fresh)
@@ -165,8 +191,6 @@ class HoldService:
         if status != "OPEN":
             when = "has not opened yet" if status == "NOT_YET_OPEN" else "is closed"
             raise RegistrationClosed(f"Registration for {race.name} {when}.")
-        if event.ballot.enabled:  # its places go to the draw's winners, by offer (racecap.ballot)
-            raise BallotOnly(f"Places in {event.name} are drawn from the ballot's applications: apply instead.")
         return race, event
 
     def view(self, hold_id: str, now: datetime | None = None) -> HoldView:
@@ -225,6 +249,8 @@ class HoldService:
 def waitlisted(catalog: RaceDefinitions, hold: Hold) -> bool:
     """Whether the hold's event has a waitlist switched on, from the definition in the cache
     (no read of its own): only then does a freed place look at the line (``places.returns``)."""
+    if hold.guaranteed:  # a kept place goes back to the places kept for guaranteed entries
+        return False
     try:
         _, events = catalog.definition(hold.raceId)
     except RaceNotFound:

@@ -29,9 +29,10 @@ from racecap.aws.keys import (
     requeue_partitions,
     shard_key,
     stats_key,
+    waitlist_line_key,
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
-from racecap.errors import Busy, TooManyHolds
+from racecap.errors import Busy, KeptPlacesNotOpen, TooManyHolds
 from racecap.holds.code_tally import CodeTally, Move
 from racecap.holds.models import (
     Hold,
@@ -151,6 +152,7 @@ class DynamoHolds:
             "currency": hold.currency,
             # A switch's hold names the registration switching (no byte more on other holds).
             **({"switchOf": hold.switchOf} if hold.switchOf else {}),
+            **({"guaranteed": True} if hold.guaranteed else {}),
         }
 
     def offered_hold_item(self, hold: Hold) -> TransactItem:
@@ -172,6 +174,7 @@ class DynamoHolds:
         }
 
     def _claim_on(self, hold: Hold, shard: str, item: dict[str, Any]) -> bool:
+        drawn = self._drawn_check(hold)
         try:
             transact(
                 self._db,
@@ -190,16 +193,36 @@ class DynamoHolds:
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
+                    *drawn,
                     *self._client_take_items(hold),
                 ],
             )
         except ConditionFailed as exc:
             if exc.first == 0:
                 return False  # this shard is full
-            if exc.first >= 2:
-                self._too_many(hold, exc.first - 2, exc)
+            if drawn and exc.first == 2:
+                raise KeptPlacesNotOpen(
+                    "Guaranteed entries take the places kept out of the ballot once it is drawn: until then any "
+                    "other place may still be drawn. Come back after the draw."
+                ) from exc
+            if exc.first >= 2 + len(drawn):
+                self._too_many(hold, exc.first - 2 - len(drawn), exc)
             raise
         return True
+
+    def _drawn_check(self, hold: Hold) -> list[TransactItem]:
+        """A guaranteed entry's hold on a ballot event is taken only once the draw opened the line
+        (``waitlist.store.DynamoBallotLine.open_line``): that moved the winners' places off the
+        shards, so what is left on them is the kept places. Checked in the hold's own transaction,
+        so a hold and the draw can never both count the same place."""
+        if not hold.guaranteed:
+            return []
+        check = {
+            "TableName": self._table,
+            "Key": waitlist_line_key(hold.raceId, hold.eventId),
+            "ConditionExpression": "attribute_exists(ballotDrawnAt)",
+        }
+        return [{"ConditionCheck": check}]
 
     def _client_take_items(self, hold: Hold) -> list[TransactItem]:
         """One slot per client limit, in the hold's own transaction: N concurrent holds from one

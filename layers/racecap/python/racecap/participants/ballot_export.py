@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from racecap.ballot.models import Application
 from racecap.ballot.store import DrawStore
 from racecap.participants.service import Position, csv_line, decode_cursor, encode_cursor
+from racecap.questions.service import Questions
 from racecap.races.models import Event, Race
 
 BALLOT_CSV_COLUMNS = (
@@ -32,14 +33,19 @@ BALLOT_CSV_COLUMNS = (
 
 
 class BallotExport:
-    def __init__(self, store: DrawStore) -> None:
+    def __init__(self, store: DrawStore, answers: Questions | None = None) -> None:
         self._store = store
+        self._answers = answers
 
     def lines(self, race: Race, event: Event, *, cursor: str | None = None) -> Iterator[tuple[str, str | None]]:
-        """CSV lines (the header first on the first page), each with the cursor resuming after it."""
+        """CSV lines (the header first on the first page), each with the cursor resuming after it.
+        The event's questions (any version asked) are columns after the fixed ones, as in the
+        registrations' export."""
         pos = decode_cursor(cursor)
+        questions = self._answers.columns(race.raceId, [event.eventId]) if self._answers else []
+        ids = [qid for qid, _ in questions]
         if cursor is None:
-            yield csv_line(BALLOT_CSV_COLUMNS), encode_cursor(pos)
+            yield csv_line((*BALLOT_CSV_COLUMNS, *(f"{label} [{qid}]" for qid, label in questions))), encode_cursor(pos)
         for shard in self._store.shards():
             if shard < pos.event:
                 continue
@@ -47,7 +53,12 @@ class BallotExport:
             apps = self._store.applications(race.raceId, event.eventId, shard, confirmed_only=False)
             for n, app in enumerate(apps, start=1):
                 if n > skip:
-                    yield csv_line(_row(app)), encode_cursor(Position(shard, n))
+                    cells = (
+                        self._answers.cells(race.raceId, event.eventId, app.answers, app.questionsVersion, ids)
+                        if self._answers is not None and ids
+                        else []
+                    )
+                    yield csv_line((*_row(app), *cells)), encode_cursor(Position(shard, n))
         yield "", None
 
 

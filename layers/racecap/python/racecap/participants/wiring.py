@@ -25,8 +25,9 @@ def participants() -> Participants:
 def ballot_export() -> BallotExport:
     from racecap.ballot.wiring import ballot_store
     from racecap.participants.ballot_export import BallotExport
+    from racecap.questions.wiring import questions
 
-    return BallotExport(ballot_store())
+    return BallotExport(ballot_store(), questions())
 
 
 @lru_cache(maxsize=1)

@@ -11,6 +11,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from racecap.api.runner.common import client_of
+from racecap.codes.models import GuaranteedHoldRequest
+from racecap.codes.wiring import guaranteed_entries
 from racecap.fairness.identity import HOLDS_SECURITY
 from racecap.fairness.limits import client_limits
 from racecap.fairness.wiring import opening_queue
@@ -58,6 +60,45 @@ _client = client_of(router)
 @tracer.capture_method
 def create_hold(raceId: str, eventId: str) -> Response[HoldCreated]:
     held = hold_service().hold(raceId, eventId, limits=_hold_limits(raceId))
+    return Response(201, content_types.APPLICATION_JSON, held, headers=NO_STORE)
+
+
+@router.post(
+    "/api/races/<raceId>/events/<eventId>/holds/guaranteed",
+    summary="Hold a place with a guaranteed-entry code",
+    description=(
+        "For a runner the race director gave a guaranteed entry (charity, qualifier, deferral). On an event "
+        "drawn by ballot, the one way to hold a place first-hand: one of the places the ballot keeps out of the "
+        "draw, once it is drawn. The code is checked first (a guaranteed entry, valid now and for the event), "
+        "then the place is held with the code applied (its use taken); the place keeps the code. On other events "
+        "it holds a place and applies the code, as the two calls would. Then register as usual."
+    ),
+    tags=["Registration"],
+    security=HOLDS_SECURITY,
+    responses={
+        201: {
+            "description": "Held, at the code's price",
+            "links": {
+                "Register": {
+                    "operationId": "register_api_holds__holdId__registration_post",
+                    "parameters": {"holdId": "$response.body#/holdId"},
+                },
+            },
+        },
+        400: {"description": "CODE_INVALID: not a guaranteed entry, or a price the provider cannot charge"},
+        404: {"description": "RACE_NOT_FOUND, EVENT_NOT_FOUND or CODE_UNKNOWN"},
+        409: {
+            "description": "KEPT_PLACES_NOT_OPEN (the ballot is not drawn yet), SOLD_OUT (the kept places are "
+            "taken), CODE_USED_UP, CODE_EXPIRED, CODE_NOT_YET_VALID, CODE_NOT_FOR_EVENT, REGISTRATION_CLOSED"
+        },
+        **{k: v for k, v in HOLD_REFUSED.items() if k != 404},
+    },
+)
+@tracer.capture_method
+def create_guaranteed_hold(
+    raceId: str, eventId: str, body: Annotated[GuaranteedHoldRequest, Body()]
+) -> Response[HoldCreated]:
+    held = guaranteed_entries().hold(raceId, eventId, body.code, limits=_hold_limits(raceId))
     return Response(201, content_types.APPLICATION_JSON, held, headers=NO_STORE)
 
 
