@@ -208,6 +208,7 @@ function applicationPage() {
       ['Application', me.applicationId, 'bal-id'],
       me.groupId && ['Group', `${me.groupSize} runners, drawn together`, 'bal-group-size'],
       me.drawAt && ['The draw', when(me.drawAt), 'bal-draw-at'],
+      ...(me.answers || []).map((a) => [a.label, a.text, `bal-answer-${a.questionId}`]),
     ].filter(Boolean);
     const status = h('p', { role: 'status', testid: 'bal-state', 'data-state': me.state }, me.message);
     const open = me.ballot === 'OPEN' || me.ballot === 'UPCOMING';

@@ -61,6 +61,8 @@ def test_on_a_phone_by_keyboard_a_runner_applies_with_a_partner_confirms_from_th
 ) -> None:
     kim = DirectorSession(stack, "kim-ballot-site")
     rid, eid, saved = _ballot_race(kim, 5, timedelta(days=2), timedelta(days=3))
+    pace = {"id": "pace", "kind": "SHORT_TEXT", "label": "Expected finish time", "required": True}
+    assert kim.put(f"/api/admin/races/{rid}/events/{eid}/questions", json={"questions": [pace]}).status_code == 200
     api = api_session(stack)
     tag = rid[-6:].lower()
     ada, bo = f"ada-{tag}@example.com", f"bo-{tag}@example.com"
@@ -85,6 +87,8 @@ def test_on_a_phone_by_keyboard_a_runner_applies_with_a_partner_confirms_from_th
         page.keyboard.type(text)
         page.keyboard.press("Tab")
     page.get_by_test_id("bal-0-dateOfBirth").fill("1990-05-01")  # a date field takes its picker's value
+    tab_to(page, "question-pace")  # the event's question, asked at apply
+    page.keyboard.type("3:59")
     tab_to(page, "bal-add-runner")
     page.keyboard.press("Enter")
     assert focused_testid(page) == "bal-1-firstName"
@@ -96,11 +100,15 @@ def test_on_a_phone_by_keyboard_a_runner_applies_with_a_partner_confirms_from_th
     page.get_by_test_id("bal-1-dateOfBirth").fill("1992-01-31")
     tab_to(page, "bal-apply")
     page.keyboard.press("Enter")
-    # The partner's mistyped address is named beside its field, and the focus goes there.
+    # The partner's mistyped address and unanswered question are named beside their fields, and
+    # the focus goes to the first.
     expect(page.get_by_test_id("bal-1-email-error")).to_contain_text("name@example.com")
+    expect(page.get_by_test_id("error-partners.0.answers.pace")).to_contain_text("answer this question")
     assert focused_testid(page) == "bal-1-email"
     page.keyboard.press("Control+A")
     page.keyboard.type(bo)
+    tab_to(page, "question-pace")  # the partner's (the applicant's is behind the focus)
+    page.keyboard.type("4:10")
     tab_to(page, "bal-apply")
     page.keyboard.press("Enter")
     expect(page.get_by_test_id("bal-sent")).to_contain_text("Check your inbox", timeout=30_000)
@@ -111,6 +119,7 @@ def test_on_a_phone_by_keyboard_a_runner_applies_with_a_partner_confirms_from_th
     expect(page.get_by_test_id("bal-state")).to_have_attribute("data-state", "CONFIRMED", timeout=20_000)
     assert page.url.endswith("#/ballot")
     expect(page.get_by_test_id("bal-group-size")).to_contain_text("2 runners")
+    expect(page.get_by_test_id("bal-answer-pace")).to_have_text("3:59")
     accessible(page, "my ballot application")
 
     # Withdrawing asks first; "no" keeps it, "yes" withdraws.
