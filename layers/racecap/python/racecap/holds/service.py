@@ -73,18 +73,10 @@ class HoldService:
         self._full: dict[str, tuple[float, set[str]]] = {}
 
     def hold(
-        self,
-        race_id: str,
-        event_id: str,
-        now: datetime | None = None,
-        limits: dict[str, int] | None = None,
-        *,
-        guaranteed: bool = False,
+        self, race_id: str, event_id: str, now: datetime | None = None, limits: dict[str, int] | None = None
     ) -> HoldCreated:
-        """Hold one place; ``limits`` are the client's hold-limit counters (``fairness.limits``).
-        ``guaranteed``: for a guaranteed-entry code (``codes.guaranteed``), which alone may hold a
-        ballot event's place: one of those its ballot keeps, once it is drawn."""
-        return hold_created(self.hold_place(race_id, event_id, now, limits, guaranteed=guaranteed))
+        """Hold one place; ``limits`` are the client's hold-limit counters (``fairness.limits``)."""
+        return hold_created(self.hold_place(race_id, event_id, now, limits))
 
     def hold_place(
         self,
@@ -95,6 +87,8 @@ class HoldService:
         *,
         guaranteed: bool = False,
     ) -> Hold:
+        """The hold itself. ``guaranteed``: for a guaranteed-entry code (``codes.guaranteed``), which
+        alone may hold a ballot event's place: one of those its ballot keeps, once it is drawn."""
         now = now or datetime.now(UTC)
         race, event = self._open_event(race_id, event_id, now, guaranteed=guaranteed)
         flag = sold_out_flag(race_id, event_id)
