@@ -145,13 +145,15 @@ export async function racePage(raceId) {
       r.ballotLine = h('p', { testid: 'ballot-window' }),
       h('p', { cls: 'muted' }, 'Commitment to the draw\'s seed (SHA-256): ',
         r.commit = h('code', { testid: 'ballot-commitment' })),
+      r.seed = h('p', { cls: 'muted', hidden: true }, 'The seed, revealed at the draw: ',
+        r.seedText = h('code', { testid: 'ballot-seed' })),
       r.apply = h('p', {}, h('a', { href: `#/ballot/apply/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-apply' },
         'Apply to the ballot')),
       h('p', {}, h('a', { href: `#/ballot/draw/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-draw' },
         'The draw, and how to check it')),
       h('p', {}, h('a', { href: `#/ballot/guaranteed/${enc(raceId)}/${enc(ev.eventId)}`, testid: 'ballot-guaranteed' },
         'I have a guaranteed entry')));
-    r.commit.style.overflowWrap = 'anywhere'; // 64 hex digits wrap on a phone (CSSOM: the CSP allows no style attribute)
+    r.commit.style.overflowWrap = r.seedText.style.overflowWrap = 'anywhere'; // 64 hex digits wrap on a phone (CSSOM: the CSP allows no style attribute)
     r.el = h('li', { cls: 'card', testid: 'event', 'data-event-id': ev.eventId },
       r.name, r.price, r.spots, r.state, r.btn, r.team, r.wait, r.ballot, r.st.el);
     return r;
@@ -188,12 +190,23 @@ export async function racePage(raceId) {
         if (r.team) r.team.hidden = true;
         r.wait.hidden = true;
         const tz = race.timeZone;
-        setText(r.ballotLine, b.phase === 'UPCOMING'
+        setText(r.ballotLine, r.drawnText || (b.phase === 'UPCOMING'
           ? `Places are drawn by ballot: applications open ${when(b.opensAt, tz)} until ${when(b.closesAt, tz)}.`
           : b.phase === 'OPEN' ? `Places are drawn by ballot: applications are open until ${when(b.closesAt, tz)}.`
-            : `The ballot is closed: the draw is at ${when(b.drawAt, tz)}.`);
+            : `The ballot is closed: the draw is at ${when(b.drawAt, tz)}.`));
         setText(r.commit, b.commitment);
         r.apply.hidden = b.phase !== 'OPEN';
+        // Once drawn, the seed beside its commitment (the draw's page has the list and the check).
+        if (b.phase === 'CLOSED' && Date.parse(b.drawAt) <= Date.now() && !r.drawn) {
+          r.drawn = api('GET', `/races/${enc(raceId)}/events/${enc(ev.eventId)}/ballot/draw`, { signal })
+            .then(({ data }) => {
+              r.drawnText = `Drawn on ${when(data.drawnAt, tz)}: ${data.winners} places to the winners, `
+                + `from ${data.applications} applications.`;
+              setText(r.ballotLine, r.drawnText);
+              setText(r.seedText, data.seed);
+              r.seed.hidden = false;
+            }, () => { r.drawn = null; }); // not drawn yet: asked again at the next refresh
+        }
       }
     }
   };

@@ -164,6 +164,12 @@ def test_after_the_draw_its_page_shows_the_seed_the_list_and_how_to_check_it(
     assert listed and requests.get(f"{stack.url}{listed}", timeout=10).text.startswith("ticket,size\n")
     accessible(page, "the draw after it ran")
     snap(page, "drawn")
+    # The race page: the seed beside the commitment it was committed by, and what the draw gave.
+    seed = api.get(f"/api/races/{rid}/events/{eid}/ballot/draw").json()["seed"]
+    page.goto(f"/#/races/{rid}")
+    expect(page.get_by_test_id("ballot-seed")).to_have_text(seed, timeout=20_000)
+    expect(page.get_by_test_id("ballot-commitment")).to_have_text(saved["settings"]["commitment"])
+    expect(page.get_by_test_id("ballot-window")).to_contain_text("Drawn on")
 
 
 def test_by_keyboard_a_guaranteed_entrys_code_holds_a_kept_place_after_the_draw(
