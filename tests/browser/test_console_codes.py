@@ -100,3 +100,12 @@ def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, b
         expect(batch_row).to_contain_text("$5.00 off")
         expect(batch_row.get_by_test_id("code-uses")).to_have_text("0 / 1")
     accessible(page, "codes")
+
+    # A guaranteed entry (issue 43): the box, and the list saying so.
+    one.get_by_label("Code", exact=True).fill("charity-run")
+    one.get_by_label("Percent off").fill("100")
+    one.get_by_label("Guaranteed entry (charity, qualifier, deferral)").check()
+    one.get_by_label("Percent off").press("Enter")
+    expect(page.get_by_test_id("code-alert")).to_have_text("Code CHARITY-RUN created.")
+    expect(page.get_by_test_id("code-row").filter(has_text="CHARITY-RUN")).to_contain_text("100% off · guaranteed entry")
+    expect(page.get_by_test_id("code-row").filter(has_text="SPRING10")).not_to_contain_text("guaranteed")

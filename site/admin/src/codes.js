@@ -74,7 +74,8 @@ function termsFields(prefix, race) {
   const sure = h('div', { class: 'field check', dataset: { field: 'guaranteed' } },
     h('input', { type: 'checkbox', id: `${prefix}-guaranteed`, 'aria-describedby': `${prefix}-guaranteed-hint` }),
     h('label', { htmlFor: `${prefix}-guaranteed` }, 'Guaranteed entry (charity, qualifier, deferral)'),
-    h('p', { id: `${prefix}-guaranteed-hint`, class: 'hint' }, 'On a ballot event: holds one of the places kept out of the draw, once it is drawn.'));
+    h('p', { id: `${prefix}-guaranteed-hint`, class: 'hint' }, 'On a ballot event: holds one of the places kept out of the draw, once it is drawn.'),
+    h('p', { id: `${prefix}-guaranteed-error`, class: 'error', hidden: true }));
   const read = (root) => {
     const k = valueOf(root, 'kind');
     const typed = valueOf(root, 'value');
