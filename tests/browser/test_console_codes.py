@@ -107,5 +107,7 @@ def test_a_director_lists_makes_and_batches_codes_by_keyboard(new_page, stack, b
     one.get_by_label("Guaranteed entry (charity, qualifier, deferral)").check()
     one.get_by_label("Percent off").press("Enter")
     expect(page.get_by_test_id("code-alert")).to_have_text("Code CHARITY-RUN created.")
-    expect(page.get_by_test_id("code-row").filter(has_text="CHARITY-RUN")).to_contain_text("100% off · guaranteed entry")
+    expect(page.get_by_test_id("code-row").filter(has_text="CHARITY-RUN")).to_contain_text(
+        "100% off · guaranteed entry"
+    )
     expect(page.get_by_test_id("code-row").filter(has_text="SPRING10")).not_to_contain_text("guaranteed")
