@@ -140,13 +140,18 @@ class CodeList(Model):
 class ApplyCode(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    code: str = Field(min_length=1, max_length=40, description="As the runner typed it; compared in capitals.")
+    # The pattern says in the document what stripping leaves: at least one character that is not a space.
+    code: str = Field(
+        min_length=1, max_length=40, pattern=r"\S", description="As the runner typed it; compared in capitals."
+    )
 
 
 class GuaranteedHoldRequest(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    code: str = Field(min_length=1, max_length=40, description="The guaranteed-entry code, as the runner typed it.")
+    code: str = Field(
+        min_length=1, max_length=40, pattern=r"\S", description="The guaranteed-entry code, as the runner typed it."
+    )
 
 
 class CodeUses(Model):
