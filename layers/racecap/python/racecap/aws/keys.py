@@ -239,10 +239,15 @@ def waitlist_entry_key(race_id: str, event_id: str, entry_id: str) -> dict[str, 
     return key(waitlist_pk(race_id, event_id), f"{WAITLIST_ENTRY_PREFIX}{entry_id}")
 
 
+def address_digest(race_id: str, email: str) -> str:
+    """An address within a race as keys, rate limits and email deduplication name it: never in clear."""
+    return hashlib.sha256(f"{race_id}\n{email}".encode()).hexdigest()[:32]
+
+
 def waitlist_entry_id(race_id: str, event_id: str, email: str) -> str:
     """An address's entry id on an event's waitlist: the same address always lands on the same
     item (one entry per address, by the key itself), and the id in URLs and the audit trail is
-    not the address (as ``registration.links.address_key`` names one)."""
+    not the address (as ``address_digest`` names one)."""
     return hashlib.sha256(f"{race_id}\n{event_id}\n{email}".encode()).hexdigest()[:32]
 
 
@@ -289,8 +294,7 @@ def ballot_app_key(race_id: str, event_id: str, application_id: str) -> dict[str
 
 def ballot_claim_key(race_id: str, email: str) -> dict[str, Any]:
     """An address's one application in a race's ballot, whichever event (the digest, not the address)."""
-    digest = hashlib.sha256(f"{race_id}\n{email}".encode()).hexdigest()[:32]
-    return key(f"BALLOTEMAIL#{race_id}#{digest}", "CLAIM")
+    return key(f"BALLOTEMAIL#{race_id}#{address_digest(race_id, email)}", "CLAIM")
 
 
 # -- Races ----------------------------------------------------------------------------------

@@ -19,14 +19,13 @@ see the application, withdraw it. The waitlist's join (``waitlist.service``) is 
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from racecap.aws.keys import waitlist_entry_id
+from racecap.aws.keys import address_digest, waitlist_entry_id
 from racecap.aws.queues import MessageQueue
 from racecap.aws.transactions import ConditionFailed
 from racecap.ballot.models import Applicant, Application, BallotApply, DrawResult, DrawView, MyApplication
@@ -115,11 +114,10 @@ class Ballots:
             try:
                 check_age(race, event, runner.dateOfBirth)
             except ValidationFailed as exc:
-                field = "dateOfBirth" if i == 0 else f"partners.{i - 1}.dateOfBirth"
-                raise ValidationFailed(exc.message, fields={field: exc.message}) from exc
+                raise ValidationFailed(exc.message, fields=_runners({"dateOfBirth": exc.message}, i)) from exc
         answered = [self._answers(race_id, event_id, runner, i) for i, runner in enumerate(runners)]
         # The address's bucket under a digest (no address in Redis's keys), as the waitlist's.
-        address = hashlib.sha256(f"{race_id}|{body.email}".encode()).hexdigest()[:32]
+        address = address_digest(race_id, body.email)
         pass_protections(
             self._signer(), self._buckets, self._proofs, race_id, client, device, address, body.challenge, body.nonce,
             busy="You applied a moment ago: check your inbox (and spam folder), or try later.",
@@ -171,10 +169,7 @@ class Ballots:
         try:
             return self._questions.check(race_id, event_id, runner.answers)
         except ValidationFailed as exc:
-            if i == 0:
-                raise
-            fields = {f"partners.{i - 1}.{k}": v for k, v in (exc.fields or {}).items()}
-            raise ValidationFailed(exc.message, fields=fields) from exc
+            raise ValidationFailed(exc.message, fields=_runners(exc.fields or {}, i)) from exc
 
     # -- the link ------------------------------------------------------------------------------
     def confirm(self, token: str) -> MyApplication:
@@ -367,6 +362,12 @@ class Ballots:
 def _local(at: datetime | None, zone: str) -> str:
     """An instant as the race's runners read it: its wall clock and zone, e.g. 2027-01-05 09:00 CET."""
     return f"{at.astimezone(ZoneInfo(zone)):%Y-%m-%d %H:%M %Z}" if at else ""
+
+
+def _runners(fields: dict[str, str], i: int) -> dict[str, str]:
+    """A runner's field errors under their path in the body: the applicant's as they are, the
+    ``i``-th runner's under ``partners.<i - 1>.``."""
+    return fields if i == 0 else {f"partners.{i - 1}.{k}": v for k, v in fields.items()}
 
 
 def _day(epoch: float, zone: str) -> str:

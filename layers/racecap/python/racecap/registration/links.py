@@ -20,13 +20,13 @@ tags, the provider's metadata, exports and hold links).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
+from racecap.aws.keys import address_digest
 from racecap.aws.queues import MessageQueue
 from racecap.emails.models import EmailMessage
 from racecap.errors import Busy, DomainError
@@ -123,11 +123,6 @@ def check(holder: LinkHolder, reg: Registration | None) -> Registration:
     return reg
 
 
-def address_key(race_id: str, email: str) -> str:
-    """An address as the rate limits and the email's deduplication name it: never in clear."""
-    return hashlib.sha256(f"{race_id}\n{email}".encode()).hexdigest()[:32]
-
-
 class LinkRequests:
     """The API's half of "find my registration": the same work for every address."""
 
@@ -143,7 +138,7 @@ class LinkRequests:
         """Queue the request (the sender sends the link if ``email`` is registered); raises
         ``RaceNotFound`` for an unknown race and ``TooManyRequests`` past the rate limits."""
         self._catalog.definition(race_id)  # 404 for a race that does not exist, whoever asks
-        who = address_key(race_id, email)
+        who = address_digest(race_id, email)
         keys = [f"addr:{who}", *([f"net:{network}"] if network else []), *([f"dev:{device}"] if device else [])]
         waits = [self._buckets.take(key).retry_after_s for key in keys]  # every bucket pays: a refusal is a request too
         if max(waits) > 0:

@@ -15,6 +15,7 @@ list is one query and a confirmation is one transaction of two items in one part
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any, Protocol
 
 from racecap.aws.items import from_item, get_all, query_all, query_raw, to_item, values
@@ -78,10 +79,10 @@ class WaitlistStore(Protocol):
         """One transaction for one ticket: a runner, or the waiting runners of a group a ballot
         drew together (``groupId``), all offered or none. Each runner's pooled place on its
         ``offer.shard`` becomes an offer out, the entry is OFFERED, the offer is written. A ticket
-        past the head as read (``seen``) moves the head to its last number, only if nobody moved it
-        since; a group passed over earlier (behind the head) leaves it where it is. ``ConditionFailed``:
-        0 the line moved (closed, too few pooled places there, the head on the other side), then per runner
-        two indexes: the entry left the line, it had an offer already."""
+        past the head as read (``seen``) moves the head to its last number (if the head is still
+        behind it); a group passed over earlier (behind the head) leaves it where it is.
+        ``ConditionFailed``: 0 the line moved (closed, too few pooled places there, the head on the
+        other side), then per runner two indexes: the entry left the line, it had an offer already."""
         ...
 
     def get_offer(self, race_id: str, event_id: str, entry_id: str) -> Offer | None: ...
@@ -277,9 +278,7 @@ class DynamoWaitlist:
         first = ticket[0][0]
         race_id, event_id = first.raceId, first.eventId
         last = max(e.seq or 0 for e, _ in ticket)
-        by_shard: dict[str, int] = {}
-        for _, o in ticket:
-            by_shard[o.shard] = by_shard.get(o.shard, 0) + 1
+        by_shard = Counter(o.shard for _, o in ticket)
         names = {"#head": "head", "#pool": POOL, "#offered": OFFERED, "#waiting": "waiting", "#closed": CLOSED,
                  "#made": "made"}  # fmt: skip
         vals: dict[str, Any] = {":k": len(ticket), ":minus": -len(ticket), ":last": last}
