@@ -193,20 +193,28 @@ def test_an_abandoned_payment_frees_place_and_email(stores, race):
     assert stores.attempts.begin_payment(_held(stores, race), _attempt("cy@example.com"), NOW) == BeginOutcome.STARTED
 
 
-def test_a_queued_hold_leaves_the_sweepers_view_until_its_resend_time(stores, race):
-    hold, attempt = _paying(stores, race, "di@example.com")
+def test_a_queued_hold_keeps_its_expiry_in_the_sweepers_view_and_waits_there_for_its_resend_time(stores, race):
+    """Queued, a hold's index keys are not moved (issue 38: two index units per registration):
+    the sweeper finds it at its expiry, as when it was paying; not due for a re-send yet, it is
+    keyed by its re-send time from then on."""
+    hold, attempt = _paying(stores, race, "di@example.com")  # expires at NOW + 10 min
     held = _held(stores, race, minutes=1)
-    later = NOW + timedelta(minutes=30)
+    expiry = hold.expiresAt
     due = NOW + timedelta(hours=1)
-    assert {h.holdId for h in stores.holds.expired(later)} >= {hold.holdId, held.holdId}
     stores.attempts.mark_queued(hold, attempt, "pi_9", NOW, due)
     stores.attempts.mark_queued(hold, attempt, "pi_9", NOW, due)  # a repeat is harmless
     found = stores.holds.get(hold.holdId)
     assert found is not None
     assert (found.status, found.chargeId, found.queuedAt, found.requeueAt) == (HoldPhase.QUEUED, "pi_9", NOW, due)
-    expired = {h.holdId for h in stores.holds.expired(later)}
-    assert hold.holdId not in expired and held.holdId in expired
-    assert held.holdId not in {h.holdId for h in stores.holds.expired(NOW)}
+    before = {h.holdId for h in stores.holds.expired(expiry - timedelta(seconds=1))}
+    assert hold.holdId not in before and held.holdId in before
+    assert hold.holdId in {h.holdId for h in stores.holds.expired(expiry)}  # at its expiry, as before
+    # A stale view (another re-send time) moves nothing.
+    stores.attempts.await_requeue(found.model_copy(update={"requeueAt": due + timedelta(hours=1)}))
+    assert hold.holdId in {h.holdId for h in stores.holds.expired(expiry)}
+    stores.attempts.await_requeue(found)
+    stores.attempts.await_requeue(found)  # two sweepers that looked: the same key
+    assert hold.holdId not in {h.holdId for h in stores.holds.expired(due - timedelta(seconds=1))}
     # Still unconfirmed at its re-send time: the sweeper sees it again.
     assert hold.holdId in {h.holdId for h in stores.holds.expired(due)}
 
@@ -222,7 +230,7 @@ def test_one_of_many_sweepers_claims_a_due_resend_and_a_confirmed_hold_is_never_
     assert not stores.attempts.postpone_requeue(seen, later)  # a second sweeper read the same due time
     found = stores.holds.get(hold.holdId)
     assert found is not None and (found.requeueAt, found.requeues) == (later, 1)
-    assert hold.holdId not in {h.holdId for h in stores.holds.expired(due)}
+    assert hold.holdId not in {h.holdId for h in stores.holds.expired(due)}  # past its expiry too
     assert hold.holdId in {h.holdId for h in stores.holds.expired(later)}
     # Confirmed by the writer: out of the index, and a stale view cannot claim it.
     stores.regs.confirm_batch(race, "ev", stores.regs.next_bib(race, "ev"), [_paid(found, attempt)], NOW.isoformat())

@@ -160,6 +160,12 @@ class FakeAttempts(FakeHolds):
             return False
         return True
 
+    def await_requeue(self, hold: Hold) -> None:
+        with self.tables.lock:
+            found = self.tables.holds.get(hold.holdId)
+            if found is not None and found.status == HoldPhase.QUEUED and found.requeueAt == hold.requeueAt:
+                self.tables.by_requeue.add(hold.holdId)
+
     def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
         with self.tables.lock:
             found = self.tables.holds.get(hold.holdId)
@@ -170,4 +176,5 @@ class FakeAttempts(FakeHolds):
             self.tables.holds[hold.holdId] = found.model_copy(
                 update={"requeueAt": until, "requeues": found.requeues + 1}
             )
+            self.tables.by_requeue.add(hold.holdId)
             return True

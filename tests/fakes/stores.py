@@ -62,6 +62,8 @@ class FakeTables:
     shards: dict[tuple[str, str], dict[str, list[int]]] = field(default_factory=dict)  # sk -> [cap, taken]
     holds: dict[str, Hold] = field(default_factory=dict)
     live: set[str] = field(default_factory=set)  # the sweeper's sparse index
+    # Queued holds keyed by their re-send time in that index (else by their expiry, as live ones).
+    by_requeue: set[str] = field(default_factory=set)
     emails: dict[tuple[str, str], Claim] = field(default_factory=dict)
     regs: dict[str, Registration] = field(default_factory=dict)
     bibs: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -155,7 +157,7 @@ class FakeTables:
 
         def apply() -> None:
             self.holds[hold_id] = self.holds[hold_id].model_copy(update=changes)
-            # QUEUED stays in the index (keyed by requeueAt) until the writer confirms it.
+            # QUEUED stays in the index (keyed by its expiry) until the writer confirms it.
             if changes.get("status") not in (None, HoldPhase.HELD, HoldPhase.PAYING, HoldPhase.QUEUED):
                 self.live.discard(hold_id)
 
@@ -375,7 +377,7 @@ class FakeHolds:
 
     def expired(self, now: datetime, limit_per_partition: int = 500) -> list[Hold]:
         def due(h: Hold) -> bool:
-            if h.status == HoldPhase.QUEUED:
+            if h.holdId in self.tables.by_requeue:
                 return h.requeueAt is not None and h.requeueAt <= now
             return h.expired(now)
 

@@ -197,29 +197,36 @@ def _queued(world: World, email: str = "ann@example.com") -> Hold:
     return hold
 
 
+def _due(hold: Hold) -> datetime:
+    """When the sweeper first re-sends a queued hold: its expiry (where the index keeps it), or
+    its re-send time if later."""
+    assert hold.requeueAt is not None
+    return max(hold.expiresAt, hold.requeueAt)
+
+
 def test_a_paid_registration_whose_message_was_lost_is_sent_again_when_due_and_confirmed_once(world):
     hold = _queued(world)
     world.queue.sent.clear()  # the queue took the message, then lost it
-    assert world.sweeper.sweep(hold.requeueAt - timedelta(seconds=1))["resent"] == 0  # not due yet
-    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 1
+    assert world.sweeper.sweep(_due(hold) - timedelta(seconds=1))["resent"] == 0  # not due yet
+    assert world.sweeper.sweep(_due(hold))["resent"] == 1
     (message,) = world.queue.sent
     assert (message.registrationId, message.chargeId, message.email) == (
         hold.registrationId,
         hold.chargeId,
         "ann@example.com",
     )
-    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 0  # claimed: not sent twice
+    assert world.sweeper.sweep(_due(hold))["resent"] == 0  # claimed: not sent twice
     assert world.write_queued() == []
     assert world.regs.get(hold.registrationId).bib == 1
     assert world.holds.get(hold.holdId).status == HoldPhase.CONFIRMED
     # Confirmed: never sent again, however late the sweeper looks.
-    assert world.sweeper.sweep(hold.requeueAt + timedelta(days=3))["resent"] == 0
+    assert world.sweeper.sweep(_due(hold) + timedelta(days=3))["resent"] == 0
     assert world.queue.sent == []
 
 
 def test_a_late_original_and_its_resend_make_one_registration_one_email_and_no_bib_gap(world):
     hold = _queued(world)  # the original is only late, not lost
-    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 1
+    assert world.sweeper.sweep(_due(hold))["resent"] == 1
     assert len(world.queue.sent) == 2
     assert world.write_queued() == []
     assert [r.registrationId for r in world.regs.tables.regs.values()] == [hold.registrationId]
@@ -231,7 +238,7 @@ def test_a_late_original_and_its_resend_make_one_registration_one_email_and_no_b
 
 def test_resends_back_off_so_a_long_backlog_is_not_flooded(world):
     hold = _queued(world)
-    first = hold.requeueAt
+    first = _due(hold)
     assert world.sweeper.sweep(first)["resent"] == 1
     second = world.holds.get(hold.holdId).requeueAt
     assert second == first + 2 * REQUEUE_AFTER
@@ -245,11 +252,26 @@ def test_a_resend_the_queue_refuses_is_tried_again_at_the_next_due_time(world):
     hold = _queued(world)
     world.queue.sent.clear()
     world.queue.fail_next = 1
-    assert world.sweeper.sweep(hold.requeueAt)["resent"] == 0  # logged; the sweep goes on
+    assert world.sweeper.sweep(_due(hold))["resent"] == 0  # logged; the sweep goes on
     again = world.holds.get(hold.holdId).requeueAt
     assert world.sweeper.sweep(again)["resent"] == 1
     assert world.write_queued() == []
     assert world.regs.get(hold.registrationId) is not None
+
+
+def test_a_hold_paid_late_in_its_hold_is_resent_at_its_resend_time_not_at_its_expiry(world):
+    """Paid a minute before its expiry: the sweeper finds it there (the index keeps a queued hold
+    at its expiry) while the writer may just be slow, so nothing is sent until its re-send time."""
+    hold = _queued(world)
+    world.queue.sent.clear()  # lost
+    late = hold.expiresAt - timedelta(minutes=1)
+    world.tables.holds[hold.holdId] = hold.model_copy(update={"queuedAt": late, "requeueAt": late + REQUEUE_AFTER})
+    assert world.sweeper.sweep(hold.expiresAt)["resent"] == 0  # found at its expiry: not due
+    assert world.queue.sent == []
+    assert world.sweeper.sweep(late + REQUEUE_AFTER - timedelta(seconds=1))["resent"] == 0
+    assert world.sweeper.sweep(late + REQUEUE_AFTER)["resent"] == 1
+    assert world.write_queued() == []
+    assert world.holds.get(hold.holdId).status == HoldPhase.CONFIRMED
 
 
 # -- the writer -------------------------------------------------------------------------------------

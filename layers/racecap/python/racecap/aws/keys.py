@@ -127,18 +127,14 @@ def live_partition(hold_id: str) -> str:
     return _index_partition("LIVE", _partition(hold_id))
 
 
-def requeue_partition(hold_id: str) -> str:
-    """A paid, queued hold's place in the sweeper's index: apart from the live ones, so the
-    directors' count of live holds reads no status (the index does not carry it)."""
-    return _index_partition("REQUEUE", _partition(hold_id))
-
-
 def live_partitions() -> list[str]:
     """Every partition ``live_partition`` spreads holds over: what a reader of them queries."""
     return [_index_partition("LIVE", n) for n in range(LIVE_PARTITIONS)]
 
 
 def requeue_partitions() -> list[str]:
+    """Where paid, queued holds were moved in the sweeper's index until issue 38 kept them at
+    their expiry (``mark_queued``): still read, so a hold queued before that is never missed."""
     return [_index_partition("REQUEUE", n) for n in range(LIVE_PARTITIONS)]
 
 

@@ -20,7 +20,6 @@ from racecap.aws.keys import (
     email_key,
     email_pk,
     hold_key,
-    requeue_partition,
     stock_key,
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
@@ -59,9 +58,14 @@ class Attempts(HoldStore, Protocol):
         ...
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> bool:
-        """PAYING → QUEUED (paid, on the queue); the sweeper sees it again at ``requeue_at``
-        unless the writer has confirmed it by then. False: the hold had moved on (this call
-        changed nothing)."""
+        """PAYING → QUEUED (paid, on the queue); unless the writer has confirmed it first, the
+        sweeper sees it again at its expiry, and re-sends it from ``requeue_at`` on
+        (``await_requeue``). False: the hold had moved on (this call changed nothing)."""
+        ...
+
+    def await_requeue(self, hold: Hold) -> None:
+        """A QUEUED hold the sweeper found at its expiry before its re-send time: seen again at
+        ``requeueAt`` (nothing when it has moved on meanwhile)."""
         ...
 
     def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
@@ -334,6 +338,24 @@ class DynamoAttempts(DynamoHolds):
             return False
         return True
 
+    def await_requeue(self, hold: Hold) -> None:
+        """Found at its expiry, not due yet: keyed by ``requeueAt`` in the index from now on.
+        Only a hold its writer is slow to confirm gets here, so the key's move is rare."""
+        if hold.requeueAt is None:
+            return
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=hold_key(hold.holdId),
+                UpdateExpression="SET gsi1sk = :due",
+                ConditionExpression="#s = :queued AND requeueAt = :due",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values({":queued": HoldPhase.QUEUED, ":due": hold.requeueAt.isoformat()}),
+            )
+        except Exception as exc:
+            if not is_conditional_failure(exc):
+                raise
+
     def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
         """Claim a QUEUED hold's due re-send and set the next one: True for exactly one of any
         number of concurrent sweepers (the condition is the due time they all read)."""
@@ -376,14 +398,15 @@ class DynamoAttempts(DynamoHolds):
         ]
 
     def mark_queued(self, hold: Hold, attempt: Attempt, payment_id: str, now: datetime, requeue_at: datetime) -> bool:
-        """Paid and on the queue: the hold can no longer expire. It stays in the sweeper's
-        sparse index, keyed by ``requeue_at`` instead of its expiry, until the writer confirms
-        it (the writer's transaction removes it): if the message is lost, the sweeper finds
-        the hold there and sends it again. In a normal opening the writer gets there first, so
-        the index costs one key change per registration and no read."""
+        """Paid and on the queue: the hold can no longer expire. It keeps its place in the
+        sweeper's sparse index (its expiry) until the writer confirms it (the writer's
+        transaction removes it): if the message is lost, the sweeper finds the hold there at
+        its expiry and sends it again from ``requeue_at`` on. The index's keys are left as they
+        are (issue 38): moving them here cost two index units per registration, for a hold the
+        writer takes out of the index seconds later in a normal opening."""
         update = self._update_hold(
             hold,
-            "SET #s = :queued, chargeId = :charge, queuedAt = :now, requeueAt = :due, gsi1pk = :part, gsi1sk = :due",
+            "SET #s = :queued, chargeId = :charge, queuedAt = :now, requeueAt = :due",
             "#s = :paying AND attempt.#k = :key",
             {
                 ":queued": HoldPhase.QUEUED,
@@ -392,7 +415,6 @@ class DynamoAttempts(DynamoHolds):
                 ":charge": payment_id,
                 ":now": now.isoformat(),
                 ":due": requeue_at.isoformat(),
-                ":part": requeue_partition(hold.holdId),
             },
         )
         # A paid place no longer counts against its client's hold limit: freed in the same

@@ -273,12 +273,18 @@ class PaymentStep:
             self._marks.flag(paid_mark(payment_id), PAID_MARK_TTL_S)
 
     def resend_unconfirmed(self, hold: Hold, now: datetime) -> bool:
-        """The backstop for a lost message: a hold paid and queued ``requeue_after`` ago that
-        the writer has not confirmed gets its registration message again (the writer keys on
+        """The backstop for a lost message: a queued hold the writer has not confirmed by its
+        expiry (where the sweeper's index keeps it) and ``requeue_after`` after it was queued,
+        whichever is later, gets its registration message again (the writer keys on
         the registration id, so if the first one was only late, the second changes nothing).
         The claim comes first, so of concurrent sweepers exactly one sends; each later re-send
         waits twice as long, so a long backlog is not flooded with copies. True: sent."""
         if hold.status != HoldPhase.QUEUED or hold.attempt is None or hold.chargeId is None:
+            return False
+        if hold.requeueAt is not None and hold.requeueAt > now:
+            # Found at its expiry (the index keeps a queued hold there), paid too recently for a
+            # re-send: the writer is only slow. Seen again at its re-send time.
+            self._holds.await_requeue(hold)
             return False
         wait = self._requeue_after * 2 ** min(hold.requeues + 1, 6)
         if not self._holds.postpone_requeue(hold, now + wait):

@@ -7,8 +7,8 @@ Waiting for 3-D Secure (``requires_action``) → the hold is extended once, by
 ``THREE_DS_EXTENSION``, so the runner can finish. Otherwise the intent is cancelled *before*
 the place is freed: if the cancel fails because the payment succeeded meanwhile, the
 registration is queued instead; once cancelled, no browser can charge it any more, and the
-email and place are freed. A QUEUED hold the writer has not confirmed by its ``requeueAt``
-(its message was lost) is sent to the writer again.
+email and place are freed. A QUEUED hold the writer has not confirmed by its expiry and its
+``requeueAt`` (its message was lost) is sent to the writer again.
 """
 
 from __future__ import annotations
