@@ -78,10 +78,10 @@ def _paid(hold: Hold, attempt: Attempt) -> PaidRegistration:
     )
 
 
-def _paying(s: StoresUnderTest, race: str, email: str) -> tuple[Hold, Attempt]:
+def _paying(s: StoresUnderTest, race: str, email: str, intent: str | None = None) -> tuple[Hold, Attempt]:
     hold = _held(s, race)
     attempt = _attempt(email)
-    assert s.attempts.begin_payment(hold, attempt, NOW) == BeginOutcome.STARTED
+    assert s.attempts.begin_payment(hold, attempt, NOW, intent_id=intent) == BeginOutcome.STARTED
     return hold, attempt
 
 
@@ -146,23 +146,23 @@ def test_begin_payment_claims_the_email_once_per_race(stores, race):
     assert found is not None and found.status == HoldPhase.PAYING and found.attempt == attempt
 
 
-def test_a_registration_call_has_its_turn_until_the_intent_is_recorded(stores, race):
-    """The registration call's idempotency on the hold: a duplicate of the same attempt waits
-    while the first call creates the intent; the turn ends with the intent, on failure, or in time."""
+def test_a_payment_begins_with_its_intent_recorded_and_a_hold_records_one(stores, race):
+    """The intent is created before the begin and recorded by it (issue 38: one write, no turn):
+    the same attempt with the same intent begins again (a replay), another intent never."""
     hold = _held(stores, race)
     attempt = _attempt("tu@example.com")
-    assert stores.attempts.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
-    assert stores.attempts.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.HOLD_GONE  # a duplicate
-    stores.attempts.end_call(hold, attempt)  # the first call failed: the retry may begin at once
-    assert stores.attempts.begin_payment(hold, attempt, NOW, turn=True) == BeginOutcome.STARTED
-    later = NOW + timedelta(seconds=26)  # a crashed call's turn runs out
-    assert stores.attempts.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
-    assert stores.attempts.set_intent(hold, attempt, "pi_turn")
+    assert stores.attempts.begin_payment(hold, attempt, NOW, intent_id="pi_one") == BeginOutcome.STARTED
     found = stores.holds.get(hold.holdId)
-    assert found is not None and found.busyUntil is None and found.intentId == "pi_turn"
-    # With the intent recorded, repeats begin freely (they replay that intent).
-    assert stores.attempts.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
-    assert stores.attempts.begin_payment(hold, attempt, later, turn=True) == BeginOutcome.STARTED
+    assert found is not None and (found.status, found.intentId) == (HoldPhase.PAYING, "pi_one")
+    assert stores.attempts.begin_payment(hold, attempt, NOW, intent_id="pi_one") == BeginOutcome.STARTED
+    assert stores.attempts.begin_payment(hold, attempt, NOW, intent_id="pi_two") == BeginOutcome.HOLD_GONE
+    # A declined card puts it back to HELD with its intent: a later attempt begins only with that one.
+    stores.attempts.payment_declined(found, attempt)
+    other = _attempt("tv@example.com")
+    assert stores.attempts.begin_payment(hold, other, NOW, intent_id="pi_two") == BeginOutcome.HOLD_GONE
+    assert stores.attempts.begin_payment(_held(stores, race), other, NOW) == BeginOutcome.STARTED  # no claim left
+    found = stores.holds.get(hold.holdId)
+    assert found is not None and (found.status, found.intentId, found.attempt) == (HoldPhase.HELD, "pi_one", None)
 
 
 def test_an_expired_hold_cannot_begin_paying(stores, race):
@@ -355,8 +355,7 @@ def test_an_undone_cancellation_is_confirmed_again(stores, race):
 def test_a_code_change_on_a_paying_hold_is_one_at_a_time_and_finishes_once(stores, race):
     stores.add_code(race, "SAVE", [1])
     stores.add_code(race, "MORE", [1])
-    hold, attempt = _paying(stores, race, "di@example.com")
-    assert stores.attempts.set_intent(hold, attempt, "pi_contract")
+    hold, attempt = _paying(stores, race, "di@example.com", "pi_contract")
     paying = stores.holds.get(hold.holdId)
     assert paying is not None
     change = _reprice("SAVE", 2000)
@@ -386,8 +385,7 @@ def test_a_code_change_on_a_paying_hold_is_one_at_a_time_and_finishes_once(store
 def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stores, race):
     stores.add_code(race, "SAVE", [1])
     stores.add_code(race, "MORE", [1])
-    hold, attempt = _paying(stores, race, "ed@example.com")
-    assert stores.attempts.set_intent(hold, attempt, "pi_contract")
+    hold, attempt = _paying(stores, race, "ed@example.com", "pi_contract")
     paying = stores.holds.get(hold.holdId)
     assert paying is not None
     change = _reprice("MORE", 1500)
@@ -400,8 +398,7 @@ def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stor
     assert undone is not None and (undone.code, undone.amountCents, undone.reprice) == (None, paying.amountCents, None)
     assert stores.code_uses(race, "MORE") == 0
     stores.code_holds.begin_reprice(paying, _reprice("SAVE", 2000))
-    other, other_attempt = _paying(stores, race, "fy@example.com")
-    assert stores.attempts.set_intent(other, other_attempt, "pi_other")
+    other, other_attempt = _paying(stores, race, "fy@example.com", "pi_other")
     other_paying = stores.holds.get(other.holdId)
     assert other_paying is not None
     with pytest.raises(ConditionFailed) as used_up:
@@ -412,8 +409,7 @@ def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stor
 def test_an_abandoned_payment_with_a_code_change_under_way_gives_both_uses_back(stores, race):
     stores.add_code(race, "SAVE", [2])
     stores.add_code(race, "MORE", [2])
-    hold, attempt = _paying(stores, race, "gu@example.com")
-    assert stores.attempts.set_intent(hold, attempt, "pi_contract")
+    hold, attempt = _paying(stores, race, "gu@example.com", "pi_contract")
     paying = stores.holds.get(hold.holdId)
     assert paying is not None
     first = _reprice("SAVE", 2000)

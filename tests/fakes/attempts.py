@@ -15,16 +15,19 @@ from racecap.holds.models import (
     HoldPhase,
 )
 from racecap.places.returns import Freed
-from racecap.registration.attempts import BUSY_FOR, MemberEmailTaken, OptionShardFull, email_claims
+from racecap.registration.attempts import MemberEmailTaken, OptionShardFull, email_claims
 
 from tests.fakes.stores import Claim, FakeHolds, fake_item
 
 
 class FakeAttempts(FakeHolds):
     def begin_payment(
-        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+        self, hold: Hold, attempt: Attempt, now: datetime, *, intent_id: str | None = None, take_stock: bool = True
     ) -> BeginOutcome:
         t = self.tables
+
+        def one_intent(h: Hold) -> bool:
+            return intent_id is None or h.intentId in (None, intent_id)
 
         def hold_ok(h: Hold) -> bool:
             fresh = h.status == HoldPhase.HELD and h.expiresAt > now and h.code == hold.code
@@ -35,10 +38,9 @@ class FakeAttempts(FakeHolds):
                 and h.code == hold.code
                 and h.reprice is None
             )
-            free = not turn or h.intentId is not None or h.busyUntil is None or h.busyUntil <= now
-            return fresh or (same and free)
+            return (fresh or same) and one_intent(h)
 
-        busy = {"busyUntil": now + BUSY_FOR} if turn else {}
+        intent = {"intentId": intent_id} if intent_id is not None else {}
 
         claims = email_claims(hold, attempt)
 
@@ -55,13 +57,17 @@ class FakeAttempts(FakeHolds):
         stock = t.stock_items(hold, attempt, +1) if take_stock else []
 
         def fresh_only(h: Hold) -> bool:  # taking stock: only from HELD (see the adapter)
-            return h.status == HoldPhase.HELD and h.expiresAt > now
+            return h.status == HoldPhase.HELD and h.expiresAt > now and h.code == hold.code and one_intent(h)
 
         try:
             t.transact(
                 [
                     t.hold_item(
-                        hold.holdId, fresh_only if stock else hold_ok, status=HoldPhase.PAYING, attempt=attempt, **busy
+                        hold.holdId,
+                        fresh_only if stock else hold_ok,
+                        status=HoldPhase.PAYING,
+                        attempt=attempt,
+                        **intent,
                     ),
                     *(email_item(email, rid) for email, rid in claims),
                     *stock,
@@ -84,9 +90,7 @@ class FakeAttempts(FakeHolds):
         t = self.tables
         t.transact(
             [
-                t.hold_item(
-                    hold.holdId, self._paying_with(attempt), status=HoldPhase.HELD, attempt=None, busyUntil=None
-                ),
+                t.hold_item(hold.holdId, self._paying_with(attempt), status=HoldPhase.HELD, attempt=None),
                 *self._release_emails(hold, attempt),
                 *t.stock_items(hold, attempt, -1),
             ]
@@ -124,29 +128,6 @@ class FakeAttempts(FakeHolds):
         except ConditionFailed:
             return False  # already moved on: the same outcome
         return True
-
-    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
-        t = self.tables
-
-        def ok(h: Hold) -> bool:
-            return self._paying_with(attempt)(h) and h.intentId in (None, intent_id)
-
-        try:
-            t.transact([t.hold_item(hold.holdId, ok, intentId=intent_id, busyUntil=None)])
-        except ConditionFailed:
-            return False
-        return True
-
-    def end_call(self, hold: Hold, attempt: Attempt) -> None:
-        t = self.tables
-
-        def ok(h: Hold) -> bool:
-            return h.attempt is not None and h.attempt.key == attempt.key
-
-        try:
-            t.transact([t.hold_item(hold.holdId, ok, busyUntil=None)])
-        except ConditionFailed:
-            pass
 
     def extend(self, hold: Hold, until: datetime) -> bool:
         t = self.tables

@@ -79,7 +79,10 @@ def test_a_snapshot_of_a_hold_released_since_does_not_register_it(world: World) 
     assert world.hints.get(hold_id).status == HoldPhase.HELD
     with pytest.raises(HoldExpired):
         world.registration.register(hold_id, request(card=None))
-    assert world.payments.intents == [] and world.queue.sent == []
+    # The intent comes before the write that finds the hold gone: created, recorded nowhere,
+    # its client secret never handed out, so nobody can pay it.
+    assert world.holds.get(hold_id).intentId is None
+    assert world.payments.succeeded == [] and world.queue.sent == []
 
 
 def test_a_confirm_whose_snapshot_is_behind_the_writer_answers_from_the_table_and_registers_once(

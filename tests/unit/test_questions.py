@@ -444,12 +444,13 @@ def test_an_option_runs_out_exactly_at_its_stock_and_a_sold_out_answer_takes_not
         w.registration.register(held.holdId, _request(f"m{i}@example.com", {"shirt": "M"}))
     assert _stock(w, race_id, event_id) == (3, 3)
     held = w.hold_service.hold(race_id, event_id)
-    intents = len(w.payments.intents)
+    paid = len(w.payments.succeeded)
     with pytest.raises(OptionSoldOut) as sold_out:
         w.registration.register(held.holdId, _request("late@example.com", {"shirt": "M"}))
     assert sold_out.value.fields == {"answers.shirt": "Medium is sold out."}
     hold = w.holds.get(held.holdId)
-    assert hold is not None and hold.status == "HELD" and len(w.payments.intents) == intents
+    # The intent came first (recorded by the begin the full shard refused): on no hold, not paid.
+    assert hold is not None and hold.status == "HELD" and hold.intentId is None and len(w.payments.succeeded) == paid
     assert ("race-1", "late@example.com") not in w.tables.emails
     w.registration.register(held.holdId, _request("late@example.com", {"shirt": "L"}))  # unlimited: fine
 
@@ -515,24 +516,23 @@ def test_a_resend_while_paying_is_accepted_whatever_the_director_did_to_the_opti
         assert _stock(w, race_id, event_id)[1] == 0  # the unit went back with the hold
 
 
-def test_a_send_the_providers_budget_refused_is_sent_again_past_the_hold_snapshot_it_left_behind() -> None:
-    """The first send took the hold's turn and a Medium, then the provider's budget refused its
-    intent (a 429 keeping the place): the hold's snapshot still says HELD, the table says PAYING
-    this very attempt. The re-send goes on from the table, keeping the unit — not a 409 "already
-    being processed" (the T-shirt burst's 18 of 40 in CI at 6df0eaa)."""
+def test_a_send_the_providers_budget_refused_takes_nothing_and_is_sent_again_from_its_snapshot() -> None:
+    """The provider's budget refused the first send (a 429 keeping the place): the intent comes
+    before anything is written, so the hold is HELD with its Medium untaken, as its snapshot
+    says, and the re-send goes on from the snapshot — not a 409 "already being processed" (the
+    T-shirt burst's 18 of 40 in CI at 6df0eaa, when the refused send had begun the payment)."""
     from racecap.errors import Busy
     from racecap.holds.models import HoldPhase
 
     w, race_id, event_id = _shirt_world(m=1)
     held = w.hold_service.hold(race_id, event_id)
     unpaid = _request("mid@example.com", {"shirt": "M"}).model_copy(update={"paymentMethod": None})
-    snapshot = w.hints.get(held.holdId)
     w.payments.rate_limit_next = 1
     with pytest.raises(Busy):
         w.registration.register(held.holdId, unpaid)
-    assert w.holds.get(held.holdId).status == HoldPhase.PAYING
-    assert w.hints.get(held.holdId) is None  # the failed send forgot it
-    w.hints.keep(snapshot)  # as a Redis that missed the forget (or a second tab's send) leaves it
+    hold = w.holds.get(held.holdId)
+    assert hold is not None and (hold.status, hold.attempt) == (HoldPhase.HELD, None)
+    assert _stock(w, race_id, event_id) == (1, 0) and w.hints.get(held.holdId) is not None
     again = w.registration.register(held.holdId, unpaid)
     assert again.status == "PAYMENT_REQUIRED" and len(w.payments.intents) == 1
     assert _stock(w, race_id, event_id) == (1, 1)

@@ -20,8 +20,8 @@ from racecap.errors import (
     TooManyHolds,
 )
 from racecap.holds.models import HoldPhase
-from racecap.payments.port import IntentStatus, NewIntent
-from racecap.registration.models import PaidRegistration
+from racecap.payments.port import IntentStatus, NewIntent, PaymentUnavailable
+from racecap.registration.models import PaidRegistration, RegistrationAccepted
 from racecap.registration.status import Backlog, paper_wait_s
 
 from tests.unit.core_world import DIRECTOR, World, request
@@ -100,11 +100,25 @@ def test_an_email_registered_on_another_hold_is_refused(world):
 
 def test_a_hold_paying_under_another_email_is_a_conflict(world):
     hold_id = _hold(world)
+    assert world.registration.register(hold_id, request(card=None)).status == "PAYMENT_REQUIRED"
+    with pytest.raises(Conflict, match="in progress"):
+        world.registration.register(hold_id, request("bo@example.com", card="pm_card_visa"))
+    # Its intent was created and recorded nowhere: never handed out, never charged.
+    assert world.holds.get(hold_id).attempt.email == "ann@example.com"
+    assert world.payments.succeeded == [] and world.queue.sent == []
+
+
+def test_a_provider_that_fails_before_the_payment_began_leaves_the_hold_to_anyone_with_it(world):
+    """The intent comes before anything is written: a provider that does not answer leaves
+    the hold HELD, as it was, and the next send (this runner's or another's) begins."""
+    hold_id = _hold(world)
     world.payments.fail_next = 1
     with pytest.raises(Busy):
         world.registration.register(hold_id, request(card="pm_card_visa"))
-    with pytest.raises(Conflict, match="in progress"):
-        world.registration.register(hold_id, request("bo@example.com", card="pm_card_visa"))
+    hold = world.holds.get(hold_id)
+    assert (hold.status, hold.attempt, hold.intentId) == (HoldPhase.HELD, None, None)
+    assert world.registration.register(hold_id, request("bo@example.com")).status == "QUEUED"
+    assert len(world.payments.succeeded) == 1
 
 
 def test_a_hold_gone_meanwhile_but_paid_by_this_runner_answers_its_registration(world, monkeypatch):
@@ -177,19 +191,36 @@ def test_a_price_the_provider_refuses_is_a_clear_refusal_and_keeps_the_place(wor
         world.registration.register(hold_id, request())
     assert refused.value.status == 409 and refused.value.code == "PAYMENT_REFUSED"
     hold = world.holds.get(hold_id)
-    assert hold.status == HoldPhase.PAYING and hold.busyUntil is None and hold.intentId is None
+    assert (hold.status, hold.attempt, hold.intentId) == (HoldPhase.HELD, None, None)  # nothing written
     assert world.payments.intents == [] and world.queue.sent == []
 
 
-def test_an_unknown_outcome_keeps_paying_and_the_retry_charges_once(world):
+def test_an_unknown_outcome_keeps_paying_and_the_retry_charges_once(world, monkeypatch):
     hold_id = _hold(world)
-    world.payments.fail_after_next = 1  # charged, but the answer was lost
+    confirm = world.payments.confirm_intent
+
+    def charged_but_the_answer_lost(*args, **kwargs):
+        confirm(*args, **kwargs)
+        raise PaymentUnavailable("connection reset")
+
+    monkeypatch.setattr(world.payments, "confirm_intent", charged_but_the_answer_lost)
     with pytest.raises(Busy) as busy:
         world.registration.register(hold_id, request())
     assert busy.value.retry_after == 5
+    monkeypatch.undo()
     assert world.holds.get(hold_id).status == HoldPhase.PAYING
     assert world.registration.register(hold_id, request()).status == "QUEUED"
     assert len(world.payments.succeeded) == 1
+
+
+def test_an_intent_whose_creation_answer_was_lost_is_replayed_by_the_retry(world):
+    hold_id = _hold(world)
+    world.payments.fail_after_next = 1  # created, but the answer was lost
+    with pytest.raises(Busy):
+        world.registration.register(hold_id, request())
+    assert world.holds.get(hold_id).status == HoldPhase.HELD  # nothing written yet
+    assert world.registration.register(hold_id, request()).status == "QUEUED"
+    assert len(world.payments.intents) == 1 and len(world.payments.succeeded) == 1
 
 
 def test_a_rate_limited_provider_asks_the_runner_to_come_back(world):
@@ -198,7 +229,8 @@ def test_a_rate_limited_provider_asks_the_runner_to_come_back(world):
     with pytest.raises(Busy) as busy:
         world.registration.register(hold_id, request())
     assert busy.value.retry_after == 1
-    assert world.holds.get(hold_id).status == HoldPhase.PAYING
+    assert world.holds.get(hold_id).status == HoldPhase.HELD  # the intent's creation refused: nothing written
+    assert world.registration.register(hold_id, request()).status == "QUEUED"
 
 
 def test_a_spent_provider_budget_refuses_the_send_before_anything_is_written(world):
@@ -328,9 +360,7 @@ def test_a_cancelled_registration_says_so_and_what_was_refunded(world):
 
 def test_a_failed_registration_says_so(world):
     hold_id = _hold(world)
-    world.payments.fail_next = 1
-    with pytest.raises(Busy):
-        world.registration.register(hold_id, request())
+    world.registration.register(hold_id, request(card=None))  # the card never came
     hold = world.holds.get(hold_id)
     world.attempts.abandon_payment(hold, hold.attempt)
     status, retry = world.registration.status(hold.registrationId)
@@ -351,46 +381,45 @@ def test_the_papers_back_off_schedule_is_the_ceiling(seconds, wait):
     assert paper_wait_s(seconds) == wait
 
 
-def test_a_duplicate_while_the_first_call_creates_the_intent_is_told_it_is_being_processed(world, monkeypatch):
-    """No idempotency record: the hold itself says a call of this attempt is creating the
-    intent, so the duplicate never reaches the provider; one intent, one charge."""
+def test_a_duplicate_while_the_first_call_creates_the_intent_replays_it_and_charges_once(world, monkeypatch):
+    """No idempotency record and no turn on the hold: a duplicate arriving while the first call
+    creates the intent replays the same intent (its key is the request's) and begins the same
+    attempt; one intent, one charge, one message, and both answers the same."""
     hold_id = _hold(world)
     create = world.payments.create_intent
-    duplicate: list[Exception] = []
+    duplicate: list[RegistrationAccepted] = []
 
     def create_while_a_duplicate_arrives(new, **kwargs):
-        try:
-            world.registration.register(hold_id, request())
-        except Conflict as exc:
-            duplicate.append(exc)
+        monkeypatch.setattr(world.payments, "create_intent", create)  # the duplicate's own call
+        duplicate.append(world.registration.register(hold_id, request()))
         return create(new, **kwargs)
 
     monkeypatch.setattr(world.payments, "create_intent", create_while_a_duplicate_arrives)
     first = world.registration.register(hold_id, request())
 
-    (conflict,) = duplicate
-    assert "already being processed" in str(conflict) and conflict.retry_after == 2
-    assert first.status == "QUEUED"
-    assert world.holds.get(hold_id).busyUntil is None
+    assert first.status == "QUEUED" and duplicate == [first]
     assert len(world.payments.intents) == 1 and len(world.payments.succeeded) == 1 and len(world.queue.sent) == 1
     assert world.registration.register(hold_id, request()) == first  # a late repeat: the same answer
 
 
-def test_other_details_during_that_call_are_still_refused(world, monkeypatch):
+def test_other_details_during_that_call_take_the_hold_first_and_the_first_is_refused(world, monkeypatch):
+    """Two runners with one hold's link at once: the first to begin pays; the other's intent is
+    recorded nowhere, so it is never handed out or charged."""
     hold_id = _hold(world)
     create = world.payments.create_intent
-    other: list[Exception] = []
+    other: list[RegistrationAccepted] = []
 
     def create_while_another_runner_tries(new, **kwargs):
-        try:
-            world.registration.register(hold_id, request("bo@example.com"))
-        except Conflict as exc:
-            other.append(exc)
+        monkeypatch.setattr(world.payments, "create_intent", create)
+        other.append(world.registration.register(hold_id, request("bo@example.com")))
         return create(new, **kwargs)
 
     monkeypatch.setattr(world.payments, "create_intent", create_while_another_runner_tries)
-    world.registration.register(hold_id, request())
-    assert "other details" in str(other[0])
+    with pytest.raises(Conflict, match="another registration"):
+        world.registration.register(hold_id, request())
+    assert [a.status for a in other] == ["QUEUED"]
+    assert world.holds.get(hold_id).attempt.email == "bo@example.com"
+    assert len(world.payments.intents) == 2 and len(world.payments.succeeded) == 1 and len(world.queue.sent) == 1
 
 
 def test_a_failed_call_hands_the_hold_back_to_the_retry_at_once(world):
@@ -399,7 +428,7 @@ def test_a_failed_call_hands_the_hold_back_to_the_retry_at_once(world):
     with pytest.raises(Busy):
         world.registration.register(hold_id, request())
     hold = world.holds.get(hold_id)
-    assert hold.status == HoldPhase.PAYING and hold.busyUntil is None and hold.intentId is None
+    assert (hold.status, hold.attempt, hold.intentId) == (HoldPhase.HELD, None, None)
     assert world.registration.register(hold_id, request()).status == "QUEUED"
     assert len(world.payments.succeeded) == 1
 

@@ -102,12 +102,22 @@ def test_a_declined_intent_is_cancelled_then_freed(world):
     assert world.holds.get(hold.holdId).status == HoldPhase.EXPIRED
 
 
-def test_an_intent_lost_before_it_was_recorded_is_found_by_its_metadata(world):
+def test_an_intent_whose_creation_answer_was_lost_leaves_the_hold_held_and_its_place_is_released(world):
     hold_id = _hold(world)
-    world.payments.fail_after_next = 1  # created, but the answer was lost: intentId not recorded
+    world.payments.fail_after_next = 1  # created, but the answer was lost: nothing written
     with pytest.raises(Busy):
         world.registration.register(hold_id, request(card=None))
-    assert world.holds.get(hold_id).intentId is None
+    assert (world.holds.get(hold_id).status, world.holds.get(hold_id).intentId) == (HoldPhase.HELD, None)
+    assert world.sweeper.sweep(LATER)["released"] == 1  # its client secret was never handed out
+    assert world.tables.taken("race-1", "ev0") == 0
+
+
+def test_a_paying_hold_with_no_intent_recorded_has_it_found_by_its_metadata(world):
+    """Holds that began paying before the begin recorded the intent (issue 38) recorded it
+    after: one whose call crashed in between is PAYING with none, and the provider is asked."""
+    hold_id = _hold(world)
+    world.registration.register(hold_id, request(card=None))
+    world.tables.holds[hold_id] = world.tables.holds[hold_id].model_copy(update={"intentId": None})
     assert world.sweeper.sweep(LATER)["abandoned"] == 1
     assert world.payments.intents[0].status == IntentStatus.CANCELED
 

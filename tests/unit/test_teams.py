@@ -101,9 +101,13 @@ def test_a_team_whose_one_email_is_taken_charges_nothing_and_keeps_its_places(wo
         world.registration.register_team(created.holdId, _team(3))
     assert taken.value.fields == {"members.1.email": "Already registered for this race."}
     assert "Member 2 (m1@example.com)" in taken.value.message
-    assert [i for i in world.payments.intents if i.metadata.get("holdId") == created.holdId] == []
     hold = world.holds.get(created.holdId)
     assert hold is not None and hold.status == HoldPhase.HELD and world.tables.taken("race-1", "ev0") == 4
+    # Its intent came first and is recorded on no hold: never handed out, never charged.
+    assert (
+        hold.intentId is None
+        and [i for i in world.payments.succeeded if i.metadata.get("holdId") == created.holdId] == []
+    )
     # No member's email was kept claimed by the refused attempt.
     assert ("race-1", "m0@example.com") not in world.tables.emails
 

@@ -134,10 +134,8 @@ class Hold(_Record):
     shard: str = ""  # the cap shard its place came from; set when claimed
     attempt: Attempt | None = None  # while PAYING and after
     chargeId: str | None = None  # the provider's payment (intent) id, once paid
-    # The hold's one PaymentIntent, recorded when it is created (idempotency key ``intent-<holdId>``).
+    # The hold's one PaymentIntent, recorded as its payment begins (registration.attempts.begin_payment).
     intentId: str | None = None
-    # While one registration call creates the hold's intent (registration.attempts.BUSY_FOR): duplicates wait.
-    busyUntil: datetime | None = None
     # Pushed back once (bounded) while the runner's bank asks for 3-D Secure at expiry.
     extended: bool = False
     queuedAt: datetime | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from racecap.aws.items import (
@@ -38,16 +38,12 @@ class Attempts(HoldStore, Protocol):
     """A hold's payment attempts, beside its own writes (``DynamoAttempts``; a fake in tests)."""
 
     def begin_payment(
-        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+        self, hold: Hold, attempt: Attempt, now: datetime, *, intent_id: str | None = None, take_stock: bool = True
     ) -> BeginOutcome:
-        """HELD → PAYING with ``attempt`` and its email claimed; the same attempt again. With
-        ``turn``, not while another call of it is still creating the intent (then HOLD_GONE).
-        With ``take_stock``, the attempt's stocked options are taken too, from HELD only
-        (``OptionShardFull`` when one's shard is full)."""
-        ...
-
-    def end_call(self, hold: Hold, attempt: Attempt) -> None:
-        """The call that began ``attempt`` failed before recording the intent: the next may begin."""
+        """HELD → PAYING with ``attempt``, its email claimed and its intent (``intent_id``, None
+        for a free entry) recorded; the same attempt again. A hold that names another intent
+        already is HOLD_GONE. With ``take_stock``, the attempt's stocked options are taken too,
+        from HELD only (``OptionShardFull`` when one's shard is full)."""
         ...
 
     def payment_declined(self, hold: Hold, attempt: Attempt) -> None: ...
@@ -68,11 +64,6 @@ class Attempts(HoldStore, Protocol):
         ``requeueAt`` (nothing when it has moved on meanwhile)."""
         ...
 
-    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
-        """Record the hold's one PaymentIntent while ``attempt`` pays (ending its call's turn);
-        False: the hold moved on."""
-        ...
-
     def extend(self, hold: Hold, until: datetime) -> bool:
         """Push a PAYING hold's expiry to ``until``, once; False: moved on or extended already."""
         ...
@@ -81,12 +72,6 @@ class Attempts(HoldStore, Protocol):
         """Claim a QUEUED hold's due re-send (the next one at ``until``); False: another
         sweeper did, or the writer confirmed it."""
         ...
-
-
-# How long one registration call has the hold to itself until its intent is recorded: longer
-# than the provider's bounded create call (2 + 5 s per try, 2 retries), so a duplicate cannot
-# race it; ended at once when the call fails, so only a crashed call makes a retry wait.
-BUSY_FOR = timedelta(seconds=25)
 
 
 class OptionShardFull(Exception):
@@ -159,16 +144,18 @@ class DynamoAttempts(DynamoHolds):
         return int(from_item(got)["cap"]) if got else 0
 
     def begin_payment(
-        self, hold: Hold, attempt: Attempt, now: datetime, *, turn: bool = False, take_stock: bool = True
+        self, hold: Hold, attempt: Attempt, now: datetime, *, intent_id: str | None = None, take_stock: bool = True
     ) -> BeginOutcome:
-        """Claim the email for the race and move the hold to PAYING, atomically.
+        """Claim the email for the race and move the hold to PAYING with its intent, atomically.
 
-        The same attempt may begin again (a retry after a crash or a lost response);
-        a different attempt cannot while one is paying. With ``turn`` (the registration call),
-        one call at a time until the hold's intent is recorded (``set_intent``): ``busyUntil``
-        marks the call creating it, so a duplicate arriving meanwhile is told HOLD_GONE (the
-        caller answers "already being processed") instead of racing it to the provider. That
-        is the call's idempotency, kept on the hold itself: no separate record to write.
+        The same attempt may begin again (a retry after a crash or a lost response, a second
+        tab); a different attempt cannot while one is paying. The intent was created first
+        (``PaymentStep._intent_for``: its idempotency key derives from the hold and the
+        request, so a repeat replays it), and is recorded here: a hold that names another one
+        is HOLD_GONE, so a hold has one intent, and its client secret is handed out only once
+        this has recorded it. One write where there were two (issue 38: the intent was recorded
+        by its own update, after a turn marked on the hold kept a duplicate call from racing to
+        the provider; a duplicate now replays the same intent and the same answer).
 
         The attempt's stocked options (``attempt.stock``) are taken in the same transaction,
         each ``taken < cap`` on its shard (OPTION_GONE when one is full). Taking them, the hold
@@ -195,10 +182,11 @@ class DynamoAttempts(DynamoHolds):
         # Again, too, only with that code and no code change under way (``begin_reprice``):
         # the attempt written again carries the price read, which must stay the intent's.
         again += f" AND {same_code} AND attribute_not_exists(reprice)"
-        if turn:
-            expression += ", busyUntil = :busy"
-            again += " AND (attribute_exists(intentId) OR attribute_not_exists(busyUntil) OR busyUntil <= :now)"
-            vals[":busy"] = (now + BUSY_FOR).isoformat()
+        if intent_id is not None:
+            expression += ", intentId = :intent"
+            one_intent = " AND (attribute_not_exists(intentId) OR intentId = :intent)"
+            held, again = held + one_intent, again + one_intent
+            vals[":intent"] = intent_id
         stock = self._stock_items(hold, attempt, +1) if take_stock else []
         claims = email_claims(hold, attempt)
         condition = held if stock else f"({held}) OR ({again})"
@@ -249,7 +237,7 @@ class DynamoAttempts(DynamoHolds):
             [
                 self._update_hold(
                     hold,
-                    "SET #s = :held, lastDecline = :now REMOVE attempt, busyUntil",
+                    "SET #s = :held, lastDecline = :now REMOVE attempt",
                     "#s = :paying AND attempt.#k = :key",
                     {
                         ":held": HoldPhase.HELD,
@@ -273,44 +261,6 @@ class DynamoAttempts(DynamoHolds):
             extra=[*self._release_emails(hold, attempt), *self._stock_items(hold, attempt, -1)],
             waitlist=waitlist,
         )
-
-    def set_intent(self, hold: Hold, attempt: Attempt, intent_id: str) -> bool:
-        """Record the hold's one PaymentIntent while this attempt pays. False when the hold
-        moved on (expired, or another attempt) or already names another intent."""
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=hold_key(hold.holdId),
-                UpdateExpression="SET intentId = :intent REMOVE busyUntil",
-                ConditionExpression=(
-                    "#s = :paying AND attempt.#k = :key AND (attribute_not_exists(intentId) OR intentId = :intent)"
-                ),
-                ExpressionAttributeNames={"#s": "status", "#k": "key"},
-                ExpressionAttributeValues=values(
-                    {":paying": HoldPhase.PAYING, ":key": attempt.key, ":intent": intent_id}
-                ),
-            )
-        except Exception as exc:
-            if not is_conditional_failure(exc):
-                raise
-            return False
-        return True
-
-    def end_call(self, hold: Hold, attempt: Attempt) -> None:
-        """The call that began this attempt failed before recording the intent (the provider
-        busy or not answering): let the runner's retry in at once rather than after ``BUSY_FOR``."""
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=hold_key(hold.holdId),
-                UpdateExpression="REMOVE busyUntil",
-                ConditionExpression="attempt.#k = :key",
-                ExpressionAttributeNames={"#k": "key"},
-                ExpressionAttributeValues=values({":key": attempt.key}),
-            )
-        except Exception as exc:
-            if not is_conditional_failure(exc):
-                raise
 
     def extend(self, hold: Hold, until: datetime) -> bool:
         """Push a PAYING hold's expiry back once (3-D Secure under way): bounded by the caller,

@@ -1,8 +1,10 @@
-"""The payment step's keys and metadata: one PaymentIntent per hold, never two."""
+"""The payment step: a hold records one PaymentIntent as its payment begins, and only that one
+is ever handed to the runner or charged."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 
 from racecap.aws.queues import MessageQueue
@@ -56,9 +58,16 @@ def attempt_key(hold_id: str, email: str) -> str:
     return hashlib.sha256(f"{hold_id}|{email}".encode()).hexdigest()[:40]
 
 
-def intent_key(hold_id: str) -> str:
-    """The idempotency key of the hold's one PaymentIntent: derived from the hold alone."""
-    return f"intent-{hold_id}"
+def intent_key(hold_id: str, new: NewIntent) -> str:
+    """The idempotency key of a hold's intent: the hold and every parameter of the request, so
+    a repeat (a retry, a second tab, a lost answer) replays the same intent, and a request that
+    differs (another runner's details on the hold, a price a code changed) is another intent,
+    never a provider's refusal of a reused key. Only the one ``begin_payment`` records is ever
+    handed out."""
+    request = json.dumps(
+        [new.amount_cents, new.currency.lower(), sorted(new.metadata.items()), new.description], ensure_ascii=False
+    )
+    return f"intent-{hold_id}-{hashlib.sha256(request.encode()).hexdigest()[:24]}"
 
 
 def _whose(hold: Hold) -> tuple[str, str, str]:
@@ -302,27 +311,26 @@ class PaymentStep:
         race, events = self._catalog.definition(hold.raceId)
         return race, next(e for e in events if e.eventId == hold.eventId)
 
-    def _hold_intent(
+    def _intent_for(
         self, hold: Hold, attempt: Attempt, race: Race, event: Event, payments: PaymentProvider | None = None
     ) -> PaymentIntent:
-        """The hold's one intent: recorded already, or created now (the same key replays it);
-        through ``payments`` when the caller took its budget's room already."""
+        """The intent this attempt pays with: the hold's, recorded already, or created now (the
+        same request replays it: ``intent_key``), before anything is written; ``begin_payment``
+        then records it with the email's claim. Through ``payments`` when the caller took its
+        budget's room already."""
         provider = payments or self._payments
         try:
             if hold.intentId is not None:
                 intent_id = hold.intentId
                 return provider_call(lambda: provider.retrieve_intent(intent_id), *_whose(hold))
-            intent = provider_call(
-                lambda: provider.create_intent(
-                    NewIntent(
-                        amount_cents=attempt.amountCents,
-                        currency=attempt.currency,
-                        metadata=payment_metadata(hold, attempt),
-                        description=f"{race.name} — {event.name}",
-                    ),
-                    idempotency_key=intent_key(hold.holdId),
-                ),
-                *_whose(hold),
+            new = NewIntent(
+                amount_cents=attempt.amountCents,
+                currency=attempt.currency,
+                metadata=payment_metadata(hold, attempt),
+                description=f"{race.name} — {event.name}",
+            )
+            return provider_call(
+                lambda: provider.create_intent(new, idempotency_key=intent_key(hold.holdId, new)), *_whose(hold)
             )
         except PaymentRejected as exc:
             # The provider refused the request itself (a price under its minimum set before
@@ -337,20 +345,6 @@ class PaymentStep:
                 f"The payment service cannot take this event's payment ({exc.code}); nothing was charged. "
                 "Your place stays held; please tell the race organiser."
             ) from exc
-        if not self._holds.set_intent(hold, attempt, intent.id):
-            # Moved on meanwhile (expired and swept, or queued by a webhook): say what it is now.
-            return self._explain_moved(hold.holdId, attempt.email, intent)
-        if self._hold_hints is not None:  # for the confirm call, a moment from now
-            self._hold_hints.keep(hold.model_copy(update={"intentId": intent.id, "busyUntil": None}))
-        return intent
-
-    def _explain_moved(self, hold_id: str, email: str, intent: PaymentIntent) -> PaymentIntent:
-        now_hold = self._holds.get(hold_id)
-        if now_hold is not None and now_hold.status == HoldPhase.PAYING and now_hold.intentId == intent.id:
-            return intent
-        if now_hold is not None and self._already_registered(now_hold, email) is not None:
-            return intent
-        raise HoldExpired("Your hold on this place has expired; please hold a new place.")
 
     def _confirm_on_server(self, hold: Hold, intent: PaymentIntent, payment_method: str) -> PaymentIntent:
         try:

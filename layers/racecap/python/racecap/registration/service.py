@@ -1,32 +1,36 @@
 """Registering and paying for a held place, and asking how it went.
 
-One PaymentIntent per hold; the browser confirms it (Stripe.js, 3-D Secure when the card
-asks), the server decides. The order of steps is what makes the non-negotiables hold under
-crashes:
+One PaymentIntent recorded per hold; the browser confirms it (Stripe.js, 3-D Secure when the
+card asks), the server decides. The order of steps is what makes the non-negotiables hold
+under crashes:
 
-1. claim the email for the race and mark the hold PAYING with this attempt — one
-   transaction, so two runners can't both get one email, and the loser of an email race
-   is never even offered the card form;
-2. create the hold's PaymentIntent with an idempotency key derived from the hold alone
-   (``intent-<holdId>``): a second tab, a retry after a lost answer or after a decline all
-   get the same intent, so one hold can never be charged twice; amount and currency are
-   the price fixed on the hold when the place was taken (a director's later price edit
-   changes new holds only); the intent's id is recorded on the hold;
+1. the hold's PaymentIntent: the one recorded on the hold, or created with an idempotency
+   key derived from the hold and the request (``payment.intent_key``), so a second tab or a
+   retry after a lost answer gets the same intent; amount and currency are the price fixed
+   on the hold when the place was taken (a director's later price edit changes new holds
+   only). Nothing is written yet: a provider that refuses or does not answer leaves the
+   hold as it was, and a runner who retries starts again;
+2. claim the email for the race and mark the hold PAYING with this attempt and that intent —
+   one transaction, so two runners can't both get one email, and a hold records one intent
+   (one naming another is refused): the loser of an email race, or of a hold, is never
+   handed a client secret, and an intent no hold records is never handed out, so no one
+   can pay it;
 3. once the intent has succeeded — told by the runner's confirm call, the
    ``payment_intent.succeeded`` webhook or the sweeper, whichever comes first — put the
    paid registration on the queue, then mark the hold QUEUED. The writer keys on the
    registration id, so a second message changes nothing.
 
 The call itself needs no idempotency record: a repeat of step 1 with the same attempt (same
-hold, same email) is allowed, step 2 replays the same intent, and while the first call is
-still creating it the hold says so (``busyUntil``), so a duplicate is told "already being
-processed" instead of racing it. One registration and one charge either way.
+hold, same email, same price) replays the same intent, and step 2 with the same attempt is
+allowed again. One registration and one charge either way. (Until issue 38 the intent came
+second and was recorded by a write of its own, with a turn marked on the hold so a duplicate
+call would not race it to the provider: one write and one round trip more per registration.)
 
 A crash after 2 or 3 leaves the hold PAYING; the next confirm, the webhook (retried by the
 provider for days), the sweeper at expiry and the reconciliation all finish it. A message
 lost after the queue took it (the hold QUEUED, the writer never told) is sent again by the
-sweeper once the hold has waited ``REQUEUE_AFTER`` unconfirmed. So no paid registration is
-ever lost.
+sweeper once the hold has waited ``REQUEUE_AFTER`` unconfirmed and its expiry has come. So
+no paid registration is ever lost.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from racecap.observability import metrics
 from racecap.payments.calls import provider_call
 from racecap.payments.port import (
     IntentStatus,
+    PaymentIntent,
     PaymentProvider,
 )
 from racecap.pulse import THREE_DS, pulse
@@ -90,6 +95,17 @@ REQUEUE_AFTER = timedelta(minutes=5)
 
 
 CONFIRMABLE = frozenset({IntentStatus.REQUIRES_PAYMENT_METHOD, IntentStatus.REQUIRES_CONFIRMATION})
+
+
+def _id(intent: PaymentIntent | None) -> str | None:
+    return intent.id if intent is not None else None
+
+
+def _paying(hold: Hold, attempt: Attempt, intent: PaymentIntent | None) -> Hold:
+    """The hold as ``begin_payment`` left it."""
+    return hold.model_copy(
+        update={"status": HoldPhase.PAYING, "attempt": attempt, "intentId": _id(intent) or hold.intentId}
+    )
 
 
 class _SnapshotBehind(Exception):
@@ -147,19 +163,20 @@ class RegistrationService(PaymentStep, StatusReads):
         self._hold_hints = hold_hints  # the hold as its last step wrote it (``holds.snapshots``)
 
     def register(self, hold_id: str, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAccepted:
-        """The runner's details: claim the email, then the hold's intent (and, given a
-        PaymentMethod, confirm it here). Answers with the intent's client secret while unpaid."""
+        """The runner's details: the hold's intent, then the email claimed with it recorded (and,
+        given a PaymentMethod, the intent confirmed here). Answers with the intent's client
+        secret while unpaid."""
         now = now or datetime.now(UTC)
         hinted = self._hinted(hold_id, now)
         if hinted is not None:
             try:
                 return self._register(hinted, request, now, hinted=True)
             except _SnapshotBehind:
-                # The hold moved on since the hold call (a send whose intent the provider's
-                # budget refused left it PAYING this very attempt, or a code changed its
-                # price): begin_payment wrote nothing, and the table decides, as without
-                # snapshots. Explaining HOLD_GONE from the table alone would answer "already
-                # being processed" to a retry that may go on.
+                # The hold moved on since the hold call (an earlier send of this attempt left it
+                # PAYING, a code changed its price, another send recorded its intent):
+                # begin_payment wrote nothing, and the table decides, as without snapshots.
+                # Explaining HOLD_GONE from the table alone would answer "already being
+                # processed" to a retry that may go on.
                 pass
         hold = self._holds.get(hold_id)
         if hold is None:
@@ -204,9 +221,11 @@ class RegistrationService(PaymentStep, StatusReads):
             waiver=waiver,
         )
         # The provider's budget first: refused (an opening's peak), the 429 has written nothing,
-        # so a runner's retries cost no write each (a begun payment ended again did: two).
-        payments = self._admitted(hold, attempt)
-        outcome, attempt = self._begin(hold, attempt, answered, now)
+        # so a runner's retries cost no write each (a begun payment ended again did: two). Then
+        # the intent, before anything is written (a failure there leaves the hold as it was),
+        # recorded by the payment's begin.
+        intent = self._send_intent(hold, attempt, race, event)
+        outcome, attempt = self._begin(hold, attempt, answered, now, intent)
         if outcome == BeginOutcome.EMAIL_TAKEN:
             metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
             raise EmailAlreadyRegistered(f"{request.email} is already registered for {race.name}.")
@@ -214,15 +233,19 @@ class RegistrationService(PaymentStep, StatusReads):
             if hinted:
                 raise _SnapshotBehind
             return self._explain_hold_gone(hold_id, attempt)
-        hold = hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt})
-        return self._pay(hold, attempt, race, event, request.paymentMethod, now, payments)
+        return self._pay(_paying(hold, attempt, intent), attempt, race, event, request.paymentMethod, now, intent)
+
+    def _send_intent(self, hold: Hold, attempt: Attempt, race: Race, event: Event) -> PaymentIntent | None:
+        """The send's intent (``_intent_for``), its first provider call in the budget's room
+        taken first; None for a free entry, which asks the provider nothing."""
+        if attempt.amountCents == 0:
+            return None
+        return self._intent_for(hold, attempt, race, event, self._admitted(hold, attempt))
 
     def _admitted(self, hold: Hold, attempt: Attempt) -> PaymentProvider:
         """Room for the send's first provider call (its intent's creation, or a retry's look at
         it), taken now: ``Busy`` (429 + Retry-After) before anything is written when the budget
-        is spent. A free entry asks the provider nothing."""
-        if attempt.amountCents == 0:
-            return self._payments
+        is spent."""
         first = "create_intent" if hold.intentId is None else "retrieve_intent"
         return provider_call(lambda: self._payments.admitted(first), hold.holdId, hold.raceId, hold.eventId)
 
@@ -234,21 +257,15 @@ class RegistrationService(PaymentStep, StatusReads):
         event: Event,
         payment_method: str | None,
         now: datetime,
-        payments: PaymentProvider | None = None,
+        intent: PaymentIntent | None,
     ) -> RegistrationAccepted:
-        """A hold now PAYING with ``attempt``: free, queued at once; else its one intent (and,
-        given a PaymentMethod, confirmed here), answered with the client secret while unpaid.
-        ``payments``: the provider with this send's first call admitted (``_admitted``)."""
-        if attempt.amountCents == 0:
+        """A hold now PAYING with ``attempt`` and its recorded ``intent``: free (no intent),
+        queued at once; else (given a PaymentMethod) confirmed here, answered with the client
+        secret while unpaid."""
+        if intent is None:
             return self._register_free(hold, attempt, race, event, now)
-        try:
-            intent = self._hold_intent(hold, attempt, race, event, payments)
-        except Exception:
-            if hold.intentId is None:  # this call had the hold to itself: the retry may begin now
-                self._holds.end_call(hold, attempt)
-            if self._hold_hints is not None:  # its snapshot says HELD: the retry reads the table
-                self._hold_hints.forget(hold.holdId)
-            raise
+        if self._hold_hints is not None:  # for the confirm call, a moment from now
+            self._hold_hints.keep(hold)
         confirming = bool(payment_method) and intent.status in CONFIRMABLE
         if confirming and payment_method:
             intent = self._confirm_on_server(hold, intent, payment_method)
@@ -339,9 +356,10 @@ class RegistrationService(PaymentStep, StatusReads):
                 f"A team this size may take at most {TRANSACTION_ITEMS - 1 - hold.places} options with stock.",
                 fields={"members": "Too many options with stock for one team."},
             )
-        payments = self._admitted(hold, attempt)  # as a runner's send: a 429 writes nothing
+        # As a runner's send: the budget's room, then the intent, before anything is written.
+        intent = self._send_intent(hold, attempt, race, event)
         try:
-            outcome, attempt = self._begin_stocked(hold, attempt, stocked, now)
+            outcome, attempt = self._begin_stocked(hold, attempt, stocked, now, intent)
         except MemberEmailTaken as exc:
             email = request.members[exc.index].email
             metrics.add_metric(name="EmailAlreadyRegistered", unit="Count", value=1)
@@ -352,8 +370,7 @@ class RegistrationService(PaymentStep, StatusReads):
             ) from exc
         if outcome == BeginOutcome.HOLD_GONE:
             return self._explain_hold_gone(hold_id, attempt)
-        return self._pay(hold.model_copy(update={"status": HoldPhase.PAYING, "attempt": attempt}), attempt,
-                         race, event, request.paymentMethod, now, payments)  # fmt: skip
+        return self._pay(_paying(hold, attempt, intent), attempt, race, event, request.paymentMethod, now, intent)
 
     def _register_free(
         self, hold: Hold, attempt: Attempt, race: Race, event: Event, now: datetime
@@ -369,14 +386,19 @@ class RegistrationService(PaymentStep, StatusReads):
 
     # -- steps ---------------------------------------------------------------------------------
     def _begin(
-        self, hold: Hold, attempt: Attempt, answered: StoredAnswers | None, now: datetime
+        self, hold: Hold, attempt: Attempt, answered: StoredAnswers | None, now: datetime, intent: PaymentIntent | None
     ) -> tuple[BeginOutcome, Attempt]:
         """``begin_payment`` with the answers' options with stock (see ``_begin_stocked``)."""
         stocked = self._questions.stocked(hold.raceId, hold.eventId, answered) if self._questions and answered else []
-        return self._begin_stocked(hold, attempt, [(0, c) for c in stocked], now)
+        return self._begin_stocked(hold, attempt, [(0, c) for c in stocked], now, intent)
 
     def _begin_stocked(
-        self, hold: Hold, attempt: Attempt, stocked: list[tuple[int, StockedChoice]], now: datetime
+        self,
+        hold: Hold,
+        attempt: Attempt,
+        stocked: list[tuple[int, StockedChoice]],
+        now: datetime,
+        intent: PaymentIntent | None,
     ) -> tuple[BeginOutcome, Attempt]:
         """``begin_payment``, taking the options with stock the answers chose (a T-shirt size;
         per member of a team: ``(member, choice)``) in the same transaction: a random shard of
@@ -394,9 +416,9 @@ class RegistrationService(PaymentStep, StatusReads):
             attempt = replace(
                 attempt, stock=previous.stock, members=previous.members if hold.is_team else attempt.members
             )
-            return self._holds.begin_payment(hold, attempt, now, turn=True, take_stock=False), attempt
+            return self._holds.begin_payment(hold, attempt, now, intent_id=_id(intent), take_stock=False), attempt
         if not stocked:
-            return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
+            return self._holds.begin_payment(hold, attempt, now, intent_id=_id(intent)), attempt
         full: set[str] = set()
         while True:
             picks: list[tuple[int, str]] = []
@@ -420,7 +442,7 @@ class RegistrationService(PaymentStep, StatusReads):
                     ],
                 )
             try:
-                return self._holds.begin_payment(hold, attempt, now, turn=True), attempt
+                return self._holds.begin_payment(hold, attempt, now, intent_id=_id(intent)), attempt
             except OptionShardFull as exc:
                 full.add(exc.entry)  # nothing was written: try the option's other shards
 
@@ -465,7 +487,8 @@ class RegistrationService(PaymentStep, StatusReads):
             return done
         if hold is not None and hold.status == HoldPhase.PAYING:
             if hold.attempt is not None and hold.attempt.key == attempt.key:
-                # A double click or a retry while the first call still creates the intent.
+                # This runner's payment began with another intent (a code changed the price
+                # meanwhile) or a code change is under way: the retry reads the hold again.
                 raise Conflict("This registration is already being processed.", retry_after=2)
             raise Conflict("A payment for this hold is already in progress with other details.", retry_after=2)
         if hold is not None and hold.status == HoldPhase.HELD and not hold.expired(datetime.now(UTC)):
