@@ -385,7 +385,7 @@ def test_a_code_change_on_a_paying_hold_is_one_at_a_time_and_finishes_once(store
 def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stores, race):
     stores.add_code(race, "SAVE", [1])
     stores.add_code(race, "MORE", [1])
-    hold, attempt = _paying(stores, race, "ed@example.com", "pi_contract")
+    hold, _ = _paying(stores, race, "ed@example.com", "pi_contract")
     paying = stores.holds.get(hold.holdId)
     assert paying is not None
     change = _reprice("MORE", 1500)
@@ -398,7 +398,7 @@ def test_a_code_change_refused_or_on_a_used_up_code_gives_back_what_it_took(stor
     assert undone is not None and (undone.code, undone.amountCents, undone.reprice) == (None, paying.amountCents, None)
     assert stores.code_uses(race, "MORE") == 0
     stores.code_holds.begin_reprice(paying, _reprice("SAVE", 2000))
-    other, other_attempt = _paying(stores, race, "fy@example.com", "pi_other")
+    other, _ = _paying(stores, race, "fy@example.com", "pi_other")
     other_paying = stores.holds.get(other.holdId)
     assert other_paying is not None
     with pytest.raises(ConditionFailed) as used_up:
