@@ -50,6 +50,7 @@ def burst_config(args: argparse.Namespace) -> BurstConfig:
         args,
         scenario="opening",
         payments_budget_per_second=args.provider_rate * PAYMENTS_BUDGET_SHARE,
+        payments_endpoint_budget_per_second=args.endpoint_rate * PAYMENTS_BUDGET_SHARE,
         report=True,
         answers=getattr(args, "answers", 0),
     )
@@ -85,8 +86,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     bench.say(f"starting an instrumented local stack (gateway environments: {cfg.gateway_environments})")
     stack = bench.stack = start_stack(cfg, work / "stack", extra_env=extra_env)
-    if cfg.provider_rate_per_second is not None:
-        provider.set_limit(stack, cfg.provider_rate_per_second)
+    provider.set_limit(stack, cfg.provider_rate_per_second, cfg.provider_endpoint_rate_per_second)
     try:
         time.sleep(2)
         idle_a, idle_t = cpu_snapshot(stack), time.monotonic()

@@ -61,6 +61,12 @@ class BurstConfig:
     # blueprint's default, 24/s for a test-mode account). A burst that models a live account
     # raises both together, the budget a little under the provider's limit.
     payments_budget_per_second: float | None = None
+    # The stand-in's limit on any one endpoint during the burst (None: its default, Stripe's 25/s
+    # unless Stripe raised it), and the API's budget per endpoint (PaymentsEndpointRatePerSecond;
+    # None: the blueprint's 24/s). Creating intents (one per registration) meets this limit first:
+    # a burst that models an account Stripe raised for an opening raises both together.
+    provider_endpoint_rate_per_second: float | None = None
+    payments_endpoint_budget_per_second: float | None = None
     drain_timeout_s: float = 300.0
     artillery_timeout_s: float = 1800.0
     # Registration questions each runner answers (tools/burst/stack.seed_questions): 0, as
@@ -132,8 +138,9 @@ class BurstConfig:
             values["warm"] = not given["no_warm"]
         if "think_max_s" in values:
             values["think_max_s"] = max(values.get("think_min_s", cls.think_min_s), values["think_max_s"])
-        if "provider_rate_per_second" in values:  # 0: the stand-in's own limit, as unset
-            values["provider_rate_per_second"] = values["provider_rate_per_second"] or None
+        for rate in ("provider_rate_per_second", "provider_endpoint_rate_per_second"):
+            if rate in values:  # 0: the stand-in's own limit, as unset
+                values[rate] = values[rate] or None
         return cls(**(values | fixed))
 
 
@@ -165,6 +172,12 @@ FLAGS: dict[str, Flag] = {
         "provider_rate_per_second",
         "PROVIDER_RATE",
         help="the Stripe stand-in's requests/s during the burst (default: its 25/s, Stripe's test mode)",
+    ),
+    "endpoint-rate": Flag(
+        "provider_endpoint_rate_per_second",
+        "PROVIDER_ENDPOINT_RATE",
+        help="the Stripe stand-in's requests/s to any one endpoint during the burst (default: its 25/s, Stripe's "
+        "default per endpoint)",
     ),
     "runners": Flag("runners", "RUNNERS", int, _int),
     "arrival": Flag("arrival_s", "ARRIVAL_S", help="seconds"),

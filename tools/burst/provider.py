@@ -27,10 +27,17 @@ def _call(stack: LocalStack, method: str, path: str, body: dict[str, Any] | None
     return answer
 
 
-def set_limit(stack: LocalStack, per_second: float) -> None:
-    """The stand-in's request limit from now on (a bench models a live account throughout,
-    its warm-up included)."""
-    _call(stack, "POST", "/_standin/ratelimit", {"per_second": per_second})
+def set_limit(stack: LocalStack, per_second: float | None, per_endpoint: float | None = None) -> None:
+    """The stand-in's request limits from now on, the account's and each endpoint's (a bench
+    models a live account throughout, its warm-up included); None leaves one as it is."""
+    _call(stack, "POST", "/_standin/ratelimit", _limits(per_second, per_endpoint))
+
+
+def _limits(per_second: float | None, per_endpoint: float | None) -> dict[str, float]:
+    return {
+        **({"per_second": per_second} if per_second is not None else {}),
+        **({"per_endpoint": per_endpoint} if per_endpoint is not None else {}),
+    }
 
 
 @dataclass
@@ -42,19 +49,29 @@ class ProviderWindow:
     rate_limited_before: int
     requests_before: Counter[str]
     limit_during: float | None = None
+    endpoint_limit_before: float = 0.0
+    endpoint_limit_during: float | None = None
 
     @classmethod
-    def open(cls, stack: LocalStack, per_second: float | None) -> ProviderWindow:
+    def open(cls, stack: LocalStack, per_second: float | None, per_endpoint: float | None = None) -> ProviderWindow:
         stats = _call(stack, "GET", "/_standin/stats")
-        before = float(_call(stack, "POST", "/_standin/ratelimit", {})["per_second"])
-        if per_second is not None:
-            _call(stack, "POST", "/_standin/ratelimit", {"per_second": per_second})
-        return cls(stack, before, int(stats["rateLimited"]), _api_calls(stats))
+        before = _call(stack, "POST", "/_standin/ratelimit", {})
+        if per_second is not None or per_endpoint is not None:
+            _call(stack, "POST", "/_standin/ratelimit", _limits(per_second, per_endpoint))
+        return cls(
+            stack,
+            float(before["per_second"]),
+            int(stats["rateLimited"]),
+            _api_calls(stats),
+            endpoint_limit_before=float(before.get("per_endpoint", 0.0)),
+        )
 
     def restore(self) -> None:
-        """The runners are done: the stand-in's limit goes back to what it was."""
-        self.limit_during = float(_call(self.stack, "POST", "/_standin/ratelimit", {})["per_second"])
-        _call(self.stack, "POST", "/_standin/ratelimit", {"per_second": self.limit_before})
+        """The runners are done: the stand-in's limits go back to what they were."""
+        during = _call(self.stack, "POST", "/_standin/ratelimit", {})
+        self.limit_during = float(during["per_second"])
+        self.endpoint_limit_during = float(during.get("per_endpoint", 0.0))
+        _call(self.stack, "POST", "/_standin/ratelimit", _limits(self.limit_before, self.endpoint_limit_before))
 
     def figures(self, race_id: str) -> dict[str, Any]:
         """What the provider saw from the first runner until the queues drained, and what it
@@ -65,8 +82,10 @@ class ProviderWindow:
         calls.subtract(self.requests_before)
         # Read after the counters: these reads are the audit's, not the runners'.
         paid = [i for i in local_provider(self.stack).intents(race_id) if i["status"] == "succeeded"]
+        endpoint = self.endpoint_limit_during if self.endpoint_limit_during is not None else self.endpoint_limit_before
         return {
             "limit_per_second": during,
+            "endpoint_limit_per_second": endpoint,
             "api_calls": sum(calls.values()),
             "api_calls_by_route": {k: n for k, n in sorted(calls.items()) if n},
             "answered_429": int(stats["rateLimited"]) - self.rate_limited_before,

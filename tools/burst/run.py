@@ -113,9 +113,15 @@ def run_burst(
         pulse_before = pulse_sums(stack, race_id) if cfg.local and stack is not None and sc.registers else None
         if hooks and sc.before:
             sc.before(ctx)
-        provider = ProviderWindow.open(stack, cfg.provider_rate_per_second) if cfg.local and stack else None
+        provider = (
+            ProviderWindow.open(stack, cfg.provider_rate_per_second, cfg.provider_endpoint_rate_per_second)
+            if cfg.local and stack
+            else None
+        )
         if provider and cfg.provider_rate_per_second is not None:
             say(f"the payment provider's limit is {cfg.provider_rate_per_second:g} requests/s for this burst")
+        if provider and cfg.provider_endpoint_rate_per_second is not None:
+            say(f"... and {cfg.provider_endpoint_rate_per_second:g} requests/s to any one endpoint")
         views = LiveViews(stack, base, race_id, cfg.live_views) if cfg.live_views and stack is not None else None
         if views:
             say(f"{cfg.live_views} directors' live views poll the admin API through the burst")

@@ -46,6 +46,11 @@ def start_stack(
                 if cfg.payments_budget_per_second is not None
                 else {}
             ),
+            **(
+                {"PaymentsEndpointRatePerSecond": f"{cfg.payments_endpoint_budget_per_second:g}"}
+                if cfg.payments_endpoint_budget_per_second is not None
+                else {}
+            ),
         },
         extra_env=extra_env,
         persist_queues=persist_queues,
