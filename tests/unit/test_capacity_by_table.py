@@ -38,6 +38,28 @@ def test_given_a_transaction_over_two_tables_when_counted_then_each_table_gets_i
     assert _tables_of("UpdateItem", {"TableName": INVENTORY}) == [INVENTORY]
 
 
+def test_given_a_writer_batch_when_counted_then_every_items_index_write_is_billed() -> None:
+    """DynamoDB Local reports a transaction's index units per table (4), however many of its items
+    write the index: AWS bills each one (issue 38: a batch of ten counted the index writes of one)."""
+    removes = {
+        "Update": {
+            "TableName": INVENTORY,
+            "Key": {"pk": {"S": "HOLD#h"}},
+            "UpdateExpression": "SET #s = :confirmed REMOVE gsi1pk, gsi1sk",
+            "ExpressionAttributeNames": {"#s": "status"},
+        }
+    }
+    regs = [_put(REGISTRATIONS, {"pk": {"S": f"REG#{i}"}, "gsi1pk": {"S": "EVENT"}}) for i in range(3)]
+    params = {"TransactItems": [_update(INVENTORY), *regs, removes, removes, removes]}
+    consumed = [
+        {"TableName": REGISTRATIONS, "CapacityUnits": 12.0, "GlobalSecondaryIndexes": {"gsi1": {"CapacityUnits": 4.0}}},
+        {"TableName": INVENTORY, "CapacityUnits": 16.0, "GlobalSecondaryIndexes": {"gsi1": {"CapacityUnits": 4.0}}},
+    ]
+    fields = _capacity_fields("TransactWriteItems", consumed, params)
+    assert fields["wcu_table"] == 2 * 7 and fields["wcu_index"] == 2 * 3 + 2 * 3
+    assert fields[f"wcu:{REGISTRATIONS}"] == 6 + 6 and fields[f"wcu:{INVENTORY}"] == 8 + 6
+
+
 def test_given_counted_calls_when_per_registration_then_units_are_by_blueprint_table(tmp_path: Path) -> None:
     counter = Counter(tmp_path)
     before = counter.snapshot()
