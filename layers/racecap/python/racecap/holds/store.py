@@ -346,13 +346,13 @@ class DynamoHolds:
 
     def _switch_update(self, hold: Hold, expression: str, vals: dict[str, Any], also: str = "") -> bool:
         condition = "#s = :held AND switchOf = :rid" + (f" AND {also}" if also else "")
+        return self._changed(hold, expression, condition, {**vals, ":held": HoldPhase.HELD, ":rid": hold.switchOf})
+
+    def _changed(self, hold: Hold, expression: str, condition: str, vals: dict[str, Any]) -> bool:
+        """One conditional update of the hold's item (``_update_hold``); False: its condition
+        failed (the hold moved on, or another caller got there first)."""
         try:
-            transact(
-                self._db,
-                [update_item(self._table, hold_key(hold.holdId), expression, condition=condition,
-                             names={"#s": "status"},
-                             vals={**vals, ":held": HoldPhase.HELD, ":rid": hold.switchOf})],
-            )  # fmt: skip
+            transact(self._db, [self._update_hold(hold, expression, condition, vals)])
         except ConditionFailed:
             return False
         return True

@@ -12,14 +12,12 @@ from typing import Any, Protocol
 
 from racecap.aws.items import (
     from_item,
-    is_conditional_failure,
     to_item,
     values,
 )
 from racecap.aws.keys import (
     email_key,
     email_pk,
-    hold_key,
     stock_key,
 )
 from racecap.aws.transactions import ConditionFailed, TransactItem, transact, update_item
@@ -265,73 +263,31 @@ class DynamoAttempts(DynamoHolds):
     def extend(self, hold: Hold, until: datetime) -> bool:
         """Push a PAYING hold's expiry back once (3-D Secure under way): bounded by the caller,
         and only once (``extended``), so a hold can never be kept forever."""
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=hold_key(hold.holdId),
-                UpdateExpression="SET expiresAt = :until, gsi1sk = :due, extended = :yes",
-                ConditionExpression="#s = :paying AND expiresAt = :was AND attribute_not_exists(extended)",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=values(
-                    {
-                        ":paying": HoldPhase.PAYING,
-                        ":until": until.isoformat(),
-                        ":due": live_sort_key(hold, until),
-                        ":was": hold.expiresAt.isoformat(),
-                        ":yes": True,
-                    }
-                ),
-            )
-        except Exception as exc:
-            if not is_conditional_failure(exc):
-                raise
-            return False
-        return True
+        vals = {":paying": HoldPhase.PAYING, ":until": until.isoformat(), ":due": live_sort_key(hold, until),
+                ":was": hold.expiresAt.isoformat(), ":yes": True}  # fmt: skip
+        return self._changed(
+            hold,
+            "SET expiresAt = :until, gsi1sk = :due, extended = :yes",
+            "#s = :paying AND expiresAt = :was AND attribute_not_exists(extended)",
+            vals,
+        )
 
     def await_requeue(self, hold: Hold) -> None:
         """Found at its expiry, not due yet: keyed by ``requeueAt`` in the index from now on.
         Only a hold its writer is slow to confirm gets here, so the key's move is rare."""
-        if hold.requeueAt is None:
-            return
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=hold_key(hold.holdId),
-                UpdateExpression="SET gsi1sk = :due",
-                ConditionExpression="#s = :queued AND requeueAt = :due",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=values({":queued": HoldPhase.QUEUED, ":due": hold.requeueAt.isoformat()}),
-            )
-        except Exception as exc:
-            if not is_conditional_failure(exc):
-                raise
+        if hold.requeueAt is not None:
+            due = {":queued": HoldPhase.QUEUED, ":due": hold.requeueAt.isoformat()}
+            self._changed(hold, "SET gsi1sk = :due", "#s = :queued AND requeueAt = :due", due)
 
     def postpone_requeue(self, hold: Hold, until: datetime) -> bool:
         """Claim a QUEUED hold's due re-send and set the next one: True for exactly one of any
         number of concurrent sweepers (the condition is the due time they all read)."""
         if hold.requeueAt is None:
             return False
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=hold_key(hold.holdId),
-                UpdateExpression="SET requeueAt = :until, gsi1sk = :until ADD requeues :one",
-                ConditionExpression="#s = :queued AND requeueAt = :was",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=values(
-                    {
-                        ":queued": HoldPhase.QUEUED,
-                        ":until": until.isoformat(),
-                        ":was": hold.requeueAt.isoformat(),
-                        ":one": 1,
-                    }
-                ),
-            )
-        except Exception as exc:
-            if not is_conditional_failure(exc):
-                raise
-            return False
-        return True
+        vals = {":queued": HoldPhase.QUEUED, ":until": until.isoformat(), ":was": hold.requeueAt.isoformat(), ":one": 1}
+        return self._changed(
+            hold, "SET requeueAt = :until, gsi1sk = :until ADD requeues :one", "#s = :queued AND requeueAt = :was", vals
+        )
 
     def _release_emails(self, hold: Hold, attempt: Attempt) -> list[TransactItem]:
         return [
