@@ -27,10 +27,11 @@ def _call(stack: LocalStack, method: str, path: str, body: dict[str, Any] | None
     return answer
 
 
-def set_limit(stack: LocalStack, per_second: float | None, per_endpoint: float | None = None) -> None:
+def set_limit(stack: LocalStack, per_second: float | None, per_endpoint: float | None = None) -> dict[str, Any]:
     """The stand-in's request limits from now on, the account's and each endpoint's (a bench
-    models a live account throughout, its warm-up included); None leaves one as it is."""
-    _call(stack, "POST", "/_standin/ratelimit", _limits(per_second, per_endpoint))
+    models a live account throughout, its warm-up included); None leaves one as it is. Answers
+    the limits as they then are (both None: reads them, changing nothing)."""
+    return _call(stack, "POST", "/_standin/ratelimit", _limits(per_second, per_endpoint))
 
 
 def _limits(per_second: float | None, per_endpoint: float | None) -> dict[str, float]:
@@ -42,50 +43,38 @@ def _limits(per_second: float | None, per_endpoint: float | None) -> dict[str, f
 
 @dataclass
 class ProviderWindow:
-    """The stand-in's counters at the start of the burst, and the limit to put back."""
+    """The stand-in's counters at the start of the burst, and the limits to put back."""
 
     stack: LocalStack
-    limit_before: float
+    before: dict[str, Any]  # the stand-in's limits at the start ({"per_second", "per_endpoint", ...})
     rate_limited_before: int
     requests_before: Counter[str]
-    limit_during: float | None = None
-    endpoint_limit_before: float = 0.0
-    endpoint_limit_during: float | None = None
+    during: dict[str, Any] | None = None  # its limits while the runners ran, read by ``restore``
 
     @classmethod
     def open(cls, stack: LocalStack, per_second: float | None, per_endpoint: float | None = None) -> ProviderWindow:
         stats = _call(stack, "GET", "/_standin/stats")
-        before = _call(stack, "POST", "/_standin/ratelimit", {})
-        if per_second is not None or per_endpoint is not None:
-            _call(stack, "POST", "/_standin/ratelimit", _limits(per_second, per_endpoint))
-        return cls(
-            stack,
-            float(before["per_second"]),
-            int(stats["rateLimited"]),
-            _api_calls(stats),
-            endpoint_limit_before=float(before.get("per_endpoint", 0.0)),
-        )
+        before = set_limit(stack, None)
+        set_limit(stack, per_second, per_endpoint)
+        return cls(stack, before, int(stats["rateLimited"]), _api_calls(stats))
 
     def restore(self) -> None:
         """The runners are done: the stand-in's limits go back to what they were."""
-        during = _call(self.stack, "POST", "/_standin/ratelimit", {})
-        self.limit_during = float(during["per_second"])
-        self.endpoint_limit_during = float(during.get("per_endpoint", 0.0))
-        _call(self.stack, "POST", "/_standin/ratelimit", _limits(self.limit_before, self.endpoint_limit_before))
+        self.during = set_limit(self.stack, None)
+        set_limit(self.stack, float(self.before["per_second"]), float(self.before.get("per_endpoint", 0.0)))
 
     def figures(self, race_id: str) -> dict[str, Any]:
         """What the provider saw from the first runner until the queues drained, and what it
         charged for the race (its own records: the basis of its fees)."""
-        during = self.limit_during if self.limit_during is not None else self.limit_before
+        limits = self.during or self.before
         stats = _call(self.stack, "GET", "/_standin/stats")
         calls = _api_calls(stats)
         calls.subtract(self.requests_before)
         # Read after the counters: these reads are the audit's, not the runners'.
         paid = [i for i in local_provider(self.stack).intents(race_id) if i["status"] == "succeeded"]
-        endpoint = self.endpoint_limit_during if self.endpoint_limit_during is not None else self.endpoint_limit_before
         return {
-            "limit_per_second": during,
-            "endpoint_limit_per_second": endpoint,
+            "limit_per_second": float(limits["per_second"]),
+            "endpoint_limit_per_second": float(limits.get("per_endpoint", 0.0)),
             "api_calls": sum(calls.values()),
             "api_calls_by_route": {k: n for k, n in sorted(calls.items()) if n},
             "answered_429": int(stats["rateLimited"]) - self.rate_limited_before,

@@ -312,13 +312,12 @@ class PaymentStep:
         return race, next(e for e in events if e.eventId == hold.eventId)
 
     def _intent_for(
-        self, hold: Hold, attempt: Attempt, race: Race, event: Event, payments: PaymentProvider | None = None
+        self, hold: Hold, attempt: Attempt, race: Race, event: Event, provider: PaymentProvider
     ) -> PaymentIntent:
         """The intent this attempt pays with: the hold's, recorded already, or created now (the
         same request replays it: ``intent_key``), before anything is written; ``begin_payment``
-        then records it with the email's claim. Through ``payments`` when the caller took its
-        budget's room already."""
-        provider = payments or self._payments
+        then records it with the email's claim. Through ``provider``, the one whose first call
+        the caller admitted (``RegistrationService._admitted``)."""
         try:
             if hold.intentId is not None:
                 intent_id = hold.intentId
