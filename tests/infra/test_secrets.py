@@ -59,8 +59,10 @@ def test_only_the_functions_granted_read_secret_may_read_it(view: TemplateView) 
     assert expected["AdminApi"] == {"PaymentProvider"}
     # The sweeper also signs the claim links of the waitlist offers its run makes.
     assert expected["HoldSweeper"] == {"PaymentProvider", "FairnessSigningKey"}
-    # RegistrationApi also signs and checks the fairness tokens (device, queue, admission).
+    # RegistrationApi also checks the fairness tokens (device, admission) that QueueApi signs.
     assert expected["RegistrationApi"] == {"PaymentProvider", "FairnessSigningKey"}
+    # The waiting room calls no provider: it only signs and checks the fairness tokens.
+    assert expected["QueueApi"] == {"FairnessSigningKey"}
     # MyRegistrationApi refunds under the race's policy and signs the runners' links.
     assert expected["MyRegistrationApi"] == {"PaymentProvider", "FairnessSigningKey"}
 
