@@ -9,6 +9,7 @@ warm execution environment per worker, as on Lambda.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import queue
@@ -64,12 +65,14 @@ class Timing:
     own_sleep_s: float = 0.0  # ... asleep in our own retries
     sdk_retries: int = 0
     environment: int = 0  # the environment's process id (0: in the gateway's own process)
+    gc_s: float = 0.0  # ... in Python's garbage collector (a whole process's, see _GcClock)
 
     @classmethod
-    def of(cls, record: Any, *, wait_s: float, handler_s: float) -> Timing:
+    def of(cls, record: Any, *, wait_s: float, handler_s: float, gc_s: float = 0.0) -> Timing:
         return cls(
             wait_s=wait_s,
             handler_s=handler_s,
+            gc_s=gc_s,
             sdk_sleep_s=record.sdk_sleep_s,
             limiter_s=record.limiter_wait_s,
             own_sleep_s=record.own_sleep_s,
@@ -86,9 +89,35 @@ class Timing:
             "sdk-sleep": self.sdk_sleep_s,
             "limiter": self.limiter_s,
             "own-sleep": self.own_sleep_s,
+            "gc": self.gc_s,
         }
         durations = ", ".join(f"{k};dur={v * 1000:.1f}" for k, v in parts.items())
         return f"{durations}, sdk-retries;desc={self.sdk_retries}, env;desc={self.environment}"
+
+
+class _GcClock:
+    """Seconds this process has spent in the garbage collector (``gc.callbacks``): how much of a
+    handler's time, and of its tail, is the collector's rather than its own work or its calls.
+    Per process: exact in an environment (one invocation at a time), shared by the threads of
+    the "shared" gateway model."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._started
+
+    @classmethod
+    def installed(cls) -> _GcClock:
+        clock = next((c for c in gc.callbacks if isinstance(c, cls)), None)
+        if clock is None:
+            clock = cls()
+            gc.callbacks.append(clock)
+        return clock
 
 
 def _deadline() -> Any:
@@ -117,6 +146,7 @@ class FunctionHost:
         faults.install_from_env()
         self._pools: dict[str, queue.LifoQueue[ModuleType]] = {}
         self._counts: dict[str, int] = {}
+        self._gc = _GcClock.installed()
         self._lock = threading.Lock()
 
     def module(self, function_id: str) -> ModuleType:
@@ -139,12 +169,14 @@ class FunctionHost:
         env = self._acquire(function_id)
         t1 = time.monotonic()
         record = _deadline().reset()
+        gc_before = self._gc.total
         try:
             context = LambdaContext(fn.id, fn.memory_mb, fn.timeout_s if timeout_s is None else timeout_s)
             result = getattr(env, fn.attr)(event, context)
         finally:
             self._pools[function_id].put(env)
-        return result, Timing.of(record, wait_s=t1 - t0, handler_s=time.monotonic() - t1)
+        gc_s = self._gc.total - gc_before
+        return result, Timing.of(record, wait_s=t1 - t0, handler_s=time.monotonic() - t1, gc_s=gc_s)
 
     def _acquire(self, function_id: str) -> ModuleType:
         with self._lock:

@@ -94,14 +94,21 @@ def test_the_adaptive_rate_limiter_still_limits_and_its_waits_are_counted() -> N
 
 def test_the_gateways_server_timing_names_each_part_in_ms() -> None:
     timing = Timing(
-        wait_s=0.002, handler_s=1.5, sdk_sleep_s=1.2, limiter_s=0.1, own_sleep_s=0.05, sdk_retries=2, environment=42
+        wait_s=0.002,
+        handler_s=1.5,
+        sdk_sleep_s=1.2,
+        limiter_s=0.1,
+        own_sleep_s=0.05,
+        sdk_retries=2,
+        environment=42,
+        gc_s=0.004,
     )
 
     header = timing.server_timing(gateway_s=1.51)
 
     assert header == (
         "gateway;dur=1510.0, env-wait;dur=2.0, handler;dur=1500.0, sdk-sleep;dur=1200.0, "
-        "limiter;dur=100.0, own-sleep;dur=50.0, sdk-retries;desc=2, env;desc=42"
+        "limiter;dur=100.0, own-sleep;dur=50.0, gc;dur=4.0, sdk-retries;desc=2, env;desc=42"
     )
 
 
@@ -124,3 +131,18 @@ def test_the_report_says_which_part_made_the_slow_answers_slow() -> None:
     assert out["slow"]["queued_share"] == pytest.approx(6500 / 8000, abs=0.001)
     assert out["slow"]["asleep_share"] == pytest.approx(1200 / 8000, abs=0.001)
     assert out["handler"]["p50_ms"] == 490
+
+
+def test_an_invocations_time_in_the_garbage_collector_is_its_own() -> None:
+    """Server-Timing's gc: the collector's time during this invocation, not before it."""
+    import gc
+
+    from local.runtime import _GcClock
+
+    clock = _GcClock.installed()
+    assert _GcClock.installed() is clock  # one per process, however many hosts
+    before = clock.total
+    garbage = [[i] for i in range(200_000)]
+    gc.collect()
+    del garbage
+    assert clock.total > before
