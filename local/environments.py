@@ -60,6 +60,7 @@ PRELOAD = [
     "aws_lambda_powertools.tracing",
     "pydantic",
     "redis",
+    "local.frozen_preload",  # last: freezes all of the above (see its docstring)
 ]
 
 

@@ -133,3 +133,22 @@ def test_a_models_check_across_fields_names_the_fields_it_faults(placeholder_env
     got = app.resolve(event, None)  # type: ignore[arg-type]
     assert got["statusCode"] == 400, got
     assert json.loads(got["body"])["fields"] == {"last": "Before the first day."}
+
+
+def test_an_environments_init_is_frozen_out_of_the_collector_once_at_its_first_request(
+    answer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """racecap.http._freeze_the_init: the init's objects leave the collector's generations before
+    the first request, and only then: freezing again would keep later requests' cycles for ever."""
+    import gc
+
+    import racecap.http
+
+    frozen: list[int] = []
+    monkeypatch.setattr(racecap.http, "_init_frozen", False)
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+
+    answer(ValueError("first"))
+    answer(ValueError("second"))
+
+    assert frozen == [1]
