@@ -289,7 +289,8 @@ class Function:
     # How an API function avoids cold starts on AWS (docs/cold-starts.md): "snapstart"
     # (a snapshot of the initialised function, restored) or "provisioned" (environments
     # kept initialised during registration windows, up to ``provisioned_max``). Either way
-    # the HTTP API calls a published version through the "live" alias. Nothing locally.
+    # the HTTP API calls a published version through the "live" alias. Locally the gateway keeps
+    # the provisioned floor's environments initialised (local/environments.py); no SnapStart.
     warm_start: Literal["snapstart", "provisioned"] | None = None
     provisioned_max: int = 0
 

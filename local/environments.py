@@ -22,11 +22,17 @@ metrics, the SDK clients, the in-process cache), as on AWS. Per function:
 * forked from a server process that has imported the SDK, Powertools and pydantic once
   (``multiprocessing``'s forkserver), so a cold start costs the handler's own init, not
   the interpreter's;
-* an invocation past the function's timeout ends its environment, as Lambda does.
+* an invocation past the function's timeout ends its environment, as Lambda does;
+* provisioned concurrency, as the deployed stage has it: the floor the registration window's
+  pre-warm sets on the function's scalable target (Application Auto Scaling, moto's locally;
+  ``local/provision.py``) is read every ``PROVISIONED_POLL_S`` and that many environments are
+  initialised ahead of any request (one after another, as AWS allocates them over a while, within
+  the local concurrency) and kept however long they stay idle, until the floor comes down.
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import threading
@@ -39,8 +45,11 @@ from typing import Any
 import blueprint
 from local.runtime import FunctionHost, Timing, install_layer_path
 
+log = logging.getLogger("racecap.local.environments")
+
 LOCAL_CONCURRENCY = int(os.environ.get("RACECAP_LOCAL_CONCURRENCY", "16"))
 IDLE_S = 120.0
+PROVISIONED_POLL_S = 2.0
 # Lambda's limit on an on-demand init. An init past it is not fatal on Lambda: it is retried in
 # the first invocation, bounded by the function's timeout ("suppressed init", the execution
 # environment lifecycle in the Lambda developer guide). Here the same init carries on for that
@@ -154,6 +163,8 @@ class _Pool:
         self.limit = concurrency(fn)
         self.idle: list[Environment] = []  # most recently used last
         self.count = 0
+        self.floor = 0  # provisioned environments: never reaped below this many
+        self.provisioning = False  # a thread is initialising environments up to the floor
         self.cond = threading.Condition()
 
     def acquire(self) -> Environment:
@@ -173,12 +184,42 @@ class _Pool:
         env.last_used = time.monotonic()
         with self.cond:
             stale = [e for e in self.idle if env.last_used - e.last_used > IDLE_S]
+            stale = stale[: max(0, self.count - self.floor)]  # the oldest first; provisioned ones stay
             self.idle = [e for e in self.idle if e not in stale]
             self.count -= len(stale)
             self.idle.append(env)
             self.cond.notify_all()
         for e in stale:
             e.stop()
+
+    def provision(self, floor: int) -> None:
+        """Keep at least ``floor`` environments (within the pool's limit), initialising the
+        missing ones in the background, one at a time (a request meanwhile makes its own, as
+        on-demand concurrency serves while AWS allocates the provisioned)."""
+        with self.cond:
+            self.floor = min(floor, self.limit)
+            start = self.count < self.floor and not self.provisioning
+            self.provisioning = self.provisioning or start
+        if start:
+            threading.Thread(target=self._initialise, daemon=True, name=f"provision-{self.fn.id}").start()
+
+    def _initialise(self) -> None:
+        try:
+            while True:
+                with self.cond:
+                    if self.count >= self.floor:
+                        return
+                    self.count += 1
+                try:
+                    env = Environment(self.ctx, self.fn)
+                except Exception:  # the next look at the floor tries again
+                    log.exception("a provisioned environment of %s failed its init", self.fn.id)
+                    self._gone()
+                    return
+                self.release(env)
+        finally:
+            with self.cond:
+                self.provisioning = False
 
     def discard(self, env: Environment) -> None:
         """An environment that failed mid-invocation (timed out, died) is not reused."""
@@ -210,6 +251,26 @@ class EnvironmentHost:
         self._ctx.set_forkserver_preload(PRELOAD)
         self._pools: dict[str, _Pool] = {}
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        if os.environ.get("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING"):
+            threading.Thread(target=self._follow_floors, daemon=True, name="provisioned-floors").start()
+
+    def _follow_floors(self) -> None:
+        """Provisioned concurrency: each provisioned function's floor, as the window's pre-warm
+        and cool-down set it on the scalable target, applied to its pool."""
+        import botocore.session
+
+        client: Any = botocore.session.get_session().create_client("application-autoscaling", region_name="us-east-1")
+        ids = {f"function:{fn.id}:{blueprint.LIVE_ALIAS}": fn.id for fn in blueprint.FUNCTIONS if fn.warm_start}
+        while not self._stopped.wait(PROVISIONED_POLL_S):
+            try:
+                targets = client.describe_scalable_targets(ServiceNamespace="lambda")["ScalableTargets"]
+            except Exception:  # moto not up yet, or gone at shutdown: the next look tries again
+                log.debug("scalable targets not read", exc_info=True)
+                continue
+            for t in targets:
+                if t["ResourceId"] in ids:
+                    self._pool(ids[t["ResourceId"]]).provision(int(t["MinCapacity"]))
 
     def _pool(self, function_id: str) -> _Pool:
         with self._lock:
@@ -243,6 +304,7 @@ class EnvironmentHost:
             return {fid: p.count for fid, p in self._pools.items()}
 
     def stop(self) -> None:
+        self._stopped.set()
         with self._lock:
             pools = list(self._pools.values())
         for p in pools:

@@ -166,8 +166,8 @@ def warm_start_target(function_id: str) -> str:
 def provision_warm_starts(client: Any) -> None:
     """What the CDK app's ``add_auto_scaling(min_capacity=0, max_capacity=provisioned_max)``
     registers for each provisioned function, in moto's Application Auto Scaling: the
-    window's pre-warm moves the same floor here as on AWS (nothing locally keeps
-    environments warm; the floor is the record of what AWS would do)."""
+    window's pre-warm moves the same floor here as on AWS, and the local gateway keeps that
+    many of the function's environments initialised (``local/environments.py``)."""
     for fn in blueprint.FUNCTIONS:
         if fn.warm_start == "provisioned":
             client.register_scalable_target(

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import blueprint
-from local import environments
+from local import environments, provision
 from local.environments import EnvironmentHost
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -107,3 +108,54 @@ def test_a_functions_concurrency_is_its_reserved_concurrency_or_the_local_defaul
     assert writer.reserved_concurrency is not None
     assert environments.concurrency(writer) == writer.reserved_concurrency
     assert environments.concurrency(blueprint.function("PublicApi")) == environments.LOCAL_CONCURRENCY
+
+
+def test_provisioned_environments_are_initialised_before_any_request_and_kept_while_idle(
+    host: EnvironmentHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Provisioned concurrency: a floor of 2 initialises two environments with no request
+    made, a request then finds one warm, and idleness reaps none below the floor."""
+    pool = host._pool("PublicApi")
+    pool.provision(5)  # more than the pool's limit (2 here): the limit wins
+    deadline = time.monotonic() + 60
+    while len(pool.idle) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    assert pool.floor == 2 and pool.count == 2 and len(pool.idle) == 2
+    _, timing = host.invoke_timed("PublicApi", EVENT)
+    assert timing.wait_s < 0.5  # no init in front of it
+
+    monkeypatch.setattr(environments, "IDLE_S", 0.0)  # every idle environment is now stale
+    host.invoke_timed("PublicApi", EVENT)
+    assert pool.count == 2  # the floor keeps them
+    pool.provision(0)  # the cool-down
+    host.invoke_timed("PublicApi", EVENT)
+    assert pool.count == 1  # above no floor, the stale one goes
+
+
+def test_the_floor_set_on_a_functions_scalable_target_is_the_pools(
+    placeholder_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window's pre-warm sets MinCapacity on the provisioned function's target (moto's
+    Application Auto Scaling locally); the gateway's host follows it (a stand-in client here:
+    the answer's shape is DescribeScalableTargets')."""
+    floors: list[tuple[str, int]] = []
+    target = provision.warm_start_target("RegistrationApi")
+
+    class Targets:
+        def describe_scalable_targets(self, **_: Any) -> dict[str, Any]:
+            return {"ScalableTargets": [{"ResourceId": target, "MinCapacity": 3}]}
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", "http://127.0.0.1:1")
+    monkeypatch.setattr(environments, "PROVISIONED_POLL_S", 0.01)
+    monkeypatch.setattr(environments._Pool, "provision", lambda pool, n: floors.append((pool.fn.id, n)))
+    monkeypatch.setattr("botocore.session.Session.create_client", lambda *_a, **_k: Targets())
+    h = EnvironmentHost()
+    try:
+        deadline = time.monotonic() + 10
+        while not floors and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        h.stop()
+
+    assert floors and floors[0] == ("RegistrationApi", 3)
