@@ -290,7 +290,8 @@ class Function:
     # (a snapshot of the initialised function, restored) or "provisioned" (environments
     # kept initialised during registration windows, up to ``provisioned_max``). Either way
     # the HTTP API calls a published version through the "live" alias. Locally the gateway keeps
-    # the provisioned floor's environments initialised (local/environments.py); no SnapStart.
+    # the provisioned floor's environments initialised, and a SnapStart function's initialised
+    # environments instead of restoring a snapshot (local/environments.py).
     warm_start: Literal["snapstart", "provisioned"] | None = None
     provisioned_max: int = 0
 

@@ -23,6 +23,9 @@ metrics, the SDK clients, the in-process cache), as on AWS. Per function:
   (``multiprocessing``'s forkserver), so a cold start costs the handler's own init, not
   the interpreter's;
 * an invocation past the function's timeout ends its environment, as Lambda does;
+* SnapStart, as far as a fork can have it: a SnapStart function's environments, once
+  initialised, are not stopped when idle (on AWS a new one restores the snapshot rather than
+  running the init again; here keeping the initialised one spares the cores that init);
 * provisioned concurrency, as the deployed stage has it: the floor the registration window's
   pre-warm sets on the function's scalable target (Application Auto Scaling, moto's locally;
   ``local/provision.py``) is read every ``PROVISIONED_POLL_S`` and that many environments are
@@ -86,8 +89,11 @@ def _error(type_name: str, message: str) -> Exception:
     return type(type_name, (FunctionError,), {})(message)
 
 
-def _serve(function_id: str, conn: Connection) -> None:
+def _serve(function_id: str, conn: Connection, init_type: str) -> None:
     """An environment: load the function once, then one invocation at a time until told to stop."""
+    # What Lambda tells an init about itself: a provisioned environment's init builds the SDK
+    # clients ahead of its first request (racecap.clients.prime), an on-demand one does not.
+    os.environ["AWS_LAMBDA_INITIALIZATION_TYPE"] = init_type
     install_layer_path()
     host = FunctionHost()  # installs the chaos faults hook (when asked) before the handler loads
     host.module(function_id)  # the init, before the first invocation
@@ -109,9 +115,9 @@ def _serve(function_id: str, conn: Connection) -> None:
 
 
 class Environment:
-    def __init__(self, ctx: Any, fn: blueprint.Function) -> None:
+    def __init__(self, ctx: Any, fn: blueprint.Function, init_type: str = "on-demand") -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(fn.id, child), daemon=True, name=f"env-{fn.id}")
+        self.process = ctx.Process(target=_serve, args=(fn.id, child, init_type), daemon=True, name=f"env-{fn.id}")
         t0 = time.monotonic()
         self.process.start()
         child.close()
@@ -163,6 +169,10 @@ class _Pool:
         self.limit = concurrency(fn)
         self.idle: list[Environment] = []  # most recently used last
         self.count = 0
+        # SnapStart: on AWS a new environment restores the function's snapshot instead of running
+        # its init. A fork here cannot restore a process, so an environment once initialised is
+        # kept instead (what the init cost is never paid again: memory, not the cores' time).
+        self.restorable = fn.warm_start == "snapstart"
         self.floor = 0  # provisioned environments: never reaped below this many
         self.provisioning = False  # a thread is initialising environments up to the floor
         self.cond = threading.Condition()
@@ -183,7 +193,7 @@ class _Pool:
     def release(self, env: Environment) -> None:
         env.last_used = time.monotonic()
         with self.cond:
-            stale = [e for e in self.idle if env.last_used - e.last_used > IDLE_S]
+            stale = [] if self.restorable else [e for e in self.idle if env.last_used - e.last_used > IDLE_S]
             stale = stale[: max(0, self.count - self.floor)]  # the oldest first; provisioned ones stay
             self.idle = [e for e in self.idle if e not in stale]
             self.count -= len(stale)
@@ -211,7 +221,7 @@ class _Pool:
                         return
                     self.count += 1
                 try:
-                    env = Environment(self.ctx, self.fn)
+                    env = Environment(self.ctx, self.fn, "provisioned-concurrency")
                 except Exception:  # the next look at the floor tries again
                     log.exception("a provisioned environment of %s failed its init", self.fn.id)
                     self._gone()

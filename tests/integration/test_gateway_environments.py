@@ -114,23 +114,41 @@ def test_provisioned_environments_are_initialised_before_any_request_and_kept_wh
     host: EnvironmentHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Provisioned concurrency: a floor of 2 initialises two environments with no request
-    made, a request then finds one warm, and idleness reaps none below the floor."""
-    pool = host._pool("PublicApi")
+    made, a request then finds one warm, and idleness reaps none below the floor. (QueueApi:
+    neither SnapStart nor provisioned on AWS, but any function's pool takes a floor.)"""
+    pool = host._pool("QueueApi")
     pool.provision(5)  # more than the pool's limit (2 here): the limit wins
     deadline = time.monotonic() + 60
     while len(pool.idle) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
 
     assert pool.floor == 2 and pool.count == 2 and len(pool.idle) == 2
-    _, timing = host.invoke_timed("PublicApi", EVENT)
+    _, timing = host.invoke_timed("QueueApi", EVENT)
     assert timing.wait_s < 0.5  # no init in front of it
 
     monkeypatch.setattr(environments, "IDLE_S", 0.0)  # every idle environment is now stale
-    host.invoke_timed("PublicApi", EVENT)
+    host.invoke_timed("QueueApi", EVENT)
     assert pool.count == 2  # the floor keeps them
     pool.provision(0)  # the cool-down
-    host.invoke_timed("PublicApi", EVENT)
+    host.invoke_timed("QueueApi", EVENT)
     assert pool.count == 1  # above no floor, the stale one goes
+
+
+def test_a_snapstart_functions_initialised_environments_are_kept_when_idle(
+    host: EnvironmentHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On AWS a SnapStart function's new environment restores its snapshot, without the init;
+    a fork cannot, so the local gateway keeps the initialised ones instead of stopping them."""
+    assert blueprint.function("PublicApi").warm_start == "snapstart"
+    pool = host._pool("PublicApi")
+    both = [pool.acquire(), pool.acquire()]
+    for env in both:
+        pool.release(env)
+    monkeypatch.setattr(environments, "IDLE_S", 0.0)
+
+    host.invoke_timed("PublicApi", EVENT)
+
+    assert pool.count == 2
 
 
 def test_the_floor_set_on_a_functions_scalable_target_is_the_pools(
