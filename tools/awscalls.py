@@ -50,6 +50,9 @@ ENV_DIR = "RACECAP_AWS_CALLS_DIR"
 # to ``writes-<pid>.jsonl`` (its items: table, action, key shape, size, and the units counted),
 # to see which writes a registration's WCU go to (``python -m tools.awscalls <folder> <n>``).
 ENV_TRACE = "RACECAP_AWS_CALLS_TRACE"
+# Set on a client the local stack uses to emulate AWS (the gateway's look at the provisioned
+# floors, local/environments.py): its calls stand for nothing a deployment makes, so not counted.
+EMULATION_ATTR = "racecap_emulation"
 # The by_route row of a route's invocations and their CPU (beside its calls' rows).
 HANDLER_ROW = "handler"
 # by_function / by_route rows "sdk:<kind>": CPU inside the SDKs' calls (issue 30).
@@ -369,6 +372,8 @@ def install(out_dir: str | Path) -> Counter:
     original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
     def counted_call(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+        if getattr(self, EMULATION_ATTR, False):  # the local stack's own look, no deployment's call
+            return original(self, operation_name, api_params)
         service = self.meta.service_model.service_name
         params = api_params
         if service == "dynamodb" and operation_name in _CAPACITY_OPS and "ReturnConsumedCapacity" not in params:
