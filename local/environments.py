@@ -46,7 +46,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import blueprint
-from local.runtime import FunctionHost, Timing, install_layer_path
+from local.provision import warm_start_target
+from local.runtime import EMULATION_ATTR, FunctionHost, Timing, install_layer_path
 
 log = logging.getLogger("racecap.local.environments")
 
@@ -272,8 +273,8 @@ class EnvironmentHost:
 
         client: Any = botocore.session.get_session().create_client("application-autoscaling", region_name="us-east-1")
         # Lambda does this on AWS, not a function: the bench's call count leaves it out (tools/awscalls.py).
-        client.racecap_emulation = True
-        ids = {f"function:{fn.id}:{blueprint.LIVE_ALIAS}": fn.id for fn in blueprint.FUNCTIONS if fn.warm_start}
+        setattr(client, EMULATION_ATTR, True)
+        ids = {warm_start_target(fn.id): fn.id for fn in blueprint.FUNCTIONS if fn.warm_start == "provisioned"}
         while not self._stopped.wait(PROVISIONED_POLL_S):
             try:
                 targets = client.describe_scalable_targets(ServiceNamespace="lambda")["ScalableTargets"]

@@ -26,6 +26,18 @@ import blueprint
 LAYER_PATH = str(blueprint.ROOT / "layers" / "racecap" / "python")
 REGION = "us-east-1"
 ACCOUNT = "000000000000"
+# Set on a client the local stack uses to emulate AWS itself (the gateway's look at the
+# provisioned floors, local/environments.py): tools/awscalls.py does not count its calls, which
+# stand for nothing a deployment makes.
+EMULATION_ATTR = "racecap_emulation"
+
+
+def local_session() -> Any:
+    """A boto3 session for the local servers: they check that a request is signed, not with
+    which keys, and serve the stack's one region."""
+    import boto3
+
+    return boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name=REGION)  # noqa: S106
 
 
 def install_layer_path() -> None:

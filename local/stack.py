@@ -28,7 +28,7 @@ from typing import Any
 import blueprint
 from local import auth, directors, faults, provision, servers
 from local.run_dir import RUN_DIR, running_stack
-from local.runtime import ACCOUNT, LAYER_PATH, REGION, install_layer_path
+from local.runtime import ACCOUNT, LAYER_PATH, REGION, install_layer_path, local_session
 from local.stripe_standin import server as stripe_standin
 
 ROOT = blueprint.ROOT
@@ -399,13 +399,7 @@ class LocalStack:
         return self._spawn("stepfunctions", cmd, self.ports.sfn, {"RACECAP_NODE_MODULES": modules})
 
     def _provision(self) -> None:
-        import boto3
-
-        session = boto3.session.Session(
-            aws_access_key_id="local",
-            aws_secret_access_key="local",  # noqa: S106 - local servers accept any key
-            region_name=REGION,
-        )
+        session = local_session()
         env = self.aws_env()
         ddb = session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"])
         sqs = session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"])

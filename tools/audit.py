@@ -48,7 +48,7 @@ from typing import Any
 import boto3
 
 import blueprint
-from local.runtime import install_layer_path
+from local.runtime import install_layer_path, local_session
 
 install_layer_path()
 
@@ -780,7 +780,7 @@ def main() -> None:
 
     info = json.load(open(args.stack))  # noqa: SIM115
     env = info["env"]
-    session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
+    session = local_session()
     ddb = session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"])
     sqs = session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"])
     race_ids = args.race or [

@@ -50,9 +50,6 @@ ENV_DIR = "RACECAP_AWS_CALLS_DIR"
 # to ``writes-<pid>.jsonl`` (its items: table, action, key shape, size, and the units counted),
 # to see which writes a registration's WCU go to (``python -m tools.awscalls <folder> <n>``).
 ENV_TRACE = "RACECAP_AWS_CALLS_TRACE"
-# Set on a client the local stack uses to emulate AWS (the gateway's look at the provisioned
-# floors, local/environments.py): its calls stand for nothing a deployment makes, so not counted.
-EMULATION_ATTR = "racecap_emulation"
 # The by_route row of a route's invocations and their CPU (beside its calls' rows).
 HANDLER_ROW = "handler"
 # by_function / by_route rows "sdk:<kind>": CPU inside the SDKs' calls (issue 30).
@@ -361,6 +358,8 @@ def _capacity_fields(operation: str, consumed: Any, params: dict[str, Any]) -> d
 def install(out_dir: str | Path) -> Counter:
     """Patch botocore, redis-py and the local function host in this process."""
     import botocore.client
+
+    from local.runtime import EMULATION_ATTR
 
     counter = Counter(Path(out_dir))
     counter.out_dir.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from local.runtime import install_layer_path
+from local.runtime import install_layer_path, local_session
 
 install_layer_path()
 
@@ -56,15 +56,7 @@ LAMBDA_MEMORY_GB = 2.0  # BallotDraw's memory (blueprint)
 
 
 def _client(port: int) -> Any:
-    import boto3
-
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=f"http://127.0.0.1:{port}",
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    return local_session().client("dynamodb", endpoint_url=f"http://127.0.0.1:{port}")
 
 
 def _generate(port: int, table: str, race_id: str, event_id: str, count: int) -> int:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import botocore.client
-import botocore.session
 import pytest
 import redis.client
 
@@ -30,11 +29,9 @@ def test_a_client_marked_as_the_local_stacks_emulation_is_not_counted(
     monkeypatch.setattr(redis.client.Pipeline, "execute", redis.client.Pipeline.execute)
     monkeypatch.setattr(runtime.FunctionHost, "invoke_timed", runtime.FunctionHost.invoke_timed)
     counter = awscalls.install(tmp_path)
-    session = botocore.session.get_session()
-    keys = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
-    counted = session.create_client("application-autoscaling", **keys)
-    emulation = session.create_client("application-autoscaling", **keys)
-    setattr(emulation, awscalls.EMULATION_ATTR, True)
+    counted = runtime.local_session().client("application-autoscaling")
+    emulation = runtime.local_session().client("application-autoscaling")
+    setattr(emulation, runtime.EMULATION_ATTR, True)
 
     counted.describe_scalable_targets(ServiceNamespace="lambda")
     emulation.describe_scalable_targets(ServiceNamespace="lambda")

@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
+from local.runtime import local_session
 from local.servers import free_port, start_dynamodb
 
 TABLE = "stall"
@@ -27,13 +27,8 @@ PROBE_S = 15.0
 
 
 def _client(port: int) -> Any:
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=f"http://127.0.0.1:{port}",
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        config=Config(retries={"mode": "standard"}),
+    return local_session().client(
+        "dynamodb", endpoint_url=f"http://127.0.0.1:{port}", config=Config(retries={"mode": "standard"})
     )
 
 

@@ -105,11 +105,9 @@ def raw_writes(port: int, seconds: float, processes: int, threads: int, warm_s: 
     Each kind first runs unmeasured for ``warm_s`` seconds: DynamoDB Local is a JVM and
     takes about three times the CPU per request until its JIT has compiled the hot path.
     """
-    import boto3
+    from local.runtime import local_session
 
-    client = boto3.session.Session(
-        aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
-    ).client("dynamodb", endpoint_url=f"http://127.0.0.1:{port}")
+    client = local_session().client("dynamodb", endpoint_url=f"http://127.0.0.1:{port}")
     table = "racecap-bench-raw"
     client.create_table(
         TableName=table,

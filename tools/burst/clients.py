@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
-
+from local.runtime import local_session
 from local.stack import LocalStack
 
 
@@ -19,9 +18,7 @@ class Clients:
     @classmethod
     def for_stack(cls, stack: LocalStack) -> Clients:
         env = stack.aws_env()
-        session = boto3.session.Session(
-            aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
-        )
+        session = local_session()
         return cls(
             session.client("dynamodb", endpoint_url=env["AWS_ENDPOINT_URL_DYNAMODB"]),
             session.client("sqs", endpoint_url=env["AWS_ENDPOINT_URL_SQS"]),
